@@ -1,0 +1,96 @@
+"""`kvcalc`: the engine on the command line. Bad input exits 2 with one line naming the option."""
+
+import argparse
+import json
+import sys
+
+from . import link, presets
+from .errors import InputError
+from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
+from .options import MANUAL_FIELDS, OPTIONS, evaluate
+from .report import table, to_json
+
+MODEL_CHOICE = ("model", "hf-config", *MANUAL_FIELDS)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise InputError("usage", message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kvcalc", description="Exact KV-cache and serving-capacity calculator.")
+    for group_name in ("model", "workload", "deployment", "view"):
+        group = parser.add_argument_group(group_name)
+        for option in OPTIONS:
+            if option.group != group_name:
+                continue
+            metavar = {"int": "N", "decimal": "X", "config": "PATH"}.get(option.kind, "NAME")
+            help_text = option.help.replace("%", "%%")
+            if option.default is not None:
+                help_text += f" (default {option.default})"
+            group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--link", metavar="URL", help="read the inputs from a share link (its #fragment); "
+                                                  "options given here override it")
+    out.add_argument("--list-models", action="store_true", help="list the model presets")
+    out.add_argument("--list-gpus", action="store_true", help="list the GPU presets")
+    return parser
+
+
+def _read_config(path: str) -> dict:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise InputError("hf-config", f"cannot read {path!r}: {e.strerror}") from None
+    return parse_config_text(data)
+
+
+def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
+    try:
+        args = vars(build_parser().parse_args(argv))
+        if args.pop("list_models"):
+            for entry in presets.model_entries():
+                print(f"{entry['id']:48} {entry['name']}", file=stdout)
+            return 0
+        if args.pop("list_gpus"):
+            for gpu in presets.gpus().values():
+                print(f"{gpu.id:20} {gpu.name:32} {gpu.memory_bytes / 2 ** 30:8.2f} GiB "
+                      f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
+            return 0
+        as_json, link_url = args.pop("json"), args.pop("link")
+        raw: dict = {}
+        if link_url is not None:
+            fragment = link_url.partition("#")[2]
+            raw, ignored = link.decode(fragment)
+            for key, why in ignored:
+                print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
+        given = {name: value for name, value in args.items() if value is not None}
+        if any(name in given for name in MODEL_CHOICE):
+            # A model named here replaces the link's model, whichever way each names it.
+            raw = {k: v for k, v in raw.items() if k not in MODEL_CHOICE}
+        for name, value in given.items():
+            raw[name] = _read_config(value) if name == "hf-config" else value
+        evaluation = evaluate(raw)
+        if evaluation.errors:
+            raise evaluation.errors[0]
+    except InputError as e:
+        option = e.field if e.field in ("usage",) or "." in e.field or "_" in e.field else f"--{e.field}"
+        print(f"kvcalc: error: {option}: {e.message}", file=stderr)
+        return 2
+    unit = str(evaluation.values.get("unit", "gib")).lower()
+    if as_json:
+        json.dump(to_json(evaluation.scenario, evaluation.result), stdout, indent=2)
+        stdout.write("\n")
+    else:
+        print(table(evaluation, unit), file=stdout)
+    return 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

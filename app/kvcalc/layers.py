@@ -1,0 +1,175 @@
+"""One small immutable value type per layer kind, each owning its byte formula.
+
+Shaped after vLLM's `vllm/v1/kv_cache_interface.py` (FullAttentionSpec, SlidingWindowSpec,
+MLAAttentionSpec, MambaSpec): a model is a tuple of these. Adding a kind is adding a class
+with the same five members: `kind`, `row_bytes`, `held_range`, `state_bytes`, `check_tp`.
+
+`row_bytes` is what one token costs in this layer on one GPU, rounded up to whole bytes
+once, here, and nowhere else. `held_range(context_tokens)` is the half-open range of token
+positions the layer still holds when a request has reached `context_tokens`; None for a layer
+that keeps no per-token cache. `state_bytes` is a fixed per-sequence state (Mamba, DeltaNet).
+"""
+
+from dataclasses import dataclass
+
+from .errors import InputError
+from .precision import Precision
+
+
+def _split_heads(heads: int, tp: int) -> int:
+    # vLLM ModelConfig.get_num_kv_heads / SGLang get_num_kv_heads: below one head per rank,
+    # each rank keeps one whole replicated head.
+    return max(1, heads // tp)
+
+
+def _check_head_split(heads: int, tp: int, what: str) -> None:
+    # vLLM refuses a split where neither count divides the other.
+    if tp <= heads and heads % tp:
+        raise InputError("tp", f"{heads} {what} cannot be split evenly over tp={tp}; "
+                               f"use a tp that divides {heads}")
+    if tp > heads and tp % heads:
+        raise InputError("tp", f"tp={tp} is more than {heads} {what} and not a multiple of it, "
+                               f"so heads cannot be replicated evenly")
+
+
+@dataclass(frozen=True)
+class FullAttention:
+    """MHA, GQA or MQA: K and V rows for every token of the context."""
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int | None = None  # when V is narrower or wider than K
+
+    kind = "full"
+
+    @property
+    def elements_per_token(self) -> int:
+        return self.kv_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        heads = _split_heads(self.kv_heads, tp)
+        return precision.bytes_for(heads * (self.head_dim + (self.v_head_dim or self.head_dim)))
+
+    def held_range(self, context_tokens: int):
+        return (0, context_tokens)
+
+    def state_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def check_tp(self, tp: int) -> None:
+        _check_head_split(self.kv_heads, tp, "kv heads")
+
+    def describe(self) -> str:
+        dims = f"{self.head_dim}" if self.v_head_dim in (None, self.head_dim) else \
+            f"{self.head_dim}+{self.v_head_dim}"
+        return f"{self.kv_heads} kv heads x {dims} head dim"
+
+
+@dataclass(frozen=True)
+class SlidingWindowAttention(FullAttention):
+    """Holds only the last `window` tokens (vLLM SlidingWindowSpec, llama.cpp iSWA cache)."""
+    window: int = 0
+
+    kind = "sliding"
+
+    def held_range(self, context_tokens: int):
+        return (max(0, context_tokens - self.window), context_tokens)
+
+    def describe(self) -> str:
+        return f"{super().describe()}, window {self.window:,}"
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttention(SlidingWindowAttention):
+    """Attends within fixed chunks (Llama 4 attention_chunk_size). Sized at its peak, a full
+    chunk, the way vLLM's ChunkedLocalAttentionSpec reserves it."""
+
+    kind = "chunked"
+
+
+@dataclass(frozen=True)
+class MLAAttention:
+    """Multi-head latent attention: one compressed latent plus a shared RoPE key per token.
+
+    vLLM MLAAttentionSpec / SGLang MLATokenToKVPool store kv_lora_rank + qk_rope_head_dim
+    elements, no factor 2, and every tensor-parallel rank holds the whole latent.
+    """
+    kv_lora_rank: int
+    rope_dim: int
+
+    kind = "mla"
+
+    @property
+    def elements_per_token(self) -> int:
+        return self.kv_lora_rank + self.rope_dim
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return precision.bytes_for(self.kv_lora_rank + self.rope_dim)
+
+    def held_range(self, context_tokens: int):
+        return (0, context_tokens)
+
+    def state_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def check_tp(self, tp: int) -> None:
+        return None
+
+    def describe(self) -> str:
+        return f"latent {self.kv_lora_rank} + rope {self.rope_dim}"
+
+
+@dataclass(frozen=True)
+class StateSpaceLayer:
+    """Linear attention or state-space layer (Mamba, Gated DeltaNet): a fixed state per
+    sequence, whatever the context (vLLM MambaSpec: conv state + ssm state). The state is
+    split over tensor-parallel ranks by its `heads`."""
+    conv_elements: int
+    ssm_elements: int
+    heads: int
+    label: str = "state-space"
+
+    kind = "state"
+    elements_per_token = 0
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def held_range(self, context_tokens: int):
+        return None
+
+    def state_bytes(self, precision: Precision, tp: int = 1) -> int:
+        per_gpu_elements = (self.conv_elements + self.ssm_elements) * _split_heads(self.heads, tp)
+        return precision.bytes_for(-(-per_gpu_elements // self.heads))
+
+    def check_tp(self, tp: int) -> None:
+        _check_head_split(self.heads, tp, f"{self.label} heads")
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.conv_elements + self.ssm_elements:,} state elements"
+
+
+@dataclass(frozen=True)
+class NoCache:
+    """A layer that keeps nothing between steps (an MLP-only block in a hybrid)."""
+
+    kind = "none"
+    elements_per_token = 0
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def held_range(self, context_tokens: int):
+        return None
+
+    def state_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def check_tp(self, tp: int) -> None:
+        return None
+
+    def describe(self) -> str:
+        return "no cache"
+
+
+Layer = FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | \
+    StateSpaceLayer | NoCache

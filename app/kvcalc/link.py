@@ -1,0 +1,142 @@
+"""Share links: the inputs in the URL fragment, keyed by the CLI's long option names.
+
+A fragment is input from a stranger. Decoding never raises: what is valid is kept, and every
+key that is dropped comes back with the reason, so the page can say what it ignored.
+"""
+
+import base64
+import json
+import zlib
+from fractions import Fraction
+from urllib.parse import quote, unquote
+
+from .errors import InputError
+from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
+from .options import OPTION_BY_NAME, OPTIONS, Evaluation, evaluate, parse_value
+
+MAX_FRAGMENT_CHARS = 256 * 1024
+MAX_PAIRS = 64
+
+
+def _decimal(value: Fraction) -> str:
+    """Exact decimal text for a fraction whose denominator is 2^a 5^b (anything typed as decimal)."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    digits = 0
+    while (value * 10 ** digits).denominator != 1:
+        digits += 1
+        if digits > 30:
+            return repr(float(value))
+    scaled = value.numerator * 10 ** digits // value.denominator
+    text = str(scaled).rjust(digits + 1, "0")
+    return (text[:-digits] + "." + text[-digits:]).rstrip("0").rstrip(".")
+
+
+def encode_config(cfg: dict) -> str:
+    packed = zlib.compress(json.dumps(cfg, separators=(",", ":"), sort_keys=True).encode(), 9)
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+
+
+def decode_config(text: str) -> dict:
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, MAX_CONFIG_BYTES + 1)
+    except (ValueError, zlib.error):
+        raise InputError("hf-config", "the embedded config.json is damaged (not base64url + zlib)") from None
+    if len(raw) > MAX_CONFIG_BYTES or inflater.unconsumed_tail:
+        raise InputError("hf-config", f"the embedded config.json is over {MAX_CONFIG_BYTES:,} bytes")
+    return parse_config_text(raw)
+
+
+def encode(values: dict) -> str:
+    """Fragment text (without '#') for typed or raw values, in the schema's order."""
+    parts = []
+    for option in OPTIONS:
+        value = values.get(option.name)
+        if value is None or value == "":
+            continue
+        if option.kind == "config":
+            text = encode_config(value)
+        elif isinstance(value, Fraction):
+            text = _decimal(value)
+        else:
+            text = str(value)
+        parts.append(f"{option.name}={quote(text, safe='/-_.:')}")
+    return "&".join(parts)
+
+
+def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
+    """(raw values, [(key, why ignored)]). Values keep their text, hf-config becomes a dict."""
+    ignored: list[tuple[str, str]] = []
+    if not isinstance(fragment, str):
+        return {}, [("link", "not text")]
+    if fragment.startswith("#"):
+        fragment = fragment[1:]
+    if len(fragment) > MAX_FRAGMENT_CHARS:
+        return {}, [("link", f"the link is {len(fragment):,} characters; the limit is {MAX_FRAGMENT_CHARS:,}")]
+    raw: dict = {}
+    pairs = [p for p in fragment.split("&") if p]
+    if len(pairs) > MAX_PAIRS:
+        ignored.append(("link", f"{len(pairs) - MAX_PAIRS} entries past the first {MAX_PAIRS} were ignored"))
+        pairs = pairs[:MAX_PAIRS]
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = _safe(unquote(key, errors="replace"))
+        text = unquote(text, errors="replace")
+        option = OPTION_BY_NAME.get(key)
+        if option is None:
+            ignored.append((key[:40], "unknown key"))
+            continue
+        if key in raw:
+            ignored.append((key, "repeated; the first value was kept"))
+            continue
+        if not sep or not text:
+            ignored.append((key, "empty value"))
+            continue
+        try:
+            value = decode_config(text) if option.kind == "config" else text
+            parse_value(option, value)
+        except InputError as e:
+            ignored.append((key, e.message))
+            continue
+        raw[key] = value
+    return raw, ignored
+
+
+def _safe(text: str) -> str:
+    # Keys are echoed back to the user; keep them printable and short.
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:40]
+
+
+def evaluate_link(fragment: str) -> tuple[Evaluation, list[tuple[str, str]]]:
+    """Evaluate what a link holds, dropping any field the engine refuses, each with its reason."""
+    raw, ignored = decode(fragment)
+    while True:
+        evaluation = evaluate(raw)
+        if evaluation.ok or not evaluation.errors:
+            return evaluation, ignored
+        error = evaluation.errors[0]
+        culprit = _culprit(error.field, raw)
+        if culprit is None:
+            # A missing choice (no model at all) cannot be fixed by dropping: report it as is.
+            return evaluation, ignored
+        ignored.append((culprit, error.message if culprit == error.field else f"{error.field}: {error.message}"))
+        del raw[culprit]
+
+
+# An error can name a value the link did not set (tp derived from gpus, a key inside the
+# config); drop the entry it came from.
+_DERIVED_FROM = {"tp": ("gpus", "pp"), "pp": ("gpus",), "gpus": ("tp", "pp"),
+                 "params": ("gpu-memory-gib", "gpu"), "kv-dtype": (), "layers": ("kv-heads", "head-dim")}
+
+
+def _culprit(field: str, raw: dict) -> str | None:
+    if field in raw:
+        return field
+    for candidate in _DERIVED_FROM.get(field, ()):
+        if candidate in raw:
+            return candidate
+    if field not in OPTION_BY_NAME and "hf-config" in raw:
+        return "hf-config"
+    return None

@@ -1,0 +1,54 @@
+"""A model as the cache sees it: a tuple of layers plus what sizing needs beside them."""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .layers import Layer
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    layers: tuple[Layer, ...]
+    dtype: str = "bf16"                      # the config's torch_dtype: default KV and weights precision
+    attention_heads: int | None = None       # query heads, which tensor parallelism must divide
+    params: int | None = None
+    active_params: int | None = None
+    max_context_tokens: int | None = None    # max_position_embeddings
+    hf_repo: str | None = None
+    source: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if not self.layers:
+            raise InputError("layers", "the model has no layers")
+
+    def layer_counts(self) -> Counter:
+        return Counter(self.layers)
+
+    def check_parallel(self, tp: int, pp: int) -> None:
+        if pp > len(self.layers):
+            raise InputError("pp", f"pp={pp} is more than the model's {len(self.layers)} layers")
+        if self.attention_heads and self.attention_heads % tp:
+            raise InputError("tp", f"tp={tp} does not divide the model's {self.attention_heads} "
+                                   f"attention heads (vLLM and SGLang require it)")
+        for layer in set(self.layers):
+            layer.check_tp(tp)
+
+    def stages(self, pp: int) -> list[Counter]:
+        """Layers of each pipeline stage, as vLLM's get_pp_indices splits them: an even share
+        each, the remainder going one layer apiece to the stages before the last."""
+        n = len(self.layers)
+        sizes = [n // pp] * pp
+        for i in range(2, n % pp + 2):
+            sizes[-i] += 1
+        out, start = [], 0
+        for size in sizes:
+            out.append(Counter(self.layers[start:start + size]))
+            start += size
+        return out
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(sorted({layer.kind for layer in self.layers}))

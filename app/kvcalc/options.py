@@ -1,0 +1,284 @@
+"""The inputs, one schema for the CLI, the share link and the page.
+
+Every input has one name: the CLI's long option, the link's key and the page field's name are
+the same string. `evaluate(raw)` takes those names to raw values (strings, as a form or a URL
+gives them) and returns the engine's result, or the errors naming the fields at fault.
+"""
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import presets
+from .errors import InputError
+from .hfconfig import model_from_config
+from .layers import FullAttention, MLAAttention, SlidingWindowAttention
+from .model import Model
+from .precision import precision
+from .sizing import Deployment, Result, Workload, compute
+
+GIB = 1 << 30
+GB = 10 ** 9
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: str            # int, decimal, text, config
+    group: str           # model, workload, deployment, view
+    help: str
+    minimum: Fraction | int | None = None
+    maximum: Fraction | int | None = None
+    default: str | None = None
+
+
+OPTIONS = (
+    Option("model", "text", "model", "Preset id or Hugging Face repo id, case-insensitive."),
+    Option("hf-config", "config", "model", "A Hugging Face config.json, read the way vLLM reads it."),
+    Option("layers", "int", "model", "Custom model: number of layers.", 1, 100_000),
+    Option("kv-heads", "int", "model", "Custom model: key/value heads per layer (1 = MQA).", 1, 100_000),
+    Option("head-dim", "int", "model", "Custom model: dimension of each head.", 1, 100_000),
+    Option("attention-heads", "int", "model", "Custom model: query heads (tensor parallel must divide them).", 1, 100_000),
+    Option("mla-rank", "int", "model", "Custom MLA model: kv_lora_rank, the latent width.", 1, 100_000),
+    Option("mla-rope-dim", "int", "model", "Custom MLA model: qk_rope_head_dim.", 0, 100_000),
+    Option("sliding-window", "int", "model", "Custom model: every layer keeps only this many tokens.", 1, 1 << 40),
+    Option("context", "int", "workload", "Tokens per request: prompt plus generated.", 1, 1 << 34, "8192"),
+    Option("batch", "int", "workload", "Concurrent requests, each with its own cache.", 1, 1 << 34, "1"),
+    Option("kv-dtype", "text", "workload", "Precision the cache is stored in (default: the model's dtype)."),
+    Option("block-size", "int", "workload", "PagedAttention block size in tokens; each layer rounds up to whole blocks (vLLM default 16).", 1, 1 << 20),
+    Option("prefix-tokens", "int", "workload", "A prompt prefix shared by every request, cached once.", 0, 1 << 34, "0"),
+    Option("gpus", "int", "deployment", "GPUs serving one copy of the model (tp x pp).", 1, 1 << 20, "1"),
+    Option("tp", "int", "deployment", "Tensor-parallel size (default gpus / pp).", 1, 1 << 20),
+    Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 1 << 20, "1"),
+    Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth."),
+    Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
+    Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
+    Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype)."),
+    Option("params", "int", "deployment", "Parameter count (overrides the preset's).", 1, 10 ** 15),
+    Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
+    Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
+    Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib"),
+)
+OPTION_BY_NAME = {o.name: o for o in OPTIONS}
+MANUAL_FIELDS = ("layers", "kv-heads", "head-dim", "attention-heads", "mla-rank", "mla-rope-dim", "sliding-window")
+UNITS = ("gib", "gb")
+
+_INT = re.compile(r"[0-9][0-9_,]{0,40}")
+_DECIMAL = re.compile(r"[0-9]{1,16}(\.[0-9]{0,16})?|\.[0-9]{1,16}")
+
+
+def parse_value(option: Option, raw):
+    """One raw value (a string from a form, a link or argv; or an already typed value) to its type."""
+    name = option.name
+    if option.kind == "config":
+        if isinstance(raw, dict):
+            return raw
+        raise InputError(name, "expected a config.json object")
+    if isinstance(raw, bool):
+        raise InputError(name, "expected a value, got true/false")
+    text = raw.strip() if isinstance(raw, str) else raw
+    if option.kind == "int":
+        if isinstance(text, str):
+            scale = 1
+            if name in ("context", "prefix-tokens") and text[-1:] in ("k", "K"):
+                text, scale = text[:-1], 1024   # 8K context means 8,192 tokens
+            if not _INT.fullmatch(text) or ",," in text or "__" in text:
+                raise InputError(name, f"expected a whole number, got {_clip(raw)!r}")
+            value = int(text.replace(",", "").replace("_", "")) * scale
+        elif isinstance(text, int):
+            value = text
+        else:
+            raise InputError(name, f"expected a whole number, got {_clip(raw)!r}")
+    elif option.kind == "decimal":
+        if isinstance(text, str):
+            if not _DECIMAL.fullmatch(text):
+                raise InputError(name, f"expected a plain decimal number like 0.9, got {_clip(raw)!r}")
+            value = Fraction(text)
+        elif isinstance(text, (int, Fraction)):
+            value = Fraction(text)
+        else:
+            raise InputError(name, f"expected a number, got {_clip(raw)!r}")
+    else:
+        if not isinstance(text, str) or not text:
+            raise InputError(name, "expected text")
+        if len(text) > 200:
+            raise InputError(name, "is longer than 200 characters")
+        return text
+    if option.minimum is not None and value < option.minimum:
+        raise InputError(name, f"{_num(value)} is too small; allowed {_num(option.minimum)} to {_num(option.maximum)}")
+    if option.maximum is not None and value > option.maximum:
+        raise InputError(name, f"{_num(value)} is too large; allowed {_num(option.minimum)} to {_num(option.maximum)}")
+    return value
+
+
+def _clip(raw) -> str:
+    text = str(raw)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def _num(value) -> str:
+    if isinstance(value, Fraction) and value.denominator != 1:
+        return f"{float(value):g}"
+    return f"{int(value):,}"
+
+
+def parse_options(raw: dict) -> tuple[dict, list[InputError]]:
+    """Typed values for the known, valid, non-empty entries, and an error for each bad one."""
+    values, errors = {}, []
+    for name, value in raw.items():
+        option = OPTION_BY_NAME.get(name)
+        if option is None:
+            errors.append(InputError(str(name)[:40], "unknown option"))
+            continue
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        try:
+            values[name] = parse_value(option, value)
+        except InputError as e:
+            errors.append(e)
+    return values, errors
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: Model
+    workload: Workload
+    deployment: Deployment
+    values: dict                       # the typed inputs it was built from
+    warnings: tuple[str, ...] = field(default=())
+
+
+def resolve_model(values: dict) -> tuple[Model, list[str]]:
+    manual = [k for k in MANUAL_FIELDS if k in values]
+    chosen = [k for k in ("hf-config",) if k in values]
+    model_id = values.get("model")
+    if model_id is not None and model_id.lower() == "custom":
+        model_id = None
+    if model_id is not None:
+        chosen.append("model")
+    if manual:
+        chosen.append("layers")
+    if len(chosen) > 1:
+        raise InputError(chosen[-1], f"give one model: --{' or --'.join(chosen)}, not both")
+    notes = []
+    if "hf-config" in values:
+        cfg = values["hf-config"]
+        model = model_from_config(cfg)
+        named = cfg.get("_name_or_path")
+        entry = presets.find_model_entry(named) if isinstance(named, str) and named else None
+        if entry is not None:
+            preset = presets.preset_model(entry["id"])
+            if preset.layers == model.layers:
+                model = _replace(model, params=preset.params, active_params=preset.active_params,
+                                 hf_repo=preset.hf_repo)
+                notes.append(f"parameter count taken from the {preset.name} preset")
+        return model, notes
+    if model_id is not None:
+        return presets.preset_model(model_id), notes
+    if manual:
+        return _manual_model(values), notes
+    raise InputError("model", "choose a model: --model ID, --hf-config PATH, or --layers with "
+                              "--kv-heads and --head-dim")
+
+
+def _replace(model: Model, **changes) -> Model:
+    from dataclasses import replace
+    return replace(model, **changes)
+
+
+def _manual_model(values: dict) -> Model:
+    n = _required(values, "layers")
+    if "mla-rank" in values or "mla-rope-dim" in values:
+        layer = MLAAttention(_required(values, "mla-rank"), values.get("mla-rope-dim", 0))
+        return Model(name="custom MLA model", layers=(layer,) * n)
+    heads, dim = _required(values, "kv-heads"), _required(values, "head-dim")
+    q_heads = values.get("attention-heads")
+    if q_heads is not None and q_heads % heads:
+        raise InputError("kv-heads", f"{heads} kv heads do not divide {q_heads} attention heads")
+    if "sliding-window" in values:
+        layer = SlidingWindowAttention(heads, dim, window=values["sliding-window"])
+    else:
+        layer = FullAttention(heads, dim)
+    return Model(name="custom model", layers=(layer,) * n, attention_heads=q_heads)
+
+
+def _required(values: dict, name: str):
+    if name not in values:
+        raise InputError(name, "needed for a custom model")
+    return values[name]
+
+
+def build_scenario(values: dict) -> Scenario:
+    model, notes = resolve_model(values)
+    kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.dtype)
+    state = precision(model.dtype)
+    context = values.get("context", 8192)
+    if model.max_context_tokens and context > model.max_context_tokens:
+        notes.append(f"context {context:,} is beyond the model's max_position_embeddings "
+                     f"({model.max_context_tokens:,})")
+    workload = Workload(context_tokens=context, kv_precision=kv, state_precision=state,
+                        batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
+                        prefix_tokens=values.get("prefix-tokens", 0))
+    return Scenario(model, workload, _deployment(values, model), values, tuple(notes))
+
+
+def _deployment(values: dict, model: Model) -> Deployment:
+    pp = values.get("pp", 1)
+    if "tp" in values:
+        tp = values["tp"]
+        if "gpus" in values and values["gpus"] != tp * pp:
+            raise InputError("gpus", f"--gpus {values['gpus']} does not equal tp x pp = {tp} x {pp}")
+    else:
+        gpus = values.get("gpus", 1)
+        if gpus % pp:
+            raise InputError("pp", f"pp={pp} does not divide --gpus {gpus}")
+        tp = gpus // pp
+
+    memory = bandwidth = None
+    gpu_name = None
+    if "gpu" in values:
+        preset = presets.gpu(values["gpu"])
+        memory, bandwidth, gpu_name = preset.memory_bytes, preset.bandwidth_bytes_per_s, preset.name
+    if "gpu-memory-gib" in values:
+        memory = int(values["gpu-memory-gib"] * GIB)
+
+    weights = None
+    if "weights-gib" in values:
+        weights = -(-values["weights-gib"] * GIB // 1)
+    else:
+        params = values.get("params", model.params)
+        if params is not None:
+            wp = precision(values.get("weights-dtype", model.dtype), field="weights-dtype")
+            weights = wp.bytes_for(params)
+    overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
+    return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
+                      memory_utilization=values.get("memory-utilization", Fraction(1)),
+                      overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
+                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    values: dict
+    errors: tuple[InputError, ...]
+    scenario: Scenario | None = None
+    result: Result | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and not self.errors
+
+
+def evaluate(raw: dict) -> Evaluation:
+    """Parse, build and compute. Never raises InputError: it comes back in `errors`."""
+    values, errors = parse_options(raw)
+    if errors:
+        return Evaluation(values, tuple(errors))
+    try:
+        if "unit" in values and values["unit"].lower() not in UNITS:
+            raise InputError("unit", f"expected gib or gb, got {_clip(values['unit'])!r}")
+        scenario = build_scenario(values)
+        result = compute(scenario.model, scenario.workload, scenario.deployment)
+    except InputError as e:
+        return Evaluation(values, (e,))
+    return Evaluation(values, (), scenario, result)

@@ -1,0 +1,181 @@
+"""Words and numbers for people: JSON keys, sizes in GiB or GB, and the formula written out."""
+
+from collections import Counter
+from fractions import Fraction
+
+from .options import GB, GIB, Evaluation, Scenario
+from .sizing import Result, cache_bytes
+
+JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
+                 "kv_bytes_all_gpus", "kv_bytes_shared_prefix", "kv_state_bytes_per_request",
+                 "weights_bytes", "weights_bytes_per_gpu", "gpu_memory_bytes", "usable_bytes_per_gpu",
+                 "kv_budget_bytes_per_gpu", "max_concurrency", "max_context", "kv_equals_weights_context")
+
+KIND_NAMES = {"full": "full attention", "sliding": "sliding window", "chunked": "chunked local",
+              "mla": "MLA latent", "state": "fixed state", "none": "no cache"}
+
+
+def to_json(scenario: Scenario, result: Result) -> dict:
+    out = {key: getattr(result, key) for key in JSON_INT_KEYS}
+    step = result.decode_step_seconds
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    out.update({
+        "model": model.hf_repo or model.name,
+        "layers": len(model.layers),
+        "layer_kinds": dict(sorted(Counter(layer.kind for layer in model.layers).items())),
+        "context": work.context_tokens,
+        "batch": work.batch,
+        "kv_dtype": work.kv_precision.name,
+        "kv_bits_per_element": _plain(work.kv_precision.bits_per_element),
+        "block_size": work.block_size_tokens,
+        "prefix_tokens": work.prefix_tokens,
+        "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
+        "memory_utilization": _plain(dep.memory_utilization),
+        "overhead_bytes_per_gpu": dep.overhead_bytes,
+        "max_context_limited_by": result.max_context_limited_by,
+        "decode_step_seconds": None if step is None else float(step),
+        "decode_tokens_per_s_per_request": None if step is None else float(1 / step),
+        "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
+        "warnings": list(scenario.warnings),
+    })
+    return out
+
+
+def _plain(value: Fraction):
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def size(n: int | None, unit: str = "gib") -> str:
+    """A byte count in the chosen unit, two decimals, unit named."""
+    if n is None:
+        return "n/a"
+    if unit == "gb":
+        for scale, name in ((10 ** 12, "TB"), (GB, "GB"), (10 ** 6, "MB"), (10 ** 3, "KB")):
+            if abs(n) >= scale:
+                return f"{n / scale:,.2f} {name}"
+    else:
+        for scale, name in ((1 << 40, "TiB"), (GIB, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if abs(n) >= scale:
+                return f"{n / scale:,.2f} {name}"
+    return f"{n:,} B"
+
+
+def both(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B ({size(n, 'gib')} = {size(n, 'gb')})"
+
+
+def _bits(precision) -> str:
+    b = precision.bits_per_element
+    if b % 8 == 0:
+        return f"{int(b // 8)} B"
+    return f"{float(b):g} bits / 8"
+
+
+def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list[str]:
+    """The arithmetic, written out with this configuration's numbers (seeds' style)."""
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    kv, lines = work.kv_precision, []
+    groups = model.layer_counts()
+    for layer, count in groups.items():
+        row = layer.row_bytes(kv)
+        if layer.kind in ("full", "sliding", "chunked"):
+            dims = layer.head_dim + (layer.v_head_dim or layer.head_dim)
+            factor = f"2 x {layer.head_dim}" if dims == 2 * layer.head_dim else f"({layer.head_dim} + {layer.v_head_dim})"
+            lines.append(f"{KIND_NAMES[layer.kind]}: {factor} x {layer.kv_heads} kv heads x {_bits(kv)}"
+                         f" = {row:,} B per token per layer; x {count} layers = {row * count:,} B")
+        elif layer.kind == "mla":
+            lines.append(f"MLA latent: ({layer.kv_lora_rank} + {layer.rope_dim}) x {_bits(kv)} = {row:,} B per token"
+                         f" per layer (one latent, no factor 2); x {count} layers = {row * count:,} B")
+        elif layer.kind == "state":
+            state = layer.state_bytes(work.state_precision)
+            lines.append(f"{layer.label}: fixed state {layer.conv_elements + layer.ssm_elements:,} elements x "
+                         f"{_bits(work.state_precision)} = {state:,} B per request per layer; x {count} layers")
+    lines.append(f"KV per token = {result.kv_bytes_per_token:,} B ({size(result.kv_bytes_per_token, unit)})")
+    windows = sorted({layer.window for layer in groups if layer.kind in ("sliding", "chunked")})
+    held = f"{work.context_tokens:,} tokens" + (
+        "".join(f"; window layers hold min({work.context_tokens:,}, {w:,}) = {min(work.context_tokens, w):,}"
+                for w in windows))
+    if work.block_size_tokens > 1:
+        held += f"; rounded up to blocks of {work.block_size_tokens} tokens"
+    lines.append(f"Per request: {held} -> {result.kv_bytes_per_request:,} B ({size(result.kv_bytes_per_request, unit)})")
+    if result.kv_bytes_shared_prefix:
+        lines.append(f"Shared prefix of {work.prefix_tokens:,} tokens stored once: {result.kv_bytes_shared_prefix:,} B")
+    per_request_private = result.kv_bytes_per_request - result.kv_bytes_shared_prefix
+    lines.append(f"Total = {per_request_private:,} B x {work.batch:,} requests"
+                 + (f" + {result.kv_bytes_shared_prefix:,} B shared" if result.kv_bytes_shared_prefix else "")
+                 + f" = {result.kv_bytes_total:,} B ({size(result.kv_bytes_total, unit)})")
+    if dep.gpus > 1:
+        notes = []
+        for layer in groups:
+            if layer.kind in ("full", "sliding", "chunked"):
+                notes.append(f"kv heads per GPU = max(1, {layer.kv_heads} // {dep.tp}) = {max(1, layer.kv_heads // dep.tp)}")
+            elif layer.kind == "mla":
+                notes.append("the MLA latent is replicated on every tensor-parallel GPU")
+        notes = list(dict.fromkeys(notes))
+        lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}): " + "; ".join(notes + [
+            f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
+    if result.kv_budget_bytes_per_gpu is not None:
+        util = dep.memory_utilization
+        util_text = "" if util == 1 else f" x {float(util):g}"
+        lines.append(f"KV budget per GPU = {size(dep.gpu_memory_bytes, unit)}{util_text} - weights "
+                     f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(dep.overhead_bytes, unit)} = "
+                     f"{size(result.kv_budget_bytes_per_gpu, unit)}")
+        stage_shared, stage_private = _heaviest_stage(scenario)
+        if stage_private and result.kv_budget_bytes_per_gpu >= 0:
+            shared_text = f"({size(result.kv_budget_bytes_per_gpu, unit)} - {size(stage_shared, unit)} shared)" \
+                if stage_shared else size(result.kv_budget_bytes_per_gpu, unit)
+            lines.append(f"Max concurrency = floor({shared_text} / {size(stage_private, unit)} per request per GPU)"
+                         f" = {result.max_concurrency:,}")
+        if result.max_context is not None:
+            why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
+            lines.append(f"Max context for {work.batch:,} requests = {result.max_context:,} tokens (limited by {why})")
+    if result.decode_step_seconds:
+        step = result.decode_step_seconds
+        lines.append(f"Decode bound: weights and the batch's KV read once per step at "
+                     f"{dep.bandwidth_bytes_per_s / 10 ** 12:g} TB/s -> >= {float(step) * 1000:.2f} ms per step, "
+                     f"<= {float(1 / step):,.1f} tokens/s per request, {float(work.batch / step):,.0f} in total")
+    return lines
+
+
+def _heaviest_stage(scenario: Scenario):
+    """(shared, per request) bytes on the GPU that limits concurrency."""
+    work, dep = scenario.workload, scenario.deployment
+    best = None
+    for stage in scenario.model.stages(dep.pp):
+        shared, private = cache_bytes(stage, work.context_tokens, work, dep.tp)
+        if private and (best is None or private > best[1]):
+            best = (shared, private)
+    return best or (0, 0)
+
+
+def table(evaluation: Evaluation, unit: str = "gib") -> str:
+    scenario, result = evaluation.scenario, evaluation.result
+    rows = [
+        ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
+        ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
+        ("KV per token", both(result.kv_bytes_per_token)),
+        (f"KV per request ({scenario.workload.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
+        (f"KV total ({scenario.workload.batch:,} requests)", both(result.kv_bytes_total)),
+        (f"KV per GPU (tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
+        ("Weights", both(result.weights_bytes)),
+        ("Max concurrent requests", "n/a (give --gpu or --gpu-memory-gib)" if result.max_concurrency is None
+         else f"{result.max_concurrency:,}"),
+        ("Max context", _max_context_text(result)),
+        ("KV = weights at context", "n/a" if result.kv_equals_weights_context is None
+         else f"{result.kv_equals_weights_context:,} tokens"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    out = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    out.append("")
+    out.extend("  " + line for line in formula_lines(scenario, result, unit))
+    out.extend(f"note: {w}" for w in scenario.warnings)
+    return "\n".join(out)
+
+
+def _max_context_text(result: Result) -> str:
+    if result.max_context_limited_by is None:
+        return "n/a (give --gpu or --gpu-memory-gib)"
+    if result.max_context is None:
+        return "unbounded (every layer's cache is capped)"
+    suffix = " (model limit)" if result.max_context_limited_by == "model" else ""
+    return f"{result.max_context:,} tokens{suffix}"

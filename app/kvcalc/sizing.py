@@ -1,0 +1,216 @@
+"""KV cache size, memory budget, capacity and the decode roofline. Pure functions on values.
+
+Every byte figure is an int. Fractions appear only for ratios (memory utilization, seconds).
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .errors import InputError
+from .model import Model
+from .precision import Precision
+
+# Searches for the longest context stop here: 2^40 tokens is far past any model.
+CONTEXT_SEARCH_LIMIT = 1 << 40
+
+
+@dataclass(frozen=True)
+class Workload:
+    context_tokens: int
+    kv_precision: Precision
+    state_precision: Precision
+    batch: int = 1
+    block_size_tokens: int = 1       # 1 = ideal, no PagedAttention rounding
+    prefix_tokens: int = 0           # a prompt prefix every request shares, stored once
+
+
+@dataclass(frozen=True)
+class Deployment:
+    tp: int = 1
+    pp: int = 1
+    gpu_memory_bytes: int | None = None      # per GPU
+    memory_utilization: Fraction = Fraction(1)
+    overhead_bytes: int = 0                  # per GPU: activations, CUDA graphs, non-torch memory
+    weights_bytes: int | None = None         # whole model
+    bandwidth_bytes_per_s: int | None = None  # per GPU
+    gpu_name: str | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: int = 1):
+    """(shared, per_request) bytes for these layers at `context_tokens`.
+
+    Blocks are counted on absolute positions, as a paged cache lays them out: a layer holding
+    positions [start, end) uses ceil(end/bs) - floor(start/bs) blocks, and only the whole blocks
+    of the shared prefix are shared (vLLM's prefix caching hashes full blocks only).
+    """
+    bs = workload.block_size_tokens
+    prefix = min(workload.prefix_tokens, context_tokens)
+    shared_blocks_end = prefix // bs
+    shared = per_request = 0
+    for layer, count in layers.items():
+        per_request += count * layer.state_bytes(workload.state_precision, tp)
+        held = layer.held_range(context_tokens)
+        if held is None:
+            continue
+        first, end = held[0] // bs, _ceil_div(held[1], bs)
+        shared_blocks = max(0, min(shared_blocks_end, end) - first)
+        row = layer.row_bytes(workload.kv_precision, tp)
+        shared += count * shared_blocks * bs * row
+        per_request += count * (end - first - shared_blocks) * bs * row
+    return shared, per_request
+
+
+def batch_bytes(layers: Counter, context_tokens: int, workload: Workload, batch: int, tp: int = 1) -> int:
+    shared, per_request = cache_bytes(layers, context_tokens, workload, tp)
+    return shared + batch * per_request
+
+
+def bytes_per_token(layers: Counter, precision: Precision, tp: int = 1) -> int:
+    return sum(count * layer.row_bytes(precision, tp) for layer, count in layers.items())
+
+
+def _largest_fitting(fits, low: int, limit: int) -> int | None:
+    """Largest n in [low, limit] with fits(n), for a monotone fits; None if even `limit` fits.
+    Assumes fits(low) is True."""
+    hi = low
+    while fits(hi):
+        if hi >= limit:
+            return None
+        low, hi = hi, min(limit, hi * 2)
+    while hi - low > 1:
+        mid = (low + hi) // 2
+        if fits(mid):
+            low = mid
+        else:
+            hi = mid
+    return low
+
+
+@dataclass(frozen=True)
+class Result:
+    kv_bytes_per_token: int
+    kv_bytes_per_request: int          # one request at the context, windows and state honoured
+    kv_bytes_shared_prefix: int        # stored once for the batch
+    kv_bytes_total: int                # whole batch, one logical copy
+    kv_bytes_per_gpu: int              # most loaded GPU, replication counted
+    kv_bytes_all_gpus: int             # what all GPUs hold together, replication counted
+    kv_state_bytes_per_request: int    # fixed state of linear / state-space layers
+    weights_bytes: int | None
+    weights_bytes_per_gpu: int | None
+    gpu_memory_bytes: int | None
+    usable_bytes_per_gpu: int | None   # memory x utilization
+    kv_budget_bytes_per_gpu: int | None
+    max_concurrency: int | None
+    max_context: int | None
+    max_context_limited_by: str | None  # "memory", "model" (max_position_embeddings) or "none"
+    kv_equals_weights_context: int | None
+    decode_step_seconds: Fraction | None
+    tp: int
+    pp: int
+
+    @property
+    def decode_tokens_per_s_per_request(self):
+        return None if not self.decode_step_seconds else 1 / self.decode_step_seconds
+
+
+def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
+    tp, pp = deployment.tp, deployment.pp
+    model.check_parallel(tp, pp)
+    if workload.prefix_tokens > workload.context_tokens:
+        raise InputError("prefix-tokens", f"a shared prefix of {workload.prefix_tokens:,} tokens "
+                         f"is longer than the context of {workload.context_tokens:,}")
+    everything = model.layer_counts()
+    ctx, batch = workload.context_tokens, workload.batch
+    shared, per_request = cache_bytes(everything, ctx, workload)
+    state = sum(n * layer.state_bytes(workload.state_precision) for layer, n in everything.items())
+    stages = model.stages(pp)
+    stage_bytes = [batch_bytes(stage, ctx, workload, batch, tp) for stage in stages]
+
+    weights = deployment.weights_bytes
+    weights_per_gpu = None if weights is None else _ceil_div(weights, tp * pp)
+    usable = budget = max_conc = max_ctx = limited_by = None
+    if deployment.gpu_memory_bytes is not None:
+        if weights is None:
+            raise InputError("params", "the weights' size is unknown for this model: give "
+                                       "--params or --weights-gib to size the memory budget")
+        usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
+        budget = usable - weights_per_gpu - deployment.overhead_bytes
+        max_conc = _max_concurrency(stages, ctx, workload, budget, tp)
+        max_ctx, limited_by = _max_context(model, stages, workload, budget, tp)
+
+    crossover = None
+    if weights is not None:
+        def below_weights(n):
+            return batch_bytes(everything, n, workload, batch) < weights
+        if below_weights(1):
+            last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT)
+            crossover = None if last_below is None else last_below + 1
+        else:
+            crossover = 1
+
+    step = None
+    if deployment.bandwidth_bytes_per_s and weights is not None:
+        # A decode step streams every weight and the batch's whole cache through each GPU once;
+        # pipeline stages run one after another for a token.
+        step_bytes = weights_per_gpu * pp + sum(stage_bytes)
+        step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
+
+    return Result(
+        kv_bytes_per_token=bytes_per_token(everything, workload.kv_precision),
+        kv_bytes_per_request=per_request + shared,
+        kv_bytes_shared_prefix=shared,
+        kv_bytes_total=shared + batch * per_request,
+        kv_bytes_per_gpu=max(stage_bytes),
+        kv_bytes_all_gpus=tp * sum(stage_bytes),
+        kv_state_bytes_per_request=state,
+        weights_bytes=weights,
+        weights_bytes_per_gpu=weights_per_gpu,
+        gpu_memory_bytes=deployment.gpu_memory_bytes,
+        usable_bytes_per_gpu=usable,
+        kv_budget_bytes_per_gpu=budget,
+        max_concurrency=max_conc,
+        max_context=max_ctx,
+        max_context_limited_by=limited_by,
+        kv_equals_weights_context=crossover,
+        decode_step_seconds=step,
+        tp=tp, pp=pp,
+    )
+
+
+def _max_concurrency(stages, ctx, workload, budget, tp) -> int | None:
+    if budget < 0:
+        return 0
+    best = None
+    for stage in stages:
+        shared, per_request = cache_bytes(stage, ctx, workload, tp)
+        if shared > budget:
+            return 0
+        if per_request == 0:
+            continue
+        fits = (budget - shared) // per_request
+        best = fits if best is None else min(best, fits)
+    return best
+
+
+def _max_context(model, stages, workload, budget, tp):
+    """Longest context at which `batch` requests fit on every GPU, and what limits it."""
+    def fits(n):
+        return all(batch_bytes(stage, n, workload, workload.batch, tp) <= budget for stage in stages)
+    if budget < 0 or not fits(1):
+        return 0, "memory"
+    limit = model.max_context_tokens or CONTEXT_SEARCH_LIMIT
+    largest = _largest_fitting(fits, 1, limit)
+    if largest is not None:
+        return largest, "memory"
+    if model.max_context_tokens:
+        return model.max_context_tokens, "model"
+    return None, "none"
