@@ -180,8 +180,9 @@ def _attention_dims(f: _Fields, model_type: str) -> dict:
                          f"{kv} kv heads do not divide {q_heads} attention heads")
     out["kv_heads"] = kv
 
-    if f.has("head_dim"):
-        head_dim = f.int("head_dim")
+    dim_key = f.first("head_dim", "attention_head_dim")   # Nemotron-H names it attention_head_dim
+    if dim_key:
+        head_dim = f.int(dim_key)
     elif f.has("kv_channels"):
         head_dim = f.int("kv_channels")
     else:

@@ -214,3 +214,27 @@ def _max_context(model, stages, workload, budget, tp):
     if model.max_context_tokens:
         return model.max_context_tokens, "model"
     return None, "none"
+
+
+@dataclass(frozen=True)
+class GenerationWork:
+    """Work to generate `tokens` tokens one at a time, counted in per-token vector operations
+    per layer and head: K/V projections and query-key dot products (the seeds' comparison)."""
+    tokens: int
+    projections_with_cache: int       # each token projected once: N
+    projections_without_cache: int    # step t re-projects all t tokens: N(N+1)/2
+    dot_products_with_cache: int      # step t attends t keys: N(N+1)/2, O(N^2)
+    dot_products_without_cache: int   # step t recomputes t x t attention: N(N+1)(2N+1)/6, O(N^3)
+
+    @property
+    def with_cache(self) -> int:
+        return self.projections_with_cache + self.dot_products_with_cache
+
+    @property
+    def without_cache(self) -> int:
+        return self.projections_without_cache + self.dot_products_without_cache
+
+
+def generation_work(tokens: int) -> GenerationWork:
+    n = tokens
+    return GenerationWork(n, n, n * (n + 1) // 2, n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6)

@@ -1,0 +1,17 @@
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def hf_fixture(name: str) -> dict:
+    with open(FIXTURES / "hf" / name, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@pytest.fixture
+def fixture_config():
+    return hf_fixture

@@ -1,0 +1,127 @@
+"""The CLI: `kvcalc` and `python -m kvcalc`, JSON keys, exit 2 with one line on bad input."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kvcalc.cli import run
+from kvcalc.link import encode, encode_config
+
+from conftest import FIXTURES, ROOT, hf_fixture
+
+INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes")
+
+
+def cli(*argv, stdin=None):
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        old = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        code = run(list(argv), out, err)
+    finally:
+        if stdin is not None:
+            sys.stdin = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_json(*argv):
+    code, out, err = cli(*argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_seed_deployment_from_the_issue():
+    # seed 004 via the CLI flags named in the engine issue
+    base = ["--layers", "80", "--kv-heads", "8", "--head-dim", "128", "--kv-dtype", "fp16",
+            "--gpus", "8", "--gpu-memory-gib", "80", "--weights-gib", "35", "--overhead-gib", "0.5"]
+    for context, n in {"8192": 240, "32768": 60, "131072": 15}.items():
+        assert cli_json(*base, "--context", context)["max_concurrency"] == n
+
+
+def test_json_keys_are_ints_or_null():
+    d = cli_json("--model", "meta-llama/llama-3.1-8b", "--context", "8192", "--batch", "4")
+    for key in INT_KEYS:
+        assert type(d[key]) is int
+    assert d["max_concurrency"] is None and d["max_context"] is None
+    assert d["kv_bytes_per_token"] == 131_072 and d["kv_bytes_total"] == 4 << 30
+
+
+def test_manual_mla():
+    d = cli_json("--layers", "60", "--mla-rank", "512", "--mla-rope-dim", "64")
+    assert d["kv_bytes_per_token"] == 69_120
+
+
+def test_hf_config_path_and_stdin():
+    path = FIXTURES / "hf" / "deepseek-ai__DeepSeek-V3.json"
+    assert cli_json("--hf-config", str(path))["kv_bytes_per_token"] == 70_272
+    code, out, err = cli("--hf-config", "-", "--json", stdin=path.read_text())
+    assert code == 0 and json.loads(out)["kv_bytes_per_token"] == 70_272
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--model", "nope/nothing"], "--model"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--kv-dtype", "fp7"], "--kv-dtype"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--context", "-5"], "--context"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--context", "0"], "--context"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--batch", "1.5"], "--batch"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--gpus", "3"], "--tp"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--memory-utilization", "1.5"], "--memory-utilization"),
+    (["--model", "meta-llama/Llama-3.1-8B", "--gpu", "tpu-v9"], "--gpu"),
+    (["--layers", "32", "--kv-heads", "8"], "--head-dim"),
+    (["--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--attention-heads", "12"], "--kv-heads"),
+    (["--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu-memory-gib", "80"], "--params"),
+    (["--hf-config", "/nonexistent/config.json"], "--hf-config"),
+    (["--frobnicate"], "usage"),
+])
+def test_bad_input_exits_2_with_one_line(argv, option):
+    code, out, err = cli(*argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"kvcalc: error: {option}")
+
+
+def test_malformed_json_config(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"num_hidden_layers": 32,')
+    code, _, err = cli("--hf-config", str(bad))
+    assert code == 2 and "not valid JSON" in err and "Traceback" not in err
+
+
+def test_link_round_trip_matches_direct_options():
+    values = {"model": "meta-llama/Llama-3.1-70B", "context": "8192", "batch": "32", "kv-dtype": "fp8",
+              "gpus": "8", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9"}
+    direct = cli_json(*[a for k, v in values.items() for a in (f"--{k}", v)])
+    via_link = cli_json("--link", "http://127.0.0.1:8000/#" + encode(values))
+    assert direct == via_link and direct["max_concurrency"] > 0
+
+
+def test_link_with_embedded_config():
+    cfg = hf_fixture("openai__gpt-oss-120b.json")
+    fragment = encode({"hf-config": cfg, "context": "65536"})
+    assert cli_json("--link", "#" + fragment)["kv_bytes_per_request"] == 18 * 2048 * (65536 + 128)
+
+
+def test_table_output_names_both_units():
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-70B", "--context", "8192", "--batch", "32", "--kv-dtype", "fp16")
+    assert code == 0 and "80.00 GiB = 85.90 GB" in out and "2 x 128 x 8 kv heads x 2 B" in out
+
+
+def test_python_dash_m_and_console_script_entry():
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "app"))
+    proc = subprocess.run([sys.executable, "-m", "kvcalc", "--layers", "32", "--kv-heads", "8", "--head-dim", "128",
+                           "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["kv_bytes_per_token"] == 131_072
+    proc = subprocess.run([sys.executable, "-m", "kvcalc", "--context", "abc", "--layers", "1"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--context" in proc.stderr
+
+
+def test_extremes_stay_exact():
+    d = cli_json("--model", "meta-llama/Llama-3.1-405B", "--context", "10000000", "--batch", "1000000",
+                 "--gpus", "1000", "--tp", "8", "--pp", "125", "--gpu-memory-gib", "80", "--weights-gib", "1000")
+    assert d["kv_bytes_total"] == 516_096 * 10_000_000 * 1_000_000
+    assert d["max_concurrency"] >= 0

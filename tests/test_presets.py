@@ -1,0 +1,78 @@
+"""Presets are data: every model checked against its researched source row, every GPU sourced."""
+
+import csv
+
+import pytest
+
+from kvcalc import evaluate, precision
+from kvcalc.presets import gpus, model_entries, preset_model
+
+from conftest import FIXTURES
+
+BF16 = precision("bf16")
+REQUIRED = ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B",
+            "deepseek-ai/DeepSeek-V3", "mistralai/Mistral-7B-v0.1", "google/gemma-2-9b",
+            "openai/gpt-oss-120b", "Qwen/Qwen3-32B"]
+
+
+def reference_rows():
+    # tests/fixtures/models_reference.csv is a copy of shared/reference/models.csv.
+    with open(FIXTURES / "models_reference.csv", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def bf16_per_token(model):
+    return sum(layer.row_bytes(BF16) for layer in model.layers)
+
+
+def test_at_least_35_models_with_sources():
+    entries = model_entries()
+    assert len(entries) >= 35
+    for entry in entries:
+        assert entry["source"] and entry["name"] and entry["family"]
+        assert isinstance(entry["params"], int) and entry["params"] > 0
+
+
+@pytest.mark.parametrize("model_id", REQUIRED + [m.upper() for m in REQUIRED[:2]] + [m.lower() for m in REQUIRED])
+def test_required_ids_resolve_case_insensitively(model_id):
+    assert evaluate({"model": model_id}).ok
+
+
+@pytest.mark.parametrize("row", reference_rows(), ids=lambda row: row["model"])
+def test_preset_matches_its_source_row(row):
+    repo = row["hf_repo"]
+    if repo.startswith("("):       # GPT-3 has no config.json; the preset carries the paper's dims
+        repo = "openai/gpt-3-175b"
+    model = preset_model(repo)
+    assert bf16_per_token(model) == int(row["kv_bytes_per_token_bf16_all_layers_as_engines_store"])
+    assert len(model.layers) == int(row["num_hidden_layers"])
+    if row["n_swa_layers"] and row["n_swa_layers"] != "0":
+        assert sum(layer.kind == "sliding" for layer in model.layers) == int(row["n_swa_layers"])
+
+
+@pytest.mark.parametrize("entry", model_entries(), ids=lambda e: e["id"])
+def test_preset_matches_its_hand_check(entry):
+    assert bf16_per_token(preset_model(entry["id"])) == entry["kv_bytes_per_token_bf16"], entry["kv_check"]
+
+
+def test_seed_models_are_covered():
+    names = " ".join(e["name"] for e in model_entries())
+    for family in ("LLaMA-1", "GPT-3", "Llama 3.1 8B", "Llama 3.1 70B", "405B", "Mistral 7B", "Qwen2.5",
+                   "Gemma 2", "DeepSeek-V2", "DeepSeek-V3", "Qwen3", "Gemma 3", "gpt-oss", "Mixtral",
+                   "Phi", "Falcon", "Kimi K2", "GLM-4.5", "Command R+"):
+        assert family.lower() in names.lower(), family
+
+
+def test_gpu_presets():
+    table = gpus()
+    for gpu_id in ("a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb", "h100-pcie-80gb", "h200-141gb",
+                   "b200", "l4", "l40s", "a10g", "rtx-3090", "rtx-4090", "rtx-5090", "mi300x", "mi325x"):
+        assert any(g.startswith(gpu_id) for g in table), gpu_id
+    assert any(g.vendor == "Apple" for g in table.values())
+    for g in table.values():
+        assert isinstance(g.memory_bytes, int) and g.memory_bytes > 8 << 30
+        assert isinstance(g.bandwidth_bytes_per_s, int) and g.bandwidth_bytes_per_s > 10 ** 11
+        assert g.source
+    # engines.md: nvidia-smi shows 81,920 MiB on A100 80GB and 143,771 MiB on H200.
+    assert table["a100-sxm-80gb"].memory_bytes == 81_920 << 20
+    assert table["h200-141gb"].memory_bytes == 143_771 << 20
