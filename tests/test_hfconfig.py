@@ -163,7 +163,9 @@ def test_torch_dtype_is_default_kv_precision():
     cfg = dict(hf_fixture("meta-llama__Llama-3.1-8B.json"), torch_dtype="float16")
     r = evaluate({"hf-config": cfg})
     assert r.scenario.workload.kv_precision.name == "fp16"
-    assert model_from_config(dict(cfg, torch_dtype="float32")).dtype == "fp32"
+    # vLLM --dtype auto serves a float32 checkpoint in 16 bits (_get_and_verify_dtype).
+    fp32 = model_from_config(dict(cfg, torch_dtype="float32"))
+    assert fp32.dtype == "bf16" and "float32" in fp32.notes[0]
 
 
 @pytest.mark.parametrize("change, field, words", [
@@ -210,3 +212,114 @@ def test_malformed_config_text(text, words):
 def test_config_text_round_trip_matches_file():
     path = FIXTURES / "hf" / "deepseek-ai__DeepSeek-V3.json"
     assert parse_config_text(path.read_bytes()) == json.loads(path.read_text())
+
+
+# ---- rules checked against vLLM and transformers sources (review findings) ---------------
+
+def test_gemma3_without_pattern_uses_transformers_default_of_6():
+    # The published gemma-3-27b-it text_config has sliding_window 1024 and no pattern key.
+    cfg = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 62,
+           "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "sliding_window": 1024}}
+    assert kinds(model_from_config(cfg)).count("full") == 10
+
+
+def test_mla_only_for_vllm_mla_model_types():
+    # GLM-4.7-Flash (glm4_moe_lite): hidden 2048 / 20 heads does not divide, but MLA needs no head_dim.
+    glm = {"model_type": "glm4_moe_lite", "num_hidden_layers": 47, "num_attention_heads": 20,
+           "hidden_size": 2048, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256}
+    assert per_token(model_from_config(glm)) == 47 * 576 * 2
+    # MiniCPM3 has kv_lora_rank but vLLM runs it as plain attention over 96-wide heads (minicpm3.py).
+    minicpm = {"model_type": "minicpm3", "num_hidden_layers": 62, "num_attention_heads": 40, "hidden_size": 2560,
+               "kv_lora_rank": 256, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64}
+    assert model_from_config(minicpm).layers[0] == FullAttention(40, 96)
+
+
+def test_deepseek_v32_indexer_cache():
+    cfg = dict(hf_fixture("deepseek-ai__DeepSeek-V3.json"), model_type="deepseek_v32", index_head_dim=128)
+    assert per_token(model_from_config(cfg)) == 61 * (576 * 2 + 128 + 4)
+
+
+def test_dbrx_kv_n_heads_and_bigcode_multi_query():
+    dbrx = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40,
+            "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000}}
+    assert model_from_config(dbrx).layers[0] == FullAttention(8, 128)
+    starcoder = {"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "multi_query": True}
+    assert model_from_config(starcoder).layers[0] == FullAttention(1, 128)
+
+
+def test_refinedweb_falcon_40b_and_7b():
+    # vLLM RWConfig: hidden 8192 forces the new decoder architecture; n_head_kv defaults to 1.
+    rw40 = {"model_type": "RefinedWeb", "n_head": 128, "n_head_kv": 8, "n_layer": 60, "hidden_size": 8192}
+    assert model_from_config(rw40).layers[0] == FullAttention(8, 64)
+    rw7 = {"model_type": "RefinedWebModel", "n_head": 71, "n_layer": 32, "hidden_size": 4544, "multi_query": True}
+    assert model_from_config(rw7).layers[0] == FullAttention(1, 64)
+
+
+def test_qwen_without_use_sliding_window_does_not_slide():
+    cfg = {"model_type": "qwen2", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "hidden_size": 4096, "sliding_window": 32768, "max_window_layers": 28}
+    assert set(kinds(model_from_config(cfg))) == {"full"}
+
+
+def test_unknown_window_layout_and_hybrids_are_refused():
+    with pytest.raises(InputError, match="which layers slide"):
+        model_from_config({"model_type": "somethingnew", "num_hidden_layers": 4, "num_attention_heads": 4,
+                           "hidden_size": 256, "sliding_window": 128})
+    with pytest.raises(InputError, match="state-space fields"):
+        model_from_config({"model_type": "newhybrid", "num_hidden_layers": 4, "num_attention_heads": 4,
+                           "hidden_size": 256, "mamba_d_state": 16})
+    for field in ("linear_attn_config", "attn_type_list"):
+        with pytest.raises(InputError) as info:
+            model_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256, field: [1]})
+        assert info.value.field == field
+
+
+def test_bamba_attn_layer_indices():
+    cfg = {"model_type": "bamba", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "hidden_size": 4096, "attn_layer_indices": [9, 18, 27], "mamba_n_heads": 128, "mamba_d_head": 64,
+           "mamba_n_groups": 1, "mamba_d_state": 128, "mamba_d_conv": 4}
+    assert [i for i, k in enumerate(kinds(model_from_config(cfg))) if k == "full"] == [9, 18, 27]
+
+
+def test_gemma3n_shared_kv_layers_have_no_cache():
+    cfg = {"model_type": "gemma3n_text", "num_hidden_layers": 35, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 256, "hidden_size": 2048, "num_kv_shared_layers": 15,
+           "layer_types": ["sliding_attention"] * 4 + ["full_attention"] + ["sliding_attention"] * 4 + ["full_attention"]
+           + (["sliding_attention"] * 4 + ["full_attention"]) * 5, "sliding_window": 512}
+    assert kinds(model_from_config(cfg)).count("none") == 15
+
+
+def test_nemotron_h_ssm_state_is_fp32():
+    model = model_from_config(hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json"))
+    mamba = model.layers[0]
+    assert mamba.ssm_dtype == "fp32"
+    assert mamba.state_bytes(BF16) == mamba.conv_elements * 2 + mamba.ssm_elements * 4
+
+
+def test_fp8_checkpoint_weights_and_other_quantizations():
+    v3 = model_from_config(hf_fixture("deepseek-ai__DeepSeek-V3.json"))
+    assert v3.weights_dtype == "fp8"
+    oss = model_from_config(hf_fixture("openai__gpt-oss-120b.json"))
+    assert oss.weights_dtype is None and "mxfp4" in " ".join(oss.notes)
+    e = evaluate({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "params": "116829156672", "gpu": "h100-sxm-80gb"})
+    assert e.errors[0].field == "weights-dtype" and "mxfp4" in e.errors[0].message
+    e = evaluate({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "weights-gib": "61", "gpu": "h100-sxm-80gb"})
+    assert e.ok
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "mpt", "n_heads": 32, "d_model": 4096, "n_layers": 32, "attn_config": [1]},
+    {"num_hidden_layers": 4, "num_attention_heads": 10 ** 5000, "hidden_size": 256},
+    {"num_hidden_layers": 4, "num_attention_heads": {"a": {1, 2}}, "hidden_size": 256},
+    {"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256, "layer_types": "full"},
+    {"model_type": "llama4", "num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 64,
+     "attention_chunk_size": 8192, "no_rope_layers": [1]},
+])
+def test_hostile_configs_raise_only_input_error(cfg):
+    with pytest.raises(InputError):
+        model_from_config(cfg)
+
+
+def test_huge_integer_literal_in_json_is_refused():
+    with pytest.raises(InputError):
+        parse_config_text('{"num_hidden_layers": ' + "1" * 5000 + "}")

@@ -95,6 +95,7 @@ class MLAAttention:
     """
     kv_lora_rank: int
     rope_dim: int
+    indexer_row_bytes: int = 0   # DeepSeek-V3.2's fp8 indexer key, whatever the KV precision
 
     kind = "mla"
 
@@ -103,7 +104,7 @@ class MLAAttention:
         return self.kv_lora_rank + self.rope_dim
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
-        return precision.bytes_for(self.kv_lora_rank + self.rope_dim)
+        return precision.bytes_for(self.kv_lora_rank + self.rope_dim) + self.indexer_row_bytes
 
     def held_range(self, context_tokens: int):
         return (0, context_tokens)
@@ -127,6 +128,7 @@ class StateSpaceLayer:
     ssm_elements: int
     heads: int
     label: str = "state-space"
+    ssm_dtype: str | None = None   # the recurrent state's own precision, when not the model's
 
     kind = "state"
     elements_per_token = 0
@@ -138,11 +140,16 @@ class StateSpaceLayer:
         return None
 
     def state_bytes(self, precision: Precision, tp: int = 1) -> int:
-        per_gpu_elements = (self.conv_elements + self.ssm_elements) * _split_heads(self.heads, tp)
-        return precision.bytes_for(-(-per_gpu_elements // self.heads))
+        from .precision import precision as by_name
+        ssm_precision = by_name(self.ssm_dtype) if self.ssm_dtype else precision
+        share = self.heads // tp if tp <= self.heads else 1
+        conv = precision.bytes_for(self.conv_elements * share // self.heads)
+        return conv + ssm_precision.bytes_for(self.ssm_elements * share // self.heads)
 
     def check_tp(self, tp: int) -> None:
-        _check_head_split(self.heads, tp, f"{self.label} heads")
+        # vLLM divides state heads over ranks and never replicates them.
+        if tp > self.heads or self.heads % tp:
+            raise InputError("tp", f"tp={tp} does not divide the {self.heads} {self.label} heads")
 
     def describe(self) -> str:
         return f"{self.label}: {self.conv_elements + self.ssm_elements:,} state elements"

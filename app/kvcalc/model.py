@@ -11,7 +11,8 @@ from .layers import Layer
 class Model:
     name: str
     layers: tuple[Layer, ...]
-    dtype: str = "bf16"                      # the config's torch_dtype: default KV and weights precision
+    dtype: str = "bf16"                      # the serving dtype: default KV precision
+    weights_dtype: str | None = "bf16"       # None when the checkpoint's bits per weight vary
     attention_heads: int | None = None       # query heads, which tensor parallelism must divide
     params: int | None = None
     active_params: int | None = None
@@ -19,6 +20,9 @@ class Model:
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())
+    # For MLA models: (qk_nope + qk_rope, v_head_dim) per head, the decompressed K and V that
+    # HF transformers caches instead of the latent.
+    mla_head_dims: tuple[int, int] | None = None
 
     def __post_init__(self):
         if not self.layers:

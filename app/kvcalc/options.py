@@ -86,6 +86,8 @@ def parse_value(option: Option, raw):
                 raise InputError(name, f"expected a whole number, got {_clip(raw)!r}")
             value = int(text.replace(",", "").replace("_", "")) * scale
         elif isinstance(text, int):
+            if text.bit_length() > 80:
+                raise InputError(name, "is far too large")
             value = text
         else:
             raise InputError(name, f"expected a whole number, got {_clip(raw)!r}")
@@ -210,6 +212,10 @@ def _required(values: dict, name: str):
 
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
+    notes = list(model.notes) + notes
+    if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
+        notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
+                     "so its real block size differs from --block-size")
     kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.dtype)
     state = precision(model.dtype)
     context = values.get("context", 8192)
@@ -247,9 +253,12 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = -(-values["weights-gib"] * GIB // 1)
     else:
         params = values.get("params", model.params)
-        if params is not None:
-            wp = precision(values.get("weights-dtype", model.dtype), field="weights-dtype")
-            weights = wp.bytes_for(params)
+        dtype = values.get("weights-dtype", model.weights_dtype)
+        if params is not None and dtype is not None:
+            weights = precision(dtype, field="weights-dtype").bytes_for(params)
+        elif params is not None and memory is not None:
+            reason = next((n for n in model.notes if "quantized" in n), "the weights' precision is unknown")
+            raise InputError("weights-dtype", reason)
     overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),

@@ -119,7 +119,9 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
         util_text = "" if util == 1 else f" x {float(util):g}"
         lines.append(f"KV budget per GPU = {size(dep.gpu_memory_bytes, unit)}{util_text} - weights "
                      f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(dep.overhead_bytes, unit)} = "
-                     f"{size(result.kv_budget_bytes_per_gpu, unit)}")
+                     f"{size(result.kv_budget_bytes_per_gpu, unit)}"
+                     + (" (before activations and runtime memory: set an overhead; vLLM subtracts its"
+                        " measured peak)" if not dep.overhead_bytes else ""))
         stage_shared, stage_private = _heaviest_stage(scenario)
         if stage_private and result.kv_budget_bytes_per_gpu >= 0:
             shared_text = f"({size(result.kv_budget_bytes_per_gpu, unit)} - {size(stage_shared, unit)} shared)" \

@@ -133,7 +133,13 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
     shared, per_request = cache_bytes(everything, ctx, workload)
     state = sum(n * layer.state_bytes(workload.state_precision) for layer, n in everything.items())
     stages = model.stages(pp)
-    stage_bytes = [batch_bytes(stage, ctx, workload, batch, tp) for stage in stages]
+    bytes_of = {}
+    stage_bytes = []
+    for stage in stages:
+        key = frozenset(stage.items())
+        if key not in bytes_of:
+            bytes_of[key] = batch_bytes(stage, ctx, workload, batch, tp)
+        stage_bytes.append(bytes_of[key])
 
     weights = deployment.weights_bytes
     weights_per_gpu = None if weights is None else _ceil_div(weights, tp * pp)
@@ -144,8 +150,9 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
                                        "--params or --weights-gib to size the memory budget")
         usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
         budget = usable - weights_per_gpu - deployment.overhead_bytes
-        max_conc = _max_concurrency(stages, ctx, workload, budget, tp)
-        max_ctx, limited_by = _max_context(model, stages, workload, budget, tp)
+        distinct = _distinct(stages)
+        max_conc = _max_concurrency(distinct, ctx, workload, budget, tp)
+        max_ctx, limited_by = _max_context(model, distinct, workload, budget, tp)
 
     crossover = None
     if weights is not None:
@@ -184,6 +191,17 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
         decode_step_seconds=step,
         tp=tp, pp=pp,
     )
+
+
+def _distinct(stages: list[Counter]) -> list[Counter]:
+    # Uniform models repeat the same stage many times; each distinct one is enough for limits.
+    seen, out = set(), []
+    for stage in stages:
+        key = frozenset(stage.items())
+        if key not in seen:
+            seen.add(key)
+            out.append(stage)
+    return out
 
 
 def _max_concurrency(stages, ctx, workload, budget, tp) -> int | None:

@@ -1,0 +1,93 @@
+"""Side tables: the same workload under other attention designs and other KV precisions."""
+
+from dataclasses import dataclass, replace
+
+from .errors import InputError
+from .layers import FullAttention, MLAAttention, SlidingWindowAttention
+from .options import Scenario
+from .precision import PRECISIONS
+from .sizing import Result, compute
+
+# DeepSeek-V2/V3's latent: kv_lora_rank 512 + qk_rope_head_dim 64 (seed 000, engines.md).
+DEEPSEEK_LATENT = (512, 64)
+TABLE_PRECISIONS = ("fp32", "bf16", "fp8", "int8", "q8_0", "q5_0", "nvfp4", "q4_0", "int4")
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    detail: str
+    result: Result | None
+    refused: str | None = None      # why this row has no numbers
+    current: bool = False
+
+
+def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
+    try:
+        result = compute(model or scenario.model, workload or scenario.workload, scenario.deployment)
+    except InputError as e:
+        return Row(label, detail, None, e.message, current)
+    return Row(label, detail, result, None, current)
+
+
+def attention_variants(scenario: Scenario) -> list[Row]:
+    """MHA, GQA, MQA and MLA for this model's layer count and head dims."""
+    model = scenario.model
+    attn = [layer for layer in model.layers if isinstance(layer, FullAttention)]
+    mla = [layer for layer in model.layers if isinstance(layer, MLAAttention)]
+    if attn:
+        base = attn[0]
+        q_heads = model.attention_heads or base.kv_heads
+        head_dim, v_dim = base.head_dim, base.v_head_dim
+    elif mla and model.attention_heads:
+        base = mla[0]
+        q_heads, head_dim, v_dim = model.attention_heads, 128 + base.rope_dim, 128
+        if model.mla_head_dims:
+            head_dim, v_dim = model.mla_head_dims
+    else:
+        return []
+
+    def with_heads(kv_heads):
+        def swap(layer):
+            if isinstance(layer, SlidingWindowAttention):
+                return replace(layer, kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_dim)
+            if isinstance(layer, (FullAttention, MLAAttention)):
+                return FullAttention(kv_heads, head_dim, v_dim)
+            return layer
+        return replace(model, layers=tuple(swap(layer) for layer in model.layers))
+
+    def as_mla(rank, rope):
+        def swap(layer):
+            if isinstance(layer, (FullAttention, MLAAttention)):
+                return MLAAttention(rank, rope)
+            return layer
+        return replace(model, layers=tuple(swap(layer) for layer in model.layers))
+
+    own_kv = attn[0].kv_heads if attn else None
+    rows = [
+        _run(scenario, with_heads(q_heads), label="MHA", detail=f"{q_heads} kv heads (one per query head)",
+             current=bool(attn) and own_kv == q_heads),
+    ]
+    if attn and 1 < own_kv < q_heads:
+        rows.append(_run(scenario, label="GQA", detail=f"{own_kv} kv heads (this model)", current=True))
+    rows.append(_run(scenario, with_heads(1), label="MQA", detail="1 kv head", current=bool(attn) and own_kv == 1))
+    if mla:
+        rows.append(_run(scenario, label="MLA", detail=f"latent {mla[0].kv_lora_rank} + rope {mla[0].rope_dim} "
+                                                        "(this model)", current=True))
+    else:
+        rows.append(_run(scenario, as_mla(*DEEPSEEK_LATENT), label="MLA",
+                         detail="latent 512 + rope 64 (DeepSeek's dims)"))
+    return rows
+
+
+def precision_rows(scenario: Scenario) -> list[Row]:
+    current = scenario.workload.kv_precision.name
+    names = list(TABLE_PRECISIONS) + ([current] if current not in TABLE_PRECISIONS else [])
+    rows = []
+    for name in names:
+        p = PRECISIONS[name]
+        work = replace(scenario.workload, kv_precision=p)
+        engines = ", ".join(p.engines) or "no engine named"
+        rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {engines}",
+                         current=name == current))
+    return rows
