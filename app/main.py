@@ -78,14 +78,18 @@ def link_values(raw: dict) -> dict:
 # ---- writing the form (from a link) ---------------------------------------------------
 
 def write_form(raw: dict) -> None:
+    """Show a link's inputs. A key the link leaves out takes the CLI's default, so the page and
+    `kvcalc --link` read the same link the same way."""
+    defaults = {o.name: o.default for o in OPTIONS}
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
+        value = raw.get(name, defaults.get(name))
         if element.type == "radio":
-            element.checked = element.value == raw.get(name, "gib")
-        elif name != "model":
-            element.value = "" if raw.get(name) is None else str(raw[name])
-            if raw.get(name) is None and element.defaultValue:
-                element.value = element.defaultValue
+            element.checked = element.value == (value or "gib")
+        elif name != "model" and name not in MANUAL_FIELDS:
+            element.value = "" if value is None else str(value)
+        elif name in raw:
+            element.value = str(value)
     manual = [name for name in MANUAL_FIELDS if name in raw]
     if "hf-config" in raw:
         set_model_choice("config")

@@ -1,0 +1,52 @@
+# Two commands: `make serve` (build and serve on http://127.0.0.1:8000) and `make test`.
+# Each does its own set-up: a venv in .venv, npm ci, the vendored runtime, dist/.
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+PORT ?= 8000
+CHROMIUM ?= /usr/bin/chromium
+ENGINE := $(shell find app -name '*.py' -o -name '*.json' 2>/dev/null)
+
+.PHONY: serve test test-engine test-browser dist vendor venv chromium bench clean
+
+venv: $(VENV)/.ready
+$(VENV)/.ready: requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+vendor: static/vendor/.ready
+static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py
+	$(PYTHON) tools/vendor.py static/vendor
+	touch $@
+
+dist: dist/index.html
+dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py $(ENGINE) $(wildcard static/*)
+	$(PYTHON) tools/build.py dist
+
+serve: dist
+	$(PYTHON) tools/serve.py dist --port $(PORT)
+
+# Debian's Chromium drives the browser tests (Playwright cannot download its own here).
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Chromium missing: install it (apt-get install chromium) or set CHROMIUM=path"; exit 1; fi; \
+	fi
+
+test: venv dist chromium
+	$(VPY) -m pytest -q
+
+test-engine: venv
+	$(VPY) -m pytest -q -m "not browser"
+
+bench: venv dist chromium
+	$(VPY) bench/load.py
+
+clean:
+	rm -rf dist static/vendor node_modules $(VENV) .pytest_cache

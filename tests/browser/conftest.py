@@ -1,0 +1,69 @@
+"""Browser tests: the built dist/ served on 127.0.0.1, driven in headless Chromium.
+
+Playwright cannot download browsers here, so Debian's Chromium (/usr/bin/chromium, or $CHROMIUM)
+is launched through executable_path; where it is absent, Playwright's own Chromium is used.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DIST = ROOT / "dist"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    args = dict(browser_type_launch_args, args=CHROMIUM_ARGS)
+    path = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if os.path.exists(path):
+        args["executable_path"] = path
+    return args
+
+
+@pytest.fixture(scope="session")
+def site():
+    """Base URL of dist/ served by tools/serve.py on a free loopback port."""
+    if not (DIST / "index.html").exists():
+        pytest.fail("dist/ is not built: run `make dist` (make test does it)")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(DIST), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    assert line.startswith("serving http://127.0.0.1:"), line
+    yield line.split()[-1]
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+class Recorder:
+    """Every request and every console problem a page produced."""
+
+    def __init__(self, page):
+        self.requests, self.problems = [], []
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
+
+
+def open_page(page, url: str) -> Recorder:
+    recorder = Recorder(page)
+    page.goto(url)
+    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
+    assert page.evaluate("document.documentElement.dataset.state") == "ready", recorder.problems
+    return recorder
+
+
+def metrics(page) -> dict:
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-metric]')]
+        .map(e => [e.dataset.metric, e.dataset.value]))""")

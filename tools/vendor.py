@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Copy the browser runtime the page needs out of node_modules (stdlib only).
+
+    python3 tools/vendor.py OUTDIR        # e.g. static/vendor
+
+Writes OUTDIR/pyscript/ and OUTDIR/pyodide/ (each replaced whole) with only
+the files PyScript and Pyodide fetch at run time on the main thread, as
+observed in a headless Chromium network log:
+
+* PyScript: core.js, core.css, the core chunk it imports, the tiny TOML
+  parser chunk (fetched because the config is a .toml file) and the plugin
+  chunks core always imports (error, deprecations-manager, donkey,
+  py-editor, py-game, py-terminal). The code editor, terminal (xterm),
+  archive and package-graph chunks are only fetched by features the page
+  does not use and are left out, as are source maps.
+* Pyodide: pyodide.mjs, pyodide.asm.mjs, pyodide.asm.wasm,
+  python_stdlib.zip and pyodide-lock.json. No Pyodide packages (wheels).
+
+The chunk file names carry content hashes, so they are found by following
+core.js's imports rather than hard-coded. The versions in node_modules must
+match the pins in package.json; run `npm ci` first. Any surprise (missing
+node_modules, version drift, a chunk that is no longer there) is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / "node_modules"
+PYSCRIPT_DIST = NODE_MODULES / "@pyscript" / "core" / "dist"
+PYODIDE_DIR = NODE_MODULES / "pyodide"
+
+PYSCRIPT_ENTRY = ["core.js", "core.css"]
+# Chunks that core's own code imports dynamically during every start-up
+# (config parser and the default plugin set). Matched by name before the hash.
+PYSCRIPT_RUNTIME_CHUNKS = [
+    "toml",
+    "error",
+    "deprecations-manager",
+    "donkey",
+    "py-editor",
+    "py-game",
+    "py-terminal",
+]
+PYODIDE_FILES = [
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+]
+
+# `from"./x.js"`, `import"./x.js"` (static) and `import("./x.js")` (dynamic).
+STATIC_IMPORT = re.compile(r'(?:\bfrom|\bimport)\s*"\./([\w.-]+\.js)"')
+DYNAMIC_IMPORT = re.compile(r'\bimport\(\s*"\./([\w.-]+\.js)"\s*\)')
+HASHED = re.compile(r"^(?P<name>.+)-[\w-]{8}\.js$")
+
+
+class VendorError(Exception):
+    pass
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise VendorError(f"missing {path.relative_to(ROOT)}") from None
+
+
+def check_versions() -> None:
+    if not NODE_MODULES.is_dir():
+        raise VendorError(
+            f"{NODE_MODULES} does not exist: run `npm ci` in {ROOT} first"
+        )
+    pins = _read_json(ROOT / "package.json").get("devDependencies", {})
+    for name, pkg_dir in (("@pyscript/core", PYSCRIPT_DIST.parent), ("pyodide", PYODIDE_DIR)):
+        want = pins.get(name)
+        if not want:
+            raise VendorError(f"package.json pins no version of {name}")
+        if not pkg_dir.is_dir():
+            raise VendorError(f"{pkg_dir} is missing: run `npm ci` in {ROOT}")
+        have = _read_json(pkg_dir / "package.json").get("version")
+        if have != want:
+            raise VendorError(
+                f"node_modules has {name} {have} but package.json pins {want}: run `npm ci`"
+            )
+
+
+def _js(name: str) -> str:
+    path = PYSCRIPT_DIST / name
+    if not path.is_file():
+        raise VendorError(f"PyScript chunk {name} is missing from {PYSCRIPT_DIST}")
+    return path.read_text(encoding="utf-8")
+
+
+def _static_closure(start: list[str]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(STATIC_IMPORT.findall(_js(name)))
+    return seen
+
+
+def pyscript_files() -> list[str]:
+    files = _static_closure(["core.js"])
+    dynamic = set()
+    for name in files:
+        dynamic.update(DYNAMIC_IMPORT.findall(_js(name)))
+    by_name: dict[str, list[str]] = {}
+    for chunk in dynamic:
+        m = HASHED.match(chunk)
+        if m:
+            by_name.setdefault(m.group("name"), []).append(chunk)
+    wanted = []
+    for name in PYSCRIPT_RUNTIME_CHUNKS:
+        found = by_name.get(name, [])
+        if len(found) != 1:
+            raise VendorError(
+                f"expected one dynamically imported '{name}-<hash>.js' chunk in "
+                f"PyScript core, found {found or 'none'}; re-check the runtime file list"
+            )
+        wanted.append(found[0])
+    files |= _static_closure(wanted)
+    for name in PYSCRIPT_ENTRY:
+        if not (PYSCRIPT_DIST / name).is_file():
+            raise VendorError(f"{PYSCRIPT_DIST / name} is missing")
+    return sorted(files | set(PYSCRIPT_ENTRY))
+
+
+def _copy(src_dir: Path, names: list[str], dest: Path) -> list[tuple[Path, int]]:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    copied = []
+    for name in names:
+        src = src_dir / name
+        if not src.is_file():
+            raise VendorError(f"{src} is missing")
+        shutil.copyfile(src, dest / name)
+        copied.append((dest / name, src.stat().st_size))
+    return copied
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: python3 tools/vendor.py OUTDIR", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    try:
+        check_versions()
+        copied = _copy(PYSCRIPT_DIST, pyscript_files(), out / "pyscript")
+        copied += _copy(PYODIDE_DIR, PYODIDE_FILES, out / "pyodide")
+    except VendorError as exc:
+        print(f"vendor.py: error: {exc}", file=sys.stderr)
+        return 1
+    total = 0
+    for path, size in copied:
+        total += size
+        print(f"{size:>10}  {path}")
+    print(f"{total:>10}  total ({len(copied)} files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
