@@ -11,7 +11,7 @@ import pytest
 from kvcalc.cli import run
 from kvcalc.link import encode, encode_config
 
-from conftest import FIXTURES, ROOT, hf_fixture
+from support import FIXTURES, ROOT, hf_fixture
 
 INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes")
 

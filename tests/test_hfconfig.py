@@ -13,7 +13,7 @@ from kvcalc import InputError, evaluate, model_from_config, parse_config_text
 from kvcalc.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention, StateSpaceLayer
 from kvcalc.precision import precision
 
-from conftest import FIXTURES, hf_fixture
+from support import FIXTURES, hf_fixture
 
 BF16 = precision("bf16")
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from kvcalc.link import decode, decode_config, encode, encode_config, evaluate_link
 from kvcalc.options import OPTIONS, evaluate, parse_options
 
-from conftest import hf_fixture
+from support import hf_fixture
 
 
 def test_issue_example_link():

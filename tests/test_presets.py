@@ -7,7 +7,7 @@ import pytest
 from kvcalc import evaluate, precision
 from kvcalc.presets import gpus, model_entries, preset_model
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 BF16 = precision("bf16")
 REQUIRED = ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B",

@@ -44,26 +44,3 @@ def site():
     yield line.split()[-1]
     proc.terminate()
     proc.wait(timeout=10)
-
-
-class Recorder:
-    """Every request and every console problem a page produced."""
-
-    def __init__(self, page):
-        self.requests, self.problems = [], []
-        page.on("request", lambda r: self.requests.append(r.url))
-        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
-
-
-def open_page(page, url: str) -> Recorder:
-    recorder = Recorder(page)
-    page.goto(url)
-    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
-    assert page.evaluate("document.documentElement.dataset.state") == "ready", recorder.problems
-    return recorder
-
-
-def metrics(page) -> dict:
-    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-metric]')]
-        .map(e => [e.dataset.metric, e.dataset.value]))""")

@@ -7,7 +7,8 @@ import re
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from conftest import open_page, metrics, ROOT
+from pagekit import metrics, open_page
+from support import ROOT
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
                "weights_bytes", "max_concurrency", "max_context", "kv_equals_weights_context")

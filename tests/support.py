@@ -1,7 +1,7 @@
+"""Shared paths and loaders for the tests."""
+
 import json
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -10,8 +10,3 @@ FIXTURES = ROOT / "tests" / "fixtures"
 def hf_fixture(name: str) -> dict:
     with open(FIXTURES / "hf" / name, encoding="utf-8") as fh:
         return json.load(fh)
-
-
-@pytest.fixture
-def fixture_config():
-    return hf_fixture
