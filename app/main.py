@@ -9,21 +9,28 @@ import json
 
 import js
 from pyscript import document, window
-from pyscript.ffi import create_proxy
+from pyscript.ffi import create_proxy, to_js
 
 from kvcalc import link
-from kvcalc.compare import attention_variants, precision_rows
+from kvcalc.compare import attention_variants, compare_table, precision_rows
 from kvcalc.errors import InputError
+from kvcalc.export import export
 from kvcalc.hfconfig import parse_config_text
+from kvcalc.launch import ENGINES, launch
 from kvcalc.options import MANUAL_FIELDS, OPTIONS, evaluate
 from kvcalc.report import formula_lines, size, to_json
 from kvcalc.sizing import generation_work
+from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 
 MLA_FIELDS = ("mla-rank", "mla-rope-dim")
 GQA_FIELDS = tuple(f for f in MANUAL_FIELDS if f not in MLA_FIELDS)
 HTML = document.documentElement
 _proxies = []          # keep JS callbacks alive for the page's lifetime
-_state = {"config": None, "config_error": None, "last_hash": None}
+_state = {"config": None, "config_error": None, "last_hash": None, "pins": [], "unit": "gib",
+          "current": None, "export": ""}
+_pinned = {}           # pin fragment -> its to_json column (or an error text), computed once
+_charts = {}
+UNIT_SCALE = {"gib": (1 << 30, "GiB"), "gb": (10 ** 9, "GB")}
 
 
 def q(selector):
@@ -172,7 +179,7 @@ def render(evaluation, u: str) -> None:
     q("#model-line").textContent = (f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
                                     f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.")
     fill_list(q("#formula"), formula_lines(scenario, result, u) + [f"Note: {w}" for w in scenario.warnings])
-    render_bar(result, scenario, u)
+    render_charts(scenario, result, u)
     render_rows(q("#attention-table tbody"), attention_variants(scenario), u)
     render_rows(q("#precision-table tbody"), precision_rows(scenario), u)
     work = generation_work(scenario.workload.context_tokens)
@@ -180,6 +187,11 @@ def render(evaluation, u: str) -> None:
             "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"}
     for element in document.querySelectorAll("[data-live]"):
         element.textContent = live.get(element.dataset.live, "")
+    _state["current"] = data
+    render_compare()
+    render_launch(scenario)
+    _state["export_args"] = (scenario, result, u)
+    render_export()
 
 
 def fill_list(container, lines) -> None:
@@ -190,21 +202,261 @@ def fill_list(container, lines) -> None:
         container.appendChild(item)
 
 
-def render_bar(result, scenario, u: str) -> None:
-    total = result.gpu_memory_bytes
-    parts = {"weights": result.weights_bytes_per_gpu or 0, "kv": result.kv_bytes_per_gpu,
-             "overhead": scenario.deployment.overhead_bytes}
-    parts["free"] = max(0, total - sum(parts.values())) if total else 0
-    scale = total or sum(parts.values()) or 1
-    for name, value in parts.items():
-        q(f"#bar-{name}").style.width = f"{min(100, value * 100 / scale):.3f}%"
-        q(f"#legend-{name}").textContent = size(value, u)
-    over = total is not None and sum(v for k, v in parts.items() if k != "free") > total
-    q("#memory-bar").dataset.over = "true" if over else "false"
-    label = (f"Per-GPU memory: weights {size(parts['weights'], u)}, KV {size(parts['kv'], u)}, overhead "
-             f"{size(parts['overhead'], u)}" + (f", of {size(total, u)}" if total else ", no GPU chosen")
-             + (": does not fit" if over else ""))
-    q("#memory-bar").setAttribute("aria-label", label)
+def js_obj(value):
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+DASHES = ([], [6, 3], [2, 2], [8, 3, 2, 3], [1, 3], [4, 4])
+
+
+def _tick_tokens(value, *_):
+    value = int(float(value))
+    for scale, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale}{suffix}"
+    return f"{value:,}"
+
+
+def _tooltip_label(context):
+    dataset = context.dataset
+    i = context.dataIndex
+    exact = dataset.exact[i] if hasattr(dataset, "exact") else None
+    if dataset.kind == "requests":
+        return f"{dataset.label}: {'n/a' if exact is None else f'{exact:,}'} requests"
+    return f"{dataset.label}: {size(exact, _state['unit'])} ({exact:,} B)" if exact is not None else dataset.label
+
+
+def _chart(canvas_id, config):
+    if canvas_id not in _charts:
+        Chart = getattr(window, "Chart", None)
+        if Chart is None:
+            return None
+        if not _charts:
+            # Text and grid in the page's own colours, so dark mode stays readable.
+            style = window.getComputedStyle(document.body)
+            Chart.defaults.color = style.color
+            Chart.defaults.borderColor = style.getPropertyValue("--line").strip() or "#888"
+            Chart.defaults.font.size = 13
+        _charts[canvas_id] = Chart.new(q(f"#{canvas_id}"), js_obj(config))
+    return _charts[canvas_id]
+
+
+def _context_ticks(axis, *_):
+    # Ticks exactly at the swept contexts (powers of two), not at the log scale's 10s.
+    axis.ticks = js_obj([{"value": c} for c in _state["contexts"]])
+
+
+def _axis(title, kind="linear", ticks=None):
+    axis = {"type": kind, "title": {"display": True, "text": title}}
+    if ticks:
+        axis["ticks"] = {"callback": ticks}
+    return axis
+
+
+def _line_options(x_title, y_title, y_kind):
+    tooltip = _proxy(_tooltip_label)
+    return {"animation": False, "responsive": True, "maintainAspectRatio": False, "parsing": False,
+            "interaction": {"mode": "nearest", "intersect": False},
+            "scales": {"x": dict(_axis(x_title, "logarithmic", _proxy(_tick_tokens)),
+                                 afterBuildTicks=_proxy(_context_ticks)), "y": _axis(y_title, y_kind)},
+            "plugins": {"tooltip": {"callbacks": {"label": tooltip}},
+                        "legend": {"labels": {"usePointStyle": True}}}}
+
+
+def _proxy(fn):
+    proxy = create_proxy(fn)
+    _proxies.append(proxy)
+    return proxy
+
+
+def _dataset(label, xs, exact, scale, kind, index, flat=False):
+    values = [None if v is None else v / scale for v in exact]
+    return {"label": label, "kind": kind, "exact": exact, "borderColor": PALETTE[index % 6],
+            "backgroundColor": PALETTE[index % 6], "borderDash": [5, 5] if flat else DASHES[index % 6],
+            "pointRadius": 0 if flat else 2, "borderWidth": 2, "spanGaps": False,
+            "data": [{"x": x, "y": y} for x, y in zip(xs, values)]}
+
+
+def render_charts(scenario, result, u: str) -> None:
+    scale, unit_name = UNIT_SCALE[u]
+    contexts = context_points(scenario)
+    _state["contexts"] = contexts
+    mem = memory_series(scenario, contexts)
+    datasets = [_dataset(line["label"], contexts, line["bytes"], scale, "bytes", i)
+                for i, line in enumerate(mem["lines"])]
+    for label, value, i in (("weights per GPU", mem["weights_bytes_per_gpu"], 4),
+                            ("KV budget per GPU", mem["kv_budget_bytes_per_gpu"], 5)):
+        if value is not None and value > 0:
+            datasets.append(_dataset(label, contexts, [value] * len(contexts), scale, "bytes", i, flat=True))
+    chart = _chart("chart-memory", {"type": "line", "data": {"datasets": []},
+                                    "options": _line_options("context length (tokens)", f"{unit_name} per GPU", "logarithmic")})
+    if chart is not None:
+        chart.data.datasets = js_obj(datasets)
+        chart.options.scales.y.title.text = f"KV cache, {unit_name} per GPU"
+        chart.update("none")
+
+    conc = concurrency_series(scenario, contexts)
+    q("#concurrency-note").textContent = "" if conc["lines"] else "Choose a GPU (or its memory) to see how many requests fit."
+    datasets = [_dataset(line["label"], contexts, line["requests"], 1, "requests", i)
+                for i, line in enumerate(conc["lines"])]
+    chart = _chart("chart-concurrency", {"type": "line", "data": {"datasets": []},
+                                         "options": _line_options("context length (tokens)", "max concurrent requests", "logarithmic")})
+    if chart is not None:
+        chart.data.datasets = js_obj(datasets)
+        chart.update("none")
+
+    bar = memory_bar(result, scenario)
+    parts = (("weights", "Weights", 0), ("kv", "KV cache", 1), ("overhead", "Overhead", 3), ("free", "Free", 2))
+    datasets = []
+    for key, label, i in parts:
+        value = bar[key]
+        q(f"#legend-{key}").textContent = "n/a (no GPU chosen)" if value is None else size(value, u)
+        if value is not None and value > 0:
+            datasets.append({"label": label, "kind": "bytes", "exact": [value], "data": [value / scale],
+                             "backgroundColor": ("#1f5f8b", "#d97706", "#9da7b3", "#7c3aed")[i]})
+    chart = _chart("chart-bar", {"type": "bar", "data": {"labels": ["GPU"], "datasets": []}, "options": {
+        "indexAxis": "y", "animation": False, "responsive": True, "maintainAspectRatio": False,
+        "scales": {"x": {"stacked": True, "title": {"display": True, "text": unit_name}}, "y": {"stacked": True}},
+        "plugins": {"tooltip": {"callbacks": {"label": _proxy(_tooltip_label)}}}}})
+    if chart is not None:
+        chart.data.datasets = js_obj(datasets)
+        chart.options.scales.x.title.text = unit_name + ("" if bar["fits"] else " (does not fit)")
+        chart.update("none")
+    label = ", ".join(f"{name} {q(f'#legend-{key}').textContent}" for key, name, _ in parts)
+    q("#chart-bar").setAttribute("aria-label", "Per-GPU memory: " + label + ("" if bar["fits"] else "; does not fit"))
+
+
+# ---- compare, launch commands, exports -------------------------------------------------
+
+def pinned_column(fragment: str):
+    if fragment not in _pinned:
+        evaluation, _ = link.evaluate_link(fragment)
+        _pinned[fragment] = to_json(evaluation.scenario, evaluation.result) if evaluation.ok else \
+            "; ".join(f"{e.field}: {e.message}" for e in evaluation.errors)
+    return _pinned[fragment]
+
+
+def _compare_text(kind: str, value, u: str) -> str:
+    if value is None:
+        return "n/a"
+    if kind == "bytes":
+        return size(value, u)
+    if kind == "count":
+        return f"{value:,}"
+    return str(value)
+
+
+def render_compare() -> None:
+    u = _state["unit"]
+    columns, headers = [_state["current"]], ["Current"]
+    for n, fragment in enumerate(_state["pins"], 1):
+        column = pinned_column(fragment)
+        columns.append(column if isinstance(column, dict) else {})
+        headers.append(f"Pin {n}")
+    head = q("#compare-table thead tr")
+    head.replaceChildren()
+    first = document.createElement("th")
+    first.scope = "col"
+    first.textContent = "Figure"
+    head.appendChild(first)
+    for n, text in enumerate(headers):
+        th = document.createElement("th")
+        th.scope = "col"
+        th.textContent = text
+        if n:
+            remove = document.createElement("button")
+            remove.type = "button"
+            remove.className = "unpin"
+            remove.dataset.pin = str(n - 1)
+            remove.textContent = "Remove"
+            remove.setAttribute("aria-label", f"Remove {text}")
+            th.appendChild(document.createTextNode(" "))
+            th.appendChild(remove)
+        head.appendChild(th)
+    body = q("#compare-table tbody")
+    body.replaceChildren()
+    for row in compare_table(columns):
+        tr = document.createElement("tr")
+        th = document.createElement("th")
+        th.scope = "row"
+        th.textContent = row["label"]
+        tr.appendChild(th)
+        for value in row["values"]:
+            td = document.createElement("td")
+            td.textContent = _compare_text(row["kind"], value, u)
+            td.dataset.value = "" if value is None else str(value)
+            if row["differs"] and len(columns) > 1:
+                td.className = "differs"
+            tr.appendChild(td)
+        body.appendChild(tr)
+    broken = [f"Pin {n}: {c}" for n, c in enumerate((pinned_column(f) for f in _state["pins"]), 1) if isinstance(c, str)]
+    q("#pin-status").textContent = "; ".join(broken)
+    q("#pin").disabled = len(_state["pins"]) >= link.MAX_PINS
+
+
+def render_launch(scenario) -> None:
+    for engine in ENGINES:
+        command = launch(scenario, engine)
+        box = document.getElementById(f"launch-{engine}")
+        box.querySelector("pre").textContent = command.command or ""
+        box.querySelector("button").disabled = command.command is None
+        fill_list(box.querySelector(".notes"), list(command.notes))
+
+
+def render_export() -> None:
+    scenario, result, u = _state["export_args"]
+    _state["export"] = export(scenario, result, q("#export-format").value, u)
+    q("#export-text").textContent = _state["export"]
+
+
+def copy_text(text: str, status) -> None:
+    def done(*_):
+        status.textContent = "Copied."
+
+    def failed(*_):
+        status.textContent = "Copy failed: select the text and copy it."
+    try:
+        window.navigator.clipboard.writeText(text).then(_proxy(done), _proxy(failed))
+    except Exception:      # no clipboard API here
+        failed()
+
+
+def on_export_download(*_) -> None:
+    fmt = q("#export-format").value
+    mime = {"csv": "text/csv", "json": "application/json", "markdown": "text/markdown"}[fmt]
+    blob = js.Blob.new(to_js([_state["export"]]), js_obj({"type": mime}))
+    url = js.URL.createObjectURL(blob)
+    anchor = document.createElement("a")
+    anchor.href = url
+    anchor.download = "kvcalc." + {"csv": "csv", "json": "json", "markdown": "md"}[fmt]
+    anchor.click()
+    js.URL.revokeObjectURL(url)
+    q("#export-status").textContent = f"Saved {anchor.download}."
+
+
+def on_pin(*_) -> None:
+    fragment = link.encode(link_values(read_form()))
+    if len(_state["pins"]) < link.MAX_PINS:
+        _state["pins"].append(fragment)
+        q("#pin-status").textContent = f"Pinned as Pin {len(_state['pins'])}."
+    update()
+
+
+def on_compare_click(event) -> None:
+    target = event.target
+    if target.classList.contains("unpin"):
+        index = int(target.dataset.pin)
+        if 0 <= index < len(_state["pins"]):
+            del _state["pins"][index]
+        update()
+
+
+def on_copy_command(event) -> None:
+    engine = event.target.dataset.engine
+    if engine:
+        box = document.getElementById(f"launch-{engine}")
+        copy_text(box.querySelector("pre").textContent, q("#export-status"))
 
 
 def render_rows(tbody, rows, u: str) -> None:
@@ -265,8 +517,9 @@ def update(*_) -> None:
     show_errors(errors)
     if errors:
         return
-    render(evaluation, unit())
-    fragment = link.encode(link_values(raw))
+    _state["unit"] = unit()
+    render(evaluation, _state["unit"])
+    fragment = link.encode(link_values(raw), pins=_state["pins"])
     _state["last_hash"] = fragment
     if window.location.hash.lstrip("#") != fragment:
         window.history.replaceState(None, "", "#" + fragment if fragment else window.location.pathname)
@@ -348,6 +601,8 @@ def on_copy_link(*_) -> None:
 
 def load_fragment(fragment: str) -> None:
     raw, ignored = link.decode(fragment)
+    _state["pins"], pin_notes = link.decode_pins(fragment)
+    ignored = ignored + pin_notes
     evaluation, dropped = link.evaluate_link(fragment) if raw else (None, [])
     kept = {k: v for k, v in raw.items() if k not in {key for key, _ in dropped}}
     write_form(kept)
@@ -376,6 +631,12 @@ def main() -> None:
     on(q(".shortcuts"), "click", on_context_shortcut)
     on(q("#copy-link"), "click", on_copy_link)
     on(window, "hashchange", on_hash_change)
+    on(q("#pin"), "click", on_pin)
+    on(q("#compare-table"), "click", on_compare_click)
+    on(q(".takeaway"), "click", lambda event: on_copy_command(event) if event.target.classList.contains("copy-command") else None)
+    on(q("#export-format"), "change", lambda *_: render_export())
+    on(q("#export-download"), "click", on_export_download)
+    on(q("#export-copy"), "click", lambda *_: copy_text(_state["export"], q("#export-status")))
     fragment = window.location.hash.lstrip("#")
     if fragment:
         load_fragment(fragment)
@@ -383,6 +644,8 @@ def main() -> None:
         show_model_fields()
         update()
     q("#inputs").disabled = False
+    for button in document.querySelectorAll("#pin, #export-download, #export-copy"):
+        button.disabled = False
     q("#status").hidden = True
     HTML.dataset.state = "ready"
 

@@ -1,14 +1,15 @@
 """`kvcalc`: the engine on the command line. Bad input exits 2 with one line naming the option."""
 
 import argparse
-import json
 import sys
 
 from . import link, presets
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .options import MANUAL_FIELDS, OPTIONS, evaluate
-from .report import table, to_json
+from .export import FORMATS, export
+from .launch import ENGINES, launch
+from .report import table
 
 MODEL_CHOICE = ("model", "hf-config", *MANUAL_FIELDS)
 
@@ -31,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
                 help_text += f" (default {option.default})"
             group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
     out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
+    out.add_argument("--format", choices=("table",) + FORMATS, default="table",
+                     help="table (default), json, csv or markdown")
+    out.add_argument("--launch", choices=ENGINES, help="print the serving engine's launch command instead")
     out.add_argument("--link", metavar="URL", help="read the inputs from a share link (its #fragment); "
                                                   "options given here override it")
     out.add_argument("--list-models", action="store_true", help="list the model presets")
@@ -64,6 +68,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0
         as_json, link_url = args.pop("json"), args.pop("link")
+        fmt, engine = ("json" if as_json else args.pop("format")), args.pop("launch")
+        args.pop("format", None)
         raw: dict = {}
         if link_url is not None:
             fragment = link_url.partition("#")[2]
@@ -79,16 +85,23 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         evaluation = evaluate(raw)
         if evaluation.errors:
             raise evaluation.errors[0]
+        if engine is not None:
+            command = launch(evaluation.scenario, engine)
+            if command.command is None:
+                raise InputError("launch", command.notes[0])
     except InputError as e:
         option = e.field if e.field in ("usage",) or "." in e.field or "_" in e.field else f"--{e.field}"
         print(f"kvcalc: error: {option}: {e.message}", file=stderr)
         return 2
     unit = str(evaluation.values.get("unit", "gib")).lower()
-    if as_json:
-        json.dump(to_json(evaluation.scenario, evaluation.result), stdout, indent=2)
-        stdout.write("\n")
-    else:
+    if engine is not None:
+        print(command.command, file=stdout)
+        for note in command.notes:
+            print(f"# {note}", file=stderr)
+    elif fmt == "table":
         print(table(evaluation, unit), file=stdout)
+    else:
+        stdout.write(export(evaluation.scenario, evaluation.result, fmt, unit))
     return 0
 
 

@@ -23,6 +23,7 @@ class Row:
 
 
 def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
+    # Each row is a full computation; a design the deployment cannot split says why instead.
     try:
         result = compute(model or scenario.model, workload or scenario.workload, scenario.deployment)
     except InputError as e:
@@ -31,7 +32,17 @@ def _run(scenario: Scenario, model=None, workload=None, label="", detail="", cur
 
 
 def attention_variants(scenario: Scenario) -> list[Row]:
-    """MHA, GQA, MQA and MLA for this model's layer count and head dims."""
+    """MHA, GQA, MQA and MLA for this model's layer count and head dims, computed."""
+    return [_run(scenario, model, label=label, detail=detail, current=current)
+            for label, model, detail, current in _variants(scenario)]
+
+
+def attention_variants_models(scenario: Scenario) -> list[tuple[str, object]]:
+    return [(label, model) for label, model, _, _ in _variants(scenario)]
+
+
+def _variants(scenario: Scenario) -> list[tuple]:
+    """(label, model, detail, is_current) for each attention design."""
     model = scenario.model
     attn = [layer for layer in model.layers if isinstance(layer, FullAttention)]
     mla = [layer for layer in model.layers if isinstance(layer, MLAAttention)]
@@ -64,19 +75,15 @@ def attention_variants(scenario: Scenario) -> list[Row]:
         return replace(model, layers=tuple(swap(layer) for layer in model.layers))
 
     own_kv = attn[0].kv_heads if attn else None
-    rows = [
-        _run(scenario, with_heads(q_heads), label="MHA", detail=f"{q_heads} kv heads (one per query head)",
-             current=bool(attn) and own_kv == q_heads),
-    ]
+    rows = [("MHA", with_heads(q_heads), f"{q_heads} kv heads (one per query head)",
+             bool(attn) and own_kv == q_heads)]
     if attn and 1 < own_kv < q_heads:
-        rows.append(_run(scenario, label="GQA", detail=f"{own_kv} kv heads (this model)", current=True))
-    rows.append(_run(scenario, with_heads(1), label="MQA", detail="1 kv head", current=bool(attn) and own_kv == 1))
+        rows.append(("GQA", model, f"{own_kv} kv heads (this model)", True))
+    rows.append(("MQA", with_heads(1), "1 kv head", bool(attn) and own_kv == 1))
     if mla:
-        rows.append(_run(scenario, label="MLA", detail=f"latent {mla[0].kv_lora_rank} + rope {mla[0].rope_dim} "
-                                                        "(this model)", current=True))
+        rows.append(("MLA", model, f"latent {mla[0].kv_lora_rank} + rope {mla[0].rope_dim} (this model)", True))
     else:
-        rows.append(_run(scenario, as_mla(*DEEPSEEK_LATENT), label="MLA",
-                         detail="latent 512 + rope 64 (DeepSeek's dims)"))
+        rows.append(("MLA", as_mla(*DEEPSEEK_LATENT), "latent 512 + rope 64 (DeepSeek's dims)", False))
     return rows
 
 
@@ -90,4 +97,27 @@ def precision_rows(scenario: Scenario) -> list[Row]:
         engines = ", ".join(p.engines) or "no engine named"
         rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {engines}",
                          current=name == current))
+    return rows
+
+
+# Headline figures for the side-by-side comparison: (label, key in report.to_json, kind).
+COMPARE_METRICS = (
+    ("Model", "model", "text"), ("KV precision", "kv_dtype", "text"), ("GPU", "gpu", "text"),
+    ("GPUs (tp x pp)", "gpus", "count"), ("Context", "context", "count"), ("Requests", "batch", "count"),
+    ("KV per token", "kv_bytes_per_token", "bytes"), ("KV per request", "kv_bytes_per_request", "bytes"),
+    ("KV total", "kv_bytes_total", "bytes"), ("KV per GPU", "kv_bytes_per_gpu", "bytes"),
+    ("Weights", "weights_bytes", "bytes"), ("Max concurrent requests", "max_concurrency", "count"),
+    ("Longest context that fits", "max_context", "count"),
+    ("KV equals weights at", "kv_equals_weights_context", "count"),
+)
+
+
+def compare_table(columns: list[dict]) -> list[dict]:
+    """Rows of the comparison: each metric's value per configuration (to_json dicts, in order)
+    and whether they differ."""
+    rows = []
+    for label, key, kind in COMPARE_METRICS:
+        values = [column.get(key) for column in columns]
+        rows.append({"label": label, "key": key, "kind": kind, "values": values,
+                     "differs": len({repr(v) for v in values}) > 1})
     return rows

@@ -16,6 +16,8 @@ from .options import OPTION_BY_NAME, OPTIONS, Evaluation, evaluate, parse_value
 
 MAX_FRAGMENT_CHARS = 256 * 1024
 MAX_PAIRS = 64
+MAX_PINS = 4          # pinned configurations for side-by-side comparison
+PIN_KEY = "pin"
 
 
 def _decimal(value: Fraction) -> str:
@@ -49,8 +51,9 @@ def decode_config(text: str) -> dict:
     return parse_config_text(raw)
 
 
-def encode(values: dict) -> str:
-    """Fragment text (without '#') for typed or raw values, in the schema's order."""
+def encode(values: dict, pins=()) -> str:
+    """Fragment text (without '#') for typed or raw values, in the schema's order; each pinned
+    configuration (itself a fragment) rides along percent-encoded under `pin`."""
     parts = []
     for option in OPTIONS:
         value = values.get(option.name)
@@ -63,7 +66,24 @@ def encode(values: dict) -> str:
         else:
             text = str(value)
         parts.append(f"{option.name}={quote(text, safe='/-_.:')}")
+    parts.extend(f"{PIN_KEY}={quote(pin, safe='')}" for pin in list(pins)[:MAX_PINS])
     return "&".join(parts)
+
+
+def decode_pins(fragment: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The pinned configurations' fragments, at most MAX_PINS, each still to be decoded."""
+    if not isinstance(fragment, str) or len(fragment) > MAX_FRAGMENT_CHARS:
+        return [], []
+    pins, ignored = [], []
+    for pair in fragment.lstrip("#").split("&")[:MAX_PAIRS]:
+        key, _, text = pair.partition("=")
+        if key != PIN_KEY:
+            continue
+        if len(pins) == MAX_PINS:
+            ignored.append((PIN_KEY, f"more than {MAX_PINS} pinned configurations; the rest were ignored"))
+            break
+        pins.append(unquote(text, errors="replace"))
+    return pins, ignored
 
 
 def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
@@ -84,6 +104,8 @@ def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
         key, sep, text = pair.partition("=")
         key = _safe(unquote(key, errors="replace"))
         text = unquote(text, errors="replace")
+        if key == PIN_KEY:
+            continue              # pinned configurations: see decode_pins
         option = OPTION_BY_NAME.get(key)
         if option is None:
             ignored.append((key[:40], "unknown key"))

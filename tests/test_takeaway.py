@@ -1,0 +1,105 @@
+"""Launch commands, exports and chart series (the charts-and-exports issue)."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from kvcalc import evaluate
+from kvcalc.compare import compare_table
+from kvcalc.export import export
+from kvcalc.launch import launch
+from kvcalc.link import decode, decode_pins, encode
+from kvcalc.report import to_json
+from kvcalc.sweep import concurrency_series, context_points, memory_series
+
+from test_cli import cli
+
+
+def scenario(**values):
+    e = evaluate({k.replace("_", "-"): str(v) for k, v in values.items()})
+    assert e.ok, e.errors
+    return e
+
+
+def test_vllm_command_flags():
+    e = scenario(model="meta-llama/Llama-3.1-70B", context=8192, batch=32, kv_dtype="fp8", gpus=8,
+                 memory_utilization="0.9", block_size=16)
+    assert launch(e.scenario, "vllm").command == (
+        "vllm serve meta-llama/Llama-3.1-70B --max-model-len 8192 --max-num-seqs 32 --kv-cache-dtype fp8 "
+        "--tensor-parallel-size 8 --pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --block-size 16")
+
+
+def test_sglang_command_flags():
+    e = scenario(model="Qwen/Qwen3-32B", context=32768, batch=4, gpus=4, pp=2, memory_utilization="0.85")
+    assert launch(e.scenario, "sglang").command == (
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --context-length 32768 "
+        "--max-running-requests 4 --kv-cache-dtype auto --tp-size 2 --pp-size 2 --mem-fraction-static 0.85")
+
+
+def test_llama_cpp_command_flags():
+    e = scenario(model="meta-llama/Llama-3.1-8B", context=16384, batch=4, kv_dtype="q8_0")
+    result = launch(e.scenario, "llama.cpp")
+    assert result.command == ("llama-server -m Llama-3.1-8B.gguf -c 65536 -np 4 -ctk q8_0 -ctv q8_0 "
+                              "-ngl 999 -fa on")
+    assert any("flash attention" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("engine, dtype", [("vllm", "q4_0"), ("sglang", "int4"), ("llama.cpp", "fp8"), ("vllm", "nvfp4")])
+def test_unsupported_precision_is_said_not_mapped(engine, dtype):
+    e = scenario(model="meta-llama/Llama-3.1-8B", kv_dtype=dtype)
+    result = launch(e.scenario, engine)
+    assert result.command is None and dtype in result.notes[0]
+
+
+def test_cli_launch_and_formats_parse_back():
+    base = ["--model", "google/gemma-2-9b", "--context", "32768", "--batch", "8", "--gpu", "l40s-48gb"]
+    code, out, _ = cli(*base, "--launch", "vllm")
+    assert code == 0 and out.startswith("vllm serve google/gemma-2-9b --max-model-len 32768")
+    code, out, err = cli(*base, "--launch", "llama.cpp", "--kv-dtype", "fp8")
+    assert code == 2 and "llama.cpp cannot store the KV cache as fp8" in err
+    code, out, _ = cli(*base, "--json")
+    expected = json.loads(out)
+    code, out, _ = cli(*base, "--format", "csv")
+    rows = dict(csv.reader(io.StringIO(out)))
+    for key in ("kv_bytes_per_token", "kv_bytes_total", "max_concurrency", "max_context"):
+        assert int(rows[key]) == expected[key]
+    code, out, _ = cli(*base, "--format", "markdown")
+    table = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()[2:]}
+    for key in ("kv_bytes_per_request", "weights_bytes", "max_concurrency"):
+        assert int(table[key]) == expected[key]
+
+
+def test_export_json_is_the_cli_json():
+    e = scenario(model="deepseek-ai/DeepSeek-V3", context=65536, gpu="h200-141gb", gpus=8)
+    assert json.loads(export(e.scenario, e.result, "json")) == json.loads(json.dumps(to_json(e.scenario, e.result)))
+
+
+def test_chart_series_match_the_engine():
+    e = scenario(model="meta-llama/Llama-3.1-70B", batch=16, gpus=8, gpu="h100-sxm-80gb", memory_utilization="0.9")
+    contexts = context_points(e.scenario)
+    assert contexts[0] == 512 and contexts[-1] == 131072 and 8192 in contexts
+    mem = memory_series(e.scenario, contexts)
+    gqa = next(line for line in mem["lines"] if line["label"] == "GQA")
+    for context, value in zip(contexts, gqa["bytes"]):
+        assert value == scenario(model="meta-llama/Llama-3.1-70B", batch=16, gpus=8, context=context).result.kv_bytes_per_gpu
+    conc = concurrency_series(e.scenario, contexts)
+    bf16 = next(line for line in conc["lines"] if line["label"] == "bf16")
+    assert bf16["requests"][contexts.index(8192)] == e.result.max_concurrency
+
+
+def test_pins_round_trip_in_links_and_compare_marks_differences():
+    first = encode({"model": "meta-llama/Llama-3.1-8B", "kv-dtype": "fp8"})
+    second = encode({"model": "Qwen/Qwen3-32B"})
+    fragment = encode({"model": "google/gemma-2-9b"}, pins=[first, second])
+    assert decode(fragment) == ({"model": "google/gemma-2-9b"}, [])
+    assert decode_pins(fragment) == ([first, second], [])
+    too_many = encode({"model": "google/gemma-2-9b"}, pins=[first] * 4) + "&pin=" + first
+    pins, ignored = decode_pins(too_many)
+    assert len(pins) == 4 and ignored
+    columns = [to_json(e.scenario, e.result) for e in (scenario(model="meta-llama/Llama-3.1-8B"),
+                                                       scenario(model="meta-llama/Llama-3.1-8B", kv_dtype="fp8"))]
+    rows = {row["key"]: row for row in compare_table(columns)}
+    assert rows["kv_bytes_per_token"]["values"] == [131072, 65536] and rows["kv_bytes_per_token"]["differs"]
+    assert not rows["context"]["differs"]
