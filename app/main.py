@@ -9,6 +9,7 @@ import json
 
 import js
 from pyscript import document, window
+from pyodide.ffi import jsnull
 from pyscript.ffi import create_proxy, to_js
 
 from kvcalc import link
@@ -17,24 +18,32 @@ from kvcalc.errors import InputError
 from kvcalc.export import export
 from kvcalc.hfconfig import parse_config_text
 from kvcalc.launch import ENGINES, launch
-from kvcalc.options import MANUAL_FIELDS, OPTIONS, evaluate
+from kvcalc.options import MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, evaluate
 from kvcalc.report import formula_lines, size, to_json
 from kvcalc.sizing import generation_work
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 
-MLA_FIELDS = ("mla-rank", "mla-rope-dim")
-GQA_FIELDS = tuple(f for f in MANUAL_FIELDS if f not in MLA_FIELDS)
+MLA_ONLY = ("mla-rank", "mla-rope-dim")
+MLA_FIELDS = ("layers", *MLA_ONLY)
+GQA_FIELDS = tuple(f for f in MANUAL_FIELDS if f not in MLA_ONLY)
 HTML = document.documentElement
 _proxies = []          # keep JS callbacks alive for the page's lifetime
 _state = {"config": None, "config_error": None, "last_hash": None, "pins": [], "unit": "gib",
-          "current": None, "export": ""}
+          "current": None, "export": "", "valid_once": False, "stale": False}
 _pinned = {}           # pin fragment -> its to_json column (or an error text), computed once
 _charts = {}
 UNIT_SCALE = {"gib": (1 << 30, "GiB"), "gb": (10 ** 9, "GB")}
 
 
+def absent(value) -> bool:
+    # Pyodide hands JS null over as jsnull, not None.
+    return value is None or value is jsnull
+
+
 def q(selector):
-    return document.querySelector(selector)
+    """The element, or None."""
+    element = document.querySelector(selector)
+    return None if absent(element) else element
 
 
 def on(element, event, handler):
@@ -88,25 +97,30 @@ def write_form(raw: dict) -> None:
     """Show a link's inputs. A key the link leaves out takes the CLI's default, so the page and
     `kvcalc --link` read the same link the same way."""
     defaults = {o.name: o.default for o in OPTIONS}
+    manual = [name for name in MANUAL_FIELDS if name in raw]
+    if "tp" in raw and "gpus" not in raw:
+        # The CLI derives gpus from tp x pp; the page's GPU count must say the same.
+        raw = dict(raw, gpus=str(int(raw["tp"]) * int(raw.get("pp", 1))))
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, defaults.get(name))
+        try:
+            value = canonical_value(name, value)
+        except InputError:
+            pass
         if element.type == "radio":
             element.checked = element.value == (value or "gib")
-        elif name != "model" and name not in MANUAL_FIELDS:
+        elif name != "model" and (name not in MANUAL_FIELDS or manual):
             element.value = "" if value is None else str(value)
-        elif name in raw:
-            element.value = str(value)
-    manual = [name for name in MANUAL_FIELDS if name in raw]
     if "hf-config" in raw:
         set_model_choice("config")
         _state["config"] = raw["hf-config"]
         q("#hf-config").value = json.dumps(raw["hf-config"], indent=2)
     elif manual:
         set_model_choice("custom")
-        q("#attention-kind").value = "mla" if any(n in raw for n in MLA_FIELDS) else "gqa"
+        q("#attention-kind").value = "mla" if any(n in raw for n in MLA_ONLY) else "gqa"
     elif "model" in raw:
-        set_model_choice(raw["model"])
+        set_model_choice(canonical_value("model", raw["model"]))
     show_model_fields()
 
 
@@ -118,10 +132,16 @@ def set_model_choice(value: str) -> None:
             select.value = option.value
             return
     # An id that is valid for the engine (an alias) but not listed: add it as typed, as text.
+    group = q("#model-other")
+    if group is None:
+        group = document.createElement("optgroup")
+        group.id = "model-other"
+        group.label = "From a link"
+        select.insertBefore(group, q("#model optgroup[label='Your own']"))
     option = document.createElement("option")
     option.value = value
     option.textContent = value
-    select.appendChild(option)
+    group.appendChild(option)
     select.value = value
 
 
@@ -223,8 +243,8 @@ def _tooltip_label(context):
     i = context.dataIndex
     exact = dataset.exact[i] if hasattr(dataset, "exact") else None
     if dataset.kind == "requests":
-        return f"{dataset.label}: {'n/a' if exact is None else f'{exact:,}'} requests"
-    return f"{dataset.label}: {size(exact, _state['unit'])} ({exact:,} B)" if exact is not None else dataset.label
+        return f"{dataset.label}: {'n/a' if absent(exact) else f'{exact:,}'} requests"
+    return dataset.label if absent(exact) else f"{dataset.label}: {size(exact, _state['unit'])} ({exact:,} B)"
 
 
 def _chart(canvas_id, config):
@@ -488,17 +508,35 @@ def show_errors(errors) -> None:
         element.removeAttribute("aria-invalid")
     summary = []
     for error in errors:
-        target = q(f"#error-{error.field}")
-        if target is not None and not target.closest("[hidden]"):
-            target.textContent = error.message
-            control = q(f"#{error.field}")
+        field = _error_place(error.field)
+        target = q(f"#error-{field}") if field else None
+        if target is not None:
+            target.textContent = error.message if field == error.field else f"{error.field}: {error.message}"
+            control = q(f"#{field}")
             if control is not None:
                 control.setAttribute("aria-invalid", "true")
         summary.append(f"{error.field}: {error.message}")
     q("#error-summary").textContent = " · ".join(summary)
     stale = bool(errors)
+    _state["stale"] = stale
     q("#results").dataset.stale = "true" if stale else "false"
     q("#stale-badge").hidden = not stale
+    q("#stale-badge").textContent = ("stale: showing the last valid inputs" if _state["valid_once"]
+                                     else "no result yet: fix the inputs")
+
+
+def _error_place(field: str):
+    """The visible field an error belongs next to: itself, the field it is derived from, or
+    the config box for a key inside config.json."""
+    if field not in OPTION_BY_NAME:
+        return "hf-config" if q("#model").value == "config" else None
+    for candidate in (field, {"tp": "gpus", "gpus": "gpus", "pp": "pp"}.get(field, field)):
+        target = q(f"#error-{candidate}")
+        control = q(f"#{candidate}")
+        if target is not None and absent(target.closest("[hidden]")) and not (
+                candidate == "tp" and control is not None and not control.value):
+            return candidate
+    return "gpus" if field == "tp" else None
 
 
 # ---- the loop ------------------------------------------------------------------------
@@ -519,6 +557,7 @@ def update(*_) -> None:
         return
     _state["unit"] = unit()
     render(evaluation, _state["unit"])
+    _state["valid_once"] = True
     fragment = link.encode(link_values(raw), pins=_state["pins"])
     _state["last_hash"] = fragment
     if window.location.hash.lstrip("#") != fragment:
@@ -556,12 +595,19 @@ def read_file(file) -> None:
 
 
 def on_drop(event) -> None:
-    event.preventDefault()
-    files = event.dataTransfer.files
-    if files.length:
+    # Only files are ours to take; text dropped into the box goes in as the browser does it.
+    files = event.dataTransfer.files if event.dataTransfer else None
+    if files and files.length:
+        event.preventDefault()
         set_model_choice("config")
         show_model_fields()
         read_file(files.item(0))
+
+
+def on_dragover(event) -> None:
+    types = event.dataTransfer.types if event.dataTransfer else None
+    if types and types.includes("Files"):
+        event.preventDefault()      # so a dropped file is read here, not opened over the page
 
 
 def on_model_change(*_) -> None:
@@ -571,16 +617,23 @@ def on_model_change(*_) -> None:
 
 def on_search(*_) -> None:
     words = q("#model-search").value.lower().split()
-    select = q("#model")
-    for option in select.querySelectorAll("optgroup:not([label='Your own']) option"):
-        text = (option.textContent + " " + option.value).lower()
-        option.hidden = not all(w in text for w in words)
+    shown = 0
+    for group in q("#model").querySelectorAll("optgroup:not([label='Your own'])"):
+        visible = 0
+        for option in group.querySelectorAll("option"):
+            text = (option.textContent + " " + option.value).lower()
+            option.hidden = not all(w in text for w in words)
+            visible += not option.hidden
+        group.hidden = visible == 0
+        shown += visible
+    q("#search-status").textContent = ("" if not words else
+                                       f"{shown} models match" if shown else "No model matches; try fewer words.")
 
 
 def on_context_shortcut(event) -> None:
-    value = event.target.dataset.context
-    if value:
-        q("#context").value = value
+    button = event.target.closest("button")
+    if not absent(button) and button.dataset.context:
+        q("#context").value = button.dataset.context
         update()
 
 
@@ -589,7 +642,9 @@ def on_copy_link(*_) -> None:
     status = q("#copy-status")
 
     def done(*_):
-        status.textContent = "Link copied. It holds every input; nothing is stored anywhere else."
+        status.textContent = ("Copied the link to the last valid inputs: the ones marked in error are not in it."
+                              if _state["stale"] else
+                              "Link copied. It holds every input; nothing is stored anywhere else.")
 
     def failed(*_):
         status.textContent = f"Copy this link: {url}"
@@ -600,13 +655,14 @@ def on_copy_link(*_) -> None:
 
 
 def load_fragment(fragment: str) -> None:
-    raw, ignored = link.decode(fragment)
+    raw, _ = link.decode(fragment)
     _state["pins"], pin_notes = link.decode_pins(fragment)
-    ignored = ignored + pin_notes
-    evaluation, dropped = link.evaluate_link(fragment) if raw else (None, [])
-    kept = {k: v for k, v in raw.items() if k not in {key for key, _ in dropped}}
+    evaluation, dropped = link.evaluate_link(fragment)
+    kept = {k: v for k, v in raw.items() if k not in {key for key, why in dropped if key in raw}}
     write_form(kept)
-    notes = [f"{key}: {why}" for key, why in ignored + dropped]
+    notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
+    if not any(k in kept for k in ("model", "hf-config", *MANUAL_FIELDS)):
+        notes.append(f"model: the link names none; showing {q('#model').selectedOptions.item(0).textContent}")
     q("#link-notes").textContent = ("This link had entries that were ignored: " + "; ".join(notes)) if notes else ""
     on_config_text() if "hf-config" in kept else update()
 
@@ -617,17 +673,22 @@ def on_hash_change(*_) -> None:
         load_fragment(fragment)
 
 
+def on_user_input(*_) -> None:
+    q("#link-notes").textContent = ""     # the notes were about the link; the inputs are the user's now
+    update()
+
+
 def main() -> None:
     form = q("#calc")
-    on(form, "input", update)
+    on(form, "input", on_user_input)
     on(form, "submit", lambda event: event.preventDefault())
     on(q("#model"), "change", on_model_change)
     on(q("#attention-kind"), "change", on_model_change)
     on(q("#model-search"), "input", on_search)
     on(q("#hf-config"), "input", on_config_text)
     on(q("#hf-config-file"), "change", on_config_file)
-    on(q("#config-fields"), "dragover", lambda event: event.preventDefault())
-    on(q("#config-fields"), "drop", on_drop)
+    on(document, "dragover", on_dragover)
+    on(document, "drop", on_drop)
     on(q(".shortcuts"), "click", on_context_shortcut)
     on(q("#copy-link"), "click", on_copy_link)
     on(window, "hashchange", on_hash_change)

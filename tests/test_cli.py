@@ -74,7 +74,6 @@ def test_hf_config_path_and_stdin():
     (["--model", "meta-llama/Llama-3.1-8B", "--gpu", "tpu-v9"], "--gpu"),
     (["--layers", "32", "--kv-heads", "8"], "--head-dim"),
     (["--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--attention-heads", "12"], "--kv-heads"),
-    (["--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu-memory-gib", "80"], "--params"),
     (["--hf-config", "/nonexistent/config.json"], "--hf-config"),
     (["--frobnicate"], "usage"),
 ])
@@ -82,6 +81,12 @@ def test_bad_input_exits_2_with_one_line(argv, option):
     code, out, err = cli(*argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"kvcalc: error: {option}")
+
+
+def test_memory_without_weights_keeps_kv_figures_and_says_why():
+    d = cli_json("--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu-memory-gib", "80")
+    assert d["kv_bytes_per_token"] == 131_072 and d["max_concurrency"] is None
+    assert any("weights' size is unknown" in w for w in d["warnings"])
 
 
 def test_malformed_json_config(tmp_path):

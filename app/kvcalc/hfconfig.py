@@ -202,7 +202,7 @@ def _weights_dtype(cfg: dict, dtype: str):
     if method == "fp8":
         return "fp8", "weights are fp8 (quantization_config)"
     return None, (f"the checkpoint is quantized ({method[:30] or 'unknown method'}): its weight size is not "
-                  "params x one precision; give --weights-dtype or --weights-gib")
+                  "params x one precision; give the weights precision (weights-dtype) or size (weights-gib)")
 
 
 def _attention_dims(f: _Fields, model_type: str) -> dict:

@@ -179,8 +179,8 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
         return presets.preset_model(model_id), notes
     if manual:
         return _manual_model(values), notes
-    raise InputError("model", "choose a model: --model ID, --hf-config PATH, or --layers with "
-                              "--kv-heads and --head-dim")
+    raise InputError("model", "choose a model: a preset or repo id (model), a config.json (hf-config), "
+                              "or layers with kv-heads and head-dim")
 
 
 def _replace(model: Model, **changes) -> Model:
@@ -215,7 +215,7 @@ def build_scenario(values: dict) -> Scenario:
     notes = list(model.notes) + notes
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
-                     "so its real block size differs from --block-size")
+                     "so its real block size differs from block-size")
     kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.dtype)
     state = precision(model.dtype)
     context = values.get("context", 8192)
@@ -225,7 +225,12 @@ def build_scenario(values: dict) -> Scenario:
     workload = Workload(context_tokens=context, kv_precision=kv, state_precision=state,
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
-    return Scenario(model, workload, _deployment(values, model), values, tuple(notes))
+    deployment = _deployment(values, model)
+    if deployment.gpu_memory_bytes is not None and deployment.weights_bytes is None and not any(
+            "quantized" in n for n in notes):
+        notes.append("the weights' size is unknown for this model: give params or weights-gib to size "
+                     "the memory budget (KV figures need neither)")
+    return Scenario(model, workload, deployment, values, tuple(notes))
 
 
 def _deployment(values: dict, model: Model) -> Deployment:
@@ -233,11 +238,12 @@ def _deployment(values: dict, model: Model) -> Deployment:
     if "tp" in values:
         tp = values["tp"]
         if "gpus" in values and values["gpus"] != tp * pp:
-            raise InputError("gpus", f"--gpus {values['gpus']} does not equal tp x pp = {tp} x {pp}")
+            raise InputError("gpus", f"{values['gpus']} GPUs do not equal tp x pp = {tp} x {pp}; "
+                                     f"use {tp * pp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
         if gpus % pp:
-            raise InputError("pp", f"pp={pp} does not divide --gpus {gpus}")
+            raise InputError("pp", f"pp={pp} does not divide {gpus} GPUs")
         tp = gpus // pp
 
     memory = bandwidth = None
@@ -256,9 +262,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
         dtype = values.get("weights-dtype", model.weights_dtype)
         if params is not None and dtype is not None:
             weights = precision(dtype, field="weights-dtype").bytes_for(params)
-        elif params is not None and memory is not None:
-            reason = next((n for n in model.notes if "quantized" in n), "the weights' precision is unknown")
-            raise InputError("weights-dtype", reason)
+        # else: weights unknown (a quantized checkpoint's mixed precisions); the model's note says so
     overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
@@ -291,3 +295,19 @@ def evaluate(raw: dict) -> Evaluation:
     except InputError as e:
         return Evaluation(values, (e,))
     return Evaluation(values, (), scenario, result)
+
+
+def canonical_value(name: str, value):
+    """The spelling a form's list uses for a value the engine accepts (aliases, any case)."""
+    if not isinstance(value, str):
+        return value
+    if name in ("kv-dtype", "weights-dtype"):
+        return precision(value, field=name).name
+    if name == "gpu":
+        return presets.gpu(value).id
+    if name == "unit":
+        return value.strip().lower()
+    if name == "model":
+        entry = presets.find_model_entry(value)
+        return entry["id"] if entry else value
+    return value

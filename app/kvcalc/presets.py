@@ -54,7 +54,7 @@ def preset_model(model_id: str, field: str = "model") -> Model:
     if not isinstance(model_id, str) or find_model_entry(model_id) is None:
         shown = model_id[:60] if isinstance(model_id, str) else type(model_id).__name__
         raise InputError(field, f"unknown model {shown!r}; use a preset id such as "
-                                "meta-llama/Llama-3.1-8B (kvcalc --list-models) or --hf-config")
+                                "meta-llama/Llama-3.1-8B (kvcalc --list-models), or import its config.json")
     return _model_from_entry(model_id.strip().lower())
 
 

@@ -160,7 +160,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         (f"KV total ({scenario.workload.batch:,} requests)", both(result.kv_bytes_total)),
         (f"KV per GPU (tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
         ("Weights", both(result.weights_bytes)),
-        ("Max concurrent requests", "n/a (give --gpu or --gpu-memory-gib)" if result.max_concurrency is None
+        ("Max concurrent requests", "n/a (needs GPU memory and the weights' size)" if result.max_concurrency is None
          else f"{result.max_concurrency:,}"),
         ("Max context", _max_context_text(result)),
         ("KV = weights at context", "n/a" if result.kv_equals_weights_context is None
@@ -176,7 +176,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
 
 def _max_context_text(result: Result) -> str:
     if result.max_context_limited_by is None:
-        return "n/a (give --gpu or --gpu-memory-gib)"
+        return "n/a (needs GPU memory and the weights' size)"
     if result.max_context is None:
         return "unbounded (every layer's cache is capped)"
     suffix = " (model limit)" if result.max_context_limited_by == "model" else ""

@@ -144,10 +144,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
     weights = deployment.weights_bytes
     weights_per_gpu = None if weights is None else _ceil_div(weights, tp * pp)
     usable = budget = max_conc = max_ctx = limited_by = None
-    if deployment.gpu_memory_bytes is not None:
-        if weights is None:
-            raise InputError("params", "the weights' size is unknown for this model: give "
-                                       "--params or --weights-gib to size the memory budget")
+    if deployment.gpu_memory_bytes is not None and weights is not None:
         usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
         budget = usable - weights_per_gpu - deployment.overhead_bytes
         distinct = _distinct(stages)

@@ -1,0 +1,107 @@
+"""Edge cases found by a review of the page: each one is a sequence a user can do."""
+
+from kvcalc.link import evaluate_link
+from kvcalc.report import to_json
+
+from pagekit import metrics, open_page
+
+INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
+
+
+def same_as_cli(page, fragment=None):
+    evaluation, _ = evaluate_link((fragment or page.url).partition("#")[2] if "#" in (fragment or page.url) else "")
+    assert evaluation.ok, evaluation.errors
+    expected = to_json(evaluation.scenario, evaluation.result)
+    shown = metrics(page)
+    for key in INT_METRICS:
+        assert shown[key] == ("" if expected[key] is None else str(expected[key])), key
+
+
+def test_custom_mla_model(page, site):
+    open_page(page, site)
+    page.select_option("#model", "custom")
+    page.select_option("#attention-kind", "mla")
+    page.fill("#layers", "61")
+    assert page.inner_text("#error-summary") == ""
+    assert metrics(page)["kv_bytes_per_token"] == "70272"
+    same_as_cli(page)
+
+
+def test_custom_mla_link_from_the_cli(page, site):
+    open_page(page, site + "#layers=61&mla-rank=512&mla-rope-dim=64")
+    assert metrics(page)["kv_bytes_per_token"] == "70272"
+    assert page.input_value("#attention-kind") == "mla"
+
+
+def test_config_missing_heads_is_shown_at_the_config_box(page, site):
+    recorder = open_page(page, site)
+    page.select_option("#model", "config")
+    page.fill("#hf-config", '{"model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072}')
+    assert "num_attention_heads" in page.inner_text("#error-hf-config")
+    assert recorder.problems == [] and page.locator(".py-error").count() == 0
+
+
+def test_link_values_in_any_case_or_alias_are_kept(page, site):
+    fragment = "#model=META-LLAMA/llama-3.1-8b&kv-dtype=FP8&gpu=H100-SXM-80GB&unit=GB&weights-dtype=bfloat16"
+    open_page(page, site + fragment)
+    assert page.input_value("#kv-dtype") == "fp8" and page.input_value("#gpu") == "h100-sxm-80gb"
+    assert page.is_checked("input[name=unit][value=gb]")
+    assert page.inner_text("#link-notes") == ""
+    same_as_cli(page, fragment)
+
+
+def test_link_without_a_model_says_so(page, site):
+    open_page(page, site + "#context=4096")
+    assert "names none" in page.inner_text("#link-notes")
+
+
+def test_link_custom_fields_not_inherited(page, site):
+    open_page(page, site + "#layers=32&kv-heads=8&head-dim=128&sliding-window=4096")
+    page.evaluate("location.hash = 'layers=32&kv-heads=6&head-dim=128'")
+    page.wait_for_function("document.querySelector('[data-metric=kv_bytes_per_token]').dataset.value === '98304'")
+    assert page.input_value("#sliding-window") == "" and page.inner_text("#error-summary") == ""
+
+
+def test_tp_link_without_gpus(page, site):
+    fragment = "#model=meta-llama/Llama-3.1-8B&tp=4"
+    open_page(page, site + fragment)
+    assert page.input_value("#gpus") == "4" and page.inner_text("#error-summary") == ""
+    same_as_cli(page, fragment)
+
+
+def test_link_notes_once_and_cleared_by_editing(page, site):
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&foo=1&context=-5")
+    notes = page.inner_text("#link-notes")
+    assert notes.count("foo") == 1 and notes.count("context") == 1
+    page.fill("#batch", "2")
+    assert page.inner_text("#link-notes") == ""
+
+
+def test_shortcut_gap_click_is_harmless(page, site):
+    recorder = open_page(page, site)
+    page.locator(".shortcuts").click(position={"x": 1, "y": 1})
+    page.click(".shortcuts button[data-context='32768']")
+    assert page.input_value("#context") == "32768" and recorder.problems == []
+
+
+def test_model_search_hides_empty_groups(page, site):
+    open_page(page, site)
+    page.fill("#model-search", "qwen3")
+    hidden_groups = page.evaluate("[...document.querySelectorAll('#model optgroup')].filter(g => g.hidden).length")
+    assert hidden_groups > 5 and "match" in page.inner_text("#search-status")
+    page.fill("#model-search", "zzzz-nothing")
+    assert "No model matches" in page.inner_text("#search-status")
+
+
+def test_custom_model_with_default_gpu_shows_kv(page, site):
+    open_page(page, site)
+    page.select_option("#model", "custom")
+    assert page.inner_text("#error-summary") == ""
+    assert metrics(page)["kv_bytes_per_token"] == str(2 * 32 * 8 * 128 * 2)
+    assert metrics(page)["max_concurrency"] == ""
+
+
+def test_tp_conflict_error_sits_by_gpus(page, site):
+    open_page(page, site)
+    page.fill("#gpus", "3")
+    assert "tp=3" in page.inner_text("#error-gpus")
