@@ -18,14 +18,11 @@ from kvcalc.errors import InputError
 from kvcalc.export import export
 from kvcalc.hfconfig import parse_config_text
 from kvcalc.launch import ENGINES, launch
-from kvcalc.options import MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, evaluate
-from kvcalc.report import formula_lines, size, to_json
-from kvcalc.sizing import generation_work
+from kvcalc.options import (MANUAL_FIELDS, MLA_ONLY, OPTION_BY_NAME, OPTIONS, canonical_value, evaluate,
+                            form_values)
+from kvcalc.report import page_texts, size, to_json
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 
-MLA_ONLY = ("mla-rank", "mla-rope-dim")
-MLA_FIELDS = ("layers", *MLA_ONLY)
-GQA_FIELDS = tuple(f for f in MANUAL_FIELDS if f not in MLA_ONLY)
 HTML = document.documentElement
 _proxies = []          # keep JS callbacks alive for the page's lifetime
 _state = {"config": None, "config_error": None, "last_hash": None, "pins": [], "unit": "gib",
@@ -46,6 +43,103 @@ def q(selector):
     return None if absent(element) else element
 
 
+_elements = {}          # selector -> element; the page's structure is fixed, so look each up once
+_written = {}           # (selector, what) -> the last value written there
+
+
+def el(selector):
+    element = _elements.get(selector)
+    if element is None:
+        element = _elements[selector] = q(selector)
+    return element
+
+
+def put(selector: str, value: str, what: str = "text") -> None:
+    """Write a text, a data-* value or a class only when it differs from the last write: every
+    call into the page costs about 10 us from Pyodide, and most of them would change nothing."""
+    key = (selector, what)
+    if _written.get(key) == value:
+        return
+    _written[key] = value
+    element = el(selector)
+    if what == "text":
+        element.textContent = value
+    elif what == "class":
+        element.className = value
+    elif what == "hidden":
+        element.hidden = value
+    elif what == "disabled":
+        element.disabled = value
+    elif what == "width":
+        element.style.width = value
+    else:
+        setattr(element.dataset, what, value)
+
+
+class Rows:
+    """A tbody or list whose rows are built once and rewritten cell by cell where text changed.
+    A row is (row class, [(text, data-value or None, cell class), ...])."""
+
+    def __init__(self, container, item_tag="tr", first_cell_tag="th", cell_tag="td"):
+        self.container, self.item_tag = container, item_tag
+        self.first_cell_tag, self.cell_tag = first_cell_tag, cell_tag
+        self.items, self.shape, self.last = [], None, []
+
+    def show(self, rows) -> None:
+        shape = [len(cells) for _, cells in rows]
+        if shape != self.shape:
+            self._build(rows)
+            return
+        for (item, cells), old, new in zip(self.items, self.last, rows):
+            if old[0] != new[0]:
+                item.className = new[0]
+            for cell, before, after in zip(cells, old[1], new[1]):
+                if before[0] != after[0]:
+                    cell.textContent = after[0]
+                if before[1] != after[1]:
+                    cell.dataset.value = after[1] or ""
+                if before[2] != after[2]:
+                    cell.className = after[2]
+        self.last = rows
+
+    def _build(self, rows) -> None:
+        self.container.replaceChildren()
+        self.items = []
+        for row_class, cells in rows:
+            item = document.createElement(self.item_tag)
+            item.className = row_class
+            made = []
+            for i, (text, value, cell_class) in enumerate(cells):
+                cell = item if self.item_tag == "li" else document.createElement(
+                    self.first_cell_tag if i == 0 else self.cell_tag)
+                if self.item_tag != "li":
+                    if i == 0 and self.first_cell_tag == "th":
+                        cell.scope = "row"
+                    item.appendChild(cell)
+                cell.textContent = text
+                if value is not None:
+                    cell.dataset.value = value
+                if cell_class:
+                    cell.className = cell_class
+                made.append(cell)
+            self.container.appendChild(item)
+            self.items.append((item, made))
+        self.shape, self.last = [len(cells) for _, cells in rows], rows
+
+
+def lines_of(texts) -> list:
+    return [("", [(text, None, "")]) for text in texts]
+
+
+_views = {}
+
+
+def view(selector, **kw) -> Rows:
+    if selector not in _views:
+        _views[selector] = Rows(el(selector), **kw)
+    return _views[selector]
+
+
 def on(element, event, handler):
     proxy = create_proxy(handler)
     _proxies.append(proxy)
@@ -55,34 +149,37 @@ def on(element, event, handler):
 # ---- reading the form ---------------------------------------------------------------
 
 def unit() -> str:
-    checked = q('input[name="unit"]:checked')
-    return checked.value if checked else "gib"
+    return _fields.get("unit", "gib")
+
+
+_fields = {}            # option name -> the form's current text, kept in step with the controls
+
+
+def sync_fields() -> None:
+    """Read every control (on start and after the page itself rewrote the form)."""
+    _fields.clear()
+    for element in document.querySelectorAll("[data-option]"):
+        name = element.dataset.option
+        if element.type != "radio" or element.checked:
+            _fields[name] = element.value
+    _fields["attention-kind"] = el("#attention-kind").value
+
+
+def note_field(target) -> None:
+    """One control changed: read just that one."""
+    name = None if absent(target) else getattr(target.dataset, "option", None)
+    if absent(name) or not name:
+        if not absent(target) and target.id == "attention-kind":
+            _fields["attention-kind"] = target.value
+        return
+    if target.type != "radio" or target.checked:
+        _fields[name] = target.value
 
 
 def read_form() -> dict:
     """The inputs as the engine's raw values, keyed by option name."""
-    raw = {}
-    for element in document.querySelectorAll("[data-option]"):
-        name = element.dataset.option
-        if element.type == "radio":
-            if element.checked:
-                raw[name] = element.value
-            continue
-        raw[name] = element.value
-    choice = raw.pop("model", "")
-    kind = q("#attention-kind").value
-    for name in MANUAL_FIELDS:
-        value = raw.pop(name, "")
-        if choice == "custom" and (name in (MLA_FIELDS if kind == "mla" else GQA_FIELDS)):
-            raw[name] = value
-    if choice == "config":
-        if _state["config"] is not None:
-            raw["hf-config"] = _state["config"]
-    elif choice != "custom":
-        raw["model"] = choice
-    if raw.get("unit") == "gib":
-        raw.pop("unit")
-    return {k: v for k, v in raw.items() if v not in ("", None)}
+    fields = {k: v for k, v in _fields.items() if k != "attention-kind"}
+    return form_values(fields, _fields.get("attention-kind", "gqa"), _state["config"])
 
 
 def link_values(raw: dict) -> dict:
@@ -122,6 +219,7 @@ def write_form(raw: dict) -> None:
     elif "model" in raw:
         set_model_choice(canonical_value("model", raw["model"]))
     show_model_fields()
+    sync_fields()
 
 
 def set_model_choice(value: str) -> None:
@@ -158,130 +256,50 @@ def show_model_fields(*_):
 
 # ---- rendering -----------------------------------------------------------------------
 
-def set_metric(key: str, value, text: str) -> None:
-    element = q(f'[data-metric="{key}"]')
-    if element is None:
-        return
-    element.textContent = text
-    element.dataset.value = "" if value is None else str(value)
-
-
-def fmt_count(n) -> str:
-    return "n/a" if n is None else f"{n:,}"
 
 
 def render(evaluation, u: str) -> None:
     scenario, result = evaluation.scenario, evaluation.result
-    data = to_json(scenario, result)
-    for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes"):
-        value = data[key]
-        set_metric(key, value, "n/a (give parameters or weights)" if value is None else
-                   f"{size(value, u)}  ({value:,} B)")
-    no_gpu = "n/a: choose a GPU or its memory"
-    set_metric("max_concurrency", data["max_concurrency"],
-               no_gpu if data["gpu_memory_bytes"] is None else fmt_count(data["max_concurrency"]))
-    ctx = data["max_context"]
-    if data["max_context_limited_by"] is None:
-        ctx_text = no_gpu
-    elif ctx is None:
-        ctx_text = "unbounded: every layer's cache is capped"
-    else:
-        ctx_text = f"{ctx:,} tokens" + (" (the model's limit)" if data["max_context_limited_by"] == "model" else "")
-    set_metric("max_context", ctx, ctx_text)
-    cross = data["kv_equals_weights_context"]
-    set_metric("kv_equals_weights_context", cross, "n/a" if cross is None else f"{cross:,} tokens")
-    tps = data["decode_tokens_per_s_per_request"]
-    set_metric("decode_tokens_per_s_per_request", None if tps is None else int(tps),
-               "n/a: choose a GPU preset" if tps is None else
-               f"≤ {tps:,.1f} tokens/s per request, ≤ {data['decode_tokens_per_s_total']:,.0f} in total")
-    model = scenario.model
-    kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
-    q("#model-line").textContent = (f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
-                                    f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.")
-    fill_list(q("#formula"), formula_lines(scenario, result, u) + [f"Note: {w}" for w in scenario.warnings])
+    texts = page_texts(scenario, result, u)
+    for key, (value, text) in texts["metrics"].items():
+        selector = f'[data-metric="{key}"]'
+        put(selector, text)
+        put(selector, value, "value")
+    put("#model-line", texts["model_line"])
+    view("#formula", item_tag="li").show(lines_of(texts["formula"]))
+    for key, text in texts["live"].items():
+        put(f'[data-live="{key}"]', text)
     render_charts(scenario, result, u)
-    render_rows(q("#attention-table tbody"), attention_variants(scenario), u)
-    render_rows(q("#precision-table tbody"), precision_rows(scenario), u)
-    work = generation_work(scenario.workload.context_tokens)
-    live = {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
-            "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"}
-    for element in document.querySelectorAll("[data-live]"):
-        element.textContent = live.get(element.dataset.live, "")
-    _state["current"] = data
+    _state["current"] = texts["data"]
+    _state["export_args"] = (scenario, result, u)
+    schedule_side_sections()
+
+
+def schedule_side_sections() -> None:
+    """The side tables, comparison, launch commands and export follow in the next task, so the
+    headline figures and charts reach the screen first; <html data-pending> says they are due."""
+    if not _state.get("side_due"):
+        _state["side_due"] = True
+        mark_pending()
+        window.setTimeout(_side_sections_proxy, 0)
+
+
+def render_side_sections(*_) -> None:
+    _state["side_due"] = False
+    scenario, result, u = _state["export_args"]
+    render_rows("#attention-table tbody", attention_variants(scenario), u)
+    render_rows("#precision-table tbody", precision_rows(scenario), u)
     render_compare()
     render_launch(scenario)
-    _state["export_args"] = (scenario, result, u)
     render_export()
+    mark_pending()
 
 
-def fill_list(container, lines) -> None:
-    container.replaceChildren()
-    for line in lines:
-        item = document.createElement("li")
-        item.textContent = line
-        container.appendChild(item)
+_side_sections_proxy = create_proxy(render_side_sections)
 
 
 def js_obj(value):
     return to_js(value, dict_converter=js.Object.fromEntries)
-
-
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-DASHES = ([], [6, 3], [2, 2], [8, 3, 2, 3], [1, 3], [4, 4])
-
-
-def _tick_tokens(value, *_):
-    value = int(float(value))
-    for scale, suffix in ((1 << 20, "M"), (1 << 10, "K")):
-        if value >= scale and value % scale == 0:
-            return f"{value // scale}{suffix}"
-    return f"{value:,}"
-
-
-def _tooltip_label(context):
-    dataset = context.dataset
-    i = context.dataIndex
-    exact = dataset.exact[i] if hasattr(dataset, "exact") else None
-    if dataset.kind == "requests":
-        return f"{dataset.label}: {'n/a' if absent(exact) else f'{exact:,}'} requests"
-    return dataset.label if absent(exact) else f"{dataset.label}: {size(exact, _state['unit'])} ({exact:,} B)"
-
-
-def _chart(canvas_id, config):
-    if canvas_id not in _charts:
-        Chart = getattr(window, "Chart", None)
-        if Chart is None:
-            return None
-        if not _charts:
-            # Text and grid in the page's own colours, so dark mode stays readable.
-            style = window.getComputedStyle(document.body)
-            Chart.defaults.color = style.color
-            Chart.defaults.borderColor = style.getPropertyValue("--line").strip() or "#888"
-            Chart.defaults.font.size = 13
-        _charts[canvas_id] = Chart.new(q(f"#{canvas_id}"), js_obj(config))
-    return _charts[canvas_id]
-
-
-def _context_ticks(axis, *_):
-    # Ticks exactly at the swept contexts (powers of two), not at the log scale's 10s.
-    axis.ticks = js_obj([{"value": c} for c in _state["contexts"]])
-
-
-def _axis(title, kind="linear", ticks=None):
-    axis = {"type": kind, "title": {"display": True, "text": title}}
-    if ticks:
-        axis["ticks"] = {"callback": ticks}
-    return axis
-
-
-def _line_options(x_title, y_title, y_kind):
-    tooltip = _proxy(_tooltip_label)
-    return {"animation": False, "responsive": True, "maintainAspectRatio": False, "parsing": False,
-            "interaction": {"mode": "nearest", "intersect": False},
-            "scales": {"x": dict(_axis(x_title, "logarithmic", _proxy(_tick_tokens)),
-                                 afterBuildTicks=_proxy(_context_ticks)), "y": _axis(y_title, y_kind)},
-            "plugins": {"tooltip": {"callbacks": {"label": tooltip}},
-                        "legend": {"labels": {"usePointStyle": True}}}}
 
 
 def _proxy(fn):
@@ -290,61 +308,130 @@ def _proxy(fn):
     return proxy
 
 
-def _dataset(label, xs, exact, scale, kind, index, flat=False):
-    values = [None if v is None else v / scale for v in exact]
-    return {"label": label, "kind": kind, "exact": exact, "borderColor": PALETTE[index % 6],
-            "backgroundColor": PALETTE[index % 6], "borderDash": [5, 5] if flat else DASHES[index % 6],
-            "pointRadius": 0 if flat else 2, "borderWidth": 2, "spanGaps": False,
-            "data": [{"x": x, "y": y} for x, y in zip(xs, values)]}
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+DASHES = (None, [8, 4], [2, 3], [10, 4, 2, 4], [1, 3], [4, 4])
+
+
+def _tokens(value) -> str:
+    value = int(value)
+    for scale, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale}{suffix}"
+    return f"{value:,}"
+
+
+def _legend_value(chart_id, series_index, index):
+    """Legend text under the cursor: the exact figure in the chosen unit."""
+    if series_index == 0:
+        return _tokens(_state["contexts"][index])
+    chart = _charts_exact.get(chart_id, [])
+    if series_index - 1 >= len(chart):
+        return "–"
+    kind, exact = chart[series_index - 1]
+    v = exact[index]
+    if v is None:
+        return "does not fit" if kind == "requests" else "–"
+    return f"{v:,} requests" if kind == "requests" else f"{size(v, _state['unit'])} ({v:,} B)"
+
+
+_charts_exact = {}      # chart id -> [(kind, exact values)] per series, for the legend and tests
+
+
+def _plot(chart_id: str, y_label: str, lines: list, contexts: list, scale: int) -> None:
+    """Draw or redraw one chart: each line is (label, kind, exact values, flat)."""
+    uplot = getattr(window, "uPlot", None)
+    if absent(uplot):
+        return
+    _charts_exact[chart_id] = [(kind, exact) for _, kind, exact, _ in lines]
+    data = [contexts] + [[None if v is None or v <= 0 else v / scale for v in exact]
+                         for _, _, exact, _ in lines]
+    key = (y_label, tuple(label for label, _, _, _ in lines))
+    existing = _charts.get(chart_id)
+    if existing is not None and existing[0] == key:
+        existing[1].setData(to_js(data))
+        return
+    if existing is not None:
+        existing[1].destroy()
+    style = window.getComputedStyle(document.body)
+    ink, line = style.color, style.getPropertyValue("--line").strip() or "#888"
+    box = document.getElementById(chart_id)
+    legend_value = _state.get("legend")
+    if legend_value is None:
+        legend_value = _state["legend"] = window.kvcalcLegend(_proxy(_legend_value))
+    series = [{"label": "context", "value": legend_value}]
+    for i, (label, kind, _, flat) in enumerate(lines):
+        colour = PALETTE[i % len(PALETTE)]
+        item = {"label": label, "stroke": colour, "width": 2, "value": legend_value, "spanGaps": False,
+                "points": {"show": not flat, "size": 5}}
+        dash = [6, 4] if flat else DASHES[i % len(DASHES)]
+        if dash:
+            item["dash"] = dash
+        series.append(item)
+    axis = {"stroke": ink, "grid": {"stroke": line, "width": 1}, "ticks": {"stroke": line}}
+    options = {
+        "width": max(280, int(box.clientWidth or 600)), "height": 280,
+        "scales": {"x": {"time": False, "distr": 3, "log": 2}, "y": {"distr": 3, "log": 10}},
+        "axes": [dict(axis, label="context length (tokens)"), dict(axis, label=y_label, size=70)],
+        "series": series, "legend": {"live": True},
+    }
+    plot = uplot.new(js_obj(options), to_js(data), box)
+    _charts[chart_id] = (key, plot)
+    registry = getattr(window, "kvcalcCharts", None)
+    if absent(registry):
+        window.kvcalcCharts = registry = js_obj({})
+    js.Reflect.set(registry, chart_id, plot)     # for the tests: the library's own data
+
+
+def chart_exact(chart_id) -> str:
+    """The exact ints behind a chart's lines, as JSON (the library holds unit-scaled floats);
+    asked for by the tests, so nothing is converted on every update."""
+    return json.dumps(_charts_exact.get(str(chart_id), []))
+
+
+def _resize_charts(*_) -> None:
+    for chart_id, (_, plot) in _charts.items():
+        width = document.getElementById(chart_id).clientWidth
+        if width:
+            plot.setSize(js_obj({"width": max(280, int(width)), "height": 280}))
 
 
 def render_charts(scenario, result, u: str) -> None:
     scale, unit_name = UNIT_SCALE[u]
-    contexts = context_points(scenario)
-    _state["contexts"] = contexts
+    contexts = _state["contexts"] = context_points(scenario)
     mem = memory_series(scenario, contexts)
-    datasets = [_dataset(line["label"], contexts, line["bytes"], scale, "bytes", i)
-                for i, line in enumerate(mem["lines"])]
-    for label, value, i in (("weights per GPU", mem["weights_bytes_per_gpu"], 4),
-                            ("KV budget per GPU", mem["kv_budget_bytes_per_gpu"], 5)):
+    lines = [(line["label"], "bytes", line["bytes"], False) for line in mem["lines"]]
+    for label, value in (("weights per GPU", mem["weights_bytes_per_gpu"]),
+                         ("KV budget per GPU", mem["kv_budget_bytes_per_gpu"])):
         if value is not None and value > 0:
-            datasets.append(_dataset(label, contexts, [value] * len(contexts), scale, "bytes", i, flat=True))
-    chart = _chart("chart-memory", {"type": "line", "data": {"datasets": []},
-                                    "options": _line_options("context length (tokens)", f"{unit_name} per GPU", "logarithmic")})
-    if chart is not None:
-        chart.data.datasets = js_obj(datasets)
-        chart.options.scales.y.title.text = f"KV cache, {unit_name} per GPU"
-        chart.update("none")
+            lines.append((label, "bytes", [value] * len(contexts), True))
+    _plot("chart-memory", f"{unit_name} per GPU", lines, contexts, scale)
 
     conc = concurrency_series(scenario, contexts)
-    q("#concurrency-note").textContent = "" if conc["lines"] else "Choose a GPU (or its memory) to see how many requests fit."
-    datasets = [_dataset(line["label"], contexts, line["requests"], 1, "requests", i)
-                for i, line in enumerate(conc["lines"])]
-    chart = _chart("chart-concurrency", {"type": "line", "data": {"datasets": []},
-                                         "options": _line_options("context length (tokens)", "max concurrent requests", "logarithmic")})
-    if chart is not None:
-        chart.data.datasets = js_obj(datasets)
-        chart.update("none")
+    put("#concurrency-note", "" if conc["lines"] else
+        "Choose a GPU (or its memory) and the weights to see how many requests fit.")
+    _plot("chart-concurrency", "max concurrent requests",
+          [(line["label"], "requests", line["requests"], False) for line in conc["lines"]], contexts, 1)
+    render_bar(result, scenario, u)
 
+
+def render_bar(result, scenario, u: str) -> None:
     bar = memory_bar(result, scenario)
-    parts = (("weights", "Weights", 0), ("kv", "KV cache", 1), ("overhead", "Overhead", 3), ("free", "Free", 2))
-    datasets = []
-    for key, label, i in parts:
-        value = bar[key]
-        q(f"#legend-{key}").textContent = "n/a (no GPU chosen)" if value is None else size(value, u)
-        if value is not None and value > 0:
-            datasets.append({"label": label, "kind": "bytes", "exact": [value], "data": [value / scale],
-                             "backgroundColor": ("#1f5f8b", "#d97706", "#9da7b3", "#7c3aed")[i]})
-    chart = _chart("chart-bar", {"type": "bar", "data": {"labels": ["GPU"], "datasets": []}, "options": {
-        "indexAxis": "y", "animation": False, "responsive": True, "maintainAspectRatio": False,
-        "scales": {"x": {"stacked": True, "title": {"display": True, "text": unit_name}}, "y": {"stacked": True}},
-        "plugins": {"tooltip": {"callbacks": {"label": _proxy(_tooltip_label)}}}}})
-    if chart is not None:
-        chart.data.datasets = js_obj(datasets)
-        chart.options.scales.x.title.text = unit_name + ("" if bar["fits"] else " (does not fit)")
-        chart.update("none")
-    label = ", ".join(f"{name} {q(f'#legend-{key}').textContent}" for key, name, _ in parts)
-    q("#chart-bar").setAttribute("aria-label", "Per-GPU memory: " + label + ("" if bar["fits"] else "; does not fit"))
+    shown = {key: bar[key] for key in ("weights", "kv", "overhead")}
+    shown["free"] = max(0, bar["free"]) if bar["free"] is not None else 0
+    whole = bar["total"] or sum(shown.values()) or 1
+    legends = {}
+    for key, value in shown.items():
+        put(f"#bar-{key}", f"{min(100, value * 100 / whole):.3f}%", "width")
+        put(f"#bar-{key}", "" if bar[key] is None else str(bar[key]), "bytes")
+        legends[key] = "n/a (no GPU chosen)" if bar[key] is None else size(bar[key], u)
+        put(f"#legend-{key}", legends[key])
+    put("#memory-bar", "true" if bar["fits"] else "false", "fits")
+    label = ", ".join(f"{name} {legends[key]}" for key, name in
+                      (("weights", "weights"), ("kv", "KV cache"), ("overhead", "overhead"), ("free", "free")))
+    label = "Per-GPU memory: " + label + ("" if bar["fits"] else "; does not fit")
+    if _written.get(("#memory-bar", "label")) != label:
+        _written[("#memory-bar", "label")] = label
+        el("#memory-bar").setAttribute("aria-label", label)
 
 
 # ---- compare, launch commands, exports -------------------------------------------------
@@ -374,68 +461,59 @@ def render_compare() -> None:
         column = pinned_column(fragment)
         columns.append(column if isinstance(column, dict) else {})
         headers.append(f"Pin {n}")
-    head = q("#compare-table thead tr")
-    head.replaceChildren()
-    first = document.createElement("th")
-    first.scope = "col"
-    first.textContent = "Figure"
-    head.appendChild(first)
-    for n, text in enumerate(headers):
-        th = document.createElement("th")
-        th.scope = "col"
-        th.textContent = text
-        if n:
-            remove = document.createElement("button")
-            remove.type = "button"
-            remove.className = "unpin"
-            remove.dataset.pin = str(n - 1)
-            remove.textContent = "Remove"
-            remove.setAttribute("aria-label", f"Remove {text}")
-            th.appendChild(document.createTextNode(" "))
-            th.appendChild(remove)
-        head.appendChild(th)
-    body = q("#compare-table tbody")
-    body.replaceChildren()
+    if _written.get(("#compare-table", "headers")) != headers:
+        _written[("#compare-table", "headers")] = headers
+        head = el("#compare-table thead tr")
+        head.replaceChildren()
+        for n, text in enumerate(["Figure"] + headers):
+            th = document.createElement("th")
+            th.scope = "col"
+            th.textContent = text
+            if n > 1:
+                remove = document.createElement("button")
+                remove.type = "button"
+                remove.className = "unpin"
+                remove.dataset.pin = str(n - 2)
+                remove.textContent = "Remove"
+                remove.setAttribute("aria-label", f"Remove {text}")
+                th.appendChild(document.createTextNode(" "))
+                th.appendChild(remove)
+            head.appendChild(th)
+    rows = []
     for row in compare_table(columns):
-        tr = document.createElement("tr")
-        th = document.createElement("th")
-        th.scope = "row"
-        th.textContent = row["label"]
-        tr.appendChild(th)
-        for value in row["values"]:
-            td = document.createElement("td")
-            td.textContent = _compare_text(row["kind"], value, u)
-            td.dataset.value = "" if value is None else str(value)
-            if row["differs"] and len(columns) > 1:
-                td.className = "differs"
-            tr.appendChild(td)
-        body.appendChild(tr)
+        marked = "differs" if row["differs"] and len(columns) > 1 else ""
+        rows.append(("", [(row["label"], None, "")] + [
+            (_compare_text(row["kind"], value, u), "" if value is None else str(value), marked)
+            for value in row["values"]]))
+    view("#compare-table tbody").show(rows)
     broken = [f"Pin {n}: {c}" for n, c in enumerate((pinned_column(f) for f in _state["pins"]), 1) if isinstance(c, str)]
-    q("#pin-status").textContent = "; ".join(broken)
-    q("#pin").disabled = len(_state["pins"]) >= link.MAX_PINS
+    if broken or _state.get("pin_broken"):
+        put("#pin-status", "; ".join(broken))
+    _state["pin_broken"] = bool(broken)
+    put("#pin", len(_state["pins"]) >= link.MAX_PINS, "disabled")
 
 
 def render_launch(scenario) -> None:
     for engine in ENGINES:
         command = launch(scenario, engine)
-        box = document.getElementById(f"launch-{engine}")
-        box.querySelector("pre").textContent = command.command or ""
-        box.querySelector("button").disabled = command.command is None
-        fill_list(box.querySelector(".notes"), list(command.notes))
+        box = f"[id='launch-{engine}']"
+        put(f"{box} pre", command.command or "")
+        put(f"{box} button", command.command is None, "disabled")
+        view(f"{box} .notes", item_tag="li").show(lines_of(command.notes))
 
 
 def render_export() -> None:
     scenario, result, u = _state["export_args"]
-    _state["export"] = export(scenario, result, q("#export-format").value, u)
-    q("#export-text").textContent = _state["export"]
+    _state["export"] = export(scenario, result, el("#export-format").value, u)
+    put("#export-text", _state["export"])
 
 
-def copy_text(text: str, status) -> None:
+def copy_text(text: str, status: str) -> None:
     def done(*_):
-        status.textContent = "Copied."
+        put(status, "Copied.")
 
     def failed(*_):
-        status.textContent = "Copy failed: select the text and copy it."
+        put(status, "Copy failed: select the text and copy it.")
     try:
         window.navigator.clipboard.writeText(text).then(_proxy(done), _proxy(failed))
     except Exception:      # no clipboard API here
@@ -452,14 +530,14 @@ def on_export_download(*_) -> None:
     anchor.download = "kvcalc." + {"csv": "csv", "json": "json", "markdown": "md"}[fmt]
     anchor.click()
     js.URL.revokeObjectURL(url)
-    q("#export-status").textContent = f"Saved {anchor.download}."
+    put("#export-status", f"Saved {anchor.download}.")
 
 
 def on_pin(*_) -> None:
     fragment = link.encode(link_values(read_form()))
     if len(_state["pins"]) < link.MAX_PINS:
         _state["pins"].append(fragment)
-        q("#pin-status").textContent = f"Pinned as Pin {len(_state['pins'])}."
+        put("#pin-status", f"Pinned as Pin {len(_state['pins'])}.")
     update()
 
 
@@ -473,18 +551,15 @@ def on_compare_click(event) -> None:
 
 
 def on_copy_command(event) -> None:
-    engine = event.target.dataset.engine
+    engine = getattr(event.target.dataset, "engine", None)
     if engine:
         box = document.getElementById(f"launch-{engine}")
-        copy_text(box.querySelector("pre").textContent, q("#export-status"))
+        copy_text(box.querySelector("pre").textContent, "#export-status")
 
 
-def render_rows(tbody, rows, u: str) -> None:
-    tbody.replaceChildren()
+def render_rows(selector, rows, u: str) -> None:
+    shown = []
     for row in rows:
-        tr = document.createElement("tr")
-        if row.current:
-            tr.className = "current"
         r = row.result
         cells = [row.label + (" (current)" if row.current else ""), row.detail]
         if r is None:
@@ -492,44 +567,41 @@ def render_rows(tbody, rows, u: str) -> None:
         else:
             cells += [f"{r.kv_bytes_per_token:,} B", size(r.kv_bytes_per_request, u),
                       "n/a" if r.max_concurrency is None else f"{r.max_concurrency:,}"]
-        for i, text in enumerate(cells):
-            cell = document.createElement("th" if i == 0 else "td")
-            if i == 0:
-                cell.scope = "row"
-            cell.textContent = text
-            tr.appendChild(cell)
-        tbody.appendChild(tr)
+        shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
+    view(selector).show(shown)
 
 
 def show_errors(errors) -> None:
-    for element in document.querySelectorAll(".error"):
-        element.textContent = ""
-    for element in document.querySelectorAll("[aria-invalid]"):
-        element.removeAttribute("aria-invalid")
+    placed = {}
     summary = []
     for error in errors:
         field = _error_place(error.field)
-        target = q(f"#error-{field}") if field else None
-        if target is not None:
-            target.textContent = error.message if field == error.field else f"{error.field}: {error.message}"
-            control = q(f"#{field}")
-            if control is not None:
-                control.setAttribute("aria-invalid", "true")
+        if field:
+            placed[field] = error.message if field == error.field else f"{error.field}: {error.message}"
         summary.append(f"{error.field}: {error.message}")
-    q("#error-summary").textContent = " · ".join(summary)
+    before = _state.get("placed", {})
+    for field in set(before) | set(placed):
+        put(f"#error-{field}", placed.get(field, ""))
+        control = q(f"#{field}")
+        if control is not None:
+            if field in placed:
+                control.setAttribute("aria-invalid", "true")
+            else:
+                control.removeAttribute("aria-invalid")
+    _state["placed"] = placed
+    put("#error-summary", " · ".join(summary))
     stale = bool(errors)
     _state["stale"] = stale
-    q("#results").dataset.stale = "true" if stale else "false"
-    q("#stale-badge").hidden = not stale
-    q("#stale-badge").textContent = ("stale: showing the last valid inputs" if _state["valid_once"]
-                                     else "no result yet: fix the inputs")
+    put("#results", "true" if stale else "false", "stale")
+    put("#stale-badge", not stale, "hidden")
+    put("#stale-badge", "stale: showing the last valid inputs" if _state["valid_once"] else "no result yet: fix the inputs")
 
 
 def _error_place(field: str):
     """The visible field an error belongs next to: itself, the field it is derived from, or
     the config box for a key inside config.json."""
     if field not in OPTION_BY_NAME:
-        return "hf-config" if q("#model").value == "config" else None
+        return "hf-config" if _fields.get("model") == "config" else None
     for candidate in (field, {"tp": "gpus", "gpus": "gpus", "pp": "pp"}.get(field, field)):
         target = q(f"#error-{candidate}")
         control = q(f"#{candidate}")
@@ -544,7 +616,7 @@ def _error_place(field: str):
 def update(*_) -> None:
     raw = read_form()
     errors = []
-    if q("#model").value == "config":
+    if _fields.get("model") == "config":
         if _state["config_error"] is not None:
             errors.append(_state["config_error"])
         elif _state["config"] is None:
@@ -557,11 +629,43 @@ def update(*_) -> None:
         return
     _state["unit"] = unit()
     render(evaluation, _state["unit"])
+    if not _state["valid_once"]:
+        window.performance.mark("kvcalc-figures")
     _state["valid_once"] = True
-    fragment = link.encode(link_values(raw), pins=_state["pins"])
+    schedule_link(link.encode(link_values(raw), pins=_state["pins"]))
+
+
+URL_DELAY_MS = 80
+
+
+def schedule_link(fragment: str) -> None:
+    """Rewrite the fragment once a burst of edits pauses: replaceState costs ~2.5 ms in
+    Chromium, which throttles it when called on every keystroke. Copy link flushes it first."""
+    if fragment == _state["last_hash"]:
+        return
     _state["last_hash"] = fragment
-    if window.location.hash.lstrip("#") != fragment:
+    _state["url_due"] = fragment
+    if _state.get("url_timer") is not None:
+        window.clearTimeout(_state["url_timer"])
+    _state["url_timer"] = window.setTimeout(_write_link_proxy, URL_DELAY_MS)
+    mark_pending()
+
+
+def write_link(*_) -> None:
+    fragment = _state.pop("url_due", None)
+    _state["url_timer"] = None
+    if fragment is not None:
         window.history.replaceState(None, "", "#" + fragment if fragment else window.location.pathname)
+    mark_pending()
+
+
+def mark_pending() -> None:
+    """<html data-pending="true"> while the side sections or the link are still to be written."""
+    put("html", "true" if _state.get("side_due") or "url_due" in _state else "false", "pending")
+    put("html", "pending" if _state.get("side_due") else "done", "side")
+
+
+_write_link_proxy = create_proxy(write_link)
 
 
 def on_config_text(*_) -> None:
@@ -601,6 +705,7 @@ def on_drop(event) -> None:
         event.preventDefault()
         set_model_choice("config")
         show_model_fields()
+        sync_fields()
         read_file(files.item(0))
 
 
@@ -626,28 +731,30 @@ def on_search(*_) -> None:
             visible += not option.hidden
         group.hidden = visible == 0
         shown += visible
-    q("#search-status").textContent = ("" if not words else
-                                       f"{shown} models match" if shown else "No model matches; try fewer words.")
+    put("#search-status", "" if not words else
+        f"{shown} models match" if shown else "No model matches; try fewer words.")
 
 
 def on_context_shortcut(event) -> None:
     button = event.target.closest("button")
-    if not absent(button) and button.dataset.context:
-        q("#context").value = button.dataset.context
+    value = None if absent(button) else getattr(button.dataset, "context", None)
+    if value:
+        q("#context").value = _fields["context"] = value
         update()
 
 
 def on_copy_link(*_) -> None:
+    if "url_due" in _state:
+        window.clearTimeout(_state["url_timer"])
+        write_link()
     url = window.location.href
-    status = q("#copy-status")
 
     def done(*_):
-        status.textContent = ("Copied the link to the last valid inputs: the ones marked in error are not in it."
-                              if _state["stale"] else
-                              "Link copied. It holds every input; nothing is stored anywhere else.")
+        put("#copy-status", "Copied the link to the last valid inputs: the ones marked in error are not in it."
+            if _state["stale"] else "Link copied. It holds every input; nothing is stored anywhere else.")
 
     def failed(*_):
-        status.textContent = f"Copy this link: {url}"
+        put("#copy-status", f"Copy this link: {url}")
     try:
         window.navigator.clipboard.writeText(url).then(create_proxy(done), create_proxy(failed))
     except Exception:      # no clipboard API in this browser: show the link instead
@@ -663,7 +770,7 @@ def load_fragment(fragment: str) -> None:
     notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
     if not any(k in kept for k in ("model", "hf-config", *MANUAL_FIELDS)):
         notes.append(f"model: the link names none; showing {q('#model').selectedOptions.item(0).textContent}")
-    q("#link-notes").textContent = ("This link had entries that were ignored: " + "; ".join(notes)) if notes else ""
+    put("#link-notes", ("This link had entries that were ignored: " + "; ".join(notes)) if notes else "")
     on_config_text() if "hf-config" in kept else update()
 
 
@@ -673,8 +780,9 @@ def on_hash_change(*_) -> None:
         load_fragment(fragment)
 
 
-def on_user_input(*_) -> None:
-    q("#link-notes").textContent = ""     # the notes were about the link; the inputs are the user's now
+def on_user_input(event) -> None:
+    put("#link-notes", "")      # the notes were about the link; the inputs are the user's now
+    note_field(event.target)
     update()
 
 
@@ -692,28 +800,46 @@ def main() -> None:
     on(q(".shortcuts"), "click", on_context_shortcut)
     on(q("#copy-link"), "click", on_copy_link)
     on(window, "hashchange", on_hash_change)
+    on(window, "resize", _resize_charts)
+    on(window, "pagehide", lambda *_: write_link() if "url_due" in _state else None)
     on(q("#pin"), "click", on_pin)
     on(q("#compare-table"), "click", on_compare_click)
     on(q(".takeaway"), "click", lambda event: on_copy_command(event) if event.target.classList.contains("copy-command") else None)
     on(q("#export-format"), "change", lambda *_: render_export())
     on(q("#export-download"), "click", on_export_download)
-    on(q("#export-copy"), "click", lambda *_: copy_text(_state["export"], q("#export-status")))
+    on(q("#export-copy"), "click", lambda *_: copy_text(_state["export"], "#export-status"))
+    sync_fields()
     fragment = window.location.hash.lstrip("#")
     if fragment:
         load_fragment(fragment)
     else:
         show_model_fields()
         update()
+    if _state.get("side_due"):
+        render_side_sections()      # ready means everything on the page is current
+    if "url_due" in _state:
+        window.clearTimeout(_state["url_timer"])
+        write_link()
     q("#inputs").disabled = False
     for button in document.querySelectorAll("#pin, #export-download, #export-copy"):
         button.disabled = False
     q("#status").hidden = True
     HTML.dataset.state = "ready"
+    window.performance.mark("kvcalc-ready")
+    window.kvcalcChartExact = _proxy(chart_exact)
+    register_offline_copy()
+
+
+def register_offline_copy() -> None:
+    # After start-up, so caching the site never competes with the first load.
+    workers = getattr(window.navigator, "serviceWorker", None)
+    if not absent(workers):
+        workers.register("sw.js").catch(_proxy(lambda *_: None))
 
 
 try:
     main()
 except Exception as exc:   # the page must say it failed, not sit in "loading" forever
     HTML.dataset.state = "error"
-    q("#status-text").textContent = f"The calculator failed to start: {exc}"
+    put("#status-text", f"The calculator failed to start: {exc}")
     raise

@@ -208,3 +208,11 @@ def test_evaluate_collects_errors_without_raising():
     assert not e.ok and e.errors[0].field == "layers"
     e = evaluate({"model": "custom"})
     assert e.errors[0].field == "model"
+
+
+@settings(max_examples=300, deadline=None)
+@given(threshold=st.integers(1, 1 << 40), limit=st.integers(2, 1 << 41), guess=st.one_of(st.none(), st.integers(-5, 1 << 42)))
+def test_search_with_any_guess_finds_the_boundary(threshold, limit, guess):
+    from kvcalc.sizing import _largest_fitting
+    found = _largest_fitting(lambda n: n <= threshold, 1, limit, guess)
+    assert found == (None if threshold >= limit else threshold)

@@ -7,8 +7,11 @@ Renders index.html (preset lists and help texts from the engine's own data, esca
 the engine into one zip for PyScript's [files], copies static/ and the vendored runtime.
 """
 
+import base64
+import hashlib
 import html
 import io
+import json
 import re
 import shutil
 import sys
@@ -19,13 +22,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 
+from html.parser import HTMLParser  # noqa: E402
+
 from kvcalc import presets  # noqa: E402
+from kvcalc.options import evaluate, form_values  # noqa: E402
+from kvcalc.report import page_texts  # noqa: E402
 from kvcalc.options import OPTIONS  # noqa: E402
 from kvcalc.precision import PRECISIONS  # noqa: E402
 
 # The minimum PyScript on Pyodide needs: 'unsafe-eval' (PyScript builds functions from strings,
 # and it also lets Pyodide compile its WebAssembly); everything else is this origin only.
-CSP = ("default-src 'none'; script-src 'self' 'unsafe-eval'; "
+# Before first paint: the figures in the HTML are the default view's. A shared link shows other
+# inputs, so mark the page and let the stylesheet show "computing…" until Python has computed
+# the link's own numbers. Inline, allowed by its hash alone: a separate file cost a round trip
+# (~70 ms) before PyScript could start. It reads no input and computes nothing.
+BOOT = 'if (location.hash.length > 1) document.documentElement.classList.add("from-link");'
+BOOT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(BOOT.encode()).digest()).decode()
+CSP = (f"default-src 'none'; script-src 'self' 'unsafe-eval' '{BOOT_HASH}'; "
        "style-src 'self'; img-src 'self'; connect-src 'self'; manifest-src 'self'; "
        "base-uri 'none'; form-action 'none'; object-src 'none'")
 DEFAULTS = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
@@ -59,15 +72,65 @@ def precision_options(names) -> str:
                      for n in names)
 
 
+class _FormDefaults(HTMLParser):
+    """The form's initial values, read from the page itself (the single source of defaults)."""
+
+    def __init__(self):
+        super().__init__()
+        self.values, self._select = {}, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        name = a.get("data-option")
+        if tag == "input" and name:
+            if a.get("type") != "radio" or "checked" in a:
+                self.values[name] = a.get("value", "")
+        elif tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value", "")
+
+    def handle_endtag(self, tag):
+        if tag == "select":
+            self._select = None
+
+
+def default_view(text: str) -> dict:
+    """The engine's texts for the form as it first loads (what Python would compute)."""
+    parser = _FormDefaults()
+    parser.feed(text)
+    evaluation = evaluate(form_values(parser.values))
+    if not evaluation.ok:
+        sys.exit(f"the page's default inputs do not compute: {evaluation.errors}")
+    return page_texts(evaluation.scenario, evaluation.result, "gib")
+
+
+def prerender(text: str) -> str:
+    texts = default_view(text)
+    for key, (value, shown) in texts["metrics"].items():
+        text, n = re.subn(rf'<dd data-metric="{key}" data-value="">…</dd>',
+                          f'<dd data-metric="{key}" data-value="{value}">{html.escape(shown)}</dd>', text)
+        if n != 1:
+            sys.exit(f"index.html: no single placeholder for metric {key}")
+    text = text.replace('<p class="model-line" id="model-line"></p>',
+                        f'<p class="model-line" id="model-line">{html.escape(texts["model_line"])}</p>')
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in texts["formula"])
+    text = text.replace('<ol class="formula" id="formula"></ol>', f'<ol class="formula" id="formula">{items}</ol>')
+    for key, shown in texts["live"].items():
+        text = re.sub(rf'<span data-live="{key}">[^<]*</span>', f'<span data-live="{key}">{html.escape(shown)}</span>', text)
+    return text
+
+
 def render_index() -> str:
     text = (ROOT / "index.html").read_text(encoding="utf-8")
-    text = text.replace("@CSP@", CSP)
+    text = text.replace("@CSP@", CSP).replace("@BOOT@", BOOT)
     text = text.replace("@MODEL_OPTIONS@", model_options())
     text = text.replace("@GPU_OPTIONS@", gpu_options())
     text = text.replace("@PRECISION_OPTIONS@", precision_options(PRECISIONS))
     text = text.replace("@WEIGHT_OPTIONS@", precision_options(WEIGHT_PRECISIONS))
     for o in OPTIONS:
         text = text.replace(f'data-help="{o.name}"></small>', f'data-help="{o.name}">{html.escape(o.help)}</small>')
+    text = prerender(text)
     left = re.findall(r"@[A-Z_]+@", text)
     if left:
         sys.exit(f"index.html has unfilled markers: {left}")
@@ -75,15 +138,16 @@ def render_index() -> str:
 
 
 def engine_zip() -> bytes:
-    """The kvcalc package as one zip, fixed timestamps so the build is reproducible."""
+    """The kvcalc package and the browser module (main.py) as one zip, one request, with fixed
+    timestamps so the build is reproducible. The page runs `import main`."""
     buffer = io.BytesIO()
-    package = ROOT / "app" / "kvcalc"
+    app = ROOT / "app"
+    files = [p for p in sorted((app / "kvcalc").rglob("*")) if p.is_file() and p.suffix in (".py", ".json")]
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(package.rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".json"):
-                info = zipfile.ZipInfo(str(Path("kvcalc") / path.relative_to(package)), (2020, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                zf.writestr(info, path.read_bytes())
+        for path in files + [app / "main.py"]:
+            info = zipfile.ZipInfo(path.relative_to(app).as_posix(), (2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
     return buffer.getvalue()
 
 
@@ -96,9 +160,22 @@ def build(dist: Path) -> None:
     (dist / "app").mkdir(parents=True)
     (dist / "index.html").write_text(render_index(), encoding="utf-8")
     shutil.copy(ROOT / "pyscript.toml", dist / "pyscript.toml")
-    shutil.copy(ROOT / "app" / "main.py", dist / "app" / "main.py")
     (dist / "app" / "kvcalc.zip").write_bytes(engine_zip())
-    shutil.copytree(ROOT / "static", dist / "static")
+    shutil.copytree(ROOT / "static", dist / "static", ignore=shutil.ignore_patterns("sw.js", ".ready"))
+    write_service_worker(dist)
+
+
+def write_service_worker(dist: Path) -> None:
+    """dist/sw.js with this build's file list and a version that changes with any file."""
+    files = sorted(p for p in dist.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(dist)).encode())
+        digest.update(path.read_bytes())
+    names = ["./"] + [f"./{p.relative_to(dist).as_posix()}" for p in files]
+    text = (ROOT / "static" / "sw.js").read_text(encoding="utf-8")
+    text = text.replace("@VERSION@", digest.hexdigest()[:16]).replace("@FILES@", json.dumps(names))
+    (dist / "sw.js").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ class Row:
 def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
     # Each row is a full computation; a design the deployment cannot split says why instead.
     try:
-        result = compute(model or scenario.model, workload or scenario.workload, scenario.deployment)
+        result = compute(model or scenario.model, workload or scenario.workload, scenario.deployment, searches=False)
     except InputError as e:
         return Row(label, detail, None, e.message, current)
     return Row(label, detail, result, None, current)
@@ -42,8 +42,14 @@ def attention_variants_models(scenario: Scenario) -> list[tuple[str, object]]:
 
 
 def _variants(scenario: Scenario) -> list[tuple]:
-    """(label, model, detail, is_current) for each attention design."""
-    model = scenario.model
+    """(label, model, detail, is_current) for each attention design, made once per model."""
+    memo = scenario.model.__dict__
+    if "_variants" not in memo:
+        memo["_variants"] = _make_variants(scenario.model)
+    return memo["_variants"]
+
+
+def _make_variants(model) -> list[tuple]:
     attn = [layer for layer in model.layers if isinstance(layer, FullAttention)]
     mla = [layer for layer in model.layers if isinstance(layer, MLAAttention)]
     if attn:
@@ -58,6 +64,11 @@ def _variants(scenario: Scenario) -> list[tuple]:
     else:
         return []
 
+    def swapped(swap):
+        # Swap each distinct layer once; models repeat a handful of layers many times.
+        table = {layer: swap(layer) for layer in model.layer_counts()}
+        return replace(model, layers=tuple(table[layer] for layer in model.layers))
+
     def with_heads(kv_heads):
         def swap(layer):
             if isinstance(layer, SlidingWindowAttention):
@@ -65,14 +76,14 @@ def _variants(scenario: Scenario) -> list[tuple]:
             if isinstance(layer, (FullAttention, MLAAttention)):
                 return FullAttention(kv_heads, head_dim, v_dim)
             return layer
-        return replace(model, layers=tuple(swap(layer) for layer in model.layers))
+        return swapped(swap)
 
     def as_mla(rank, rope):
         def swap(layer):
             if isinstance(layer, (FullAttention, MLAAttention)):
                 return MLAAttention(rank, rope)
             return layer
-        return replace(model, layers=tuple(swap(layer) for layer in model.layers))
+        return swapped(swap)
 
     own_kv = attn[0].kv_heads if attn else None
     rows = [("MHA", with_heads(q_heads), f"{q_heads} kv heads (one per query head)",

@@ -300,7 +300,6 @@ def _mpt(f: _Fields) -> dict:
 
 def _layer_kinds(f: _Fields, model_type: str, n: int) -> list[str]:
     """One of full / sliding / chunked / mla / state / none for each layer."""
-    cfg = f.cfg
     attention_kind = "mla" if f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES else "full"
     kinds = _assigned_kinds(f, model_type, n, attention_kind)
     if kinds is None:

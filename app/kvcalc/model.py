@@ -29,7 +29,15 @@ class Model:
             raise InputError("layers", "the model has no layers")
 
     def layer_counts(self) -> Counter:
-        return Counter(self.layers)
+        return self._counted()[0]
+
+    def _counted(self):
+        # Derived once per model: every update asks for these, and layers never change.
+        cache = self.__dict__.get("_cache")
+        if cache is None:
+            cache = (Counter(self.layers), {})
+            self.__dict__["_cache"] = cache
+        return cache
 
     def check_parallel(self, tp: int, pp: int) -> None:
         if pp > len(self.layers):
@@ -37,12 +45,15 @@ class Model:
         if self.attention_heads and self.attention_heads % tp:
             raise InputError("tp", f"tp={tp} does not divide the model's {self.attention_heads} "
                                    f"attention heads (vLLM and SGLang require it)")
-        for layer in set(self.layers):
+        for layer in self.layer_counts():
             layer.check_tp(tp)
 
     def stages(self, pp: int) -> list[Counter]:
         """Layers of each pipeline stage, as vLLM's get_pp_indices splits them: an even share
         each, the remainder going one layer apiece to the stages before the last."""
+        memo = self._counted()[1]
+        if pp in memo:
+            return memo[pp]
         n = len(self.layers)
         sizes = [n // pp] * pp
         for i in range(2, n % pp + 2):
@@ -51,6 +62,7 @@ class Model:
         for size in sizes:
             out.append(Counter(self.layers[start:start + size]))
             start += size
+        memo[pp] = out
         return out
 
     @property

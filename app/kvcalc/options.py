@@ -311,3 +311,26 @@ def canonical_value(name: str, value):
         entry = presets.find_model_entry(value)
         return entry["id"] if entry else value
     return value
+
+
+MLA_ONLY = ("mla-rank", "mla-rope-dim")
+
+
+def form_values(fields: dict, attention_kind: str = "gqa", config: dict | None = None) -> dict:
+    """The page form's fields (name -> text, `model` being the select's value: a preset id,
+    "custom" or "config") as the engine's raw inputs: only the chosen model's fields, no blanks."""
+    raw = dict(fields)
+    choice = raw.pop("model", "") or ""
+    for name in MANUAL_FIELDS:
+        value = raw.pop(name, "")
+        mla_field = name in MLA_ONLY
+        if choice == "custom" and (name == "layers" or mla_field == (attention_kind == "mla")):
+            raw[name] = value
+    if choice == "config":
+        if config is not None:
+            raw["hf-config"] = config
+    elif choice != "custom":
+        raw["model"] = choice
+    if str(raw.get("unit", "")).lower() == "gib":
+        raw.pop("unit")
+    return {k: v for k, v in raw.items() if v not in ("", None)}

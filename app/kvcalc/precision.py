@@ -25,11 +25,9 @@ class Precision:
 
     def bytes_for(self, elements: int) -> int:
         """Bytes for one row of `elements`, rounded up to a whole byte."""
-        return _ceil(elements * self.bits_per_element, 8)
-
-
-def _ceil(numerator, denominator) -> int:
-    return -(-Fraction(numerator) // denominator)
+        # Integer form of ceil(elements x bits / 8): this runs for every layer on every update.
+        bits = self.bits_per_element
+        return -(-elements * bits.numerator // (bits.denominator * 8))
 
 
 _ALL = (

@@ -1,15 +1,15 @@
 """Model and GPU presets, read lazily from the JSON files in data/ (presets are data, not code)."""
 
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from .errors import InputError
 from .hfconfig import model_from_config
 from .model import Model
 
-DATA = Path(__file__).parent / "data"
+DATA = os.path.join(os.path.dirname(__file__), "data")   # os.path: pathlib costs ~10 ms to import in Pyodide
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class GPU:
 
 @lru_cache(maxsize=None)
 def model_entries() -> tuple[dict, ...]:
-    with open(DATA / "models.json", encoding="utf-8") as fh:
+    with open(os.path.join(DATA, "models.json"), encoding="utf-8") as fh:
         return tuple(json.load(fh)["models"])
 
 
@@ -60,7 +60,7 @@ def preset_model(model_id: str, field: str = "model") -> Model:
 
 @lru_cache(maxsize=None)
 def gpus() -> dict[str, GPU]:
-    with open(DATA / "gpus.json", encoding="utf-8") as fh:
+    with open(os.path.join(DATA, "gpus.json"), encoding="utf-8") as fh:
         rows = json.load(fh)["gpus"]
     fields = GPU.__dataclass_fields__
     return {row["id"]: GPU(**{k: v for k, v in row.items() if k in fields}) for row in rows}

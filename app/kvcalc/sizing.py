@@ -55,18 +55,28 @@ def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: in
     bs = workload.block_size_tokens
     prefix = min(workload.prefix_tokens, context_tokens)
     shared_blocks_end = prefix // bs
-    shared = per_request = 0
-    for layer, count in layers.items():
-        per_request += count * layer.state_bytes(workload.state_precision, tp)
-        held = layer.held_range(context_tokens)
-        if held is None:
-            continue
-        first, end = held[0] // bs, _ceil_div(held[1], bs)
+    shared = 0
+    per_request, rows = _rows(layers, workload, tp)
+    for layer, row in rows:
+        start, end = layer.held_range(context_tokens)
+        first, end = start // bs, _ceil_div(end, bs)
         shared_blocks = max(0, min(shared_blocks_end, end) - first)
-        row = layer.row_bytes(workload.kv_precision, tp)
-        shared += count * shared_blocks * bs * row
-        per_request += count * (end - first - shared_blocks) * bs * row
+        shared += shared_blocks * bs * row
+        per_request += (end - first - shared_blocks) * bs * row
     return shared, per_request
+
+
+def _rows(layers: Counter, workload: Workload, tp: int):
+    """(fixed state bytes, [(layer, bytes per token for all its copies)]) for these layers,
+    kept on the Counter: the searches ask for the same rows dozens of times per update."""
+    key = (workload.kv_precision.name, workload.state_precision.name, tp)
+    memo = layers.__dict__.setdefault("_rows", {})
+    if key not in memo:
+        state = sum(count * layer.state_bytes(workload.state_precision, tp) for layer, count in layers.items())
+        rows = [(layer, count * layer.row_bytes(workload.kv_precision, tp))
+                for layer, count in layers.items() if layer.held_range(1) is not None]
+        memo[key] = (state, rows)
+    return memo[key]
 
 
 def batch_bytes(layers: Counter, context_tokens: int, workload: Workload, batch: int, tp: int = 1) -> int:
@@ -78,21 +88,40 @@ def bytes_per_token(layers: Counter, precision: Precision, tp: int = 1) -> int:
     return sum(count * layer.row_bytes(precision, tp) for layer, count in layers.items())
 
 
-def _largest_fitting(fits, low: int, limit: int) -> int | None:
+def _largest_fitting(fits, low: int, limit: int, guess: int | None = None) -> int | None:
     """Largest n in [low, limit] with fits(n), for a monotone fits; None if even `limit` fits.
-    Assumes fits(low) is True."""
-    hi = low
-    while fits(hi):
-        if hi >= limit:
-            return None
-        low, hi = hi, min(limit, hi * 2)
-    while hi - low > 1:
-        mid = (low + hi) // 2
+    Assumes fits(low) is True. A guess (exact for plain full attention) is checked first and
+    only narrows the bisection, so a wrong guess costs steps, never correctness."""
+    if fits(limit):
+        return None
+    lo, hi = low, limit                     # fits(lo) holds, fits(hi) does not
+    if guess is not None and lo < guess < hi:
+        if fits(guess):
+            lo = guess
+            if not fits(guess + 1):
+                return guess
+            hi = min(hi, max(guess + 2, 2 * guess))
+            while fits(hi):                  # the guess was low: widen, staying below limit
+                lo, hi = hi, min(limit, 2 * hi)
+        else:
+            hi = guess
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
         if fits(mid):
-            low = mid
+            lo = mid
         else:
             hi = mid
-    return low
+    return lo
+
+
+def _linear_guess(layers: Counter, workload: Workload, batch: int, room: int, tp: int = 1) -> int | None:
+    """Context at which `batch` requests fill `room` bytes if every cached layer held the whole
+    context: the answer for plain full attention, a starting point for the rest."""
+    state, rows = _rows(layers, workload, tp)
+    per_token = sum(row for _, row in rows)
+    if per_token == 0:
+        return None
+    return max(1, (room - batch * state) // (batch * per_token))
 
 
 @dataclass(frozen=True)
@@ -122,7 +151,9 @@ class Result:
         return None if not self.decode_step_seconds else 1 / self.decode_step_seconds
 
 
-def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
+def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:
+    """Everything for one configuration. `searches=False` skips the two context searches
+    (longest context that fits, KV = weights crossover) for side tables that do not show them."""
     tp, pp = deployment.tp, deployment.pp
     model.check_parallel(tp, pp)
     if workload.prefix_tokens > workload.context_tokens:
@@ -149,14 +180,16 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
         budget = usable - weights_per_gpu - deployment.overhead_bytes
         distinct = _distinct(stages)
         max_conc = _max_concurrency(distinct, ctx, workload, budget, tp)
-        max_ctx, limited_by = _max_context(model, distinct, workload, budget, tp)
+        if searches:
+            max_ctx, limited_by = _max_context(model, distinct, workload, budget, tp)
 
     crossover = None
-    if weights is not None:
+    if weights is not None and searches:
         def below_weights(n):
             return batch_bytes(everything, n, workload, batch) < weights
         if below_weights(1):
-            last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT)
+            guess = _linear_guess(everything, workload, batch, weights - 1)
+            last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT, guess)
             crossover = None if last_below is None else last_below + 1
         else:
             crossover = 1
@@ -192,6 +225,8 @@ def compute(model: Model, workload: Workload, deployment: Deployment) -> Result:
 
 def _distinct(stages: list[Counter]) -> list[Counter]:
     # Uniform models repeat the same stage many times; each distinct one is enough for limits.
+    if len(stages) == 1:
+        return stages
     seen, out = set(), []
     for stage in stages:
         key = frozenset(stage.items())
@@ -223,7 +258,9 @@ def _max_context(model, stages, workload, budget, tp):
     if budget < 0 or not fits(1):
         return 0, "memory"
     limit = model.max_context_tokens or CONTEXT_SEARCH_LIMIT
-    largest = _largest_fitting(fits, 1, limit)
+    guesses = [_linear_guess(stage, workload, workload.batch, budget, tp) for stage in stages]
+    guesses = [g for g in guesses if g is not None]
+    largest = _largest_fitting(fits, 1, limit, min(guesses) if guesses else None)
     if largest is not None:
         return largest, "memory"
     if model.max_context_tokens:

@@ -19,8 +19,8 @@ def context_points(scenario: Scenario) -> list[int]:
 
 
 def kv_per_gpu(model, workload, deployment, context: int) -> int:
-    work = replace(workload, prefix_tokens=min(workload.prefix_tokens, context))
-    return max(batch_bytes(stage, context, work, workload.batch, deployment.tp)
+    # cache_bytes clamps the shared prefix to the context itself.
+    return max(batch_bytes(stage, context, workload, workload.batch, deployment.tp)
                for stage in _distinct(model.stages(deployment.pp)))
 
 
@@ -55,10 +55,7 @@ def concurrency_series(scenario: Scenario, contexts: list[int]) -> dict:
     lines = []
     for name in names:
         work = replace(scenario.workload, kv_precision=PRECISIONS[name])
-        values = []
-        for c in contexts:
-            w = replace(work, prefix_tokens=min(work.prefix_tokens, c))
-            values.append(_max_concurrency(stages, c, w, budget, dep.tp))
+        values = [_max_concurrency(stages, c, work, budget, dep.tp) for c in contexts]
         lines.append({"label": name, "requests": values})
     return {"contexts": contexts, "lines": lines}
 

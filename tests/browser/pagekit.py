@@ -19,6 +19,18 @@ def open_page(page, url: str) -> Recorder:
     return recorder
 
 
+def settle(page) -> None:
+    """Wait until the side sections (tables, comparison, commands, export) and the link in the
+    address bar (rewritten once edits pause) have caught up."""
+    page.wait_for_function("document.documentElement.dataset.pending !== 'true'")
+
+
+def url_of(page) -> str:
+    settle(page)
+    return page.url
+
+
 def metrics(page) -> dict:
+    settle(page)
     return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-metric]')]
         .map(e => [e.dataset.metric, e.dataset.value]))""")

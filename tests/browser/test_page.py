@@ -7,7 +7,7 @@ import re
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page
+from pagekit import metrics, open_page, url_of
 from support import ROOT
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
@@ -21,7 +21,7 @@ def engine_for(url: str) -> dict:
 
 
 def assert_matches_engine(page):
-    shown, expected = metrics(page), engine_for(page.url)
+    shown, expected = metrics(page), engine_for(url_of(page))
     for key in INT_METRICS:
         assert shown[key] == ("" if expected[key] is None else str(expected[key])), key
 
@@ -42,7 +42,7 @@ def test_inputs_update_figures_to_the_engines_numbers(page, site):
     page.fill("#batch", "8")
     page.select_option("#kv-dtype", "fp8")
     page.fill("#gpus", "4")
-    assert "context=32768" in page.url and "kv-dtype=fp8" in page.url
+    assert "context=32768" in url_of(page) and "kv-dtype=fp8" in url_of(page)
     assert metrics(page)["kv_bytes_per_token"] == str(327_680 // 2)
     assert_matches_engine(page)
 
@@ -52,7 +52,7 @@ def test_a_link_reproduces_the_figures_in_a_fresh_page(page, site, context):
     first = metrics(page)
     assert_matches_engine(page)
     fresh = context.new_page()
-    open_page(fresh, page.url)
+    open_page(fresh, url_of(page))
     assert metrics(fresh) == first
     assert fresh.input_value("#context") == "65536" and fresh.input_value("#model") == "google/gemma-2-9b"
 
@@ -72,9 +72,9 @@ def test_config_json_paste_and_its_link(page, site, context):
     page.fill("#context", "65536")
     page.select_option("#gpu", "")
     assert metrics(page)["kv_bytes_per_request"] == str(18 * 2048 * (65536 + 128))
-    assert "hf-config=" in page.url
+    assert "hf-config=" in url_of(page)
     fresh = context.new_page()
-    open_page(fresh, page.url)
+    open_page(fresh, url_of(page))
     assert metrics(fresh) == metrics(page)
     assert json.loads(fresh.input_value("#hf-config")) == json.loads(text)
 
@@ -93,12 +93,12 @@ def test_bad_value_shows_its_error_and_keeps_the_rest(page, site):
     open_page(page, site)
     page.fill("#batch", "4")
     good = metrics(page)
-    url = page.url
+    url = url_of(page)
     page.fill("#context", "12abc")
     assert "whole number" in page.inner_text("#error-context")
     assert page.get_attribute("#context", "aria-invalid") == "true"
     assert page.get_attribute("#results", "data-stale") == "true" and page.is_visible("#stale-badge")
-    assert metrics(page) == good and page.url == url
+    assert metrics(page) == good and url_of(page) == url
     assert page.input_value("#context") == "12abc" and page.input_value("#batch") == "4"
     page.fill("#context", "16384")
     assert page.get_attribute("#results", "data-stale") == "false" and page.inner_text("#error-context") == ""
@@ -111,7 +111,7 @@ def test_gb_gib_switch(page, site):
     page.check("input[name=unit][value=gb]")
     shown = page.inner_text("[data-metric=kv_bytes_per_request]")
     assert re.search(r"\bGB\b", shown) and "GiB" not in shown
-    assert metrics(page) == before and "unit=gb" in page.url
+    assert metrics(page) == before and "unit=gb" in url_of(page)
 
 
 def test_link_with_bad_values_loads_the_rest_and_lists_them(page, site):

@@ -3,13 +3,13 @@
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page
+from pagekit import metrics, open_page, url_of
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
 
 
 def same_as_cli(page, fragment=None):
-    evaluation, _ = evaluate_link((fragment or page.url).partition("#")[2] if "#" in (fragment or page.url) else "")
+    evaluation, _ = evaluate_link((fragment or url_of(page)).partition("#")[2] if "#" in (fragment or url_of(page)) else "")
     assert evaluation.ok, evaluation.errors
     expected = to_json(evaluation.scenario, evaluation.result)
     shown = metrics(page)

@@ -8,15 +8,19 @@ from kvcalc.launch import launch
 from kvcalc.link import evaluate_link
 from kvcalc.sweep import concurrency_series, context_points, memory_series
 
-from pagekit import metrics, open_page
+from pagekit import metrics, open_page, settle, url_of
 
 LINK = "#model=meta-llama/Llama-3.1-70B&context=16384&batch=16&gpu=h100-sxm-80gb&gpus=8&memory-utilization=0.9"
 
 
-def chart_data(page, canvas_id):
-    return page.evaluate("""(id) => Chart.getChart(document.getElementById(id)).data.datasets
-        .map(d => ({label: d.label, exact: Array.from(d.exact), x: d.data.map(p => p.x), y: d.data.map(p => typeof p === 'number' ? p : p.y)}))""",
-                         canvas_id)
+def chart_data(page, chart_id):
+    """Each line as the charting library holds it (x, y) beside the exact ints behind it."""
+    settle(page)
+    return page.evaluate("""(id) => {
+        const plot = kvcalcCharts[id], exact = JSON.parse(kvcalcChartExact(id));
+        return plot.series.slice(1).map((s, i) => ({label: s.label, exact: exact[i][1],
+            x: Array.from(plot.data[0]), y: Array.from(plot.data[i + 1])}));
+    }""", chart_id)
 
 
 def scenario_of(url):
@@ -26,26 +30,33 @@ def scenario_of(url):
 
 def test_charts_hold_the_engines_numbers(page, site):
     open_page(page, site + LINK)
-    evaluation = scenario_of(page.url)
+    evaluation = scenario_of(url_of(page))
     contexts = context_points(evaluation.scenario)
     memory = {d["label"]: d for d in chart_data(page, "chart-memory")}
     for line in memory_series(evaluation.scenario, contexts)["lines"]:
         assert memory[line["label"]]["exact"] == line["bytes"]
         assert memory[line["label"]]["x"] == contexts
-        assert memory[line["label"]]["y"][0] == line["bytes"][0] / 2 ** 30
+        assert memory[line["label"]]["y"] == [v / 2 ** 30 for v in line["bytes"]]
     assert "KV budget per GPU" in memory and "weights per GPU" in memory
-    requests = {d["label"]: d["exact"] for d in chart_data(page, "chart-concurrency")}
+    requests = {d["label"]: d for d in chart_data(page, "chart-concurrency")}
     for line in concurrency_series(evaluation.scenario, contexts)["lines"]:
-        assert requests[line["label"]] == line["requests"]
-    bar = {d["label"]: d["exact"][0] for d in chart_data(page, "chart-bar")}
-    assert bar["KV cache"] == evaluation.result.kv_bytes_per_gpu
-    assert bar["Weights"] == evaluation.result.weights_bytes_per_gpu
+        assert requests[line["label"]]["exact"] == line["requests"]
+        assert requests[line["label"]]["y"] == [v or None for v in line["requests"]]
+    bar = bar_bytes(page)
+    assert bar["kv"] == evaluation.result.kv_bytes_per_gpu
+    assert bar["weights"] == evaluation.result.weights_bytes_per_gpu
     # Redrawn within the same update as the figures, and in the chosen unit.
     page.fill("#context", "65536")
     page.check("input[name=unit][value=gb]")
-    bar = {d["label"]: d for d in chart_data(page, "chart-bar")}
-    assert bar["KV cache"]["exact"][0] == int(metrics(page)["kv_bytes_per_gpu"])
-    assert bar["KV cache"]["y"][0] == bar["KV cache"]["exact"][0] / 10 ** 9
+    assert bar_bytes(page)["kv"] == int(metrics(page)["kv_bytes_per_gpu"])
+    kv = {d["label"]: d for d in chart_data(page, "chart-memory")}["GQA"]
+    assert kv["y"][kv["x"].index(65536)] == kv["exact"][kv["x"].index(65536)] / 10 ** 9
+
+
+def bar_bytes(page):
+    settle(page)
+    return page.evaluate("""() => Object.fromEntries(['weights', 'kv', 'overhead', 'free'].map(k =>
+        [k, Number(document.getElementById('bar-' + k).dataset.bytes)]))""")
 
 
 def test_pins_compare_and_round_trip(page, site, context):
@@ -54,7 +65,8 @@ def test_pins_compare_and_round_trip(page, site, context):
     page.select_option("#kv-dtype", "fp8")
     page.click("#pin")
     page.select_option("#model", "Qwen/Qwen3-32B")
-    assert page.url.count("pin=") == 2
+    settle(page)
+    assert url_of(page).count("pin=") == 2
     headers = page.locator("#compare-table thead th").all_inner_texts()
     assert headers[:2] == ["Figure", "Current"] and headers[2].startswith("Pin 1") and headers[3].startswith("Pin 2")
     row = page.locator("#compare-table tbody tr", has_text="KV per token")
@@ -63,19 +75,20 @@ def test_pins_compare_and_round_trip(page, site, context):
     assert values == ["131072", "327680", "163840"]
     assert row.locator("td.differs").count() == 3
     fresh = context.new_page()
-    open_page(fresh, page.url)
+    open_page(fresh, url_of(page))
     fresh_values = fresh.locator("#compare-table tbody tr", has_text="KV per token").locator("td") \
         .evaluate_all("tds => tds.map(td => td.dataset.value)")
     assert fresh_values == values
     fresh.click("#compare-table button.unpin >> nth=0")
-    assert fresh.url.count("pin=") == 1
+    settle(fresh)
+    assert url_of(fresh).count("pin=") == 1
 
 
 def test_launch_commands_match_the_engine(page, site):
     for fragment in (LINK, "#model=google/gemma-2-9b&context=8192&batch=4&kv-dtype=q8_0",
                      "#model=deepseek-ai/DeepSeek-V3&context=32768&gpus=8&gpu=h200-141gb&kv-dtype=fp8&block-size=64"):
         open_page(page, site + fragment)
-        evaluation = scenario_of(page.url)
+        evaluation = scenario_of(url_of(page))
         for engine in ("vllm", "sglang", "llama.cpp"):
             expected = launch(evaluation.scenario, engine)
             box = page.locator(f"[id='launch-{engine}']")
@@ -94,6 +107,7 @@ def test_copy_launch_command(page, site, context):
 def test_exports_parse_back_to_the_same_numbers(page, site):
     open_page(page, site + LINK)
     shown = metrics(page)
+    settle(page)
     page.select_option("#export-format", "json")
     data = json.loads(page.inner_text("#export-text"))
     for key in ("kv_bytes_per_token", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency", "max_context"):

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Load benchmark: the app against a bare PyScript page on the same vendored runtime.
+
+    make bench        (or: .venv/bin/python bench/load.py [--runs N] [--edits N])
+
+Serves a copy of dist/ plus a baseline page (PyScript printing one number) on 127.0.0.1 and
+alternates cold runs (fresh browser context) of each, then warm runs (reload in the same
+context). Prints medians and the app / baseline ratios. A benchmark: it prints figures and
+asserts nothing.
+"""
+
+import argparse
+import gzip
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "app"))
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+LINK = "#model=meta-llama/Llama-3.1-70B&context=32768&batch=16&kv-dtype=fp8&gpu=h100-sxm-80gb&gpus=8&memory-utilization=0.9"
+BASELINE_HTML = """<!doctype html>
+<html lang="en" data-state="loading"><head><meta charset="utf-8"><title>baseline</title>
+<link rel="icon" href="../static/icon.svg">
+<script type="module" src="../static/vendor/pyscript/core.js"></script></head>
+<body><p>bytes per token: <output id="out">…</output></p>
+<script type="py" config="./pyscript.toml">
+from pyscript import document, window
+document.querySelector("#out").textContent = str(2 * 80 * 8 * 128 * 2)
+document.documentElement.dataset.state = "ready"
+window.performance.mark("kvcalc-ready")
+window.performance.mark("kvcalc-figures")
+</script></body></html>
+"""
+BASELINE_TOML = 'interpreter = "../static/vendor/pyodide/pyodide.mjs"\n'
+READY = "document.documentElement.dataset.state === 'ready'"
+MARKS = """() => Object.fromEntries(['kvcalc-ready', 'kvcalc-figures'].map(n =>
+    [n, (performance.getEntriesByName(n)[0] || {}).startTime]).concat(
+    [['fcp', (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime]]))"""
+
+
+def serve(site: Path):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(site), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().split()[-1]
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+
+
+def visit(browser, url, warm=False, record=False):
+    # The app's own service worker is part of the app: it registers after start-up and serves
+    # the warm reload from its cache. The baseline page has none.
+    context = browser.new_context()
+    page = context.new_page()
+    sizes = []
+    if record:
+        page.on("response", lambda r: sizes.append(r))
+    page.goto(url)
+    page.wait_for_function(READY, timeout=120_000)
+    cold = page.evaluate(MARKS)
+    warm_marks = None
+    if warm:
+        page.evaluate("""async () => { if (!navigator.serviceWorker || !navigator.serviceWorker.getRegistration) return;
+            const registration = await navigator.serviceWorker.getRegistration();
+            if (registration) await navigator.serviceWorker.ready; }""")
+        page.reload()
+        page.wait_for_function(READY, timeout=120_000)
+        warm_marks = page.evaluate(MARKS)
+    bodies = []
+    for response in sizes:
+        try:
+            bodies.append((response.url, response.body()))
+        except Exception:
+            pass
+    return context, page, cold, warm_marks, bodies
+
+
+def update_latency(page, edits: int):
+    # The charts redraw in microtasks queued by the input handler; awaiting three microtasks
+    # queued after them puts the clock after the redraw. The side sections (tables, commands,
+    # export) follow in a task of their own, and the link after a pause in the edits: the second
+    # figure waits for the side sections.
+    return page.evaluate("""async (edits) => {
+        const context = document.getElementById('context'), batch = document.getElementById('batch');
+        const micro = () => new Promise(resolve => queueMicrotask(resolve));
+        const settled = async () => { await micro(); await micro(); await micro(); };
+        const figures = [], everything = [];
+        for (let i = 0; i < edits; i++) {
+            const field = i % 2 ? batch : context;
+            field.value = String(i % 2 ? 1 + (i % 64) : 1024 * (1 + (i % 128)));
+            const t0 = performance.now();
+            field.dispatchEvent(new Event('input', {bubbles: true}));
+            await settled();
+            figures.push(performance.now() - t0);
+            // A zero timer queued now fires after the side-sections timer queued by the handler.
+            while (document.documentElement.dataset.side === 'pending') await new Promise(r => setTimeout(r, 0));
+            everything.push(performance.now() - t0);
+            // Let the browser paint before the next edit, as between a person's keystrokes.
+            await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+        }
+        return [figures, everything];
+    }""", edits)
+
+
+def engine_timings():
+    from kvcalc.options import evaluate
+    from kvcalc.sweep import context_points, memory_series
+    raw = {"model": "meta-llama/Llama-3.1-70B", "context": "32768", "batch": "16", "gpu": "h100-sxm-80gb",
+           "gpus": "8", "memory-utilization": "0.9"}
+    evaluation = evaluate(raw)
+    n = 200
+    t = time.perf_counter()
+    for _ in range(n):
+        evaluate(raw)
+    full = (time.perf_counter() - t) / n
+    contexts = context_points(evaluation.scenario)
+    t = time.perf_counter()
+    for _ in range(n):
+        memory_series(evaluation.scenario, contexts)
+    sweep = (time.perf_counter() - t) / n
+    return full, sweep
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--edits", type=int, default=200)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+    dist = ROOT / "dist"
+    if not (dist / "index.html").exists():
+        sys.exit("dist/ is not built: run make dist")
+    site = Path(tempfile.mkdtemp(prefix="kvcalc-bench-"))
+    shutil.copytree(dist, site, dirs_exist_ok=True)
+    (site / "baseline").mkdir()
+    (site / "baseline" / "index.html").write_text(BASELINE_HTML)
+    (site / "baseline" / "pyscript.toml").write_text(BASELINE_TOML)
+    proc, base = serve(site)
+    rows = {k: [] for k in ("app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm")}
+    latencies, transfer = [], {}
+    try:
+        with sync_playwright() as pw:
+            launch = {"args": ARGS}
+            if Path(args.chromium).exists():
+                launch["executable_path"] = args.chromium
+            browser = pw.chromium.launch(**launch)
+            for run in range(args.runs):
+                for name, url in (("app", base), ("base", base + "baseline/")):
+                    context, page, cold, warm, bodies = visit(browser, url, warm=True, record=run == 0)
+                    rows[f"{name}_ready"].append(cold["kvcalc-ready"])
+                    rows[f"{name}_warm"].append(warm["kvcalc-ready"])
+                    if name == "app":
+                        rows["app_fcp"].append(cold["fcp"])
+                        if run == 0:
+                            latencies = update_latency(page, args.edits)
+                    if bodies:
+                        raw = sum(len(b) for _, b in bodies)
+                        packed = sum(len(gzip.compress(b, 6)) for _, b in bodies)
+                        transfer[name] = (len(bodies), raw, packed)
+                    context.close()
+                context, page, cold, _, _ = visit(browser, base + LINK)
+                rows["app_link_figures"].append(cold["kvcalc-figures"])
+                context.close()
+            browser.close()
+    finally:
+        proc.terminate()
+        shutil.rmtree(site, ignore_errors=True)
+
+    full, sweep = engine_timings()
+    base_ready, base_warm = median(rows["base_ready"]), median(rows["base_warm"])
+    print(f"KVCacheCalc load benchmark: medians of {args.runs} runs each, headless Chromium, 127.0.0.1")
+    print(f"{'measure':58} {'app':>10} {'baseline':>10} {'ratio':>7}")
+    def line(label, app, baseline=None, unit="ms"):
+        ratio = f"{app / baseline:7.2f}" if baseline else " " * 7
+        base_text = f"{baseline:10.0f}" if baseline else " " * 10
+        print(f"{label:58} {app:10.0f} {base_text} {ratio}  {unit}")
+    line("first correct figures visible, default view (FCP)", median(rows["app_fcp"]), base_ready)
+    line("first correct figures visible, shared link", median(rows["app_link_figures"]), base_ready)
+    line("ready, cold (fresh context)", median(rows["app_ready"]), base_ready)
+    line("ready, warm (reload, same context)", median(rows["app_warm"]), base_warm)
+    figures, everything = latencies
+    print(f"{'update: figures and charts, median of ' + str(len(figures)) + ' edits':58} "
+          f"{statistics.median(figures):10.2f} {'':10} {'':7}  ms")
+    print(f"{'update: figures and charts, p95':58} {p95(figures):10.2f} {'':10} {'':7}  ms")
+    print(f"{'update: every section (tables, commands, export), median':58} "
+          f"{statistics.median(everything):10.2f} {'':10} {'':7}  ms")
+    print(f"{'update: every section, p95':58} {p95(everything):10.2f} {'':10} {'':7}  ms")
+    for name in ("app", "base"):
+        files, raw, packed = transfer.get(name, (0, 0, 0))
+        print(f"{('app' if name == 'app' else 'baseline') + ': files requested / bytes raw / bytes gzip':58} "
+              f"{files:10d} {raw:12,d} {packed:12,d}")
+    print(f"{'engine in CPython: one full result':58} {full * 1000:10.3f} {'':10} {'':7}  ms")
+    print(f"{'engine in CPython: one chart sweep (4 designs)':58} {sweep * 1000:10.3f} {'':10} {'':7}  ms")
+
+
+if __name__ == "__main__":
+    main()
