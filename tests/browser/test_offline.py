@@ -1,0 +1,80 @@
+"""Fast first paint, a shared link never showing the default numbers, offline after one visit,
+and a sub-path host."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pagekit import metrics, open_page, settle
+from support import ROOT
+
+DIST = ROOT / "dist"
+
+
+def test_prerendered_figures_equal_what_python_computes(page, site):
+    html = (DIST / "index.html").read_text()
+    prerendered = dict(re.findall(r'<dd data-metric="([a-z_]+)" data-value="([^"]*)">', html))
+    open_page(page, site)
+    assert metrics(page) == prerendered
+
+
+def test_shared_link_shows_computing_until_python_has_its_numbers(page, site):
+    # Hold the engine back so the page stays in "loading" while we look at it.
+    held = []
+    page.route("**/app/kvcalc.zip", lambda route: held.append(route))
+    page.goto(site + "#model=deepseek-ai/DeepSeek-V3&context=4096")
+    page.wait_for_function("document.documentElement.classList.contains('from-link')")
+    cell = page.locator('[data-metric="kv_bytes_per_token"]')
+    assert cell.evaluate("e => getComputedStyle(e).fontSize") == "0px"
+    assert "computing" in cell.evaluate("e => getComputedStyle(e, '::after').content")
+    for route in held:
+        route.continue_()
+    page.unroute("**/app/kvcalc.zip")
+    if not held:
+        pytest.fail("the engine archive was never requested")
+    page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+    assert metrics(page)["kv_bytes_per_token"] == "70272"
+    assert cell.evaluate("e => getComputedStyle(e).fontSize") != "0px"
+
+
+def test_works_offline_after_one_visit(page, site, context):
+    open_page(page, site)
+    # The first visit installs the cache (after start-up); the next load is served from it.
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    page.reload()
+    page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+    page.wait_for_function("navigator.serviceWorker.controller !== null")
+    context.set_offline(True)
+    try:
+        page.goto(site + "#model=Qwen/Qwen3-32B&context=32768")
+        page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+        assert metrics(page)["kv_bytes_per_token"] == "262144"
+        page.fill("#batch", "4")
+        settle(page)
+        assert metrics(page)["kv_bytes_total"] == str(4 * 32768 * 262144)
+    finally:
+        context.set_offline(False)
+
+
+@pytest.fixture
+def sub_site(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(DIST, root / "tools" / "kvcalc")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    yield proc.stdout.readline().split()[-1] + "tools/kvcalc/"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_works_from_a_sub_path(page, sub_site):
+    recorder = open_page(page, sub_site + "#model=google/gemma-2-9b")
+    assert metrics(page)["kv_bytes_per_token"] == "344064"
+    assert recorder.problems == []
+    assert all(url.startswith(sub_site) for url in recorder.requests), recorder.requests
+    manifest = page.evaluate("fetch('static/manifest.webmanifest').then(r => r.json())")
+    start = page.evaluate(f"new URL({manifest['start_url']!r}, new URL('static/manifest.webmanifest', location.href)).href")
+    assert start == sub_site
