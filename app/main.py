@@ -762,10 +762,8 @@ def on_copy_link(*_) -> None:
 
 
 def load_fragment(fragment: str) -> None:
-    raw, _ = link.decode(fragment)
+    kept, _, dropped = link.load(fragment)
     _state["pins"], pin_notes = link.decode_pins(fragment)
-    evaluation, dropped = link.evaluate_link(fragment)
-    kept = {k: v for k, v in raw.items() if k not in {key for key, why in dropped if key in raw}}
     write_form(kept)
     notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
     if not any(k in kept for k in ("model", "hf-config", *MANUAL_FIELDS)):
@@ -827,7 +825,22 @@ def main() -> None:
     HTML.dataset.state = "ready"
     window.performance.mark("kvcalc-ready")
     window.kvcalcChartExact = _proxy(chart_exact)
+    list_loaded_files()
+    on(q("#recheck-files"), "click", list_loaded_files)
     register_offline_copy()
+
+
+def list_loaded_files(*_) -> None:
+    """The page's own proof of privacy: every file the browser fetched for it, from where."""
+    entries = window.performance.getEntriesByType("resource")
+    origin = window.location.origin
+    names = [window.location.href.split("#")[0]] + [e.name for e in entries]
+    others = sorted({n.split("/")[2] for n in names if not n.startswith(origin + "/") and "://" in n})
+    put("#loaded-files", (f"{len(names)} files loaded, all from this site ({origin}); nothing sent: your "
+                          "inputs stay in this tab and in the link after the #." if not others else
+                          f"{len(names)} files loaded; from other hosts: {', '.join(others)}"))
+    put("#loaded-files", str(len(names)), "count")
+    put("#loaded-files", " ".join(names), "files")
 
 
 def register_offline_copy() -> None:

@@ -133,18 +133,35 @@ def _safe(text: str) -> str:
 
 def evaluate_link(fragment: str) -> tuple[Evaluation, list[tuple[str, str]]]:
     """Evaluate what a link holds, dropping any field the engine refuses, each with its reason."""
+    _, evaluation, ignored = load(fragment)
+    return evaluation, ignored
+
+
+# A link that names no model is still checked field by field against this one; the page shows
+# its own current model, the CLI says the model is missing.
+PROBE_MODEL = "meta-llama/Llama-3.1-8B"
+MODEL_KEYS = ("model", "hf-config", "layers", "kv-heads", "head-dim", "attention-heads", "mla-rank",
+              "mla-rope-dim", "sliding-window")
+
+
+def load(fragment: str) -> tuple[dict, Evaluation, list[tuple[str, str]]]:
+    """(the raw values kept, their evaluation, [(key, why ignored)]) for a link."""
     raw, ignored = decode(fragment)
-    while True:
-        evaluation = evaluate(raw)
+    no_model = not any(key in raw for key in MODEL_KEYS)
+    for _ in range(len(raw) + 1):
+        probe = dict(raw, model=PROBE_MODEL) if no_model else raw
+        evaluation = evaluate(probe)
         if evaluation.ok or not evaluation.errors:
-            return evaluation, ignored
+            break
         error = evaluation.errors[0]
         culprit = _culprit(error.field, raw)
         if culprit is None:
-            # A missing choice (no model at all) cannot be fixed by dropping: report it as is.
-            return evaluation, ignored
+            break
         ignored.append((culprit, error.message if culprit == error.field else f"{error.field}: {error.message}"))
         del raw[culprit]
+    if no_model:
+        evaluation = evaluate(raw)
+    return raw, evaluation, ignored
 
 
 # An error can name a value the link did not set (tp derived from gpus, a key inside the
