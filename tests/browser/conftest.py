@@ -44,3 +44,10 @@ def site():
     yield line.split()[-1]
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    # The page's service worker would answer requests that tests route (axe-core, held files);
+    # only the offline test, which opens its own context, lets it run.
+    return dict(browser_context_args, service_workers="block")

@@ -7,8 +7,13 @@ class Recorder:
     def __init__(self, page):
         self.requests, self.problems = [], []
         page.on("request", lambda r: self.requests.append(r.url))
-        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(f"{m.type}: {m.text}"))
+        page.on("console", self._console)
         page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
+
+    def _console(self, message):
+        # Playwright's own note when a test blocks the page's service worker is not the page's.
+        if message.type in ("error", "warning") and "blocked by Playwright" not in message.text:
+            self.problems.append(f"{message.type}: {message.text}")
 
 
 def open_page(page, url: str) -> Recorder:

@@ -40,7 +40,9 @@ def test_shared_link_shows_computing_until_python_has_its_numbers(page, site):
     assert cell.evaluate("e => getComputedStyle(e).fontSize") != "0px"
 
 
-def test_works_offline_after_one_visit(page, site, context):
+def test_works_offline_after_one_visit(browser, site):
+    context = browser.new_context()          # service workers allowed here
+    page = context.new_page()
     open_page(page, site)
     # The first visit installs the cache (after start-up); the next load is served from it.
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
@@ -57,6 +59,7 @@ def test_works_offline_after_one_visit(page, site, context):
         assert metrics(page)["kv_bytes_total"] == str(4 * 32768 * 262144)
     finally:
         context.set_offline(False)
+        context.close()
 
 
 @pytest.fixture
