@@ -324,3 +324,31 @@ def test_hostile_configs_raise_only_input_error(cfg):
 def test_huge_integer_literal_in_json_is_refused():
     with pytest.raises(InputError):
         parse_config_text('{"num_hidden_layers": ' + "1" * 5000 + "}")
+
+
+# ---- fuzz: real configs with hostile values ----------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.floats(allow_nan=True),
+                    st.text(max_size=20), st.lists(st.integers(), max_size=3),
+                    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+NAMES = sorted(p.name for p in (FIXTURES / "hf").glob("*.json"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(NAMES), data=st.data())
+def test_mutated_real_configs_fail_only_with_input_error(name, data):
+    cfg = hf_fixture(name)
+    target = cfg.get("text_config", cfg) if isinstance(cfg.get("text_config"), dict) else cfg
+    keys = sorted(target)
+    for key in data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=3)):
+        target[key] = data.draw(HOSTILE)
+    try:
+        model = model_from_config(cfg)
+    except InputError as e:
+        assert e.field and e.message
+        return
+    evaluation = evaluate({"hf-config": cfg, "context": "4096", "gpu": "h100-sxm-80gb", "params": "1000000000"})
+    assert evaluation.ok or evaluation.errors
+    assert all(layer.row_bytes(BF16) >= 0 for layer in model.layers)

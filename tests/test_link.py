@@ -79,3 +79,13 @@ def test_decoder_never_raises_and_keeps_only_valid(pairs):
     assert errors == []
     evaluation, _ = evaluate_link(fragment)   # never raises either
     assert evaluation.ok or evaluation.errors
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_as_a_fragment(text):
+    # Only the documented outcomes: values kept, reasons given, or InputError values; no exception.
+    raw, ignored = decode(text)
+    evaluation, dropped = evaluate_link(text)
+    assert isinstance(raw, dict) and all(isinstance(why, str) for _, why in ignored + dropped)
+    assert evaluation.ok or all(e.field and e.message for e in evaluation.errors)
