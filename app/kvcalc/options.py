@@ -238,12 +238,12 @@ def _deployment(values: dict, model: Model) -> Deployment:
     if "tp" in values:
         tp = values["tp"]
         if "gpus" in values and values["gpus"] != tp * pp:
-            raise InputError("gpus", f"{values['gpus']} GPUs do not equal tp x pp = {tp} x {pp}; "
+            raise InputError("gpus", f"gpus={values['gpus']} does not equal tp x pp = {tp} x {pp}; "
                                      f"use {tp * pp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
         if gpus % pp:
-            raise InputError("pp", f"pp={pp} does not divide {gpus} GPUs")
+            raise InputError("pp", f"pp={pp} does not divide gpus={gpus}")
         tp = gpus // pp
 
     memory = bandwidth = None
