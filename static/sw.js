@@ -1,16 +1,20 @@
 // Offline copy of this site, made by tools/build.py: the version and file list are filled in
 // at build time, so each release gets its own cache and removes the one before it.
-const CACHE = "kvcalc-@VERSION@";
+// The scope is in the cache's name, so two copies on one origin keep their own caches.
+const PREFIX = "kvcalc:" + self.registration.scope + ":";
+const CACHE = PREFIX + "@VERSION@";
 const FILES = @FILES@;
 
 self.addEventListener("install", (event) => {
-  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(FILES)).then(() => self.skipWaiting()));
+  // cache: "reload" skips the browser's HTTP cache, so a release never caches older files.
+  const requests = FILES.map((url) => new Request(url, { cache: "reload" }));
+  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(requests)).then(() => self.skipWaiting()));
 });
 
 self.addEventListener("activate", (event) => {
   event.waitUntil(
     caches.keys()
-      .then((keys) => Promise.all(keys.filter((k) => k.startsWith("kvcalc-") && k !== CACHE).map((k) => caches.delete(k))))
+      .then((keys) => Promise.all(keys.filter((k) => k.startsWith(PREFIX) && k !== CACHE).map((k) => caches.delete(k))))
       .then(() => self.clients.claim()));
 });
 

@@ -45,7 +45,7 @@ def test_service_worker_lists_every_file_and_changes_with_content(tmp_path):
     assert files == ["./", "./app/x.js", "./index.html"]
     (site / "app" / "x.js").write_text("three")
     build.write_service_worker(site)
-    version = re.compile(r'const CACHE = "kvcalc-([0-9a-f]{16})"')
+    version = re.compile(r'const CACHE = PREFIX \+ "([0-9a-f]{16})"')
     assert version.search(first).group(1) != version.search((site / "sw.js").read_text()).group(1)
 
 

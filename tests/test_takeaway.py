@@ -103,3 +103,29 @@ def test_pins_round_trip_in_links_and_compare_marks_differences():
     rows = {row["key"]: row for row in compare_table(columns)}
     assert rows["kv_bytes_per_token"]["values"] == [131072, 65536] and rows["kv_bytes_per_token"]["differs"]
     assert not rows["context"]["differs"]
+
+
+def test_utilization_is_passed_only_when_set():
+    e = scenario(model="meta-llama/Llama-3.1-8B")
+    for engine, flag in (("vllm", "--gpu-memory-utilization"), ("sglang", "--mem-fraction-static")):
+        result = launch(e.scenario, engine)
+        assert flag not in result.command and any(flag in note for note in result.notes)
+    e = scenario(model="meta-llama/Llama-3.1-8B", memory_utilization="0.8")
+    assert "--mem-fraction-static 0.8" in launch(e.scenario, "sglang").command
+
+
+def test_context_past_the_model_limit_is_noted():
+    e = scenario(model="google/gemma-2-9b", context=32768)
+    assert any("max_position_embeddings" in note for note in launch(e.scenario, "vllm").notes)
+
+
+def test_vllm_mla_fp8_e5m2_refused_and_block_256_allowed():
+    e = scenario(model="deepseek-ai/DeepSeek-V3", kv_dtype="fp8_e5m2")
+    assert launch(e.scenario, "vllm").command is None
+    assert launch(scenario(model="deepseek-ai/DeepSeek-V3", kv_dtype="fp8").scenario, "vllm").command
+    assert "--block-size 256" in launch(scenario(model="meta-llama/Llama-3.1-8B", block_size=256).scenario, "vllm").command
+
+
+def test_cli_output_flags_that_conflict():
+    assert cli("--model", "meta-llama/Llama-3.1-8B", "--json", "--format", "csv")[0] == 2
+    assert cli("--model", "meta-llama/Llama-3.1-8B", "--launch", "vllm", "--format", "csv")[0] == 2

@@ -68,8 +68,12 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0
         as_json, link_url = args.pop("json"), args.pop("link")
-        fmt, engine = ("json" if as_json else args.pop("format")), args.pop("launch")
-        args.pop("format", None)
+        fmt, engine = args.pop("format"), args.pop("launch")
+        if as_json and fmt not in ("table", "json"):
+            raise InputError("format", f"--json and --format {fmt} ask for two outputs; give one")
+        if engine is not None and (as_json or fmt != "table"):
+            raise InputError("launch", "prints a command, not results: leave out --json and --format")
+        fmt = "json" if as_json else fmt
         raw: dict = {}
         if link_url is not None:
             fragment = link_url.partition("#")[2]

@@ -19,7 +19,9 @@ SGLANG_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", 
 # llama.cpp -ctk / -ctv cache types (common/arg.cpp).
 LLAMA_CPP_KV = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_1": "q5_1",
                 "q5_0": "q5_0", "q4_1": "q4_1", "q4_0": "q4_0", "iq4_nl": "iq4_nl"}
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)   # vllm/config/cache.py BlockSize
+# vLLM's MLA backends on NVIDIA (FlashInfer MLA, FlashMLA) take no fp8_e5m2 cache.
+VLLM_MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,27 @@ def _kv_flag(scenario: Scenario, table: dict, engine: str):
         return "auto", None
     if kv in table:
         return table[kv], None
-    allowed = ", ".join(sorted(set(table)))
-    return None, f"{engine} cannot store the KV cache as {kv}; its choices here: {scenario.model.dtype} (auto), {allowed}"
+    allowed = ", ".join(sorted(set(table) | {scenario.model.dtype}))
+    return None, f"{engine} cannot store the KV cache as {kv}; its choices here: {allowed}"
+
+
+def _common_notes(scenario: Scenario, engine: str) -> list:
+    notes = []
+    limit = scenario.model.max_context_tokens
+    if limit and scenario.workload.context_tokens > limit:
+        notes.append(f"the context is past the model's max_position_embeddings ({limit:,}); {engine} refuses "
+                     "it unless told to allow a longer context (e.g. rope scaling)")
+    return notes
+
+
+def _utilization(scenario: Scenario, flag: str, notes: list, engine_default: str) -> list:
+    """The memory fraction flag, only for a fraction below 1: the default of 1.0 means "all
+    memory" for sizing, never a value to hand an engine, which needs headroom."""
+    if scenario.deployment.memory_utilization == 1:
+        notes.append(f"no {flag}: the engine's own default applies ({engine_default}); "
+                     "set a memory utilization below 1 to pass one")
+        return []
+    return [flag, _decimal(scenario.deployment.memory_utilization)]
 
 
 def _repo(scenario: Scenario, notes: list) -> str:
@@ -51,36 +72,43 @@ def _repo(scenario: Scenario, notes: list) -> str:
 
 
 def vllm(scenario: Scenario) -> Launch:
-    work, dep, notes = scenario.workload, scenario.deployment, []
+    work, dep, notes = scenario.workload, scenario.deployment, _common_notes(scenario, "vLLM")
     kv, why = _kv_flag(scenario, VLLM_KV, "vLLM")
     if why:
         return Launch("vllm", None, (why,))
+    if kv != "auto" and any(layer.kind == "mla" for layer in scenario.model.layers) and \
+            scenario.workload.kv_precision.name not in VLLM_MLA_KV:
+        return Launch("vllm", None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
     args = ["vllm", "serve", _repo(scenario, notes), "--max-model-len", str(work.context_tokens),
             "--max-num-seqs", str(work.batch), "--kv-cache-dtype", kv,
-            "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp),
-            "--gpu-memory-utilization", _decimal(dep.memory_utilization)]
+            "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
+    args += _utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
     if work.block_size_tokens > 1:
         if work.block_size_tokens not in VLLM_BLOCK_SIZES:
             return Launch("vllm", None, (f"vLLM block sizes are {', '.join(map(str, VLLM_BLOCK_SIZES))}; "
                                          f"not {work.block_size_tokens}",))
         args += ["--block-size", str(work.block_size_tokens)]
-    if dep.memory_utilization == 1:
-        notes.append("utilization 1.0 leaves vLLM no headroom; its default is 0.9")
+    else:
+        notes.append("vLLM pages the cache in blocks of 16 tokens by default; set the block size to 16 "
+                     "to see its rounding in the figures")
     return Launch("vllm", shlex.join(args), tuple(notes))
 
 
 def sglang(scenario: Scenario) -> Launch:
-    work, dep, notes = scenario.workload, scenario.deployment, []
+    work, dep, notes = scenario.workload, scenario.deployment, _common_notes(scenario, "SGLang")
     kv, why = _kv_flag(scenario, SGLANG_KV, "SGLang")
     if why:
         return Launch("sglang", None, (why,))
     args = ["python", "-m", "sglang.launch_server", "--model-path", _repo(scenario, notes),
             "--context-length", str(work.context_tokens), "--max-running-requests", str(work.batch),
-            "--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp),
-            "--mem-fraction-static", _decimal(dep.memory_utilization)]
+            "--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp)]
+    fraction = _utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
+    if fraction:
+        args += fraction
+        notes.append("SGLang's --mem-fraction-static is the share for weights and the KV pool, set here to "
+                     "the memory utilization; activations need the rest")
     if work.block_size_tokens > 1:
         args += ["--page-size", str(work.block_size_tokens)]
-    notes.append("SGLang's --mem-fraction-static covers weights and KV cache, close to vLLM's utilization")
     return Launch("sglang", shlex.join(args), tuple(notes))
 
 
