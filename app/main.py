@@ -18,8 +18,9 @@ from kvcalc.errors import InputError
 from kvcalc.export import export
 from kvcalc.hfconfig import parse_config_text
 from kvcalc.launch import ENGINES, launch
+from kvcalc.hfconfig import MAX_CONFIG_BYTES
 from kvcalc.options import (MANUAL_FIELDS, MLA_ONLY, OPTION_BY_NAME, OPTIONS, canonical_value, evaluate,
-                            form_values)
+                            form_values, parse_value)
 from kvcalc.report import page_texts, size, to_json
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 
@@ -197,7 +198,9 @@ def write_form(raw: dict) -> None:
     manual = [name for name in MANUAL_FIELDS if name in raw]
     if "tp" in raw and "gpus" not in raw:
         # The CLI derives gpus from tp x pp; the page's GPU count must say the same.
-        raw = dict(raw, gpus=str(int(raw["tp"]) * int(raw.get("pp", 1))))
+        tp = parse_value(OPTION_BY_NAME["tp"], raw["tp"])
+        pp = parse_value(OPTION_BY_NAME["pp"], raw.get("pp", "1"))
+        raw = dict(raw, gpus=str(tp * pp))
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, defaults.get(name))
@@ -212,7 +215,9 @@ def write_form(raw: dict) -> None:
     if "hf-config" in raw:
         set_model_choice("config")
         _state["config"] = raw["hf-config"]
-        q("#hf-config").value = json.dumps(raw["hf-config"], indent=2)
+        pretty = json.dumps(raw["hf-config"], indent=2)
+        # A config near the size limit goes in compact, so the page can read its own link back.
+        q("#hf-config").value = pretty if len(pretty) <= MAX_CONFIG_BYTES else json.dumps(raw["hf-config"])
     elif manual:
         set_model_choice("custom")
         q("#attention-kind").value = "mla" if any(n in raw for n in MLA_ONLY) else "gqa"
@@ -423,7 +428,8 @@ def render_bar(result, scenario, u: str) -> None:
     for key, value in shown.items():
         put(f"#bar-{key}", f"{min(100, value * 100 / whole):.3f}%", "width")
         put(f"#bar-{key}", "" if bar[key] is None else str(bar[key]), "bytes")
-        legends[key] = "n/a (no GPU chosen)" if bar[key] is None else size(bar[key], u)
+        legends[key] = "n/a (no GPU chosen)" if bar[key] is None else size(bar[key], u) if bar[key] >= 0 \
+            else f"none: over by {size(-bar[key], u)}"
         put(f"#legend-{key}", legends[key])
     put("#memory-bar", "true" if bar["fits"] else "false", "fits")
     label = ", ".join(f"{name} {legends[key]}" for key, name in
@@ -437,11 +443,25 @@ def render_bar(result, scenario, u: str) -> None:
 # ---- compare, launch commands, exports -------------------------------------------------
 
 def pinned_column(fragment: str):
+    """A pin's figures (or why it has none) and what its link held that was ignored."""
     if fragment not in _pinned:
-        evaluation, _ = link.evaluate_link(fragment)
-        _pinned[fragment] = to_json(evaluation.scenario, evaluation.result) if evaluation.ok else \
+        _, evaluation, dropped = link.load(fragment)
+        column = to_json(evaluation.scenario, evaluation.result) if evaluation.ok else \
             "; ".join(f"{e.field}: {e.message}" for e in evaluation.errors)
-    return _pinned[fragment]
+        _pinned[fragment] = (column, "; ".join(f"{key}: {why}" for key, why in dropped))
+    return _pinned[fragment][0]
+
+
+def pin_notes() -> list:
+    notes = []
+    for n, fragment in enumerate(_state["pins"], 1):
+        pinned_column(fragment)
+        column, dropped = _pinned[fragment]
+        if isinstance(column, str):
+            notes.append(f"Pin {n} has no figures: {column}")
+        elif dropped:
+            notes.append(f"Pin {n} ignored {dropped}")
+    return notes
 
 
 def _compare_text(kind: str, value, u: str) -> str:
@@ -486,11 +506,11 @@ def render_compare() -> None:
             (_compare_text(row["kind"], value, u), "" if value is None else str(value), marked)
             for value in row["values"]]))
     view("#compare-table tbody").show(rows)
-    broken = [f"Pin {n}: {c}" for n, c in enumerate((pinned_column(f) for f in _state["pins"]), 1) if isinstance(c, str)]
+    broken = pin_notes()
     if broken or _state.get("pin_broken"):
         put("#pin-status", "; ".join(broken))
     _state["pin_broken"] = bool(broken)
-    put("#pin", len(_state["pins"]) >= link.MAX_PINS, "disabled")
+    put("#pin", len(_state["pins"]) >= link.MAX_PINS or _state["stale"], "disabled")
 
 
 def render_launch(scenario) -> None:
@@ -547,7 +567,9 @@ def on_compare_click(event) -> None:
         index = int(target.dataset.pin)
         if 0 <= index < len(_state["pins"]):
             del _state["pins"][index]
+            put("#pin-status", f"Removed Pin {index + 1}.")
         update()
+        el("#pin").focus()        # the button pressed is gone with the header row it sat in
 
 
 def on_copy_command(event) -> None:
@@ -592,6 +614,8 @@ def show_errors(errors) -> None:
     put("#error-summary", " · ".join(summary))
     stale = bool(errors)
     _state["stale"] = stale
+    # Pinning needs valid inputs: a pin holds figures, never a value in error.
+    put("#pin", stale or len(_state["pins"]) >= link.MAX_PINS, "disabled")
     put("#results", "true" if stale else "false", "stale")
     put("#stale-badge", not stale, "hidden")
     put("#stale-badge", "stale: showing the last valid inputs" if _state["valid_once"] else "no result yet: fix the inputs")
@@ -819,7 +843,7 @@ def main() -> None:
         window.clearTimeout(_state["url_timer"])
         write_link()
     q("#inputs").disabled = False
-    for button in document.querySelectorAll("#pin, #export-download, #export-copy"):
+    for button in document.querySelectorAll("#export-download, #export-copy"):
         button.disabled = False
     q("#status").hidden = True
     HTML.dataset.state = "ready"

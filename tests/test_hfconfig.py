@@ -352,3 +352,20 @@ def test_mutated_real_configs_fail_only_with_input_error(name, data):
     evaluation = evaluate({"hf-config": cfg, "context": "4096", "gpu": "h100-sxm-80gb", "params": "1000000000"})
     assert evaluation.ok or evaluation.errors
     assert all(layer.row_bytes(BF16) >= 0 for layer in model.layers)
+
+
+def test_nesting_counts_only_brackets_outside_strings():
+    # Brackets inside a string must not hide real nesting (Pyodide's stack overflows on it).
+    deep = '{"x": "' + "]" * 10_000 + '", "y": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    with pytest.raises(InputError, match="nests"):
+        parse_config_text(deep)
+    assert parse_config_text(json.dumps({"a": "[" * 40})) == {"a": "[" * 40}
+
+
+def test_byte_order_mark_in_pasted_text():
+    assert parse_config_text("\ufeff{\"a\": 1}") == {"a": 1}
+
+
+def test_absurd_layer_counts_are_refused():
+    with pytest.raises(InputError, match="out of range"):
+        model_from_config({"num_hidden_layers": 1 << 20, "num_attention_heads": 32, "hidden_size": 4096})

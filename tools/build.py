@@ -129,7 +129,15 @@ def render_index() -> str:
     text = text.replace("@PRECISION_OPTIONS@", precision_options(PRECISIONS))
     text = text.replace("@WEIGHT_OPTIONS@", precision_options(WEIGHT_PRECISIONS))
     for o in OPTIONS:
-        text = text.replace(f'data-help="{o.name}"></small>', f'data-help="{o.name}">{html.escape(o.help)}</small>')
+        text = text.replace(f'data-help="{o.name}"></small>',
+                            f'id="help-{o.name}" data-help="{o.name}">{html.escape(o.help)}</small>')
+    for o in OPTIONS:
+        # Each control names its help and its error, so both are read when it takes focus.
+        described = " ".join(x for x in (f"help-{o.name}", f"error-{o.name}") if f'id="{x}"' in text)
+        if not described:
+            continue
+        text = re.sub(rf'(<(?:input|select|textarea)[^>]*\bid="{re.escape(o.name)}"[^>]*?)(\s*/?>)',
+                      rf'\1 aria-describedby="{described}"\2', text, count=1)
     text = prerender(text)
     left = re.findall(r"@[A-Z_]+@", text)
     if left:

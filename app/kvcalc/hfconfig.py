@@ -15,7 +15,8 @@ from .precision import precision
 
 MAX_CONFIG_BYTES = 1 << 20   # real configs are a few KB; refuse before parsing anything larger
 MAX_NESTING = 32
-MAX_DIM = 1 << 20            # no real head count, head dim or layer count comes near this
+MAX_DIM = 1 << 20            # no real head count or head dim comes near this
+MAX_LAYERS = 10_000          # the deepest real models have a few hundred layers
 
 
 def parse_config_text(text, field: str = "hf-config") -> dict:
@@ -30,14 +31,8 @@ def parse_config_text(text, field: str = "hf-config") -> dict:
     if len(text) > MAX_CONFIG_BYTES:
         raise InputError(field, f"config.json is {len(text):,} characters; the limit is "
                                 f"{MAX_CONFIG_BYTES:,} (real configs are a few KB)")
-    depth = deepest = 0
-    for ch in text:
-        # A cheap bracket count refuses pathological nesting before json recursion can.
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
+    text = text.removeprefix("\ufeff")      # a byte-order mark, as some editors save
+    deepest = _nesting(text)
     if deepest > MAX_NESTING:
         raise InputError(field, f"config.json nests {deepest} levels deep; the limit is {MAX_NESTING}")
     try:
@@ -51,6 +46,30 @@ def parse_config_text(text, field: str = "hf-config") -> dict:
     if not isinstance(data, dict):
         raise InputError(field, f"config.json must be a JSON object, got {type(data).__name__}")
     return data
+
+
+def _nesting(text: str) -> int:
+    """Deepest bracket nesting outside strings. Checked before json.loads, whose recursion
+    would overflow Pyodide's WebAssembly stack (a fatal error there, not a RecursionError)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 class _Fields:
@@ -158,7 +177,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     else:
         attention = _attention_dims(f, model_type)
 
-    n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers")
+    n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers", maximum=MAX_LAYERS)
     kinds = _layer_kinds(f, model_type, n_layers)
     shared = f.int("num_kv_shared_layers", minimum=0, maximum=n_layers) if f.has("num_kv_shared_layers") else 0
     if shared:

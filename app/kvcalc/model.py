@@ -65,6 +65,21 @@ class Model:
         memo[pp] = out
         return out
 
+    def stage_groups(self, pp: int) -> list[tuple[Counter, int]]:
+        """The distinct pipeline stages and how many GPUs' worth of each: uniform models
+        repeat one or two stages many times, and limits only need each once."""
+        memo = self._counted()[1]
+        key = ("groups", pp)
+        if key not in memo:
+            counts: dict = {}
+            first: dict = {}
+            for stage in self.stages(pp):
+                identity = frozenset(stage.items())
+                counts[identity] = counts.get(identity, 0) + 1
+                first.setdefault(identity, stage)
+            memo[key] = [(first[identity], n) for identity, n in counts.items()]
+        return memo[key]
+
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(sorted({layer.kind for layer in self.layers}))

@@ -8,6 +8,7 @@ gives them) and returns the engine's result, or the errors naming the fields at 
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 from . import presets
 from .errors import InputError
@@ -35,7 +36,7 @@ class Option:
 OPTIONS = (
     Option("model", "text", "model", "Preset id or Hugging Face repo id, case-insensitive."),
     Option("hf-config", "config", "model", "A Hugging Face config.json, read the way vLLM reads it."),
-    Option("layers", "int", "model", "Custom model: number of layers.", 1, 100_000),
+    Option("layers", "int", "model", "Custom model: number of layers.", 1, 10_000),
     Option("kv-heads", "int", "model", "Custom model: key/value heads per layer (1 = MQA).", 1, 100_000),
     Option("head-dim", "int", "model", "Custom model: dimension of each head.", 1, 100_000),
     Option("attention-heads", "int", "model", "Custom model: query heads (tensor parallel must divide them).", 1, 100_000),
@@ -49,7 +50,7 @@ OPTIONS = (
     Option("prefix-tokens", "int", "workload", "A prompt prefix shared by every request, cached once.", 0, 1 << 34, "0"),
     Option("gpus", "int", "deployment", "GPUs serving one copy of the model (tp x pp).", 1, 1 << 20, "1"),
     Option("tp", "int", "deployment", "Tensor-parallel size (default gpus / pp).", 1, 1 << 20),
-    Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 1 << 20, "1"),
+    Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 10_000, "1"),
     Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth."),
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
@@ -120,7 +121,10 @@ def _clip(raw) -> str:
 
 def _num(value) -> str:
     if isinstance(value, Fraction) and value.denominator != 1:
-        return f"{float(value):g}"
+        digits = 0          # exact decimal: the bounds are powers of two and ten over 1
+        while (value * 10 ** digits).denominator != 1 and digits < 20:
+            digits += 1
+        return f"{float(value):.{digits}f}"
     return f"{int(value):,}"
 
 
@@ -165,7 +169,7 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
     notes = []
     if "hf-config" in values:
         cfg = values["hf-config"]
-        model = model_from_config(cfg)
+        model = _config_model(cfg)
         named = cfg.get("_name_or_path")
         entry = presets.find_model_entry(named) if isinstance(named, str) and named else None
         if entry is not None:
@@ -183,12 +187,30 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
                               "or layers with kv-heads and head-dim")
 
 
+_last_config: list = [None, None]     # (config dict, its Model): the page re-evaluates one config
+
+
+def _config_model(cfg: dict) -> Model:
+    # The same dict object comes back on every edit of the page; reading it again (and losing
+    # the model's memos) would cost as much as the rest of the update.
+    if _last_config[0] is not cfg:
+        _last_config[:] = [cfg, model_from_config(cfg)]
+    return _last_config[1]
+
+
 def _replace(model: Model, **changes) -> Model:
     from dataclasses import replace
     return replace(model, **changes)
 
 
 def _manual_model(values: dict) -> Model:
+    return _manual_model_of(tuple(values.get(name) for name in MANUAL_FIELDS))
+
+
+@lru_cache(maxsize=16)
+def _manual_model_of(fields: tuple) -> Model:
+    # Cached so a custom model keeps its memos from one edit to the next.
+    values = {name: value for name, value in zip(MANUAL_FIELDS, fields) if value is not None}
     n = _required(values, "layers")
     if "mla-rank" in values or "mla-rope-dim" in values:
         layer = MLAAttention(_required(values, "mla-rank"), values.get("mla-rope-dim", 0))

@@ -49,15 +49,22 @@ def size(n: int | None, unit: str = "gib") -> str:
     """A byte count in the chosen unit, two decimals, unit named."""
     if n is None:
         return "n/a"
-    if unit == "gb":
-        for scale, name in ((10 ** 12, "TB"), (GB, "GB"), (10 ** 6, "MB"), (10 ** 3, "KB")):
-            if abs(n) >= scale:
-                return f"{n / scale:,.2f} {name}"
-    else:
-        for scale, name in ((1 << 40, "TiB"), (GIB, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-            if abs(n) >= scale:
-                return f"{n / scale:,.2f} {name}"
+    scales = ((10 ** 18, "EB"), (10 ** 15, "PB"), (10 ** 12, "TB"), (GB, "GB"), (10 ** 6, "MB"), (10 ** 3, "KB")) \
+        if unit == "gb" else ((1 << 60, "EiB"), (1 << 50, "PiB"), (1 << 40, "TiB"), (GIB, "GiB"), (1 << 20, "MiB"),
+                              (1 << 10, "KiB"))
+    for scale, name in scales:
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {name}"
     return f"{n:,} B"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def rate(value: float) -> str:
+    """A rate readable at any size: grouped digits, or three significant ones below 10."""
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
 
 
 def both(n: int | None) -> str:
@@ -101,7 +108,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
     if result.kv_bytes_shared_prefix:
         lines.append(f"Shared prefix of {work.prefix_tokens:,} tokens stored once: {result.kv_bytes_shared_prefix:,} B")
     per_request_private = result.kv_bytes_per_request - result.kv_bytes_shared_prefix
-    lines.append(f"Total = {per_request_private:,} B x {work.batch:,} requests"
+    lines.append(f"Total = {per_request_private:,} B x {plural(work.batch, 'request')}"
                  + (f" + {result.kv_bytes_shared_prefix:,} B shared" if result.kv_bytes_shared_prefix else "")
                  + f" = {result.kv_bytes_total:,} B ({size(result.kv_bytes_total, unit)})")
     if dep.gpus > 1:
@@ -130,12 +137,13 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
                          f" = {result.max_concurrency:,}")
         if result.max_context is not None:
             why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
-            lines.append(f"Max context for {work.batch:,} requests = {result.max_context:,} tokens (limited by {why})")
+            lines.append(f"Max context for {plural(work.batch, 'request')} = {plural(result.max_context, 'token')}"
+                         f" (limited by {why})")
     if result.decode_step_seconds:
         step = result.decode_step_seconds
         lines.append(f"Decode bound: weights and the batch's KV read once per step at "
-                     f"{dep.bandwidth_bytes_per_s / 10 ** 12:g} TB/s -> >= {float(step) * 1000:.2f} ms per step, "
-                     f"<= {float(1 / step):,.1f} tokens/s per request, {float(work.batch / step):,.0f} in total")
+                     f"{dep.bandwidth_bytes_per_s / 10 ** 12:g} TB/s -> >= {rate(float(step) * 1000)} ms per step, "
+                     f"<= {rate(float(1 / step))} tokens/s per request, {rate(float(work.batch / step))} in total")
     return lines
 
 
@@ -197,13 +205,13 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
                                   else f"{data['max_concurrency']:,}")
     ctx, limit = data["max_context"], data["max_context_limited_by"]
     metrics["max_context"] = (ctx, no_budget if limit is None else "unbounded: every layer's cache is capped"
-                              if ctx is None else f"{ctx:,} tokens" + (" (the model's limit)" if limit == "model" else ""))
+                              if ctx is None else plural(ctx, "token") + (" (the model's limit)" if limit == "model" else ""))
     cross = data["kv_equals_weights_context"]
-    metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else f"{cross:,} tokens")
+    metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"))
     tps = data["decode_tokens_per_s_per_request"]
     metrics["decode_tokens_per_s_per_request"] = (
         None if tps is None else int(tps), "n/a: choose a GPU preset" if tps is None else
-        f"≤ {tps:,.1f} tokens/s per request, ≤ {data['decode_tokens_per_s_total']:,.0f} in total")
+        f"≤ {rate(tps)} tokens/s per request, ≤ {rate(data['decode_tokens_per_s_total'])} in total")
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
     work = generation_work(scenario.workload.context_tokens)

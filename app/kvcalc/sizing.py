@@ -163,14 +163,9 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     ctx, batch = workload.context_tokens, workload.batch
     shared, per_request = cache_bytes(everything, ctx, workload)
     state = sum(n * layer.state_bytes(workload.state_precision) for layer, n in everything.items())
-    stages = model.stages(pp)
-    bytes_of = {}
-    stage_bytes = []
-    for stage in stages:
-        key = frozenset(stage.items())
-        if key not in bytes_of:
-            bytes_of[key] = batch_bytes(stage, ctx, workload, batch, tp)
-        stage_bytes.append(bytes_of[key])
+    groups = model.stage_groups(pp)
+    stage_bytes = [(batch_bytes(stage, ctx, workload, batch, tp), n) for stage, n in groups]
+    distinct = [stage for stage, _ in groups]
 
     weights = deployment.weights_bytes
     weights_per_gpu = None if weights is None else _ceil_div(weights, tp * pp)
@@ -178,7 +173,6 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     if deployment.gpu_memory_bytes is not None and weights is not None:
         usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
         budget = usable - weights_per_gpu - deployment.overhead_bytes
-        distinct = _distinct(stages)
         max_conc = _max_concurrency(distinct, ctx, workload, budget, tp)
         if searches:
             max_ctx, limited_by = _max_context(model, distinct, workload, budget, tp)
@@ -198,7 +192,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     if deployment.bandwidth_bytes_per_s and weights is not None:
         # A decode step streams every weight and the batch's whole cache through each GPU once;
         # pipeline stages run one after another for a token.
-        step_bytes = weights_per_gpu * pp + sum(stage_bytes)
+        step_bytes = weights_per_gpu * pp + sum(b * n for b, n in stage_bytes)
         step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
 
     return Result(
@@ -206,8 +200,8 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
         kv_bytes_per_request=per_request + shared,
         kv_bytes_shared_prefix=shared,
         kv_bytes_total=shared + batch * per_request,
-        kv_bytes_per_gpu=max(stage_bytes),
-        kv_bytes_all_gpus=tp * sum(stage_bytes),
+        kv_bytes_per_gpu=max(b for b, _ in stage_bytes),
+        kv_bytes_all_gpus=tp * sum(b * n for b, n in stage_bytes),
         kv_state_bytes_per_request=state,
         weights_bytes=weights,
         weights_bytes_per_gpu=weights_per_gpu,
@@ -221,19 +215,6 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
         decode_step_seconds=step,
         tp=tp, pp=pp,
     )
-
-
-def _distinct(stages: list[Counter]) -> list[Counter]:
-    # Uniform models repeat the same stage many times; each distinct one is enough for limits.
-    if len(stages) == 1:
-        return stages
-    seen, out = set(), []
-    for stage in stages:
-        key = frozenset(stage.items())
-        if key not in seen:
-            seen.add(key)
-            out.append(stage)
-    return out
 
 
 def _max_concurrency(stages, ctx, workload, budget, tp) -> int | None:

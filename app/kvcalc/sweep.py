@@ -5,7 +5,7 @@ from dataclasses import replace
 from .compare import attention_variants_models
 from .options import Scenario
 from .precision import PRECISIONS
-from .sizing import _distinct, _max_concurrency, batch_bytes
+from .sizing import _max_concurrency, batch_bytes
 
 CHART_PRECISIONS = ("bf16", "fp8", "q8_0", "q4_0")
 
@@ -21,7 +21,7 @@ def context_points(scenario: Scenario) -> list[int]:
 def kv_per_gpu(model, workload, deployment, context: int) -> int:
     # cache_bytes clamps the shared prefix to the context itself.
     return max(batch_bytes(stage, context, workload, workload.batch, deployment.tp)
-               for stage in _distinct(model.stages(deployment.pp)))
+               for stage, _ in model.stage_groups(deployment.pp))
 
 
 def memory_series(scenario: Scenario, contexts: list[int]) -> dict:
@@ -48,7 +48,7 @@ def concurrency_series(scenario: Scenario, contexts: list[int]) -> dict:
     if dep.gpu_memory_bytes is None or dep.weights_bytes is None:
         return {"contexts": contexts, "lines": []}
     budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - -(-dep.weights_bytes // dep.gpus) - dep.overhead_bytes
-    stages = _distinct(scenario.model.stages(dep.pp))
+    stages = [stage for stage, _ in scenario.model.stage_groups(dep.pp)]
     names = list(CHART_PRECISIONS)
     if scenario.workload.kv_precision.name not in names:
         names.insert(0, scenario.workload.kv_precision.name)

@@ -100,7 +100,7 @@ def test_extremes_stay_exact_and_readable(page, site):
     assert ignored == []
     assert shown["kv_bytes_total"] == str(516_096 * 10_000_000 * 1_000_000) == str(expected["kv_bytes_total"])
     text = page.inner_text('[data-metric="kv_bytes_total"]')
-    assert "TiB" in text and "5,160,960,000,000,000,000 B" in text
+    assert "EiB" in text and "5,160,960,000,000,000,000 B" in text
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 

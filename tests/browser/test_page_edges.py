@@ -105,3 +105,29 @@ def test_tp_conflict_error_sits_by_gpus(page, site):
     open_page(page, site)
     page.fill("#gpus", "3")
     assert "tp=3" in page.inner_text("#error-gpus")
+
+
+def test_tp_with_separator_in_a_link(page, site):
+    fragment = "#model=meta-llama/Llama-3.1-8B&tp=1,6"
+    recorder = open_page(page, site + fragment)
+    assert recorder.problems == [] and page.input_value("#gpus") == "16"
+    same_as_cli(page, fragment)
+
+
+def test_pin_with_ignored_fields_says_so_and_remove_keeps_focus(page, site):
+    from urllib.parse import quote
+    pin = quote("model=meta-llama/Llama-3.1-8B&context=abc&gpu=nonsense", safe="")
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&pin=" + pin)
+    assert "Pin 1 ignored" in page.inner_text("#pin-status") and "context" in page.inner_text("#pin-status")
+    page.focus("#compare-table button.unpin")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "pin"
+    assert "Removed Pin 1" in page.inner_text("#pin-status")
+
+
+def test_pin_is_disabled_while_inputs_are_in_error(page, site):
+    open_page(page, site)
+    page.fill("#context", "abc")
+    assert page.is_disabled("#pin")
+    page.fill("#context", "4096")
+    assert page.is_enabled("#pin")
