@@ -506,10 +506,8 @@ def render_compare() -> None:
             (_compare_text(row["kind"], value, u), "" if value is None else str(value), marked)
             for value in row["values"]]))
     view("#compare-table tbody").show(rows)
-    broken = pin_notes()
-    if broken or _state.get("pin_broken"):
-        put("#pin-status", "; ".join(broken))
-    _state["pin_broken"] = bool(broken)
+    # What the last pin action did (said once), then anything a pin had to ignore.
+    put("#pin-status", "; ".join([m for m in [_state.pop("pin_message", "")] if m] + pin_notes()))
     put("#pin", len(_state["pins"]) >= link.MAX_PINS or _state["stale"], "disabled")
 
 
@@ -557,7 +555,7 @@ def on_pin(*_) -> None:
     fragment = link.encode(link_values(read_form()))
     if len(_state["pins"]) < link.MAX_PINS:
         _state["pins"].append(fragment)
-        put("#pin-status", f"Pinned as Pin {len(_state['pins'])}.")
+        _state["pin_message"] = f"Pinned as Pin {len(_state['pins'])}."
     update()
 
 
@@ -567,7 +565,7 @@ def on_compare_click(event) -> None:
         index = int(target.dataset.pin)
         if 0 <= index < len(_state["pins"]):
             del _state["pins"][index]
-            put("#pin-status", f"Removed Pin {index + 1}.")
+            _state["pin_message"] = f"Removed Pin {index + 1}."
         update()
         el("#pin").focus()        # the button pressed is gone with the header row it sat in
 

@@ -89,3 +89,20 @@ def test_any_text_as_a_fragment(text):
     evaluation, dropped = evaluate_link(text)
     assert isinstance(raw, dict) and all(isinstance(why, str) for _, why in ignored + dropped)
     assert evaluation.ok or all(e.field and e.message for e in evaluation.errors)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60), st.sampled_from(["", "/", "/-_.:"]))
+def test_percent_codec_matches_the_standard_library(text, safe):
+    import urllib.parse
+    from kvcalc.link import quote, unquote
+    assert quote(text, safe=safe) == urllib.parse.quote(text, safe=safe)
+    assert unquote(quote(text, safe=safe)) == text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="%0123456789abcdefABCDEFgz\u00e9 ", max_size=30))
+def test_unquote_matches_the_standard_library(text):
+    import urllib.parse
+    from kvcalc.link import unquote
+    assert unquote(text) == urllib.parse.unquote(text, errors="replace")

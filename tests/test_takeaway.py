@@ -5,6 +5,7 @@ import io
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kvcalc import evaluate
 from kvcalc.compare import compare_table
@@ -129,3 +130,19 @@ def test_vllm_mla_fp8_e5m2_refused_and_block_256_allowed():
 def test_cli_output_flags_that_conflict():
     assert cli("--model", "meta-llama/Llama-3.1-8B", "--json", "--format", "csv")[0] == 2
     assert cli("--model", "meta-llama/Llama-3.1-8B", "--launch", "vllm", "--format", "csv")[0] == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), min_size=1, max_size=5))
+def test_shell_quoting_matches_shlex(args):
+    import shlex
+    from kvcalc.launch import _shell_join
+    assert _shell_join(args) == shlex.join(args)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=20), st.text(max_size=20))
+def test_csv_quoting_reads_back_with_the_csv_module(a, b):
+    from kvcalc.export import _csv
+    rows = list(csv.reader(io.StringIO(f"{_csv(a)},{_csv(b)}\n", newline="")))
+    assert rows == [[a, b]]

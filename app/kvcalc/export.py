@@ -1,7 +1,5 @@
 """Results as CSV, JSON (the keys of `kvcalc --json`) and a Markdown table."""
 
-import csv
-import io
 import json
 
 from .options import Scenario
@@ -19,17 +17,18 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _csv(text: str) -> str:
+    # RFC 4180 quoting, as the csv module writes it (not imported: ~8 ms at start-up in Pyodide).
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text
+
+
 def export(scenario: Scenario, result: Result, fmt: str, unit: str = "gib") -> str:
     data = to_json(scenario, result)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["metric", "value"])
-        for key, value in data.items():
-            writer.writerow([key, _cell(value)])
-        return out.getvalue()
+        rows = [("metric", "value")] + [(key, _cell(value)) for key, value in data.items()]
+        return "".join(f"{_csv(a)},{_csv(b)}\n" for a, b in rows)
     if fmt == "markdown":
         lines = ["| metric | value | readable |", "|---|---|---|"]
         for key, value in data.items():

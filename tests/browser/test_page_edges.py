@@ -3,7 +3,7 @@
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page, url_of
+from pagekit import metrics, open_page, settle, url_of
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
 
@@ -122,6 +122,7 @@ def test_pin_with_ignored_fields_says_so_and_remove_keeps_focus(page, site):
     page.focus("#compare-table button.unpin")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "pin"
+    settle(page)
     assert "Removed Pin 1" in page.inner_text("#pin-status")
 
 
