@@ -41,10 +41,6 @@ class FullAttention:
 
     kind = "full"
 
-    @property
-    def elements_per_token(self) -> int:
-        return self.kv_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
-
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         heads = _split_heads(self.kv_heads, tp)
         return precision.bytes_for(heads * (self.head_dim + (self.v_head_dim or self.head_dim)))
@@ -58,11 +54,6 @@ class FullAttention:
     def check_tp(self, tp: int) -> None:
         _check_head_split(self.kv_heads, tp, "kv heads")
 
-    def describe(self) -> str:
-        dims = f"{self.head_dim}" if self.v_head_dim in (None, self.head_dim) else \
-            f"{self.head_dim}+{self.v_head_dim}"
-        return f"{self.kv_heads} kv heads x {dims} head dim"
-
 
 @dataclass(frozen=True)
 class SlidingWindowAttention(FullAttention):
@@ -74,9 +65,6 @@ class SlidingWindowAttention(FullAttention):
     def held_range(self, context_tokens: int):
         return (max(0, context_tokens - self.window), context_tokens)
 
-    def describe(self) -> str:
-        return f"{super().describe()}, window {self.window:,}"
-
 
 @dataclass(frozen=True)
 class ChunkedLocalAttention(SlidingWindowAttention):
@@ -84,7 +72,6 @@ class ChunkedLocalAttention(SlidingWindowAttention):
     chunk, the way vLLM's ChunkedLocalAttentionSpec reserves it."""
 
     kind = "chunked"
-
 
 @dataclass(frozen=True)
 class MLAAttention:
@@ -99,10 +86,6 @@ class MLAAttention:
 
     kind = "mla"
 
-    @property
-    def elements_per_token(self) -> int:
-        return self.kv_lora_rank + self.rope_dim
-
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         return precision.bytes_for(self.kv_lora_rank + self.rope_dim) + self.indexer_row_bytes
 
@@ -114,9 +97,6 @@ class MLAAttention:
 
     def check_tp(self, tp: int) -> None:
         return None
-
-    def describe(self) -> str:
-        return f"latent {self.kv_lora_rank} + rope {self.rope_dim}"
 
 
 @dataclass(frozen=True)
@@ -131,7 +111,6 @@ class StateSpaceLayer:
     ssm_dtype: str | None = None   # the recurrent state's own precision, when not the model's
 
     kind = "state"
-    elements_per_token = 0
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         return 0
@@ -151,16 +130,12 @@ class StateSpaceLayer:
         if tp > self.heads or self.heads % tp:
             raise InputError("tp", f"tp={tp} does not divide the {self.heads} {self.label} heads")
 
-    def describe(self) -> str:
-        return f"{self.label}: {self.conv_elements + self.ssm_elements:,} state elements"
-
 
 @dataclass(frozen=True)
 class NoCache:
     """A layer that keeps nothing between steps (an MLP-only block in a hybrid)."""
 
     kind = "none"
-    elements_per_token = 0
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         return 0
@@ -173,9 +148,6 @@ class NoCache:
 
     def check_tp(self, tp: int) -> None:
         return None
-
-    def describe(self) -> str:
-        return "no cache"
 
 
 Layer = FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | \

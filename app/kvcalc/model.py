@@ -80,6 +80,3 @@ class Model:
             memo[key] = [(first[identity], n) for identity, n in counts.items()]
         return memo[key]
 
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return tuple(sorted({layer.kind for layer in self.layers}))

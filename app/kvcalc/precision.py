@@ -19,10 +19,6 @@ class Precision:
     description: str
     engines: tuple[str, ...]  # which engines can store a KV cache in it
 
-    @property
-    def bytes_per_element(self) -> Fraction:
-        return self.bits_per_element / 8
-
     def bytes_for(self, elements: int) -> int:
         """Bytes for one row of `elements`, rounded up to a whole byte."""
         # Integer form of ceil(elements x bits / 8): this runs for every layer on every update.

@@ -146,9 +146,6 @@ class Result:
     tp: int
     pp: int
 
-    @property
-    def decode_tokens_per_s_per_request(self):
-        return None if not self.decode_step_seconds else 1 / self.decode_step_seconds
 
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:
