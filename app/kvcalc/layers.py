@@ -73,6 +73,7 @@ class ChunkedLocalAttention(SlidingWindowAttention):
 
     kind = "chunked"
 
+
 @dataclass(frozen=True)
 class MLAAttention:
     """Multi-head latent attention: one compressed latent plus a shared RoPE key per token.
