@@ -19,8 +19,8 @@ from kvcalc.export import export
 from kvcalc.hfconfig import parse_config_text
 from kvcalc.launch import ENGINES, launch
 from kvcalc.hfconfig import MAX_CONFIG_BYTES
-from kvcalc.options import (MANUAL_FIELDS, MLA_ONLY, OPTION_BY_NAME, OPTIONS, canonical_value, evaluate,
-                            form_values, parse_value)
+from kvcalc.options import (MANUAL_FIELDS, MLA_ONLY, MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, canonical_value,
+                            evaluate, form_values, parse_value)
 from kvcalc.report import page_texts, size, to_json
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 
@@ -508,7 +508,12 @@ def render_compare() -> None:
     view("#compare-table tbody").show(rows)
     # What the last pin action did (said once), then anything a pin had to ignore.
     put("#pin-status", "; ".join([m for m in [_state.pop("pin_message", "")] if m] + pin_notes()))
-    put("#pin", len(_state["pins"]) >= link.MAX_PINS or _state["stale"], "disabled")
+    update_pin_button()
+
+
+def update_pin_button() -> None:
+    # Pinning needs valid inputs (a pin holds figures, never a value in error) and room.
+    put("#pin", _state["stale"] or len(_state["pins"]) >= link.MAX_PINS, "disabled")
 
 
 def render_launch(scenario) -> None:
@@ -612,8 +617,7 @@ def show_errors(errors) -> None:
     put("#error-summary", " · ".join(summary))
     stale = bool(errors)
     _state["stale"] = stale
-    # Pinning needs valid inputs: a pin holds figures, never a value in error.
-    put("#pin", stale or len(_state["pins"]) >= link.MAX_PINS, "disabled")
+    update_pin_button()
     put("#results", "true" if stale else "false", "stale")
     put("#stale-badge", not stale, "hidden")
     put("#stale-badge", "stale: showing the last valid inputs" if _state["valid_once"] else "no result yet: fix the inputs")
@@ -788,7 +792,7 @@ def load_fragment(fragment: str) -> None:
     _state["pins"], pin_notes = link.decode_pins(fragment)
     write_form(kept)
     notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
-    if not any(k in kept for k in ("model", "hf-config", *MANUAL_FIELDS)):
+    if not any(k in kept for k in MODEL_INPUTS):
         notes.append(f"model: the link names none; showing {q('#model').selectedOptions.item(0).textContent}")
     put("#link-notes", ("This link had entries that were ignored: " + "; ".join(notes)) if notes else "")
     on_config_text() if "hf-config" in kept else update()

@@ -6,12 +6,11 @@ import sys
 from . import link, presets
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import MANUAL_FIELDS, OPTIONS, evaluate
+from .options import MODEL_INPUTS, OPTIONS, evaluate
 from .export import FORMATS, export
 from .launch import ENGINES, launch
 from .report import table
 
-MODEL_CHOICE = ("model", "hf-config", *MANUAL_FIELDS)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,9 +80,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
         given = {name: value for name, value in args.items() if value is not None}
-        if any(name in given for name in MODEL_CHOICE):
+        if any(name in given for name in MODEL_INPUTS):
             # A model named here replaces the link's model, whichever way each names it.
-            raw = {k: v for k, v in raw.items() if k not in MODEL_CHOICE}
+            raw = {k: v for k, v in raw.items() if k not in MODEL_INPUTS}
         for name, value in given.items():
             raw[name] = _read_config(value) if name == "hf-config" else value
         evaluation = evaluate(raw)

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import OPTION_BY_NAME, OPTIONS, Evaluation, evaluate, parse_value
+from .options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, Evaluation, evaluate, parse_value
 
 # Percent-encoding (RFC 3986) by hand: urllib.parse takes ~50 ms to import in Pyodide, a third
 # of the page's own start-up, for two small functions.
@@ -171,14 +171,12 @@ def evaluate_link(fragment: str) -> tuple[Evaluation, list[tuple[str, str]]]:
 # A link that names no model is still checked field by field against this one; the page shows
 # its own current model, the CLI says the model is missing.
 PROBE_MODEL = "meta-llama/Llama-3.1-8B"
-MODEL_KEYS = ("model", "hf-config", "layers", "kv-heads", "head-dim", "attention-heads", "mla-rank",
-              "mla-rope-dim", "sliding-window")
 
 
 def load(fragment: str) -> tuple[dict, Evaluation, list[tuple[str, str]]]:
     """(the raw values kept, their evaluation, [(key, why ignored)]) for a link."""
     raw, ignored = decode(fragment)
-    no_model = not any(key in raw for key in MODEL_KEYS)
+    no_model = not any(key in raw for key in MODEL_INPUTS)
     for _ in range(len(raw) + 1):
         probe = dict(raw, model=PROBE_MODEL) if no_model else raw
         evaluation = evaluate(probe)

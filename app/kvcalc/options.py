@@ -62,6 +62,7 @@ OPTIONS = (
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 MANUAL_FIELDS = ("layers", "kv-heads", "head-dim", "attention-heads", "mla-rank", "mla-rope-dim", "sliding-window")
+MODEL_INPUTS = ("model", "hf-config", *MANUAL_FIELDS)   # every way to name the model
 UNITS = ("gib", "gb")
 
 _INT = re.compile(r"[0-9][0-9_,]{0,40}")

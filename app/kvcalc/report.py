@@ -151,7 +151,7 @@ def _heaviest_stage(scenario: Scenario):
     """(shared, per request) bytes on the GPU that limits concurrency."""
     work, dep = scenario.workload, scenario.deployment
     best = None
-    for stage in scenario.model.stages(dep.pp):
+    for stage, _ in scenario.model.stage_groups(dep.pp):
         shared, private = cache_bytes(stage, work.context_tokens, work, dep.tp)
         if private and (best is None or private > best[1]):
             best = (shared, private)

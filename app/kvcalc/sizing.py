@@ -159,7 +159,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     everything = model.layer_counts()
     ctx, batch = workload.context_tokens, workload.batch
     shared, per_request = cache_bytes(everything, ctx, workload)
-    state = sum(n * layer.state_bytes(workload.state_precision) for layer, n in everything.items())
+    state = _rows(everything, workload, 1)[0]
     groups = model.stage_groups(pp)
     stage_bytes = [(batch_bytes(stage, ctx, workload, batch, tp), n) for stage, n in groups]
     distinct = [stage for stage, _ in groups]
