@@ -7,7 +7,7 @@ PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 ENGINE := $(shell find app -name '*.py' -o -name '*.json' 2>/dev/null)
 
-.PHONY: serve test test-engine test-browser dist vendor venv chromium bench clean
+.PHONY: serve test test-engine test-browser dist vendor venv chromium bench screenshots clean
 
 venv: $(VENV)/.ready
 $(VENV)/.ready: requirements-dev.txt pyproject.toml
@@ -47,6 +47,10 @@ test-engine: venv
 
 bench: venv dist chromium
 	$(VPY) bench/load.py
+
+# 1280x800, 1440x900 and 390x844, light and dark, into docs/screenshots/.
+screenshots: venv dist chromium
+	$(VPY) tools/screenshots.py docs/screenshots
 
 clean:
 	rm -rf dist static/vendor node_modules $(VENV) .pytest_cache

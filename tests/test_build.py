@@ -20,10 +20,12 @@ def test_default_view_is_prerendered_by_the_engine():
     parser.feed(text)
     evaluation = evaluate(form_values(parser.values))
     expected = page_texts(evaluation.scenario, evaluation.result)["metrics"]
-    for key, (value, shown) in expected.items():
-        match = re.search(rf'<dd data-metric="{key}" data-value="([^"]*)">([^<]*)</dd>', text)
+    for key, (value, figure, exact) in expected.items():
+        match = re.search(rf'<dd data-metric="{key}" data-value="([^"]*)"><span class="figure">([^<]*)</span> '
+                          r'<span class="exact">([^<]*)</span></dd>', text)
         assert match, key
-        assert match.group(1) == value and match.group(2).replace("&#x27;", "'") == shown
+        assert match.group(1) == value
+        assert [match.group(2).replace("&#x27;", "'"), match.group(3).replace("&#x27;", "'")] == [figure, exact]
 
 
 def test_csp_allows_only_this_origin_and_the_boot_flag():

@@ -76,3 +76,29 @@ def test_gpu_presets():
     # engines.md: nvidia-smi shows 81,920 MiB on A100 80GB and 143,771 MiB on H200.
     assert table["a100-sxm-80gb"].memory_bytes == 81_920 << 20
     assert table["h200-141gb"].memory_bytes == 143_771 << 20
+
+
+def test_model_search_forgives_separators_versions_and_suffixes():
+    # The page's combobox lists presets in this order; the first is what Enter picks.
+    from kvcalc.presets import search_models
+    first = {query: [e["id"] for e in search_models(query)][:1] for query in
+             ("qwen3 32", "deepseek v3", "llama3 70b", "Meta-Llama-3.1-70B-Instruct", "gpt oss 120", "qwen3-next")}
+    assert first == {"qwen3 32": ["Qwen/Qwen3-32B"], "deepseek v3": ["deepseek-ai/DeepSeek-V3"],
+                     "llama3 70b": ["meta-llama/Llama-3.1-70B"],
+                     "Meta-Llama-3.1-70B-Instruct": ["meta-llama/Llama-3.1-70B"],
+                     "gpt oss 120": ["openai/gpt-oss-120b"], "qwen3-next": ["Qwen/Qwen3-Next-80B-A3B-Instruct"]}
+    assert {e["id"] for e in search_models("qwen 32b")} >= {"Qwen/Qwen2.5-32B", "Qwen/Qwen3-32B"}
+    assert search_models("zzzz nothing") == []
+    assert len(search_models("  ")) == len(search_models(""))  # an empty query lists every preset
+
+
+def test_model_search_never_fails_on_any_text():
+    from hypothesis import given, settings, strategies as st
+    from kvcalc.presets import model_entries, search_models
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=60))
+    def check(query):
+        found = search_models(query)
+        assert len(found) <= len(model_entries())
+    check()

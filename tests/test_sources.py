@@ -10,7 +10,7 @@ SINKS = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|srcd
 
 def served_sources():
     files = [ROOT / "index.html", ROOT / "app" / "main.py"]
-    files += sorted((ROOT / "app" / "kvcalc").rglob("*.py"))
+    files += sorted((ROOT / "app" / "kvcalc").rglob("*.py")) + sorted((ROOT / "app" / "web").rglob("*.py"))
     files += [p for p in sorted((ROOT / "static").rglob("*")) if p.is_file() and "vendor" not in p.parts]
     files += sorted((ROOT / "tools").glob("*.py"))
     return [p for p in files if p.suffix in (".py", ".js", ".html", ".css")]
@@ -25,11 +25,26 @@ def test_no_html_sinks_in_our_sources():
     assert found == [], "\n".join(found)
 
 
+BROWSER_LAYER = [ROOT / "app" / "main.py", *sorted((ROOT / "app" / "web").glob("*.py"))]
+
+
 def test_text_goes_in_as_text():
-    main = (ROOT / "app" / "main.py").read_text(encoding="utf-8")
-    # The browser module writes page text only through textContent (and form values).
-    assert "textContent" in main
-    assert not re.search(r"\.(innerText|innerHTML|outerHTML)\s*=", main)
+    # The browser layer writes page text only through textContent (and form values).
+    assert "textContent" in (ROOT / "app" / "web" / "dom.py").read_text(encoding="utf-8")
+    for path in BROWSER_LAYER:
+        assert not re.search(r"\.(innerText|innerHTML|outerHTML)\s*=", path.read_text(encoding="utf-8")), path
+
+
+def test_engine_never_touches_the_page():
+    # One engine, three homes: nothing under app/kvcalc imports the browser's modules.
+    for path in sorted((ROOT / "app" / "kvcalc").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from|import)\s+(js|pyscript|pyodide|web)\b", text, re.M), path
+
+
+def test_browser_modules_are_short_enough_to_read_in_one_sitting():
+    for path in BROWSER_LAYER:
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 250, path
 
 
 def test_no_other_host_in_served_files():

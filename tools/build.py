@@ -51,13 +51,14 @@ def option(value: str, label: str, selected: bool = False) -> str:
 
 
 def model_options() -> str:
-    entries = sorted(presets.model_entries(), key=lambda e: (e["family"].lower(), e["name"].lower()))
+    """The combobox's listbox: every preset in the table's order (the search's order for an
+    empty query), its name and repo id."""
     out = []
-    for family, group in groupby(entries, key=lambda e: e["family"]):
-        out.append(f'        <optgroup label="{html.escape(family)}">')
-        for e in group:
-            out.append("          " + option(e["id"], f'{e["name"]} ({e["id"]})', e["id"] == DEFAULTS["model"]))
-        out.append("        </optgroup>")
+    for n, e in enumerate(presets.model_entries()):
+        selected = "true" if e["id"] == DEFAULTS["model"] else "false"
+        out.append(f'        <div role="option" id="model-opt-{n}" data-value="{html.escape(e["id"])}" '
+                   f'data-name="{html.escape(e["name"])}" aria-selected="{selected}">'
+                   f'<span class="name">{html.escape(e["name"])}</span> <span class="repo">{html.escape(e["id"])}</span></div>')
     return "\n".join(out)
 
 
@@ -107,11 +108,14 @@ def default_view(text: str) -> dict:
 
 def prerender(text: str) -> str:
     texts = default_view(text)
-    for key, (value, shown) in texts["metrics"].items():
-        text, n = re.subn(rf'<dd data-metric="{key}" data-value="">…</dd>',
-                          f'<dd data-metric="{key}" data-value="{value}">{html.escape(shown)}</dd>', text)
+    for key, (value, figure, exact) in texts["metrics"].items():
+        text, n = re.subn(rf'<dd data-metric="{key}" data-value=""><span class="figure">…</span> <span class="exact"></span></dd>',
+                          f'<dd data-metric="{key}" data-value="{value}"><span class="figure">{html.escape(figure)}</span> '
+                          f'<span class="exact">{html.escape(exact)}</span></dd>', text)
         if n != 1:
             sys.exit(f"index.html: no single placeholder for metric {key}")
+    text = text.replace('<p class="conditions" id="conditions"></p>',
+                        f'<p class="conditions" id="conditions">{html.escape(texts["conditions"])}</p>')
     text = text.replace('<p class="model-line" id="model-line"></p>',
                         f'<p class="model-line" id="model-line">{html.escape(texts["model_line"])}</p>')
     items = "".join(f"<li>{html.escape(line)}</li>" for line in texts["formula"])
@@ -125,6 +129,9 @@ def render_index() -> str:
     text = (ROOT / "index.html").read_text(encoding="utf-8")
     text = text.replace("@CSP@", CSP).replace("@BOOT@", BOOT)
     text = text.replace("@MODEL_OPTIONS@", model_options())
+    text = text.replace("@MODEL_ID@", html.escape(DEFAULTS["model"]))
+    text = text.replace("@MODEL_NAME@", html.escape(presets.find_model_entry(DEFAULTS["model"])["name"]))
+    text = text.replace("@MODEL_COUNT@", str(len(presets.model_entries())))
     text = text.replace("@GPU_OPTIONS@", gpu_options())
     text = text.replace("@PRECISION_OPTIONS@", precision_options(PRECISIONS))
     text = text.replace("@WEIGHT_OPTIONS@", precision_options(WEIGHT_PRECISIONS))
@@ -146,11 +153,12 @@ def render_index() -> str:
 
 
 def engine_zip() -> bytes:
-    """The kvcalc package and the browser module (main.py) as one zip, one request, with fixed
-    timestamps so the build is reproducible. The page runs `import main`."""
+    """The engine (kvcalc), the browser layer (web) and its entry point (main.py) as one zip, one
+    request, with fixed timestamps so the build is reproducible. The page runs `import main`."""
     buffer = io.BytesIO()
     app = ROOT / "app"
-    files = [p for p in sorted((app / "kvcalc").rglob("*")) if p.is_file() and p.suffix in (".py", ".json")]
+    files = [p for package in ("kvcalc", "web") for p in sorted((app / package).rglob("*"))
+             if p.is_file() and p.suffix in (".py", ".json")]
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in files + [app / "main.py"]:
             info = zipfile.ZipInfo(path.relative_to(app).as_posix(), (2020, 1, 1, 0, 0, 0))

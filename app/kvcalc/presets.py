@@ -1,6 +1,7 @@
 """Model and GPU presets, read lazily from the JSON files in data/ (presets are data, not code)."""
 
 import json
+import re
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,3 +76,45 @@ def gpu(gpu_id: str, field: str = "gpu") -> GPU:
     if key in by_name:
         return by_name[key]
     raise InputError(field, f"unknown GPU {str(gpu_id)[:40]!r}; known: {', '.join(table)}")
+
+
+# Words people add to a model's name that say which checkpoint, not which model: never a reason
+# to miss ("Meta-Llama-3.1-70B-Instruct" finds Llama 3.1 70B).
+_SUFFIX_WORDS = frozenset({"instruct", "chat", "it", "base", "hf", "meta"})
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+@lru_cache(maxsize=None)
+def _search_index() -> tuple:
+    index = []
+    for entry in model_entries():
+        words = _words(" ".join([entry["name"], entry["id"], entry["family"], *entry.get("aliases", [])]))
+        index.append((entry, frozenset(words), "".join(words)))
+    return tuple(index)
+
+
+def search_models(query: str) -> list[dict]:
+    """Presets matching every word of the query, best first: whole words before word starts
+    before any substring. Separators and spacing are forgiven ("llama3 70b" finds Llama 3.1
+    70B, "qwen3 32" Qwen3 32B); an empty query lists every preset in table order."""
+    tokens = _words(query)
+    if not tokens:
+        return list(model_entries())
+    ranked = []
+    for order, (entry, words, squashed) in enumerate(_search_index()):
+        score = 0
+        for token in tokens:
+            if token in words:
+                score += 3
+            elif any(w.startswith(token) for w in words):
+                score += 2
+            elif token in squashed:
+                score += 1
+            elif token not in _SUFFIX_WORDS:
+                break
+        else:
+            ranked.append((-score, order, entry))
+    return [entry for _, _, entry in sorted(ranked, key=lambda r: r[:2])]

@@ -191,33 +191,49 @@ def _max_context_text(result: Result) -> str:
     return f"{result.max_context:,} tokens{suffix}"
 
 
+def conditions(scenario: Scenario) -> str:
+    """The inputs every headline figure depends on, in one line."""
+    work, dep = scenario.workload, scenario.deployment
+    if dep.gpu_name:
+        gpus = f"{dep.gpus:,} x {dep.gpu_name}"
+    elif dep.gpu_memory_bytes:
+        gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, 'gib')}"
+    else:
+        gpus = "no GPU chosen"
+    parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
+    return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
+            f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}")
+
+
 def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     """Every text the page's results show, for the browser module and for the build, which
     writes the default view into the HTML so it is correct before Python starts."""
     from .sizing import generation_work
     data = to_json(scenario, result)
-    metrics = {}
+    metrics = {}      # key -> (exact value, the figure, its exact form or a second part)
     for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes"):
         value = data[key]
-        metrics[key] = (value, "n/a (give parameters or weights)" if value is None else f"{size(value, unit)}  ({value:,} B)")
+        metrics[key] = (value, "n/a (give parameters or weights)", "") if value is None else \
+            (value, size(value, unit), f"{value:,} B")
     no_budget = "n/a: needs GPU memory and the weights' size"
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
-                                  else f"{data['max_concurrency']:,}")
+                                  else f"{data['max_concurrency']:,}", "")
     ctx, limit = data["max_context"], data["max_context_limited_by"]
     metrics["max_context"] = (ctx, no_budget if limit is None else "unbounded: every layer's cache is capped"
-                              if ctx is None else plural(ctx, "token") + (" (the model's limit)" if limit == "model" else ""))
+                              if ctx is None else plural(ctx, "token"), "the model's limit" if limit == "model" else "")
     cross = data["kv_equals_weights_context"]
-    metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"))
+    metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"), "")
     tps = data["decode_tokens_per_s_per_request"]
     metrics["decode_tokens_per_s_per_request"] = (
-        None if tps is None else int(tps), "n/a: choose a GPU preset" if tps is None else
-        f"≤ {rate(tps)} tokens/s per request, ≤ {rate(data['decode_tokens_per_s_total'])} in total")
+        (None, "n/a: choose a GPU preset", "") if tps is None else
+        (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
     work = generation_work(scenario.workload.context_tokens)
     return {
         "data": data,
-        "metrics": {k: ("" if v is None else str(v), text) for k, (v, text) in metrics.items()},
+        "conditions": conditions(scenario),
+        "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
                       f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.",
         "formula": formula_lines(scenario, result, unit) + [f"Note: {w}" for w in scenario.warnings],

@@ -39,3 +39,14 @@ def metrics(page) -> dict:
     settle(page)
     return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-metric]')]
         .map(e => [e.dataset.metric, e.dataset.value]))""")
+
+
+def choose_model(page, value: str) -> None:
+    """Pick a model the way a user does: a preset from the combobox, or one of its peers
+    ("config": Paste config.json, "custom": Custom dimensions)."""
+    if value in ("config", "custom"):
+        page.click(f"#source-{value}")
+        return
+    page.fill("#model-search", value)
+    page.click(f'#model-list [role=option][data-value="{value}"]')
+    page.wait_for_function("v => document.getElementById('model').value === v", arg=value)

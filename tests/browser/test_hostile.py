@@ -9,7 +9,7 @@ import pytest
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import Recorder, metrics, open_page, settle, url_of
+from pagekit import Recorder, choose_model, metrics, open_page, settle, url_of
 
 TRAP = "window.__pwned = (window.__pwned || 0) + 1"
 PAYLOADS = [
@@ -62,7 +62,7 @@ def test_repeated_keys_and_a_100kb_fragment(page, site):
 def test_huge_config_file_refused_before_parsing(page, site):
     open_page(page, site)
     before = metrics(page)
-    page.select_option("#model", "config")
+    choose_model(page, "config")
     page.set_input_files("#hf-config-file", files=[{"name": "config.json", "mimeType": "application/json",
                                                     "buffer": b"{" + b" " * (10 * 1024 * 1024) + b"}"}])
     page.wait_for_function("document.getElementById('error-hf-config').textContent.includes('limit')")
@@ -83,7 +83,7 @@ def test_bad_config_json_gets_one_clear_message(page, site, text, words):
     dialogs = trap_page(page)
     open_page(page, site)
     page.fill("#batch", "7")
-    page.select_option("#model", "config")
+    choose_model(page, "config")
     page.fill("#hf-config", text)
     assert words in page.inner_text("#error-hf-config")
     assert page.input_value("#batch") == "7" and page.input_value("#hf-config") == text

@@ -7,7 +7,7 @@ import re
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page, url_of
+from pagekit import choose_model, metrics, open_page, url_of
 from support import ROOT
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
@@ -37,7 +37,7 @@ def test_ready_without_errors_and_only_own_origin(page, site):
 
 def test_inputs_update_figures_to_the_engines_numbers(page, site):
     open_page(page, site)
-    page.select_option("#model", "meta-llama/Llama-3.1-70B")
+    choose_model(page, "meta-llama/Llama-3.1-70B")
     page.fill("#context", "32768")
     page.fill("#batch", "8")
     page.select_option("#kv-dtype", "fp8")
@@ -66,7 +66,7 @@ def test_hashchange_loads_new_state(page, site):
 
 def test_config_json_paste_and_its_link(page, site, context):
     open_page(page, site)
-    page.select_option("#model", "config")
+    choose_model(page, "config")
     text = (ROOT / "tests" / "fixtures" / "hf" / "openai__gpt-oss-120b.json").read_text()
     page.fill("#hf-config", text)
     page.fill("#context", "65536")
@@ -82,7 +82,7 @@ def test_config_json_paste_and_its_link(page, site, context):
 def test_bad_config_json_says_why(page, site):
     open_page(page, site)
     before = metrics(page)
-    page.select_option("#model", "config")
+    choose_model(page, "config")
     page.fill("#hf-config", '{"num_hidden_layers": 32, "num_attention_heads": 32,')
     assert "not valid JSON" in page.inner_text("#error-hf-config")
     assert page.get_attribute("#results", "data-stale") == "true"

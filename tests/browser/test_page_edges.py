@@ -3,7 +3,7 @@
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
 
@@ -19,7 +19,7 @@ def same_as_cli(page, fragment=None):
 
 def test_custom_mla_model(page, site):
     open_page(page, site)
-    page.select_option("#model", "custom")
+    choose_model(page, "custom")
     page.select_option("#attention-kind", "mla")
     page.fill("#layers", "61")
     assert page.inner_text("#error-summary") == ""
@@ -35,7 +35,7 @@ def test_custom_mla_link_from_the_cli(page, site):
 
 def test_config_missing_heads_is_shown_at_the_config_box(page, site):
     recorder = open_page(page, site)
-    page.select_option("#model", "config")
+    choose_model(page, "config")
     page.fill("#hf-config", '{"model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072}')
     assert "num_attention_heads" in page.inner_text("#error-hf-config")
     assert recorder.problems == [] and page.locator(".py-error").count() == 0
@@ -84,18 +84,21 @@ def test_shortcut_gap_click_is_harmless(page, site):
     assert page.input_value("#context") == "32768" and recorder.problems == []
 
 
-def test_model_search_hides_empty_groups(page, site):
+def test_model_search_lists_matches_best_first(page, site):
     open_page(page, site)
     page.fill("#model-search", "qwen3")
-    hidden_groups = page.evaluate("[...document.querySelectorAll('#model optgroup')].filter(g => g.hidden).length")
-    assert hidden_groups > 5 and "match" in page.inner_text("#search-status")
+    shown = page.evaluate("[...document.querySelectorAll('#model-list [role=option]')].filter(o => !o.hidden).map(o => o.dataset.value)")
+    assert shown and all(v.startswith("Qwen/Qwen3") for v in shown)
+    assert page.is_visible("#model-list") and "match" in page.inner_text("#search-status")
     page.fill("#model-search", "zzzz-nothing")
     assert "No model matches" in page.inner_text("#search-status")
+    page.keyboard.press("Escape")
+    assert page.is_hidden("#model-list") and page.input_value("#model-search") == "Llama 3.1 8B"
 
 
 def test_custom_model_with_default_gpu_shows_kv(page, site):
     open_page(page, site)
-    page.select_option("#model", "custom")
+    choose_model(page, "custom")
     assert page.inner_text("#error-summary") == ""
     assert metrics(page)["kv_bytes_per_token"] == str(2 * 32 * 8 * 128 * 2)
     assert metrics(page)["max_concurrency"] == ""

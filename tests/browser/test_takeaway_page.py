@@ -8,7 +8,7 @@ from kvcalc.launch import launch
 from kvcalc.link import evaluate_link
 from kvcalc.sweep import concurrency_series, context_points, memory_series
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of
 
 LINK = "#model=meta-llama/Llama-3.1-70B&context=16384&batch=16&gpu=h100-sxm-80gb&gpus=8&memory-utilization=0.9"
 
@@ -64,7 +64,7 @@ def test_pins_compare_and_round_trip(page, site, context):
     page.click("#pin")
     page.select_option("#kv-dtype", "fp8")
     page.click("#pin")
-    page.select_option("#model", "Qwen/Qwen3-32B")
+    choose_model(page, "Qwen/Qwen3-32B")
     settle(page)
     assert url_of(page).count("pin=") == 2
     headers = page.locator("#compare-table thead th").all_inner_texts()

@@ -1,0 +1,50 @@
+"""Errors as the page shows them: each beside the field it is about, all in one summary, and
+the results marked stale (the last valid figures stay, in words and style)."""
+
+from kvcalc.options import OPTION_BY_NAME
+
+from web import state
+from web.dom import absent, el, q, put
+
+_placed = {}            # field id -> the message shown beside it
+
+
+def show(errors, model_choice: str) -> None:
+    placed, summary = {}, []
+    for error in errors:
+        field = _place(error.field, model_choice)
+        if field:
+            placed[field] = error.message if field == error.field else f"{error.field}: {error.message}"
+        summary.append(f"{error.field}: {error.message}")
+    for field in set(_placed) | set(placed):
+        put(f"#error-{field}", placed.get(field, ""))
+        control = q(f"#{field}")
+        if control is not None:
+            if field in placed:
+                control.setAttribute("aria-invalid", "true")
+                if not absent(control.closest("#advanced")):
+                    el("#advanced").open = True     # an error is never hidden in a closed group
+            else:
+                control.removeAttribute("aria-invalid")
+    _placed.clear()
+    _placed.update(placed)
+    put("#error-summary", " · ".join(summary))
+    state.stale = bool(errors)
+    put("#results", "true" if state.stale else "false", "stale")
+    put("#summary", "true" if state.stale else "false", "stale")
+    put("#stale-badge", not state.stale, "hidden")
+    put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")
+
+
+def _place(field: str, model_choice: str):
+    """The visible field an error belongs next to: itself, the field it is derived from, or
+    the config box for a key inside config.json."""
+    if field not in OPTION_BY_NAME:
+        return "hf-config" if model_choice == "config" else None
+    for candidate in (field, {"tp": "gpus"}.get(field, field)):
+        target = q(f"#error-{candidate}")
+        control = q(f"#{candidate}")
+        if target is not None and absent(target.closest("[hidden]")) and not (
+                candidate == "tp" and control is not None and not control.value):
+            return candidate
+    return "gpus" if field == "tp" else None

@@ -1,0 +1,83 @@
+"""One update: read the form, ask the engine, show errors or the figures. The headline figures
+and charts are written at once; the side tables, comparison, commands and export follow in the
+next task, and the link once edits pause."""
+
+from pyscript import window
+
+from kvcalc.compare import attention_variants, precision_rows
+from kvcalc.errors import InputError
+from kvcalc.options import evaluate
+from kvcalc.report import page_texts, size
+
+from web import charts, compare, errors, form, pending, results, share, state, takeaway
+from web.dom import proxy, view
+
+
+def update(*_) -> None:
+    raw = form.read()
+    problems = []
+    if form.model_choice() == "config":
+        if state.config_error is not None:
+            problems.append(state.config_error)
+        elif state.config is None:
+            problems.append(InputError("hf-config", "paste or drop a config.json"))
+    evaluation = None if problems else evaluate(raw)
+    if evaluation is not None:
+        problems = list(evaluation.errors)
+    errors.show(problems, form.model_choice())
+    compare.update_pin_button()
+    if problems:
+        return
+    u = state.unit = form.unit()
+    scenario, result = state.computed = evaluation.scenario, evaluation.result
+    texts = page_texts(scenario, result, u)
+    results.render(texts)
+    charts.render(scenario, u)
+    results.render_bar(result, scenario, u)
+    state.current = texts["data"]
+    if not state.valid_once:
+        window.performance.mark("kvcalc-figures")
+    state.valid_once = True
+    _schedule_side_sections()
+    share.schedule(raw)
+
+
+def _schedule_side_sections() -> None:
+    if not pending.due["side"]:
+        pending.mark("side", True)
+        window.setTimeout(_side_proxy, 0)
+
+
+def render_side_sections(*_) -> None:
+    scenario, _ = state.computed
+    _rows("#attention-table tbody", attention_variants(scenario))
+    _rows("#precision-table tbody", precision_rows(scenario))
+    compare.render()
+    takeaway.render_launch(scenario)
+    takeaway.render_export()
+    pending.mark("side", False)
+
+
+_side_proxy = proxy(render_side_sections)
+
+
+def finish_now() -> None:
+    """Everything due written now: ready means everything on the page is current."""
+    if pending.due["side"]:
+        render_side_sections()
+    if pending.due["link"]:
+        share.flush()
+
+
+def _rows(selector: str, rows) -> None:
+    shown = []
+    for row in rows:
+        r = row.result
+        cells = [row.label + (" (current)" if row.current else ""), row.detail]
+        if r is None:
+            cells += [f"n/a: {row.refused}", "", ""]
+        else:
+            cells += [f"{r.kv_bytes_per_token:,} B", size(r.kv_bytes_per_request, state.unit),
+                      "n/a" if r.max_concurrency is None else f"{r.max_concurrency:,}"]
+        shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
+    view(selector).show(shown)

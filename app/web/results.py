@@ -1,0 +1,42 @@
+"""The results: the headline summary and the figure cards (each with data-metric and the exact
+data-value), the arithmetic written out, the live numbers in the explanations, and one GPU's
+memory as a bar. Every text comes from the engine's `page_texts` and `memory_bar`."""
+
+from kvcalc.report import size
+from kvcalc.sweep import memory_bar
+
+from web.dom import lines_of, put, view
+
+
+def render(texts: dict) -> None:
+    for key, (value, figure, exact) in texts["metrics"].items():
+        selector = f'[data-metric="{key}"]'
+        put(selector + " .figure", figure)
+        put(selector + " .exact", exact)
+        put(selector, value, "value")
+    put("#model-line", texts["model_line"])
+    put("#conditions", texts["conditions"])
+    view("#formula", item_tag="li").show(lines_of(texts["formula"]))
+    for key, text in texts["live"].items():
+        put(f'[data-live="{key}"]', text)
+
+
+BAR_PARTS = (("weights", "weights"), ("kv", "KV cache"), ("overhead", "overhead"), ("free", "free"))
+
+
+def render_bar(result, scenario, u: str) -> None:
+    bar = memory_bar(result, scenario)
+    shown = {key: bar[key] for key in ("weights", "kv", "overhead")}
+    shown["free"] = max(0, bar["free"]) if bar["free"] is not None else 0
+    whole = bar["total"] or sum(shown.values()) or 1
+    legends = {}
+    for key, value in shown.items():
+        put(f"#bar-{key}", f"{min(100, value * 100 / whole):.3f}%", "width")
+        put(f"#bar-{key}", "" if bar[key] is None else str(bar[key]), "bytes")
+        legends[key] = "n/a (no GPU chosen)" if bar[key] is None else size(bar[key], u) if bar[key] >= 0 \
+            else f"none: over by {size(-bar[key], u)}"
+        put(f"#legend-{key}", legends[key])
+    put("#memory-bar", "true" if bar["fits"] else "false", "fits")
+    label = "Per-GPU memory: " + ", ".join(f"{name} {legends[key]}" for key, name in BAR_PARTS) + (
+        "" if bar["fits"] else "; does not fit")
+    put("#memory-bar", label, "aria-label")

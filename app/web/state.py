@@ -1,0 +1,11 @@
+"""What the page's modules share: the model a config.json gave, the pins, and the last
+computation. One place, so no module reaches into another's globals."""
+
+config = None           # the parsed config.json, when the model comes from one
+config_error = None     # why the text in the config box is not a config (an InputError)
+pins = []               # each pin's link fragment, in pin order
+unit = "gib"            # the unit the figures were last written in
+stale = False           # inputs in error: the figures shown are the last valid ones
+valid_once = False      # some inputs have computed since the page opened
+computed = None         # (scenario, result) of the last valid inputs
+current = None          # the last valid inputs' to_json column, for the comparison
