@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kvcalc", description="Exact KV-cache and serving-capacity calculator.")
-    for group_name in ("model", "workload", "deployment", "view"):
+    for group_name in ("model", "workload", "deployment", "engine", "view"):
         group = parser.add_argument_group(group_name)
         for option in OPTIONS:
             if option.group != group_name:
@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
-    out.add_argument("--format", choices=("table",) + FORMATS, default="table",
-                     help="table (default), json, csv or markdown")
+    out.add_argument("--format", choices=("table", "log") + FORMATS, default="table",
+                     help="table (default), json, csv, markdown, or log: the lines the chosen --engine "
+                          "prints at start-up, with these numbers")
     out.add_argument("--launch", choices=ENGINES, help="print the serving engine's launch command instead")
     out.add_argument("--link", metavar="URL", help="read the inputs from a share link (its #fragment); "
                                                   "options given here override it")
@@ -88,6 +89,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         evaluation = evaluate(raw)
         if evaluation.errors:
             raise evaluation.errors[0]
+        if fmt == "log" and evaluation.result.engine is None:
+            raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
         if engine is not None:
             command = launch(evaluation.scenario, engine)
             if command.command is None:
@@ -103,6 +106,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             print(f"# {note}", file=stderr)
     elif fmt == "table":
         print(table(evaluation, unit), file=stdout)
+    elif fmt == "log":
+        for line in evaluation.result.engine.log:
+            print(line, file=stdout)
     else:
         stdout.write(export(evaluation.scenario, evaluation.result, fmt, unit))
     return 0

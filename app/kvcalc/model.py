@@ -17,6 +17,7 @@ class Model:
     params: int | None = None
     active_params: int | None = None
     max_context_tokens: int | None = None    # max_position_embeddings
+    hidden_size: int | None = None           # the residual stream's width (engines' activation estimates)
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

@@ -58,6 +58,13 @@ OPTIONS = (
     Option("params", "int", "deployment", "Parameter count (overrides the preset's).", 1, 10 ** 15),
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
+    Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
+           "(default: the exact ideal, no engine's rules)."),
+    Option("kv-memory-gib", "decimal", "engine", "KV cache memory per GPU the engine reported (vLLM's \"Available "
+           "KV cache memory\"); skips the overhead estimate.", Fraction(1, 1024), 1 << 20),
+    Option("prefill-chunk", "int", "engine", "Tokens per prefill step: vLLM --max-num-batched-tokens, SGLang "
+           "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
+    Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv)."),
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib"),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
@@ -315,16 +322,31 @@ def evaluate(raw: dict) -> Evaluation:
             raise InputError("unit", f"expected gib or gb, got {_clip(values['unit'])!r}")
         scenario = build_scenario(values)
         result = compute(scenario.model, scenario.workload, scenario.deployment)
+        if "engine" in values:
+            result = _with_engine(scenario, result, values)
     except InputError as e:
         return Evaluation(values, (e,))
     return Evaluation(values, (), scenario, result)
+
+
+def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:
+    """The result with the engine's figures, its capacity taking the place of the ideal one."""
+    from dataclasses import replace
+    from .engines import size
+    engine = size(scenario, result, values)
+    concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
+    return replace(result, engine=engine, max_concurrency=concurrency,
+                   kv_budget_bytes_per_gpu=engine.kv_budget_bytes_per_gpu)
 
 
 def canonical_value(name: str, value):
     """The spelling a form's list uses for a value the engine accepts (aliases, any case)."""
     if not isinstance(value, str):
         return value
-    if name in ("kv-dtype", "weights-dtype"):
+    if name == "engine":
+        from .engines import engine_name
+        return engine_name(value)
+    if name in ("kv-dtype", "weights-dtype", "kv-dtype-v"):
         return precision(value, field=name).name
     if name == "gpu":
         return presets.gpu(value).id

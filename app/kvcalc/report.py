@@ -38,7 +38,31 @@ def to_json(scenario: Scenario, result: Result) -> dict:
         "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
         "warnings": list(scenario.warnings),
     })
+    out.update(engine_json(result.engine))
+    if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
+        out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
     return out
+
+
+ENGINE_KEYS = ("engine", "engine_block_size", "engine_prefill_chunk", "engine_kv_bytes_per_request",
+               "engine_kv_budget_bytes_per_gpu", "engine_kv_tokens", "engine_max_concurrency", "engine_starts",
+               "engine_max_model_len", "engine_refusal", "activation_bytes_per_gpu", "engine_budget_source",
+               "engine_log")
+
+
+def engine_json(engine) -> dict:
+    """The engine's figures under their JSON keys; null where no engine was asked for."""
+    if engine is None:
+        return dict.fromkeys(ENGINE_KEYS)
+    return {
+        "engine": engine.engine, "engine_block_size": engine.block_size, "engine_prefill_chunk": engine.prefill_chunk,
+        "engine_kv_bytes_per_request": engine.kv_bytes_per_request,
+        "engine_kv_budget_bytes_per_gpu": engine.kv_budget_bytes_per_gpu, "engine_kv_tokens": engine.kv_tokens,
+        "engine_max_concurrency": None if engine.max_concurrency is None else float(engine.max_concurrency),
+        "engine_starts": engine.starts, "engine_max_model_len": engine.max_model_len,
+        "engine_refusal": engine.refusal, "activation_bytes_per_gpu": engine.activation_bytes_per_gpu,
+        "engine_budget_source": engine.budget_source, "engine_log": list(engine.log),
+    }
 
 
 def _plain(value: Fraction):

@@ -145,7 +145,7 @@ class Result:
     decode_step_seconds: Fraction | None
     tp: int
     pp: int
-
+    engine: object = None              # engines.EngineResult when an engine's rules were asked for
 
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:

@@ -1,0 +1,157 @@
+"""Sizing the way one serving engine allocates: vLLM's blocks, SGLang's token pool, llama.cpp's
+cells. Each engine's rules live in its own module with their sources; this module picks the KV
+memory (the user's figure from a log, or an estimate), calls the engine, and says what it
+would print at start-up."""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import InputError
+from . import llamacpp, sglang, vllm
+
+ENGINES = ("vllm", "sglang", "llama.cpp")
+GIB = 1 << 30
+ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
+           "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
+
+# vLLM's start-up overhead, an estimate: the activation peak of its profiling run grows with
+# the prefill chunk and the model's width; non-torch memory (CUDA context, NCCL buffers) grows
+# with tensor parallelism. Calibrated on published H100 runs at max_num_batched_tokens 8192
+# (llm-d's vLLM memory notes: peaks of 4.8 GiB for Llama-3.1-8B, hidden 4096; 5.6 GiB for
+# Qwen3-32B, hidden 5120; non-torch 0.13 GiB at tp 1, 0.55 GiB at tp 2) and the gpt-oss-120b
+# log in tests/fixtures/logs (7.4 GiB over weights at 0.9 of an H100). Per token of the chunk
+# and unit of hidden size: 150 bytes. It lands within 0.3 GiB of the two dense peaks and 4 GiB
+# under gpt-oss-120b's (a 201K vocabulary and MoE buffers), so it is said to be an estimate.
+ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 150
+ACTIVATION_ERROR = "within about 0.5 GiB for dense models, up to 4 GiB low for large-vocabulary MoE models"
+NON_TORCH_BYTES, NON_TORCH_BYTES_TP = 140 << 20, 560 << 20
+
+
+def engine_name(text: str) -> str:
+    key = str(text).strip().lower()
+    if key not in ALIASES:
+        raise InputError("engine", f"unknown engine {str(text)[:30]!r}; allowed: {', '.join(ENGINES)}")
+    return ALIASES[key]
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    engine: str
+    block_size: int                    # vLLM's block, SGLang's page, llama.cpp's cell padding
+    prefill_chunk: int
+    kv_budget_bytes_per_gpu: int | None
+    kv_bytes_per_request: int | None   # what the engine reserves for one request at the context
+    kv_tokens: int | None              # vLLM "GPU KV cache size", SGLang "#tokens", llama.cpp cells
+    max_concurrency: Fraction | None   # unrounded, as vLLM prints it
+    starts: bool | None
+    max_model_len: int | None          # longest context one request can have
+    refusal: str | None
+    activation_bytes_per_gpu: int | None
+    overhead_bytes_per_gpu: int | None
+    budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+    log: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def default_prefill_chunk(engine: str, deployment) -> int:
+    if engine == "vllm":
+        return vllm.default_prefill_chunk(deployment.gpu_memory_bytes, deployment.gpu_name)
+    if engine == "sglang":
+        # server_args.py: chunked_prefill_size 8192 on GPUs with more than 60 GB (2048 under 35 GB,
+        # 4096 between), tiered by memory.
+        memory = deployment.gpu_memory_bytes or 0
+        return 8192 if memory > 60 * GIB else 4096 if memory > 35 * GIB else 2048
+    return llamacpp.DEFAULT_UBATCH
+
+
+def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[int | None, int]:
+    """(activation peak, everything subtracted besides weights) per GPU, estimated."""
+    if engine != "vllm":
+        return None, 0
+    hidden = model.hidden_size
+    if not hidden:
+        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden_size, "
+                                         "which this model does not give; set overhead-gib or kv-memory-gib")
+    activation = prefill_chunk * hidden * ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN
+    return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
+
+
+def size(scenario, result, values: dict) -> EngineResult:
+    engine = engine_name(values["engine"])
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    if engine not in work.kv_precision.engines:
+        raise InputError("kv-dtype", f"{engine} cannot store the KV cache as {work.kv_precision.name}")
+    if "kv-dtype-v" in values and engine != "llama.cpp":
+        raise InputError("kv-dtype-v", f"only llama.cpp stores V in another type than K; {engine} uses kv-dtype for both")
+    chunk = values.get("prefill-chunk") or default_prefill_chunk(engine, dep)
+    notes = []
+    activation = overhead = None
+    source = "none"
+    budget = None
+    if "kv-memory-gib" in values:
+        budget = int(values["kv-memory-gib"] * GIB)
+        source = "kv-memory-gib"
+    elif result.usable_bytes_per_gpu is not None and result.weights_bytes_per_gpu is not None:
+        if "overhead-gib" in values and values["overhead-gib"] > 0:
+            overhead = dep.overhead_bytes
+            source = "overhead-gib"
+        else:
+            activation, overhead = estimate_overhead(engine, model, dep.tp, chunk)
+            source = "estimate"
+            if engine == "vllm":
+                notes.append(f"the overhead is an estimate ({ACTIVATION_ERROR}): paste "
+                             "\"Available KV cache memory\" from your log as kv-memory-gib for exact figures")
+        budget = result.usable_bytes_per_gpu - result.weights_bytes_per_gpu - overhead
+    if engine == "vllm":
+        return _vllm(scenario, values, chunk, budget, activation, overhead, source, notes)
+    if engine == "sglang":
+        return _sglang(scenario, values, chunk, budget, activation, overhead, source, notes)
+    return _llamacpp(scenario, values, chunk, budget, activation, overhead, source, notes)
+
+
+def _vllm(scenario, values, chunk, budget, activation, overhead, source, notes) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    block, why = vllm.block_size_for(model, dep.gpu_name, values.get("block-size"))
+    if why:
+        notes.append(why)
+    if budget is None:
+        return EngineResult("vllm", block, chunk, None, None, None, None, None, None, None, activation, overhead,
+                            source, (), tuple(notes + ["give a GPU and the weights, or kv-memory-gib, for vLLM's figures"]))
+    pool, refusal, longest = vllm.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk,
+                                           block, budget)
+    log = vllm.log_lines(pool, refusal, budget, work.context_tokens)
+    return EngineResult(
+        "vllm", block, chunk, budget, None if pool is None else pool.bytes_per_request,
+        None if pool is None else pool.kv_tokens, None if pool is None else pool.max_concurrency,
+        pool is not None, work.context_tokens if pool is not None else longest, refusal,
+        activation, overhead, source, tuple(log), tuple(notes))
+
+
+def _sglang(scenario, values, chunk, budget, activation, overhead, source, notes) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    page = values.get("block-size") or 1
+    if budget is None:
+        return EngineResult("sglang", page, chunk, None, None, None, None, None, None, None, activation, overhead,
+                            source, (), tuple(notes + ["give a GPU and the weights, or kv-memory-gib, for SGLang's figures"]))
+    pool = sglang.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget, page)
+    starts = pool.kv_tokens > 0
+    refusal = None if starts else ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+    longest = pool.kv_tokens if pool.swa_tokens is None else pool.kv_tokens
+    return EngineResult("sglang", page, chunk, budget, pool.bytes_per_request, pool.kv_tokens, pool.max_concurrency,
+                        starts, longest, refusal, activation, overhead, source,
+                        tuple(sglang.log_lines(pool) + ([refusal] if refusal else [])), tuple(notes))
+
+
+def _llamacpp(scenario, values, chunk, budget, activation, overhead, source, notes) -> EngineResult:
+    from ..precision import precision
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
+    pool = llamacpp.allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
+    starts = None if budget is None else pool.bytes_total <= budget
+    refusal = None
+    if starts is False:
+        refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"
+    per_seq = pool.bytes_total // pool.seqs
+    return EngineResult("llama.cpp", llamacpp.PAD, chunk, budget, per_seq, pool.kv_tokens, pool.max_concurrency,
+                        starts, pool.max_context_per_seq, refusal, activation, overhead, source,
+                        tuple(llamacpp.log_lines(pool) + ([refusal] if refusal else [])), tuple(notes))

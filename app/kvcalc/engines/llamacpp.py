@@ -1,0 +1,103 @@
+"""llama.cpp: a cache of cells, padded, per sequence unless unified; K and V types apart.
+
+Read from llama.cpp's sources (2025-2026 master):
+- src/llama-context.cpp (llama_context::llama_context): n_ctx is padded to a multiple of 256;
+  with -np N and a cache that is not unified each sequence gets n_ctx_seq = pad(n_ctx / N, 256)
+  cells and the cache holds n_ctx_seq x N.
+- src/llama-kv-cache.cpp (llama_kv_cache constructor, size_k_bytes / size_v_bytes): each layer
+  stores ggml_row_size(type_k, n_embd_k_gqa) and ggml_row_size(type_v, n_embd_v_gqa) bytes per
+  cell and stream; logged as "llama_kv_cache: size = X MiB (N cells, L layers, S/S seqs), K (t):
+  .. MiB, V (t): .. MiB".
+- src/llama-kv-cache-iswa.cpp: the sliding layers get their own cache of
+  pad(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch), 256) cells (--swa-full: all).
+- Default -ub (n_ubatch) 512; K and V f16.
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import InputError
+
+MIB = 1 << 20
+PAD = 256
+DEFAULT_UBATCH = 512
+GGML_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_1": "q5_1", "q5_0": "q5_0",
+              "q4_1": "q4_1", "q4_0": "q4_0", "iq4_nl": "iq4_nl"}
+
+
+def _pad(n: int) -> int:
+    return -(-n // PAD) * PAD
+
+
+@dataclass(frozen=True)
+class Cache:
+    cells: int                    # per stream, as logged
+    layers: int
+    k_bytes: int
+    v_bytes: int
+
+
+@dataclass(frozen=True)
+class Pool:
+    caches: tuple[Cache, ...]     # the main cache, then the sliding-window cache of iSWA models
+    seqs: int
+    unified: bool
+    k_type: str
+    v_type: str
+    kv_tokens: int                # cells of the main cache
+    max_context_per_seq: int      # cells one sequence may use
+    bytes_total: int
+
+    @property
+    def max_concurrency(self) -> Fraction:
+        return Fraction(self.seqs)
+
+
+def ggml_type(precision, field: str) -> str:
+    name = GGML_TYPES.get(precision.name)
+    if name is None:
+        raise InputError(field, f"llama.cpp cannot store the KV cache as {precision.name}; it takes "
+                                f"{', '.join(GGML_TYPES)}")
+    return name
+
+
+def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: bool = False,
+             ubatch: int = DEFAULT_UBATCH) -> Pool:
+    k_type, v_type = ggml_type(k_precision, "kv-dtype"), ggml_type(v_precision, "kv-dtype-v")
+    if any(layer.kind in ("mla", "state", "chunked") for layer in model.layers):
+        raise InputError("engine", "llama.cpp's caches for MLA, recurrent and chunked-attention layers are "
+                                   "not modelled yet, so llama.cpp figures for this model are refused")
+    n_ctx = _pad(context * seqs)
+    n_ctx_seq = n_ctx if unified else _pad(n_ctx // seqs)
+    full = [layer for layer in model.layers if layer.kind == "full"]
+    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    caches = []
+
+    def cache(layers, cells_per_stream, streams):
+        k = sum(k_precision.bytes_for(layer.kv_heads * layer.head_dim) for layer in layers)
+        v = sum(v_precision.bytes_for(layer.kv_heads * (layer.v_head_dim or layer.head_dim)) for layer in layers)
+        return Cache(cells_per_stream, len(layers), k * cells_per_stream * streams,
+                     v * cells_per_stream * streams)
+
+    streams = 1 if unified else seqs
+    if full or not sliding:
+        caches.append(cache(full, n_ctx_seq, streams))
+    if sliding:
+        window = max(layer.window for layer in sliding)
+        swa_cells = _pad(min(n_ctx_seq, window * (seqs if unified else 1) + ubatch))
+        caches.append(cache(sliding, swa_cells, streams))
+    return Pool(tuple(caches), seqs, unified, k_type, v_type, caches[0].cells, n_ctx_seq,
+                sum(c.k_bytes + c.v_bytes for c in caches))
+
+
+def log_lines(pool: Pool) -> list[str]:
+    lines = []
+    seqs = f"{pool.seqs}/{1 if pool.unified else pool.seqs}"
+    for n, c in enumerate(pool.caches):
+        if len(pool.caches) > 1:
+            lines.append(f"llama_kv_cache_iswa: creating {'non-SWA' if n == 0 else '    SWA'} KV cache, "
+                         f"size = {c.cells} cells")
+        lines.append(f"llama_kv_cache: size = {(c.k_bytes + c.v_bytes) / MIB:8.2f} MiB ({c.cells:6d} cells, "
+                     f"{c.layers:3d} layers, {seqs} seqs), K ({pool.k_type}): {c.k_bytes / MIB:8.2f} MiB, "
+                     f"V ({pool.v_type}): {c.v_bytes / MIB:8.2f} MiB")
+    return lines

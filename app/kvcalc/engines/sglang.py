@@ -1,0 +1,108 @@
+"""SGLang: a token pool with one cell per token holding every layer's K and V on the rank.
+
+Read from SGLang's sources (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py and
+mem_cache/memory_pool.py, 2025-2026 main):
+- profile_max_num_token: the pool's memory (free memory after the weights less total x
+  (1 - mem_fraction_static)) // cell size; cell size = K and V rows of every layer on the rank
+  (get_cell_size_per_token: kv heads // tp, at least one; MLA: kv_lora_rank + qk_rope_head_dim).
+- init_memory_pool: tokens rounded down to page_size (1 by default), the smallest over pipeline
+  stages; hybrid sliding-window models split the tokens into a full pool and a SWA pool
+  (set_num_tokens_hybrid_swa, swa_full_tokens_ratio 0.8 by default).
+- MHATokenToKVPool / MLATokenToKVPool allocate (tokens + page_size) rows per layer and log
+  "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB" in GiB (2^30 bytes).
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import InputError
+
+GIB = 1 << 30
+SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
+
+
+@dataclass(frozen=True)
+class Pool:
+    kv_tokens: int                # max_total_num_tokens (the full-attention pool for hybrids)
+    swa_tokens: int | None        # the sliding-window pool of hybrid models
+    k_bytes: int
+    v_bytes: int
+    mla: bool
+    max_concurrency: Fraction     # requests at the full context the pool holds at once
+    bytes_per_request: int
+
+
+def _stage_layers(model, pp: int):
+    start, out = 0, []
+    for stage in model.stages(pp):
+        size = sum(stage.values())
+        out.append(model.layers[start:start + size])
+        start += size
+    return out
+
+
+def _kv_split(layer, precision, tp: int) -> tuple[int, int]:
+    """(K bytes, V bytes) per token for one layer on one rank."""
+    if layer.kind == "mla":
+        return layer.row_bytes(precision, tp), 0
+    heads = max(1, layer.kv_heads // tp)
+    return precision.bytes_for(heads * layer.head_dim), precision.bytes_for(heads * (layer.v_head_dim or layer.head_dim))
+
+
+def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1) -> Pool:
+    if any(layer.kind == "state" for layer in model.layers):
+        raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are not modelled yet, so "
+                                   "engine figures for this model are refused")
+    if any(layer.kind == "chunked" for layer in model.layers):
+        raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
+    stages = _stage_layers(model, pp)
+    tokens = None
+    for layers in stages:
+        cell = sum(sum(_kv_split(layer, precision, tp)) for layer in layers if layer.held_range(1) is not None)
+        if cell == 0:
+            continue
+        stage_tokens = max(0, available_bytes) // cell // page_size * page_size
+        tokens = stage_tokens if tokens is None else min(tokens, stage_tokens)
+    if tokens is None:
+        raise InputError("engine", "the model keeps no KV cache, so SGLang allocates no token pool")
+    first = stages[0]
+    swa_tokens = None
+    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    full_tokens = tokens
+    if sliding:
+        full_n, swa_n = len(model.layers) - len(sliding), len(sliding)
+        total = tokens * len(model.layers)
+        full_tokens = int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) // page_size * page_size
+        swa_tokens = int(int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) * SWA_FULL_TOKENS_RATIO) \
+            // page_size * page_size
+    k_bytes = v_bytes = 0
+    for layer in first:
+        if layer.held_range(1) is None:
+            continue
+        k, v = _kv_split(layer, precision, tp)
+        rows = (swa_tokens if layer.kind == "sliding" else full_tokens) + page_size
+        k_bytes += rows * k
+        v_bytes += rows * v
+    per_request = sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window) if layer.kind == "sliding"
+                                                              else context)
+                      for layer in first if layer.held_range(1) is not None)
+    concurrency = Fraction(full_tokens, context)
+    if swa_tokens is not None:
+        window = max(layer.window for layer in sliding)
+        concurrency = min(concurrency, Fraction(swa_tokens, min(context, window)))
+    return Pool(full_tokens, swa_tokens, k_bytes, v_bytes, any(layer.kind == "mla" for layer in first),
+                concurrency, per_request)
+
+
+def log_lines(pool: Pool) -> list[str]:
+    lines = []
+    if pool.swa_tokens is not None:
+        lines.append(f"Use sliding window memory pool. full_layer_tokens={pool.kv_tokens}, "
+                     f"swa_layer_tokens={pool.swa_tokens}")
+    if pool.mla:
+        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, KV size: {pool.k_bytes / GIB:.2f} GB")
+    else:
+        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, K size: {pool.k_bytes / GIB:.2f} GB, "
+                     f"V size: {pool.v_bytes / GIB:.2f} GB")
+    lines.append(f"max_total_num_tokens={pool.kv_tokens}")
+    return lines

@@ -1,0 +1,234 @@
+"""vLLM (V1): how its KV cache manager turns the memory left for the cache into blocks, tokens
+and a maximum concurrency, and when it refuses to start.
+
+Read from vLLM's sources (paths as of its 2025-2026 main):
+- `vllm/v1/kv_cache_interface.py`: page_size_bytes = block_size x the bytes one token takes in
+  the layer on this rank; FullAttentionSpec / MLAAttentionSpec.max_memory_usage_bytes =
+  cdiv(max_model_len, block) pages; SlidingWindowSpec = cdiv(min(W - 1 + max_num_batched_tokens,
+  max_model_len), block) + 1 pages; ChunkedLocalAttentionSpec = cdiv(min(chunk +
+  max_num_batched_tokens, max_model_len), block) pages.
+- `vllm/v1/core/kv_cache_utils.py`: get_kv_cache_groups (one group when every layer needs the
+  same token slots; otherwise `_get_kv_cache_groups_uniform_page_size`: groups of equal size,
+  the smallest type count, or the largest when it is under 1.5x the smallest, padded);
+  unify_kv_cache_spec_page_size (smaller pages grow their block size by the ratio);
+  get_num_blocks (available // page // layers per group); get_kv_cache_configs (every worker
+  takes the smallest block count); _report_kv_cache_config ("GPU KV cache size" = num_blocks
+  // groups x the smallest block size; "Maximum concurrency" = num_blocks / blocks one request
+  at max_model_len needs); _check_enough_kv_cache_memory and _estimate_max_model_len_from_groups
+  (the refusal and its binary search).
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import InputError
+
+GIB = 1 << 30
+DEFAULT_BLOCK = 16
+FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def format_gib(n: int) -> str:
+    # vllm/utils/mem_utils.py format_gib: two decimals of GiB.
+    return f"{n / GIB:.2f}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One layer's cache as vLLM's KV cache manager sees it on one rank."""
+    kind: str                # full, mla, sliding, chunked
+    token_bytes: int         # one token in this layer on this rank
+    block_size: int
+    window: int = 0          # sliding window or attention chunk
+
+    @property
+    def page_bytes(self) -> int:
+        return self.block_size * self.token_bytes
+
+    def slots(self) -> tuple:
+        """What decides how many token slots a request needs: equal slots share one group."""
+        return (self.kind in ("full", "mla"), self.window if self.kind not in ("full", "mla") else 0, self.kind)
+
+    def blocks_for(self, model_len: int, prefill_chunk: int) -> int:
+        if self.kind in ("full", "mla"):
+            return _cdiv(model_len, self.block_size)
+        if self.kind == "sliding":
+            return _cdiv(min(self.window - 1 + prefill_chunk, model_len), self.block_size) + 1
+        return _cdiv(min(self.window + prefill_chunk, model_len), self.block_size)
+
+
+@dataclass(frozen=True)
+class Group:
+    spec: Spec
+    layers: tuple[int, ...]    # model layer indices in this group
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The KV cache vLLM would configure, and what it would print."""
+    block_size: int
+    num_blocks: int
+    kv_tokens: int                 # "GPU KV cache size: N tokens"
+    max_concurrency: Fraction      # "Maximum concurrency for L tokens per request: C x"
+    bytes_per_request: int         # what one request at max_model_len reserves on the fullest worker
+    groups: int
+    padding_layers: int
+
+
+def specs_of(model, kv_precision, tp: int, block_size: int) -> list:
+    """Each layer's spec (None for a layer without a KV cache), in model order."""
+    out = []
+    for layer in model.layers:
+        if layer.kind == "state":
+            raise InputError("engine", "vLLM keeps Mamba / linear-attention state in the same block pool with "
+                                       "page sizes unified across layer kinds; that layout is not modelled yet, "
+                                       "so engine figures for this hybrid are refused")
+        if layer.kind == "none" or layer.held_range(1) is None:
+            out.append(None)
+            continue
+        window = getattr(layer, "window", 0)
+        out.append(Spec(layer.kind, layer.row_bytes(kv_precision, tp), block_size, window))
+    return out
+
+
+def kv_groups(specs: list) -> tuple[list, int]:
+    """vLLM's KV cache groups for these layer specs, and the padding layers it adds."""
+    cached = [(i, s) for i, s in enumerate(specs) if s is not None]
+    if not cached:
+        raise InputError("engine", "the model keeps no KV cache, so vLLM allocates no KV blocks")
+    if len({s.slots() for _, s in cached}) == 1:
+        # Every layer needs the same token slots: one group, each layer its own page size.
+        return [Group(None, tuple(i for i, _ in cached))], 0
+    by_spec: dict = {}
+    for i, s in cached:
+        by_spec.setdefault(s, []).append(i)
+    largest = max(s.page_bytes for s in by_spec)
+    unified = {}
+    for s, layers in by_spec.items():
+        if largest % s.page_bytes:
+            raise InputError("engine", "vLLM cannot unify this model's page sizes (one does not divide the "
+                                       "other), so it would not start with the hybrid KV cache manager")
+        grown = Spec(s.kind, s.token_bytes, s.block_size * (largest // s.page_bytes), s.window)
+        unified.setdefault(grown, []).extend(layers)
+    counts = [len(v) for v in unified.values()]
+    group_size = min(counts)
+    if max(counts) < group_size * 1.5:
+        group_size = max(counts)
+    groups, padding = [], 0
+    for s, layers in unified.items():
+        layers = sorted(layers)
+        n_groups = _cdiv(len(layers), group_size)
+        padding += n_groups * group_size - len(layers)
+        groups.extend(Group(s, tuple(layers[i::n_groups])) for i in range(n_groups))
+    return groups, padding
+
+
+def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
+    """(page bytes of one block, layers sharing a block tensor, bytes one request needs at
+    model_len) on the worker holding the layers in `stage`."""
+    if groups[0].spec is None:               # one group, each layer its own page size
+        mine = [specs[i] for i in groups[0].layers if i in stage]
+        page = sum(s.page_bytes for s in mine)
+        need = sum(s.blocks_for(model_len, chunk) * s.page_bytes for s in mine)
+        return page, 1, need
+    page = groups[0].spec.page_bytes
+    group_size = max(sum(1 for i in g.layers if i in stage) for g in groups)
+    blocks = sum(g.spec.blocks_for(model_len, chunk) for g in groups)
+    return page, group_size, group_size * page * blocks
+
+
+def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
+             block_size: int, available_bytes: int) -> tuple[Pool | None, str | None, int]:
+    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
+
+    Returns (pool, refusal message, the longest max_model_len that fits)."""
+    specs = specs_of(model, kv_precision, tp, block_size)
+    groups, padding = kv_groups(specs)
+    stages, start = [], 0
+    for stage in model.stages(pp):
+        size = sum(stage.values())
+        stages.append(set(range(start, start + size)))
+        start += size
+    stages = [s for s in stages if any(specs[i] is not None for i in s)]
+
+    def fits(length: int) -> bool:
+        return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= available_bytes for s in stages)
+
+    longest = 0
+    if available_bytes > 0 and fits(1):
+        lo, hi = 1, model_len
+        while lo < hi:                        # largest length that fits, at most model_len
+            mid = (lo + hi + 1) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        longest = lo
+    if available_bytes <= 0:
+        return None, ("ValueError: No available memory for the cache blocks. Try increasing "
+                      "`gpu_memory_utilization` when initializing the engine."), 0
+    needs = [_worker_need(groups, specs, s, model_len, prefill_chunk) for s in stages]
+    worst = max(need for _, _, need in needs)
+    if worst > available_bytes:
+        estimate = (f"Based on the available memory, the estimated maximum model length is {longest}. "
+                    if longest > 0 else "")
+        return None, (f"ValueError: To serve at least one request with the models's max seq len ({model_len}), "
+                      f"({format_gib(worst)} GiB KV cache is needed, which is larger than the available KV cache "
+                      f"memory ({format_gib(available_bytes)} GiB). {estimate}Try increasing "
+                      "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."), longest
+    num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
+    if groups[0].spec is None:
+        per_request_blocks = max(specs[i].blocks_for(model_len, prefill_chunk) for i in groups[0].layers)
+        min_block = block_size
+    else:
+        per_request_blocks = sum(g.spec.blocks_for(model_len, prefill_chunk) for g in groups)
+        min_block = min(g.spec.block_size for g in groups)
+    pool = Pool(block_size=min_block, num_blocks=num_blocks,
+                kv_tokens=num_blocks // len(groups) * min_block,
+                max_concurrency=Fraction(num_blocks, per_request_blocks),
+                bytes_per_request=worst, groups=len(groups), padding_layers=padding)
+    return pool, None, longest
+
+
+def block_size_for(model, gpu_name: str | None, block_size: int | None) -> tuple[int, str | None]:
+    """The block size vLLM uses, and why when it is not its default of 16."""
+    if block_size and block_size > 1:
+        return block_size, None
+    if any(layer.kind == "mla" for layer in model.layers) and gpu_name and _flash_mla_gpu(gpu_name):
+        return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA"
+    return DEFAULT_BLOCK, None
+
+
+def _flash_mla_gpu(gpu_name: str) -> bool:
+    name = gpu_name.upper()
+    return any(tag in name for tag in ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200"))
+
+
+def default_prefill_chunk(gpu_memory_bytes: int | None, gpu_name: str | None) -> int:
+    """max_num_batched_tokens for `vllm serve` (vllm/engine/arg_utils.py get_batch_defaults):
+    8192 on GPUs of 70 GiB or more that are not A100s, else 2048."""
+    big = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GIB
+    if big and not (gpu_name and "A100" in gpu_name.upper()):
+        return 8192
+    return 2048
+
+
+def default_max_num_seqs(gpu_memory_bytes: int | None, gpu_name: str | None) -> int:
+    big = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GIB
+    return 1024 if big and not (gpu_name and "A100" in gpu_name.upper()) else 256
+
+
+def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int) -> list[str]:
+    lines = [f"Available KV cache memory: {format_gib(available_bytes)} GiB"]
+    if pool is not None:
+        if pool.padding_layers:
+            lines.append(f"Add {pool.padding_layers} padding layers (vLLM's hybrid grouping)")
+        lines.append(f"GPU KV cache size: {pool.kv_tokens:,} tokens")
+        lines.append(f"Maximum concurrency for {model_len:,} tokens per request: {float(pool.max_concurrency):.2f}x")
+    if refusal:
+        lines.append(refusal)
+    return lines

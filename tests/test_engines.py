@@ -1,0 +1,205 @@
+"""Engine modes against real start-up logs (tests/fixtures/logs, each with its URL in SOURCES.md).
+
+A log prints the KV memory rounded to 0.01 GiB, so each case feeds both ends of that rounding
+and asserts the logged figure lies between what the two ends give: exact up to the log's own
+precision, never a tolerance of ours."""
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvcalc.cli import run
+from kvcalc.hfconfig import model_from_config
+from kvcalc.options import evaluate
+from kvcalc.engines import llamacpp, sglang, vllm
+from kvcalc.precision import precision
+from support import FIXTURES
+
+GIB = 1 << 30
+LOGS = FIXTURES / "logs"
+
+
+def log_text(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def ends(gib: str):
+    """The byte counts a figure printed as `gib` with two decimals can stand for."""
+    value = Fraction(gib)
+    return int((value - Fraction(1, 200)) * GIB), int((value + Fraction(1, 200)) * GIB)
+
+
+def vllm_range(model, kv, tp, pp, model_len, chunk, block, gib):
+    pools = [vllm.allocate(model, precision(kv), tp, pp, model_len, chunk, block, n) for n in ends(gib)]
+    return pools
+
+
+# Qwen3-0.6B's config (huggingface.co/Qwen/Qwen3-0.6B config.json): 28 layers, 8 kv heads of 128.
+QWEN3_06B = {"model_type": "qwen3", "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+             "head_dim": 128, "hidden_size": 1024, "torch_dtype": "bfloat16", "max_position_embeddings": 40960}
+# Qwen3-Coder-480B-A35B-Instruct(-FP8) config.json: 62 layers, 96 query heads, 8 kv heads of 128.
+QWEN3_CODER_480B = {"model_type": "qwen3_moe", "num_hidden_layers": 62, "num_attention_heads": 96,
+                    "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 6144, "torch_dtype": "bfloat16",
+                    "max_position_embeddings": 262144}
+
+
+def test_vllm_dense_a100_tokens_and_concurrency():
+    # vllm-qwen3-0.6b-a100-bf16.log: 69.66 GiB -> 652,144 tokens, 159.21x at 4,096.
+    assert "GPU KV cache size: 652,144 tokens" in log_text("vllm-qwen3-0.6b-a100-bf16.log")
+    low, high = vllm_range(model_from_config(QWEN3_06B), "bf16", 1, 1, 4096, 2048, 16, "69.66")
+    assert low[0].kv_tokens <= 652_144 <= high[0].kv_tokens
+    assert round(float(low[0].max_concurrency), 2) <= 159.21 <= round(float(high[0].max_concurrency), 2)
+
+
+def test_vllm_mla_under_tensor_and_pipeline_parallel():
+    # vllm-deepseek-v2-lite-tp2-pp2-l4.log: the latent is whole on every rank; blocks are the
+    # smallest over the stages (stage 0: 14 of 27 layers, 12.13 GiB).
+    text = log_text("vllm-deepseek-v2-lite-tp2-pp2-l4.log")
+    assert "807,792 tokens" in text and "788.86x" in text
+    raw = {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": "2", "pp": "2", "context": "1024", "engine": "vllm",
+           "gpu": "l4-24gb"}
+    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("12.13")]
+    assert all(e.block_size == 16 for e in got)           # no FlashMLA on an L4
+    assert got[0].kv_tokens <= 807_792 <= got[1].kv_tokens
+    assert float(got[0].max_concurrency) <= 788.865 and float(got[1].max_concurrency) >= 788.855
+
+
+def test_vllm_replicated_kv_head_under_tp8():
+    # vllm-qwen3-coder-30b-a3b-tp8-24gb-ampere.log: 4 kv heads over tp 8, one whole head per rank.
+    # Qwen3-Coder-30B-A3B has the shape of the Qwen3-30B-A3B preset (48 layers, 4 kv heads of 128).
+    text = log_text("vllm-qwen3-coder-30b-a3b-tp8-24gb-ampere.log")
+    assert "534,064 tokens" in text and "2.04x" in text
+    raw = {"model": "Qwen/Qwen3-30B-A3B", "tp": "8", "context": "262144", "engine": "vllm"}
+    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("12.22")]
+    assert got[0].kv_tokens <= 534_064 <= got[1].kv_tokens
+    assert f"{float(got[0].max_concurrency):.2f}" == "2.04"
+
+
+def test_vllm_sliding_window_hybrid_refuses_like_the_log():
+    # vllm-gpt-oss-120b-h100-refusal.log: 18 full + 18 sliding (window 128) layers, chunk 1024:
+    # 4.54 GiB needed at 131,072 against 1.71 GiB.
+    text = log_text("vllm-gpt-oss-120b-h100-refusal.log")
+    raw = {"model": "openai/gpt-oss-120b", "context": "131072", "engine": "vllm", "prefill-chunk": "1024",
+           "gpu": "h100-sxm-80gb", "kv-memory-gib": "1.71"}
+    engine = evaluate(raw).result.engine
+    assert engine.starts is False and "(4.54 GiB KV cache is needed" in engine.refusal
+    assert "available KV cache memory (1.71 GiB)" in engine.refusal
+    assert text.count("4.54 GiB KV cache is needed") == 1
+    assert evaluate(raw).result.max_concurrency == 0
+
+
+@pytest.mark.parametrize("gib, estimate", [("48.66", 205728), ("55.65", 235296)])
+def test_vllm_refusal_estimates_the_longest_model_length(gib, estimate):
+    # vllm-qwen3-coder-480b-fp8-dp8-h20-refusal.log: 62.00 GiB needed at 262,144; the estimate.
+    text = log_text("vllm-qwen3-coder-480b-fp8-dp8-h20-refusal.log")
+    assert f"estimated maximum model length is {estimate}" in text and "(62.00 GiB KV cache is needed" in text
+    model = model_from_config(QWEN3_CODER_480B)
+    low, high = vllm_range(model, "bf16", 1, 1, 262144, 8192, 16, gib)
+    assert low[0] is None and "(62.00 GiB KV cache is needed" in low[1]
+    assert low[2] <= estimate <= high[2]
+
+
+def test_vllm_refuses_negative_memory_like_the_log():
+    # vllm-gpt-oss-120b-h100-default-negative-kv.log: "Available KV cache memory: -2.14 GiB".
+    assert "Available KV cache memory: -2.14 GiB" in log_text("vllm-gpt-oss-120b-h100-default-negative-kv.log")
+    pool, refusal, longest = vllm.allocate(model_from_config(QWEN3_06B), precision("bf16"), 1, 1, 4096, 8192, 16,
+                                           int(-2.14 * GIB))
+    assert pool is None and refusal.startswith("ValueError: No available memory for the cache blocks") and longest == 0
+
+
+def test_sglang_dense_pool_and_its_k_v_sizes():
+    # sglang-qwen3-8b-tp1-mfs090.log: #tokens 404890, K size 27.80 GB, V size 27.80 GB (GiB).
+    text = log_text("sglang-qwen3-8b-tp1-mfs090.log")
+    assert "#tokens: 404890, K size: 27.80 GB, V size: 27.80 GB" in text
+    raw = {"model": "Qwen/Qwen3-8B", "engine": "sglang", "context": "8096"}
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine
+                 for n in ends("55.60"))
+    assert low.kv_tokens <= 404_890 <= high.kv_tokens
+    pool = sglang.allocate(evaluate(raw).scenario.model, precision("bf16"), 1, 1, 8096, 404_890 * 147_456)
+    assert pool.kv_tokens == 404_890
+    assert "KV Cache is allocated. #tokens: 404890, K size: 27.80 GB, V size: 27.80 GB" in sglang.log_lines(pool)
+
+
+def test_sglang_one_kv_head_per_rank_under_tp4():
+    # sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log: 4 kv heads over tp 4; K size 8.23 GB at 367404.
+    text = log_text("sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log")
+    assert "#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB" in text
+    model = evaluate({"model": "Qwen/Qwen3-235B-A22B"}).scenario.model
+    cell = sum(layer.row_bytes(precision("bf16"), 4) for layer in model.layers)
+    pool = sglang.allocate(model, precision("bf16"), 4, 1, 8192, 367_404 * cell)
+    assert pool.kv_tokens == 367_404 and f"{pool.k_bytes / GIB:.2f}" == "8.23"
+
+
+def test_llamacpp_quantized_cache_matches_the_log():
+    # llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log: -c 32768 -ctk q8_0 -ctv q8_0: K 2176.00 MiB.
+    text = log_text("llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log")
+    assert "K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB" in text
+    engine = evaluate({"model": "Qwen/Qwen2.5-32B", "engine": "llama.cpp", "context": "32768",
+                       "kv-dtype": "q8_0"}).result.engine
+    assert "K (q8_0):  2176.00 MiB, V (q8_0):  2176.00 MiB" in engine.log[0]
+    assert engine.kv_tokens == 32768
+
+
+def test_llamacpp_f16_cache_of_a_llama2_7b():
+    # llamacpp-llama2-7b-class-cpu-unified-4k.log: 4096 cells, 32 layers, 2048.00 MiB.
+    assert "KV self size  = 2048.00 MiB, K (f16): 1024.00 MiB" in log_text("llamacpp-llama2-7b-class-cpu-unified-4k.log")
+    engine = evaluate({"model": "meta-llama/Llama-2-7b-hf", "engine": "llama.cpp", "context": "4096",
+                       "kv-dtype": "fp16"}).result.engine
+    assert "size =  2048.00 MiB (  4096 cells,  32 layers, 1/1 seqs), K (f16):  1024.00 MiB" in engine.log[0]
+
+
+def test_llamacpp_iswa_cells_and_separate_v_type():
+    # llama-kv-cache-iswa.cpp: SWA cells = pad(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch), 256).
+    model = evaluate({"model": "google/gemma-3-27b-it"}).scenario.model
+    pool = llamacpp.allocate(model, precision("q8_0"), precision("q4_0"), 32768, 2, ubatch=512)
+    full, swa = pool.caches
+    assert (full.cells, swa.cells) == (32768, 1536)          # 1024 + 512 = 1536, already a multiple of 256
+    assert pool.v_type == "q4_0" and swa.k_bytes > swa.v_bytes
+    unified = llamacpp.allocate(model, precision("fp16"), precision("fp16"), 5000, 3, unified=True)
+    assert unified.caches[0].cells == 15104 and unified.caches[1].cells == 3584   # pad(15000); pad(1024 x 3 + 512)
+
+
+def test_default_prefill_chunks_and_block_sizes():
+    assert vllm.default_prefill_chunk(80 * GIB, "NVIDIA H100 SXM 80GB") == 8192
+    assert vllm.default_prefill_chunk(80 * GIB, "NVIDIA A100 SXM4 80GB") == 2048
+    assert vllm.default_prefill_chunk(24 * GIB, "NVIDIA L4 24GB") == 2048
+    v3 = evaluate({"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpu": "h200-141gb", "gpus": "8",
+                   "kv-memory-gib": "40"}).result.engine
+    assert v3.block_size == 64 and v3.kv_tokens % 64 == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--engine", "tgi"], "--engine: unknown engine"),
+    (["--engine", "vllm", "--kv-memory-gib", "-3"], "--kv-memory-gib"),
+    (["--engine", "vllm", "--kv-memory-gib", "1e9"], "--kv-memory-gib"),
+    (["--engine", "vllm", "--prefill-chunk", "0"], "--prefill-chunk"),
+    (["--engine", "vllm", "--kv-dtype", "q4_0"], "--kv-dtype: vllm cannot store"),
+    (["--engine", "sglang", "--kv-dtype-v", "q8_0"], "--kv-dtype-v: only llama.cpp"),
+    (["--engine", "llama.cpp", "--kv-dtype-v", "fp8"], "--kv-dtype-v: llama.cpp cannot store"),
+    (["--format", "log"], "--format: log prints an engine's start-up lines"),
+])
+def test_bad_engine_input_is_one_line_naming_the_option(args, words):
+    import io
+    out, errors = io.StringIO(), io.StringIO()
+    code = run(["--model", "meta-llama/Llama-3.1-8B"] + args, stdout=out, stderr=errors)
+    err = errors.getvalue()
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_log_format_prints_what_the_engine_would():
+    import io
+    out = io.StringIO()
+    assert run(["--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "40",
+                "--format", "log"], stdout=out) == 0
+    assert out.getvalue().splitlines() == ["Available KV cache memory: 40.00 GiB", "GPU KV cache size: 327,680 tokens",
+                                           "Maximum concurrency for 8,192 tokens per request: 40.00x"]
+
+
+def test_without_an_engine_every_figure_stays_the_ideal():
+    raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
+    plain = evaluate(raw).result
+    assert plain.engine is None
+    from kvcalc.report import to_json
+    data = to_json(evaluate(raw).scenario, plain)
+    assert data["engine"] is None and data["engine_kv_tokens"] is None
