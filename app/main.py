@@ -5,7 +5,7 @@ from pyscript import document, window
 
 from kvcalc import link
 
-from web import charts, compare, form, loop, model_picker, privacy, share, takeaway
+from web import charts, compare, engine_view, form, loop, model_picker, privacy, share, takeaway
 from web.dom import HTML, el, on, proxy, put
 
 
@@ -125,12 +125,14 @@ def wire() -> None:
     on(el("#export-download"), "click", takeaway.on_download)
     on(el("#export-copy"), "click", takeaway.on_copy_export)
     on(el("#recheck-files"), "click", privacy.list_loaded_files)
+    on(el("#copy-engine-log"), "click", engine_view.on_copy)
+    on(document, "click", share.on_anchor_click)
 
 
 def main() -> None:
     wire()
     form.sync()
-    fragment = window.location.hash.lstrip("#")
+    fragment = share.current_fragment()
     if fragment:
         load_link(fragment)
     else:

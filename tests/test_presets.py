@@ -87,6 +87,8 @@ def test_model_search_forgives_separators_versions_and_suffixes():
                      "llama3 70b": ["meta-llama/Llama-3.1-70B"],
                      "Meta-Llama-3.1-70B-Instruct": ["meta-llama/Llama-3.1-70B"],
                      "gpt oss 120": ["openai/gpt-oss-120b"], "qwen3-next": ["Qwen/Qwen3-Next-80B-A3B-Instruct"]}
+    for query in ("llama 3.3 70b", "llama-3.3-70b", "Llama 3.3 70B Instruct", "3.3"):
+        assert search_models(query)[0]["id"] == "meta-llama/Llama-3.3-70B-Instruct", query
     assert {e["id"] for e in search_models("qwen 32b")} >= {"Qwen/Qwen2.5-32B", "Qwen/Qwen3-32B"}
     assert search_models("zzzz nothing") == []
     assert len(search_models("  ")) == len(search_models(""))  # an empty query lists every preset

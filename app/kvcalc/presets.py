@@ -98,11 +98,14 @@ def _search_index() -> tuple:
 
 def search_models(query: str) -> list[dict]:
     """Presets matching every word of the query, best first: whole words before word starts
-    before any substring. Separators and spacing are forgiven ("llama3 70b" finds Llama 3.1
-    70B, "qwen3 32" Qwen3 32B); an empty query lists every preset in table order."""
+    before any substring, and words that stand next to each other in the name as they do in
+    the query ("3.3 70b" puts Llama 3.3 before 3.1). Separators and spacing are forgiven
+    ("llama3 70b" finds Llama 3.1 70B, "qwen3 32" Qwen3 32B); an empty query lists every
+    preset in table order."""
     tokens = _words(query)
     if not tokens:
         return list(model_entries())
+    pairs = [a + b for a, b in zip(tokens, tokens[1:])]
     ranked = []
     for order, (entry, words, squashed) in enumerate(_search_index()):
         score = 0
@@ -116,5 +119,6 @@ def search_models(query: str) -> list[dict]:
             elif token not in _SUFFIX_WORDS:
                 break
         else:
+            score += sum(2 for pair in pairs if pair in squashed)
             ranked.append((-score, order, entry))
     return [entry for _, _, entry in sorted(ranked, key=lambda r: r[:2])]

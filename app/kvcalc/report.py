@@ -47,7 +47,7 @@ def to_json(scenario: Scenario, result: Result) -> dict:
 ENGINE_KEYS = ("engine", "engine_block_size", "engine_prefill_chunk", "engine_kv_bytes_per_request",
                "engine_kv_budget_bytes_per_gpu", "engine_kv_tokens", "engine_max_concurrency", "engine_starts",
                "engine_max_model_len", "engine_refusal", "activation_bytes_per_gpu", "engine_budget_source",
-               "engine_log")
+               "engine_kv_tokens_range", "engine_log")
 
 
 def engine_json(engine) -> dict:
@@ -61,7 +61,9 @@ def engine_json(engine) -> dict:
         "engine_max_concurrency": None if engine.max_concurrency is None else float(engine.max_concurrency),
         "engine_starts": engine.starts, "engine_max_model_len": engine.max_model_len,
         "engine_refusal": engine.refusal, "activation_bytes_per_gpu": engine.activation_bytes_per_gpu,
-        "engine_budget_source": engine.budget_source, "engine_log": list(engine.log),
+        "engine_budget_source": engine.budget_source,
+        "engine_kv_tokens_range": None if engine.kv_tokens_range is None else list(engine.kv_tokens_range),
+        "engine_log": list(engine.log),
     }
 
 
@@ -225,8 +227,10 @@ def conditions(scenario: Scenario) -> str:
     else:
         gpus = "no GPU chosen"
     parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
+    engine = scenario.values.get("engine")
+    sized = f" · sized as {ENGINE_TITLES.get(engine, engine)} allocates" if engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
-            f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}")
+            f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
 
 
 def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
@@ -239,7 +243,9 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         value = data[key]
         metrics[key] = (value, "n/a (give parameters or weights)", "") if value is None else \
             (value, size(value, unit), f"{value:,} B")
-    no_budget = "n/a: needs GPU memory and the weights' size"
+    dep = scenario.deployment
+    no_weights = "n/a: give the weights (Advanced: Parameters or Weights)"
+    no_budget = "n/a: choose a GPU (or its memory)" if dep.gpu_memory_bytes is None else no_weights
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
                                   else f"{data['max_concurrency']:,}", "")
     ctx, limit = data["max_context"], data["max_context_limited_by"]
@@ -249,7 +255,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"), "")
     tps = data["decode_tokens_per_s_per_request"]
     metrics["decode_tokens_per_s_per_request"] = (
-        (None, "n/a: choose a GPU preset", "") if tps is None else
+        (None, "n/a: choose a GPU preset" if dep.bandwidth_bytes_per_s is None else no_weights, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
@@ -257,6 +263,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     return {
         "data": data,
         "conditions": conditions(scenario),
+        "engine": engine_texts(scenario, result, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
                       f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.",
@@ -264,3 +271,68 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "live": {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
                  "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"},
     }
+
+
+ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp"}
+
+
+def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
+    """What the page shows for the chosen engine: its figures, its start-up lines, and why they
+    differ from the exact ideal. Empty when no engine was chosen."""
+    engine = result.engine
+    if engine is None:
+        return {"title": "", "metrics": {}, "why": [], "log": ""}
+    name = ENGINE_TITLES[engine.engine]
+    work = scenario.workload
+    conc = engine.max_concurrency
+
+    def nbytes(n):
+        return ("" if n is None else str(n), "n/a" if n is None else size(n, unit), "" if n is None else f"{n:,} B")
+    metrics = {
+        "engine_starts": ("" if engine.starts is None else str(engine.starts).lower(),
+                          "unknown: give a GPU and weights, or the KV memory" if engine.starts is None else
+                          "yes" if engine.starts else "no: it refuses", ""),
+        "engine_max_concurrency": ("" if conc is None else f"{float(conc):.6g}",
+                                   "n/a" if conc is None else f"{float(conc):,.2f}x",
+                                   f"requests of {work.context_tokens:,} tokens at once"),
+        "engine_kv_tokens": ("" if engine.kv_tokens is None else str(engine.kv_tokens),
+                             "n/a" if engine.kv_tokens is None else plural(engine.kv_tokens, "token"),
+                             {"vllm": "GPU KV cache size", "sglang": "#tokens (max_total_num_tokens)",
+                              "llama.cpp": "cells per sequence stream"}[engine.engine]),
+        "engine_kv_budget_bytes_per_gpu": nbytes(engine.kv_budget_bytes_per_gpu),
+        "engine_kv_bytes_per_request": nbytes(engine.kv_bytes_per_request),
+        "engine_max_model_len": ("" if engine.max_model_len is None else str(engine.max_model_len),
+                                 "n/a" if engine.max_model_len is None else plural(engine.max_model_len, "token"),
+                                 "vLLM's estimate" if engine.refusal and engine.engine == "vllm" else ""),
+    }
+    why = []
+    if engine.budget_source == "kv-memory-gib":
+        why.append(f"KV memory per GPU: {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it.")
+        if engine.kv_tokens_range and engine.kv_tokens_range[0] != engine.kv_tokens_range[1]:
+            low, high = engine.kv_tokens_range
+            why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
+                       f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
+    elif engine.budget_source in ("estimate", "overhead-gib") and engine.kv_budget_bytes_per_gpu is not None:
+        what = "estimated" if engine.budget_source == "estimate" else "yours"
+        why.append(f"KV memory per GPU = usable {size(result.usable_bytes_per_gpu, unit)} - weights "
+                   f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(engine.overhead_bytes_per_gpu, unit)}"
+                   f" ({what}) = {size(engine.kv_budget_bytes_per_gpu, unit)}; the exact ideal subtracts only the "
+                   f"overhead you give ({size(scenario.deployment.overhead_bytes, unit)}).")
+    if engine.engine == "vllm":
+        why.append(f"vLLM hands out blocks of {engine.block_size} tokens per layer; a request at "
+                   f"{work.context_tokens:,} tokens reserves whole blocks, and sliding-window layers reserve "
+                   f"window - 1 + the prefill chunk ({engine.prefill_chunk:,}) tokens plus one block.")
+        why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
+                   "printed unrounded.")
+    elif engine.engine == "sglang":
+        why.append("SGLang pools single tokens (page size 1 by default): every layer's K and V for one token "
+                   "make one cell, and the pool holds as many cells as the memory allows.")
+    else:
+        why.append("llama.cpp allocates exactly the cache it is asked for: -c cells padded to 256, one stream per "
+                   "sequence unless unified, sliding layers in their own smaller cache.")
+    ideal_concurrency = engine.ideal_max_concurrency
+    if ideal_concurrency is not None and conc is not None:
+        why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "
+                   f"{name} {float(conc):,.2f}.")
+    why.extend(note[:1].upper() + note[1:] for note in engine.notes)
+    return {"title": name, "metrics": metrics, "why": why, "log": "\n".join(engine.log)}

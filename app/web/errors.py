@@ -15,7 +15,7 @@ def show(errors, model_choice: str) -> None:
         field = _place(error.field, model_choice)
         if field:
             placed[field] = error.message if field == error.field else f"{error.field}: {error.message}"
-        summary.append(f"{error.field}: {error.message}")
+        summary.append(f"{_label(error.field)}: {error.message}")
     for field in set(_placed) | set(placed):
         put(f"#error-{field}", placed.get(field, ""))
         control = q(f"#{field}")
@@ -34,6 +34,23 @@ def show(errors, model_choice: str) -> None:
     put("#summary", "true" if state.stale else "false", "stale")
     put("#stale-badge", not state.stale, "hidden")
     put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")
+
+
+def waiting(text: str) -> None:
+    """Nothing wrong, nothing to compute yet (an empty config box): say so, keep the last figures."""
+    show([], "")
+    state.stale = True
+    put("#results", "true", "stale")
+    put("#summary", "true", "stale")
+    put("#stale-badge", False, "hidden")
+    put("#stale-badge", text)
+
+
+def _label(field: str) -> str:
+    """The field's label on the page, the words a user knows it by."""
+    label = q(f'label[for="{field}"]')
+    # The words before a parenthesis: "Context length (tokens)" is "Context length".
+    return field if label is None else label.textContent.split(" (")[0].strip()
 
 
 def _place(field: str, model_choice: str):

@@ -5,11 +5,10 @@ next task, and the link once edits pause."""
 from pyscript import window
 
 from kvcalc.compare import attention_variants, precision_rows
-from kvcalc.errors import InputError
 from kvcalc.options import evaluate
 from kvcalc.report import page_texts, size
 
-from web import charts, compare, errors, form, pending, results, share, state, takeaway
+from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway
 from web.dom import proxy, view
 
 
@@ -20,7 +19,9 @@ def update(*_) -> None:
         if state.config_error is not None:
             problems.append(state.config_error)
         elif state.config is None:
-            problems.append(InputError("hf-config", "paste or drop a config.json"))
+            errors.waiting("waiting for a config.json: showing the last figures")
+            compare.update_pin_button()
+            return
     evaluation = None if problems else evaluate(raw)
     if evaluation is not None:
         problems = list(evaluation.errors)
@@ -32,6 +33,7 @@ def update(*_) -> None:
     scenario, result = state.computed = evaluation.scenario, evaluation.result
     texts = page_texts(scenario, result, u)
     results.render(texts)
+    engine_view.render(texts["engine"])
     charts.render(scenario, u)
     results.render_bar(result, scenario, u)
     state.current = texts["data"]

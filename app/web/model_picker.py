@@ -19,6 +19,7 @@ _options = {}           # preset id -> its option element, in the page's order
 _shown = []             # ids listed now, best first
 _active = [-1]          # index into _shown of the highlighted option
 NEAREST = js_obj({"block": "nearest"})   # scroll a highlighted option into view, no further
+PLACEHOLDER = el("#model-search").placeholder
 
 
 def _all_options() -> dict:
@@ -36,8 +37,9 @@ def choose(value: str) -> None:
     if entry is not None:
         value = entry["id"]
     el("#model").value = value
-    el("#model-search").value = "" if value in SOURCES else (
-        options[value].dataset.name if value in options else value)
+    box = el("#model-search")
+    box.value = "" if value in SOURCES else (options[value].dataset.name if value in options else value)
+    box.placeholder = PLACEHOLDER
     for option_id, option in options.items():
         option.setAttribute("aria-selected", "true" if option_id == value else "false")
     for source, selector in SOURCES.items():
@@ -63,8 +65,9 @@ def show_fields() -> None:
 
 # ---- the combobox --------------------------------------------------------------------
 
-def _list(query: str) -> None:
-    """Show the presets that match, best first, and highlight the first."""
+def _list(query: str, highlight_current: bool = False) -> None:
+    """Show the presets that match, best first, and highlight the first (or, opening the whole
+    list, the model chosen now, so Enter keeps it)."""
     options = _all_options()
     ids = [entry["id"] for entry in presets.search_models(query)]
     ids = [i for i in ids if i in options]
@@ -80,7 +83,8 @@ def _list(query: str) -> None:
     n = len(ids)
     put("#search-status", "" if not query.strip() else
         f"{n} model matches" if n == 1 else f"{n} models match" if n else "No model matches; try fewer words.")
-    _highlight(0 if ids else -1)
+    start = ids.index(current()) if highlight_current and current() in ids else 0
+    _highlight(start if ids else -1)
     _open()
 
 
@@ -90,6 +94,7 @@ def _open() -> None:
 
 
 def _close() -> None:
+    put("#search-status", "")
     put("#model-list", True, "hidden")
     put("#model-search", "false", "aria-expanded")
     _highlight(-1)
@@ -125,7 +130,7 @@ def on_key(event) -> bool:
     if key in ("ArrowDown", "ArrowUp"):
         event.preventDefault()
         if not expanded:
-            _list(el("#model-search").value if current() in SOURCES else "")
+            _list("", highlight_current=True)
             return False
         step = 1 if key == "ArrowDown" else -1
         if _shown:
@@ -156,7 +161,13 @@ def on_list_click(event) -> bool:
 
 def on_click(_event) -> None:
     if el("#model-list").hidden:
-        _list("")
+        box = el("#model-search")
+        # Searching starts afresh: the chosen model's name waits in the placeholder, and comes
+        # back if nothing is picked.
+        if box.value:
+            box.placeholder = box.value
+            box.value = ""
+        _list("", highlight_current=True)
 
 
 def on_blur(_event) -> None:
@@ -167,7 +178,6 @@ def on_blur(_event) -> None:
 def _pick(model_id: str) -> bool:
     changed = model_id != current()
     choose(model_id)
-    put("#search-status", "")
     return changed
 
 

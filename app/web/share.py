@@ -7,7 +7,7 @@ from kvcalc import link
 from kvcalc.options import MODEL_INPUTS
 
 from web import form, pending, state
-from web.dom import copy_text, el, proxy, put
+from web.dom import absent, copy_text, el, proxy, put
 
 URL_DELAY_MS = 80
 _link = {"last": None, "due": None, "timer": None}
@@ -57,14 +57,39 @@ def load(fragment: str) -> dict:
     state.pins[:], pin_notes = link.decode_pins(fragment)
     form.write(kept)
     notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
-    if not any(k in kept for k in MODEL_INPUTS):
+    if not any(k in kept for k in MODEL_INPUTS) and not any(k in MODEL_INPUTS for k, _ in dropped):
         notes.append(f"model: the link names none; showing {el('#model-search').value}")
     put("#link-notes", ("This link had entries that were ignored: " + "; ".join(notes)) if notes else "")
     _link["last"] = fragment
     return kept
 
 
+def is_link(fragment: str) -> bool:
+    """A share link holds key=value entries; a bare name is an in-page anchor (#privacy-proof)."""
+    return "=" in fragment or not fragment
+
+
+def current_fragment() -> str:
+    fragment = window.location.hash.lstrip("#")
+    return fragment if is_link(fragment) else ""
+
+
 def changed_from_outside() -> str | None:
     """The fragment, when someone other than this page changed it (a pasted link, Back)."""
     fragment = window.location.hash.lstrip("#")
-    return None if fragment == _link["last"] else fragment
+    if fragment == _link["last"] or not is_link(fragment):
+        return None
+    return fragment
+
+
+def on_anchor_click(event) -> None:
+    """In-page links scroll to their target without touching the fragment, which holds the inputs."""
+    anchor = event.target.closest('a[href^="#"]')
+    if absent(anchor):
+        return
+    target = el(anchor.getAttribute("href"))
+    if target is not None:
+        event.preventDefault()
+        target.scrollIntoView()
+        target.setAttribute("tabindex", "-1")
+        target.focus()

@@ -165,3 +165,68 @@ def test_screenshots_regenerate(browser, site, tmp_path):
         width, height = struct.unpack(">II", data[16:24])
         name = path.stem.split("-")[0]
         assert (width, height) == screenshots.VIEWPORTS[name], path.name
+
+
+def test_in_page_link_scrolls_without_touching_the_inputs(page, site):
+    open_page(page, site)
+    page.fill("#context", "32768")
+    page.fill("#batch", "4")
+    url = url_of_settled(page)
+    page.click("a[href='#privacy-proof']")
+    page.wait_for_timeout(300)
+    assert page.input_value("#context") == "32768" and page.input_value("#batch") == "4"
+    assert page.url == url and page.inner_text("#link-notes") == ""
+    assert page.evaluate("document.activeElement.id") == "privacy-proof"
+
+
+def url_of_settled(page):
+    settle(page)
+    return page.url
+
+
+def test_clicking_into_the_combobox_keeps_the_model_on_enter_and_typing_replaces(page, site):
+    open_page(page, site + "#model=meta-llama/Llama-3.1-70B&gpu=h100-sxm-80gb")
+    page.click("#model-search")
+    active = page.get_attribute("#model-search", "aria-activedescendant")
+    assert page.get_attribute(f"#{active}", "data-value") == "meta-llama/Llama-3.1-70B"
+    page.keyboard.press("Enter")
+    assert page.input_value("#model") == "meta-llama/Llama-3.1-70B"
+    page.click("#model-search")
+    page.keyboard.type("llama 3.3 70b")
+    page.keyboard.press("Enter")
+    assert page.input_value("#model") == "meta-llama/Llama-3.3-70B-Instruct"
+    page.click("#model-search")
+    page.keyboard.type("gem")
+    assert "match" in page.inner_text("#search-status")
+    page.keyboard.press("Escape")
+    assert page.inner_text("#search-status") == ""
+
+
+def test_paste_config_button_shows_no_error_before_anything_is_pasted(page, site):
+    open_page(page, site)
+    page.click("#source-config")
+    assert page.inner_text("#error-hf-config") == "" and page.inner_text("#error-summary") == ""
+    assert "waiting for a config.json" in page.inner_text("#stale-badge")
+
+
+def test_phone_summary_never_covers_the_field_in_error(browser, site):
+    context, page = new_page(browser, 390, 844)
+    open_page(page, site)
+    heights = [page.locator("#summary").bounding_box()["height"]]
+    page.fill("#batch", "x")
+    page.fill("#gpus", "y")
+    page.fill("#context", "z")
+    heights.append(page.locator("#summary").bounding_box()["height"])
+    assert heights[1] <= heights[0] + 32, heights          # one line for the stale badge, no more
+    for field in ("#batch", "#gpus", "#context"):
+        page.focus(field)
+        summary, box = page.locator("#summary").bounding_box(), page.locator(field).bounding_box()
+        assert box["y"] >= summary["y"] + summary["height"] - 1, field
+    context.close()
+
+
+def test_n_a_says_what_is_missing(page, site):
+    open_page(page, site + "#layers=32&kv-heads=8&head-dim=128&gpu=h100-sxm-80gb")
+    assert "give the weights" in page.inner_text('.headline [data-metric="max_concurrency"]')
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B")
+    assert "choose a GPU" in page.inner_text('.headline [data-metric="max_concurrency"]')

@@ -3,7 +3,7 @@ cells. Each engine's rules live in its own module with their sources; this modul
 memory (the user's figure from a log, or an estimate), calls the engine, and says what it
 would print at start-up."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import InputError
@@ -51,6 +51,9 @@ class EngineResult:
     budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate" or "none"
     log: tuple[str, ...]
     notes: tuple[str, ...]
+    ideal_max_concurrency: int | None = None   # the exact ideal's, for saying how they differ
+    # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
+    kv_tokens_range: tuple[int, int] | None = None
 
 
 def default_prefill_chunk(engine: str, deployment) -> int:
@@ -102,11 +105,17 @@ def size(scenario, result, values: dict) -> EngineResult:
                 notes.append(f"the overhead is an estimate ({ACTIVATION_ERROR}): paste "
                              "\"Available KV cache memory\" from your log as kv-memory-gib for exact figures")
         budget = result.usable_bytes_per_gpu - result.weights_bytes_per_gpu - overhead
-    if engine == "vllm":
-        return _vllm(scenario, values, chunk, budget, activation, overhead, source, notes)
-    if engine == "sglang":
-        return _sglang(scenario, values, chunk, budget, activation, overhead, source, notes)
-    return _llamacpp(scenario, values, chunk, budget, activation, overhead, source, notes)
+    sizing = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp}[engine]
+    out = sizing(scenario, values, chunk, budget, activation, overhead, source, notes)
+    spread = None
+    memory = values.get("kv-memory-gib")
+    if memory is not None and engine != "llama.cpp" and (memory * 100).denominator == 1:
+        # Both ends of what a log's two decimals stand for, as the tests feed real logs.
+        ends = [sizing(scenario, values, chunk, int((memory + d) * GIB), None, None, source, [])
+                for d in (Fraction(-1, 200), Fraction(1, 200))]
+        if all(e.kv_tokens is not None for e in ends):
+            spread = (ends[0].kv_tokens, ends[1].kv_tokens)
+    return replace(out, ideal_max_concurrency=result.max_concurrency, kv_tokens_range=spread)
 
 
 def _vllm(scenario, values, chunk, budget, activation, overhead, source, notes) -> EngineResult:

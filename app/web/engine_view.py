@@ -1,0 +1,24 @@
+"""The engine's view: when "Size as" names an engine, its figures (data-metric engine_*), the
+lines it would print at start-up with these numbers, and why they differ from the exact ideal.
+Every text is the engine's own (`report.engine_texts`)."""
+
+from web.dom import copy_text, el, lines_of, put, view
+
+
+def render(texts: dict) -> None:
+    shown = bool(texts["title"])
+    put("#engine-view", not shown, "hidden")
+    if not shown:
+        return
+    put("#engine-title", texts["title"])
+    for key, (value, figure, exact) in texts["metrics"].items():
+        selector = f'[data-metric="{key}"]'
+        put(selector + " .figure", figure)
+        put(selector + " .exact", exact)
+        put(selector, value, "value")
+    put("#engine-log", texts["log"])
+    view("#engine-why", item_tag="li").show(lines_of(texts["why"]))
+
+
+def on_copy(*_) -> None:
+    copy_text(el("#engine-log").textContent, "#engine-log-status")

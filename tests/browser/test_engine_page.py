@@ -1,0 +1,64 @@
+"""Size as an engine, on the page: the engine's figures and start-up lines beside the ideal,
+the same as `kvcalc --engine`, and a KV memory pasted from a real log reproducing its figures."""
+
+from kvcalc.link import evaluate_link
+from kvcalc.report import to_json
+
+from pagekit import metrics, open_page, settle, url_of
+
+LLAMA_H100 = "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&memory-utilization=0.9"
+
+
+def engine_json(page) -> dict:
+    evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
+    assert evaluation.ok and not ignored
+    return to_json(evaluation.scenario, evaluation.result)
+
+
+def test_choosing_vllm_shows_what_it_will_print(page, site):
+    open_page(page, site + LLAMA_H100)
+    assert page.is_hidden("#engine-view")
+    page.select_option("#engine", "vllm")
+    settle(page)
+    expected = engine_json(page)
+    assert expected["engine"] == "vllm" and "engine=vllm" in page.url
+    assert page.is_visible("#engine-view")
+    assert page.inner_text("#engine-log").splitlines() == expected["engine_log"]
+    shown = metrics(page)
+    assert shown["engine_kv_tokens"] == str(expected["engine_kv_tokens"])
+    assert shown["max_concurrency"] == str(expected["max_concurrency"])       # the summary follows the engine
+    assert "vLLM" in page.inner_text("#conditions")
+    assert "estimate" in page.inner_text("#engine-why") and "exact ideal fits" in page.inner_text("#engine-why")
+
+
+def test_kv_memory_from_a_real_log_reproduces_its_figures(page, site):
+    # tests/fixtures/logs/vllm-qwen3-coder-30b-a3b-tp8-24gb-ampere.log: 12.22 GiB -> 534,064 tokens, 2.04x.
+    open_page(page, site + "#model=Qwen/Qwen3-30B-A3B&tp=8&context=262144&engine=vllm&kv-memory-gib=12.22")
+    settle(page)
+    assert page.evaluate("document.getElementById('advanced').open")
+    log = page.inner_text("#engine-log")
+    assert "Maximum concurrency for 262,144 tokens per request: 2.04x" in log
+    low, high = engine_json(page)["engine_kv_tokens_range"]
+    assert low <= 534_064 <= high and f"between {low:,} and {high:,}" in page.inner_text("#engine-why")
+
+
+def test_bad_engine_inputs_say_which_field(page, site):
+    open_page(page, site + LLAMA_H100 + "&engine=vllm")
+    before = metrics(page)
+    page.click("#advanced > summary")
+    page.fill("#kv-memory-gib", "-3")
+    assert page.inner_text("#error-kv-memory-gib") and page.get_attribute("#summary", "data-stale") == "true"
+    assert metrics(page) == before
+    page.fill("#kv-memory-gib", "")
+    page.select_option("#kv-dtype", "q8_0")
+    assert "vllm cannot store" in page.inner_text("#error-kv-dtype")
+    page.select_option("#kv-dtype", "fp8")
+    assert page.get_attribute("#summary", "data-stale") == "false"
+
+
+def test_refusal_is_said_with_vllms_own_words(page, site):
+    open_page(page, site + "#model=openai/gpt-oss-120b&context=131072&engine=vllm&prefill-chunk=1024"
+                           "&gpu=h100-sxm-80gb&kv-memory-gib=1.71")
+    settle(page)
+    assert "4.54 GiB KV cache is needed" in page.inner_text("#engine-log")
+    assert metrics(page)["engine_starts"] == "false" and metrics(page)["max_concurrency"] == "0"
