@@ -203,3 +203,19 @@ def test_without_an_engine_every_figure_stays_the_ideal():
     from kvcalc.report import to_json
     data = to_json(evaluate(raw).scenario, plain)
     assert data["engine"] is None and data["engine_kv_tokens"] is None
+
+
+def test_launch_commands_carry_the_prefill_chunk_and_v_type():
+    from kvcalc.launch import launch
+    chosen = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "prefill-chunk": "4096",
+                       "kv-dtype": "q8_0", "kv-dtype-v": "q4_0", "engine": "llama.cpp"}).scenario
+    assert "-ub 4096" in launch(chosen, "llama.cpp").command
+    assert "-ctk q8_0 -ctv q4_0" in launch(chosen, "llama.cpp").command
+    plain = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "prefill-chunk": "4096"}).scenario
+    assert "--max-num-batched-tokens 4096" in launch(plain, "vllm").command
+    assert "--chunked-prefill-size 4096" in launch(plain, "sglang").command
+    default = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}).scenario
+    assert "--max-num-batched-tokens" not in launch(default, "vllm").command
+    assert any("default for this GPU applies (8,192)" in note for note in launch(default, "vllm").notes)
+    said = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "prefill-chunk": "8192"}).scenario
+    assert any("is the engine's default here" in note for note in launch(said, "vllm").notes)

@@ -72,6 +72,19 @@ def _utilization(scenario: Scenario, flag: str, notes: list, engine_default: str
     return [flag, _decimal(scenario.deployment.memory_utilization)]
 
 
+def _prefill_chunk(scenario: Scenario, engine: str, flag: str, notes: list) -> list:
+    """The prefill chunk flag when one was chosen; otherwise say the engine's default for this GPU."""
+    from .engines import default_prefill_chunk
+    default = default_prefill_chunk(engine, scenario.deployment)
+    chosen = scenario.values.get("prefill-chunk")
+    if chosen is None:
+        notes.append(f"no {flag}: the engine's default for this GPU applies ({default:,})")
+        return []
+    if chosen == default:
+        notes.append(f"{flag} {chosen:,} is the engine's default here")
+    return [flag, str(chosen)]
+
+
 def _repo(scenario: Scenario, notes: list) -> str:
     if scenario.model.hf_repo:
         return scenario.model.hf_repo
@@ -91,6 +104,7 @@ def vllm(scenario: Scenario) -> Launch:
             "--max-num-seqs", str(work.batch), "--kv-cache-dtype", kv,
             "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
     args += _utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
+    args += _prefill_chunk(scenario, "vllm", "--max-num-batched-tokens", notes)
     if work.block_size_tokens > 1:
         if work.block_size_tokens not in VLLM_BLOCK_SIZES:
             return Launch("vllm", None, (f"vLLM block sizes are {', '.join(map(str, VLLM_BLOCK_SIZES))}; "
@@ -117,6 +131,7 @@ def sglang(scenario: Scenario) -> Launch:
                      "the memory utilization; activations need the rest")
     if work.block_size_tokens > 1:
         args += ["--page-size", str(work.block_size_tokens)]
+    args += _prefill_chunk(scenario, "sglang", "--chunked-prefill-size", notes)
     return Launch("sglang", _shell_join(args), tuple(notes))
 
 
@@ -127,11 +142,21 @@ def llama_cpp(scenario: Scenario) -> Launch:
         return Launch("llama.cpp", None, (f"llama.cpp cannot store the KV cache as {kv}; its cache types: "
                                           f"{', '.join(LLAMA_CPP_KV)}",))
     cache = LLAMA_CPP_KV[kv]
+    v_name = scenario.values.get("kv-dtype-v")
+    v_cache = cache
+    if v_name is not None:
+        from .precision import precision
+        v_name = precision(v_name, field="kv-dtype-v").name
+        if v_name not in LLAMA_CPP_KV:
+            return Launch("llama.cpp", None, (f"llama.cpp cannot store the V cache as {v_name}; its cache types: "
+                                              f"{', '.join(LLAMA_CPP_KV)}",))
+        v_cache = LLAMA_CPP_KV[v_name]
     model = f"{scenario.model.hf_repo.split('/')[-1]}.gguf" if scenario.model.hf_repo else "MODEL.gguf"
     # -c is the whole cache, shared by the -np parallel slots: context x requests.
     args = ["llama-server", "-m", model, "-c", str(work.context_tokens * work.batch), "-np", str(work.batch),
-            "-ctk", cache, "-ctv", cache, "-ngl", "999"]
-    if cache not in ("f32", "f16", "bf16"):
+            "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
+    args += _prefill_chunk(scenario, "llama.cpp", "-ub", notes)
+    if v_cache not in ("f32", "f16", "bf16"):
         args += ["-fa", "on"]
         notes.append("a quantized V cache needs flash attention (-fa on)")
     notes.append("point -m at a GGUF conversion of the model")

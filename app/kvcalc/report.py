@@ -204,6 +204,12 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
     out.extend("  " + line for line in formula_lines(scenario, result, unit))
+    engine = engine_texts(scenario, result, unit)
+    if engine["title"]:
+        out.append("")
+        out.append(f"Sized as {engine['title']} allocates:")
+        out.extend("  " + line for line in engine["log"].splitlines())
+        out.extend(f"  why: {line}" for line in engine["why"])
     out.extend(f"note: {w}" for w in scenario.warnings)
     return "\n".join(out)
 
@@ -313,11 +319,18 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
     elif engine.budget_source in ("estimate", "overhead-gib") and engine.kv_budget_bytes_per_gpu is not None:
-        what = "estimated" if engine.budget_source == "estimate" else "yours"
-        why.append(f"KV memory per GPU = usable {size(result.usable_bytes_per_gpu, unit)} - weights "
-                   f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(engine.overhead_bytes_per_gpu, unit)}"
-                   f" ({what}) = {size(engine.kv_budget_bytes_per_gpu, unit)}; the exact ideal subtracts only the "
-                   f"overhead you give ({size(scenario.deployment.overhead_bytes, unit)}).")
+        memory = (f"KV memory per GPU = usable {size(result.usable_bytes_per_gpu, unit)} - weights "
+                  f"{size(result.weights_bytes_per_gpu, unit)}")
+        if engine.engine == "vllm" or engine.budget_source == "overhead-gib":
+            what = "estimated" if engine.budget_source == "estimate" else "yours"
+            memory += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what})"
+        memory += f" = {size(engine.kv_budget_bytes_per_gpu, unit)}."
+        if engine.engine == "sglang" and engine.budget_source == "estimate":
+            memory += (" SGLang's mem_fraction_static (your memory utilization) covers weights and the pool; "
+                       "activations and CUDA graphs live in the share it leaves free.")
+        if engine.engine == "llama.cpp":
+            memory += " llama.cpp's compute buffer (a few hundred MiB) is not counted."
+        why.append(memory)
     if engine.engine == "vllm":
         why.append(f"vLLM hands out blocks of {engine.block_size} tokens per layer; a request at "
                    f"{work.context_tokens:,} tokens reserves whole blocks, and sliding-window layers reserve "
