@@ -219,3 +219,14 @@ def test_launch_commands_carry_the_prefill_chunk_and_v_type():
     assert any("default for this GPU applies (8,192)" in note for note in launch(default, "vllm").notes)
     said = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "prefill-chunk": "8192"}).scenario
     assert any("is the engine's default here" in note for note in launch(said, "vllm").notes)
+
+
+def test_vllm_concurrency_from_blocks_at_a_short_context():
+    # vllm-llama-3.1-70b-w8a8-v1-early.log: 1,381 blocks of 16 -> 10.79x at 2,048 tokens
+    # (1381 / cdiv(2048, 16) = 10.789). KV memory that gives exactly 1,381 blocks of Llama 3.1 70B.
+    text = log_text("vllm-llama-3.1-70b-w8a8-v1-early.log")
+    assert "# GPU blocks: 1381" in text and "Maximum concurrency for 2048 tokens per request: 10.79x" in text
+    model = evaluate({"model": "meta-llama/Llama-3.1-70B"}).scenario.model
+    block_bytes = 16 * sum(layer.row_bytes(precision("bf16")) for layer in model.layers)
+    pool, refusal, _ = vllm.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16, 1381 * block_bytes + block_bytes - 1)
+    assert refusal is None and pool.num_blocks == 1381 and f"{float(pool.max_concurrency):.2f}" == "10.79"
