@@ -230,3 +230,30 @@ def test_vllm_concurrency_from_blocks_at_a_short_context():
     block_bytes = 16 * sum(layer.row_bytes(precision("bf16")) for layer in model.layers)
     pool, refusal, _ = vllm.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16, 1381 * block_bytes + block_bytes - 1)
     assert refusal is None and pool.num_blocks == 1381 and f"{float(pool.max_concurrency):.2f}" == "10.79"
+
+
+def test_sglang_derives_its_memory_fraction_and_chunk_from_the_gpu():
+    # server_args.py _handle_gpu_memory_settings: H100 (< 90 GiB): chunk 8192, cuda_graph_max_bs 256
+    # under tp 4; reserved = 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 MiB, at least 10 GiB over 60 GiB.
+    memory = 81_559 << 20                               # an H100's 81,559 MiB
+    chunk, graph_bs, fraction = sglang.defaults(memory, 1, 1)
+    reserved = 512 + 8192 * 1.5 + 256 * 2 + 1 / 8 * 1024
+    assert (chunk, graph_bs) == (8192, 256) and float(fraction) == round((81_559 - reserved) / 81_559, 3)
+    assert sglang.defaults(24 << 30, 1, 1)[:2] == (2048, 24) and sglang.defaults(192 << 30, 8, 1)[:2] == (16384, 512)
+
+
+def test_sglang_estimate_is_close_to_a_real_pool():
+    # sglang-qwen3-8b-tp1-mfs090.log: 404,890 tokens at --mem-fraction-static 0.9 on one H100.
+    # The CUDA-context constant was read from this same log, so this guards the arithmetic, not
+    # the constant's generality.
+    engine = evaluate({"model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb", "engine": "sglang",
+                       "memory-utilization": "0.9", "context": "8096"}).result.engine
+    assert abs(engine.kv_tokens - 404_890) / 404_890 < 0.002
+
+
+def test_sglang_keeps_one_pool_for_gemma_and_gpt_oss():
+    # server_args.py: hybrid SWA memory is disabled for Gemma 2/3 and gpt-oss: every layer full.
+    model = evaluate({"model": "google/gemma-3-27b-it"}).scenario.model
+    pool = sglang.allocate(model, precision("bf16"), 1, 1, 8192, 40 * GIB)
+    assert pool.swa_tokens is None
+    assert pool.k_bytes == (pool.kv_tokens + 1) * sum(l.kv_heads * l.head_dim * 2 for l in model.layers)

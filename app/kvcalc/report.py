@@ -319,15 +319,16 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
     elif engine.budget_source in ("estimate", "overhead-gib") and engine.kv_budget_bytes_per_gpu is not None:
-        memory = (f"KV memory per GPU = usable {size(result.usable_bytes_per_gpu, unit)} - weights "
+        usable = engine.kv_budget_bytes_per_gpu + result.weights_bytes_per_gpu + (engine.overhead_bytes_per_gpu or 0)
+        memory = (f"KV memory per GPU = usable {size(usable, unit)} - weights "
                   f"{size(result.weights_bytes_per_gpu, unit)}")
-        if engine.engine == "vllm" or engine.budget_source == "overhead-gib":
+        if engine.overhead_bytes_per_gpu:
             what = "estimated" if engine.budget_source == "estimate" else "yours"
             memory += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what})"
         memory += f" = {size(engine.kv_budget_bytes_per_gpu, unit)}."
         if engine.engine == "sglang" and engine.budget_source == "estimate":
-            memory += (" SGLang's mem_fraction_static (your memory utilization) covers weights and the pool; "
-                       "activations and CUDA graphs live in the share it leaves free.")
+            memory += (" SGLang's mem_fraction_static covers weights and the pool; activations and CUDA graphs "
+                       "live in the share it leaves free; the overhead is its CUDA context, measured on an H100.")
         if engine.engine == "llama.cpp":
             memory += " llama.cpp's compute buffer (a few hundred MiB) is not counted."
         why.append(memory)
@@ -347,5 +348,5 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     if ideal_concurrency is not None and conc is not None:
         why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "
                    f"{name} {float(conc):,.2f}.")
-    why.extend(note[:1].upper() + note[1:] for note in engine.notes)
+    why.extend(engine.notes)
     return {"title": name, "metrics": metrics, "why": why, "log": "\n".join(engine.log)}

@@ -60,15 +60,14 @@ def default_prefill_chunk(engine: str, deployment) -> int:
     if engine == "vllm":
         return vllm.default_prefill_chunk(deployment.gpu_memory_bytes, deployment.gpu_name)
     if engine == "sglang":
-        # server_args.py: chunked_prefill_size 8192 on GPUs with more than 60 GB (2048 under 35 GB,
-        # 4096 between), tiered by memory.
-        memory = deployment.gpu_memory_bytes or 0
-        return 8192 if memory > 60 * GIB else 4096 if memory > 35 * GIB else 2048
+        return sglang.defaults(deployment.gpu_memory_bytes, deployment.tp, deployment.pp)[0]
     return llamacpp.DEFAULT_UBATCH
 
 
 def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[int | None, int]:
     """(activation peak, everything subtracted besides weights) per GPU, estimated."""
+    if engine == "sglang":
+        return None, sglang.CONTEXT_BYTES      # activations live in what mem_fraction_static leaves
     if engine != "vllm":
         return None, 0
     hidden = model.hidden_size
@@ -95,6 +94,16 @@ def size(scenario, result, values: dict) -> EngineResult:
         budget = int(values["kv-memory-gib"] * GIB)
         source = "kv-memory-gib"
     elif result.usable_bytes_per_gpu is not None and result.weights_bytes_per_gpu is not None:
+        usable = result.usable_bytes_per_gpu
+        if engine == "sglang":
+            _, _, fraction = sglang.defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk)
+            if "memory-utilization" in values:
+                notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
+                             f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
+            else:
+                usable = int(dep.gpu_memory_bytes * fraction)
+                notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
+                             "prefill chunk and parallelism (server_args.py).")
         if "overhead-gib" in values and values["overhead-gib"] > 0:
             overhead = dep.overhead_bytes
             source = "overhead-gib"
@@ -102,9 +111,9 @@ def size(scenario, result, values: dict) -> EngineResult:
             activation, overhead = estimate_overhead(engine, model, dep.tp, chunk)
             source = "estimate"
             if engine == "vllm":
-                notes.append(f"the overhead is an estimate ({ACTIVATION_ERROR}): paste "
+                notes.append(f"The overhead is an estimate ({ACTIVATION_ERROR}): paste "
                              "\"Available KV cache memory\" from your log as kv-memory-gib for exact figures")
-        budget = result.usable_bytes_per_gpu - result.weights_bytes_per_gpu - overhead
+        budget = usable - result.weights_bytes_per_gpu - overhead
     sizing = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp}[engine]
     out = sizing(scenario, values, chunk, budget, activation, overhead, source, notes)
     spread = None
@@ -125,7 +134,7 @@ def _vllm(scenario, values, chunk, budget, activation, overhead, source, notes) 
         notes.append(why)
     if budget is None:
         return EngineResult("vllm", block, chunk, None, None, None, None, None, None, None, activation, overhead,
-                            source, (), tuple(notes + ["give a GPU and the weights, or kv-memory-gib, for vLLM's figures"]))
+                            source, (), tuple(notes + ["Give a GPU and the weights, or the KV memory from a log, for vLLM's figures."]))
     pool, refusal, longest = vllm.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk,
                                            block, budget)
     log = vllm.log_lines(pool, refusal, budget, work.context_tokens)
@@ -141,7 +150,7 @@ def _sglang(scenario, values, chunk, budget, activation, overhead, source, notes
     page = values.get("block-size") or 1
     if budget is None:
         return EngineResult("sglang", page, chunk, None, None, None, None, None, None, None, activation, overhead,
-                            source, (), tuple(notes + ["give a GPU and the weights, or kv-memory-gib, for SGLang's figures"]))
+                            source, (), tuple(notes + ["Give a GPU and the weights, or the KV memory from a log, for SGLang's figures."]))
     pool = sglang.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget, page)
     starts = pool.kv_tokens > 0
     refusal = None if starts else ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")

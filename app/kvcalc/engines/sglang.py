@@ -18,7 +18,35 @@ from fractions import Fraction
 from ..errors import InputError
 
 GIB = 1 << 30
+MIB = 1 << 20
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
+# server_args.py _handle_model_specific_adjustments: these keep one full-size pool for every layer.
+NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3nForCausalLM",
+                 "Gemma3nForConditionalGeneration", "GptOssForCausalLM", "Olmo2ForCausalLM")
+# Memory the process holds before the pool besides the weights (CUDA context, allocator): 0.81 GiB
+# in tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log (H100: total - avail after load - weights).
+CONTEXT_BYTES = 830 * MIB
+
+# _handle_gpu_memory_settings: (below this many MiB of GPU memory, chunked_prefill_size,
+# cuda_graph_max_bs under tp 4, from tp 4).
+_TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 32, 160),
+          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
+
+
+def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None) -> tuple[int, int, Fraction]:
+    """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as SGLang picks them."""
+    if gpu_memory_bytes is None:
+        return chunk or 4096, 160, Fraction(88, 100)
+    mib = gpu_memory_bytes / MIB
+    for limit, tier_chunk, small_bs, big_bs in _TIERS:
+        if limit is None or mib < limit:
+            break
+    chunk = chunk or tier_chunk
+    graph_bs = small_bs if tp < 4 else big_bs
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
 
 
 @dataclass(frozen=True)
@@ -68,6 +96,9 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
     first = stages[0]
     swa_tokens = None
     sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    hybrid = sliding and len(sliding) < len(model.layers) and model.architecture not in NO_HYBRID_SWA
+    if not hybrid:
+        sliding = []          # one pool: every layer holds every token
     full_tokens = tokens
     if sliding:
         full_n, swa_n = len(model.layers) - len(sliding), len(sliding)
@@ -80,11 +111,11 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
         if layer.held_range(1) is None:
             continue
         k, v = _kv_split(layer, precision, tp)
-        rows = (swa_tokens if layer.kind == "sliding" else full_tokens) + page_size
+        rows = (swa_tokens if sliding and layer.kind == "sliding" else full_tokens) + page_size
         k_bytes += rows * k
         v_bytes += rows * v
-    per_request = sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window) if layer.kind == "sliding"
-                                                              else context)
+    per_request = sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
+                                                              if sliding and layer.kind == "sliding" else context)
                       for layer in first if layer.held_range(1) is not None)
     concurrency = Fraction(full_tokens, context)
     if swa_tokens is not None:

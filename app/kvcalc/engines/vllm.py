@@ -199,7 +199,7 @@ def block_size_for(model, gpu_name: str | None, block_size: int | None) -> tuple
     if block_size and block_size > 1:
         return block_size, None
     if any(layer.kind == "mla" for layer in model.layers) and gpu_name and _flash_mla_gpu(gpu_name):
-        return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA"
+        return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA."
     return DEFAULT_BLOCK, None
 
 
