@@ -96,7 +96,8 @@ def test_vllm_refusal_estimates_the_longest_model_length(gib, estimate):
     assert f"estimated maximum model length is {estimate}" in text and "(62.00 GiB KV cache is needed" in text
     model = model_from_config(QWEN3_CODER_480B)
     low, high = vllm_range(model, "bf16", 1, 1, 262144, 8192, 16, gib)
-    assert low[0] is None and "(62.00 GiB KV cache is needed" in low[1]
+    # That release printed GiB with two decimals; current vLLM prints round(x, 2): "62.0".
+    assert low[0] is None and "(62.0 GiB KV cache is needed" in low[1]
     assert low[2] <= estimate <= high[2]
 
 
@@ -137,7 +138,7 @@ def test_llamacpp_quantized_cache_matches_the_log():
     assert "K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB" in text
     engine = evaluate({"model": "Qwen/Qwen2.5-32B", "engine": "llama.cpp", "context": "32768",
                        "kv-dtype": "q8_0"}).result.engine
-    assert "K (q8_0):  2176.00 MiB, V (q8_0):  2176.00 MiB" in engine.log[0]
+    assert "K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB" in engine.log[0]
     assert engine.kv_tokens == 32768
 
 
@@ -146,7 +147,7 @@ def test_llamacpp_f16_cache_of_a_llama2_7b():
     assert "KV self size  = 2048.00 MiB, K (f16): 1024.00 MiB" in log_text("llamacpp-llama2-7b-class-cpu-unified-4k.log")
     engine = evaluate({"model": "meta-llama/Llama-2-7b-hf", "engine": "llama.cpp", "context": "4096",
                        "kv-dtype": "fp16"}).result.engine
-    assert "size =  2048.00 MiB (  4096 cells,  32 layers, 1/1 seqs), K (f16):  1024.00 MiB" in engine.log[0]
+    assert "size = 2048.00 MiB (  4096 cells,  32 layers,  1/1 seqs), K (f16): 1024.00 MiB" in engine.log[0]
 
 
 def test_llamacpp_iswa_cells_and_separate_v_type():
@@ -192,7 +193,7 @@ def test_log_format_prints_what_the_engine_would():
     out = io.StringIO()
     assert run(["--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "40",
                 "--format", "log"], stdout=out) == 0
-    assert out.getvalue().splitlines() == ["Available KV cache memory: 40.00 GiB", "GPU KV cache size: 327,680 tokens",
+    assert out.getvalue().splitlines() == ["Available KV cache memory: 40.0 GiB", "GPU KV cache size: 327,680 tokens",
                                            "Maximum concurrency for 8,192 tokens per request: 40.00x"]
 
 
@@ -257,3 +258,47 @@ def test_sglang_keeps_one_pool_for_gemma_and_gpt_oss():
     pool = sglang.allocate(model, precision("bf16"), 1, 1, 8192, 40 * GIB)
     assert pool.swa_tokens is None
     assert pool.k_bytes == (pool.kv_tokens + 1) * sum(l.kv_heads * l.head_dim * 2 for l in model.layers)
+
+
+def test_vllm_refuses_at_the_first_worker_that_cannot_hold_a_request():
+    # kv_cache_utils.get_kv_cache_configs checks workers in rank order: with 10 layers over pp 4
+    # (2, 3, 3, 2 layers) stage 0 fails first, needing 1.0 GiB, and its own estimate is given.
+    engine = evaluate({"layers": "10", "kv-heads": "8", "head-dim": "128", "pp": "4", "gpus": "4",
+                       "context": "131072", "engine": "vllm", "kv-memory-gib": "0.9"}).result.engine
+    assert "(1.0 GiB KV cache is needed" in engine.refusal and engine.max_model_len == 117_952
+
+
+def test_vllm_hybrid_padding_and_current_kv_cache_size():
+    # Gemma 3 27B: 52 sliding + 10 full layers -> groups of 10, 8 padding layers (15.38%); current
+    # vLLM logs max_concurrency x max_model_len as the KV cache size.
+    engine = evaluate({"model": "google/gemma-3-27b-it", "engine": "vllm", "kv-memory-gib": "40",
+                       "context": "131072"}).result.engine
+    assert "Add 8 padding layers, may waste at most 15.38% KV cache memory" in engine.log
+    assert engine.kv_tokens == int(engine.max_concurrency * 131072)
+
+
+def test_vllm_uses_its_default_utilization_when_none_is_given():
+    given = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
+                      "memory-utilization": "0.9"}).result.engine
+    default = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"}).result.engine
+    assert default.kv_budget_bytes_per_gpu == given.kv_budget_bytes_per_gpu
+
+
+def test_sglang_splits_pools_only_for_its_hybrid_architectures():
+    oss = evaluate({"model": "openai/gpt-oss-20b", "engine": "sglang", "kv-memory-gib": "20"}).result.engine
+    assert "full_layer_tokens=485451, swa_layer_tokens=388360" in oss.log[0]
+    gemma = evaluate({"model": "google/gemma-3-27b-it", "engine": "sglang", "kv-memory-gib": "20"}).result.engine
+    assert not any("sliding window memory pool" in line for line in gemma.log)
+
+
+def test_llamacpp_window_layers_only_where_llama_cpp_has_iswa():
+    # Mistral 7B v0.1 (llama arch) and Phi-3 keep every token: no separate SWA cache.
+    mistral = evaluate({"model": "mistralai/Mistral-7B-v0.1", "engine": "llama.cpp", "context": "32768"}).result.engine
+    assert len(mistral.log) == 1 and "size = 4096.00 MiB ( 32768 cells" in mistral.log[0]
+
+
+def test_llamacpp_split_over_gpus_and_its_limits():
+    raw = {"model": "meta-llama/Llama-3.1-70B", "engine": "llama.cpp", "gpu": "h100-sxm-80gb", "context": "65536"}
+    assert evaluate(dict(raw, gpus="2")).result.engine.starts is True
+    errors = evaluate(dict(raw, batch="300")).errors
+    assert errors and errors[0].field == "batch" and "256" in errors[0].message

@@ -91,6 +91,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raise evaluation.errors[0]
         if fmt == "log" and evaluation.result.engine is None:
             raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
+        if fmt == "log" and not evaluation.result.engine.log:
+            raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
+                                       "weights, or --kv-memory-gib")
         if engine is not None:
             command = launch(evaluation.scenario, engine)
             if command.command is None:

@@ -155,7 +155,10 @@ def llama_cpp(scenario: Scenario) -> Launch:
     # -c is the whole cache, shared by the -np parallel slots: context x requests.
     args = ["llama-server", "-m", model, "-c", str(work.context_tokens * work.batch), "-np", str(work.batch),
             "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
-    args += _prefill_chunk(scenario, "llama.cpp", "-ub", notes)
+    ubatch = _prefill_chunk(scenario, "llama.cpp", "-ub", notes)
+    if ubatch and int(ubatch[1]) > 2048:
+        args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to 2048
+    args += ubatch
     if v_cache not in ("f32", "f16", "bf16"):
         args += ["-fa", "on"]
         notes.append("a quantized V cache needs flash attention (-fa on)")

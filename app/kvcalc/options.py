@@ -335,8 +335,7 @@ def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:
     from .engines import size
     engine = size(scenario, result, values)
     concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
-    return replace(result, engine=engine, max_concurrency=concurrency,
-                   kv_budget_bytes_per_gpu=engine.kv_budget_bytes_per_gpu)
+    return replace(result, engine=engine, max_concurrency=concurrency)
 
 
 def canonical_value(name: str, value):

@@ -159,8 +159,9 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
         if stage_private and result.kv_budget_bytes_per_gpu >= 0:
             shared_text = f"({size(result.kv_budget_bytes_per_gpu, unit)} - {size(stage_shared, unit)} shared)" \
                 if stage_shared else size(result.kv_budget_bytes_per_gpu, unit)
+            ideal = result.engine.ideal_max_concurrency if result.engine is not None else result.max_concurrency
             lines.append(f"Max concurrency = floor({shared_text} / {size(stage_private, unit)} per request per GPU)"
-                         f" = {result.max_concurrency:,}")
+                         f" = {ideal:,}" + (" (the exact ideal; the engine's rules are below)" if result.engine else ""))
         if result.max_context is not None:
             why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
             lines.append(f"Max context for {plural(work.batch, 'request')} = {plural(result.max_context, 'token')}"

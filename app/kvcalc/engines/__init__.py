@@ -10,6 +10,7 @@ from ..errors import InputError
 from . import llamacpp, sglang, vllm
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
+VLLM_DEFAULT_UTILIZATION = Fraction(9, 10)     # vllm/config/cache.py gpu_memory_utilization
 GIB = 1 << 30
 ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
@@ -95,6 +96,9 @@ def size(scenario, result, values: dict) -> EngineResult:
         source = "kv-memory-gib"
     elif result.usable_bytes_per_gpu is not None and result.weights_bytes_per_gpu is not None:
         usable = result.usable_bytes_per_gpu
+        if engine == "vllm" and "memory-utilization" not in values:
+            usable = int(dep.gpu_memory_bytes * VLLM_DEFAULT_UTILIZATION)
+            notes.append("vLLM's default --gpu-memory-utilization 0.9 is used (set a memory utilization to change it).")
         if engine == "sglang":
             _, _, fraction = sglang.defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk)
             if "memory-utilization" in values:
@@ -165,7 +169,11 @@ def _llamacpp(scenario, values, chunk, budget, activation, overhead, source, not
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
     pool = llamacpp.allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
-    starts = None if budget is None else pool.bytes_total <= budget
+    on_gpu = llamacpp.bytes_on_busiest_gpu(model, pool, dep.gpus)
+    starts = None if budget is None else on_gpu <= budget
+    if dep.gpus > 1:
+        notes.append(f"llama.cpp splits layers over the {dep.gpus} GPUs; the busiest holds "
+                     f"{on_gpu / GIB:.2f} GiB of the cache.")
     refusal = None
     if starts is False:
         refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"

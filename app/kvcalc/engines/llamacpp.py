@@ -21,6 +21,12 @@ from ..errors import InputError
 MIB = 1 << 20
 PAD = 256
 DEFAULT_UBATCH = 512
+LLAMA_MAX_SEQ = 256                  # src/llama-cparams.h
+N_BATCH = 2048                       # default -b; n_ubatch = min(n_batch, n_ubatch), so a larger -ub needs -b
+# Architectures whose sliding layers llama.cpp gives their own cache (LLAMA_SWA_TYPE_STANDARD in
+# src/llama-model.cpp). Others with a window in config.json (Mistral's llama arch, Phi-3, where
+# "Phi SWA is currently disabled") keep every token in every layer.
+ISWA_ARCHITECTURES = ("Gemma2", "Gemma3", "Gemma4", "Cohere2", "GptOss", "Exaone4")
 GGML_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_1": "q5_1", "q5_0": "q5_0",
               "q4_1": "q4_1", "q4_0": "q4_0", "iq4_nl": "iq4_nl"}
 
@@ -40,6 +46,7 @@ class Cache:
 @dataclass(frozen=True)
 class Pool:
     caches: tuple[Cache, ...]     # the main cache, then the sliding-window cache of iSWA models
+    layer_bytes: tuple[int, ...]  # each layer's K and V, in model order (for the split over GPUs)
     seqs: int
     unified: bool
     k_type: str
@@ -67,10 +74,15 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
     if any(layer.kind in ("mla", "state", "chunked") for layer in model.layers):
         raise InputError("engine", "llama.cpp's caches for MLA, recurrent and chunked-attention layers are "
                                    "not modelled yet, so llama.cpp figures for this model are refused")
+    if seqs > LLAMA_MAX_SEQ:
+        raise InputError("batch", f"llama.cpp serves at most {LLAMA_MAX_SEQ} parallel sequences (-np)")
+    if context * seqs >= 1 << 32:
+        raise InputError("context", "llama.cpp's context (-c = context x requests) must be under 2^32 tokens")
     n_ctx = _pad(context * seqs)
     n_ctx_seq = n_ctx if unified else _pad(n_ctx // seqs)
-    full = [layer for layer in model.layers if layer.kind == "full"]
-    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    iswa = any(name in (model.architecture or "") for name in ISWA_ARCHITECTURES)
+    full = [layer for layer in model.layers if layer.kind == "full" or (layer.kind == "sliding" and not iswa)]
+    sliding = [layer for layer in model.layers if layer.kind == "sliding" and iswa]
     caches = []
 
     def cache(layers, cells_per_stream, streams):
@@ -80,24 +92,46 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
                      v * cells_per_stream * streams)
 
     streams = 1 if unified else seqs
+    swa_cells = None
     if full or not sliding:
         caches.append(cache(full, n_ctx_seq, streams))
     if sliding:
         window = max(layer.window for layer in sliding)
         swa_cells = _pad(min(n_ctx_seq, window * (seqs if unified else 1) + ubatch))
         caches.append(cache(sliding, swa_cells, streams))
-    return Pool(tuple(caches), seqs, unified, k_type, v_type, caches[0].cells, n_ctx_seq,
+    per_layer = []
+    for layer in model.layers:
+        if layer.held_range(1) is None:
+            per_layer.append(0)
+            continue
+        cells = swa_cells if (layer.kind == "sliding" and iswa) else n_ctx_seq
+        per_cell = k_precision.bytes_for(layer.kv_heads * layer.head_dim) + \
+            v_precision.bytes_for(layer.kv_heads * (layer.v_head_dim or layer.head_dim))
+        per_layer.append(per_cell * cells * streams)
+    return Pool(tuple(caches), tuple(per_layer), seqs, unified, k_type, v_type, caches[0].cells, n_ctx_seq,
                 sum(c.k_bytes + c.v_bytes for c in caches))
+
+
+def bytes_on_busiest_gpu(model, pool: Pool, gpus: int) -> int:
+    """llama.cpp splits layers over GPUs (--split-mode layer, an even split by default): the
+    cache on the GPU that holds the most."""
+    busiest, start = 0, 0
+    for stage in model.stages(gpus):
+        size = sum(stage.values())
+        busiest = max(busiest, sum(pool.layer_bytes[start:start + size]))
+        start += size
+    return busiest
 
 
 def log_lines(pool: Pool) -> list[str]:
     lines = []
-    seqs = f"{pool.seqs}/{1 if pool.unified else pool.seqs}"
+    seqs = f"{pool.seqs:2d}/{1 if pool.unified else pool.seqs}"
     for n, c in enumerate(pool.caches):
         if len(pool.caches) > 1:
             lines.append(f"llama_kv_cache_iswa: creating {'non-SWA' if n == 0 else '    SWA'} KV cache, "
                          f"size = {c.cells} cells")
-        lines.append(f"llama_kv_cache: size = {(c.k_bytes + c.v_bytes) / MIB:8.2f} MiB ({c.cells:6d} cells, "
-                     f"{c.layers:3d} layers, {seqs} seqs), K ({pool.k_type}): {c.k_bytes / MIB:8.2f} MiB, "
-                     f"V ({pool.v_type}): {c.v_bytes / MIB:8.2f} MiB")
+        # src/llama-kv-cache.cpp: "size = %7.2f MiB (%6u cells, %3d layers, %2u/%u seqs), K (%s): %7.2f MiB, ..."
+        lines.append(f"llama_kv_cache: size = {(c.k_bytes + c.v_bytes) / MIB:7.2f} MiB ({c.cells:6d} cells, "
+                     f"{c.layers:3d} layers, {seqs} seqs), K ({pool.k_type}): {c.k_bytes / MIB:7.2f} MiB, "
+                     f"V ({pool.v_type}): {c.v_bytes / MIB:7.2f} MiB")
     return lines

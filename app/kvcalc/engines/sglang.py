@@ -20,9 +20,10 @@ from ..errors import InputError
 GIB = 1 << 30
 MIB = 1 << 20
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
-# server_args.py _handle_model_specific_adjustments: these keep one full-size pool for every layer.
-NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3nForCausalLM",
-                 "Gemma3nForConditionalGeneration", "GptOssForCausalLM", "Olmo2ForCausalLM")
+# configs/model_config.py is_hybrid_swa_model: only these architectures get separate full and
+# sliding-window pools; every other model keeps one full-size pool for all its layers (Gemma 2/3,
+# Mistral, Phi-3). Releases differ for gpt-oss: some disabled its split pools.
+HYBRID_SWA_ARCHITECTURES = ("Llama4", "GptOss", "MiMoV2", "Step3p5", "Gemma4")
 # Memory the process holds before the pool besides the weights (CUDA context, allocator): 0.81 GiB
 # in tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log (H100: total - avail after load - weights).
 CONTEXT_BYTES = 830 * MIB
@@ -96,7 +97,8 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
     first = stages[0]
     swa_tokens = None
     sliding = [layer for layer in model.layers if layer.kind == "sliding"]
-    hybrid = sliding and len(sliding) < len(model.layers) and model.architecture not in NO_HYBRID_SWA
+    hybrid = sliding and len(sliding) < len(model.layers) and any(
+        name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES)
     if not hybrid:
         sliding = []          # one pool: every layer holds every token
     full_tokens = tokens

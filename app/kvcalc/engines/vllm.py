@@ -33,8 +33,8 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def format_gib(n: int) -> str:
-    # vllm/utils/mem_utils.py format_gib: two decimals of GiB.
-    return f"{n / GIB:.2f}"
+    # vllm/utils/mem_utils.py format_gib: round(GiB, 2) as Python prints it ("24.0", "4.54").
+    return str(round(n / GIB, 2))
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Pool:
     max_concurrency: Fraction      # "Maximum concurrency for L tokens per request: C x"
     bytes_per_request: int         # what one request at max_model_len reserves on the fullest worker
     groups: int
-    padding_layers: int
+    padding: tuple = ()            # (layers added, % of that type) per padded layer type
 
 
 def specs_of(model, kv_precision, tp: int, block_size: int) -> list:
@@ -102,7 +102,7 @@ def kv_groups(specs: list) -> tuple[list, int]:
         raise InputError("engine", "the model keeps no KV cache, so vLLM allocates no KV blocks")
     if len({s.slots() for _, s in cached}) == 1:
         # Every layer needs the same token slots: one group, each layer its own page size.
-        return [Group(None, tuple(i for i, _ in cached))], 0
+        return [Group(None, tuple(i for i, _ in cached))], []
     by_spec: dict = {}
     for i, s in cached:
         by_spec.setdefault(s, []).append(i)
@@ -118,11 +118,13 @@ def kv_groups(specs: list) -> tuple[list, int]:
     group_size = min(counts)
     if max(counts) < group_size * 1.5:
         group_size = max(counts)
-    groups, padding = [], 0
+    groups, padding = [], []
     for s, layers in unified.items():
         layers = sorted(layers)
         n_groups = _cdiv(len(layers), group_size)
-        padding += n_groups * group_size - len(layers)
+        if n_groups * group_size > len(layers):
+            added = n_groups * group_size - len(layers)
+            padding.append((added, added / len(layers) * 100))
         groups.extend(Group(s, tuple(layers[i::n_groups])) for i in range(n_groups))
     return groups, padding
 
@@ -155,31 +157,39 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
         start += size
     stages = [s for s in stages if any(specs[i] is not None for i in s)]
 
-    def fits(length: int) -> bool:
-        return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= available_bytes for s in stages)
-
-    longest = 0
-    if available_bytes > 0 and fits(1):
+    def longest_on(workers) -> int:
+        """vLLM's binary search for the longest max_model_len these workers hold."""
+        def fits(length: int) -> bool:
+            return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= available_bytes for s in workers)
+        if available_bytes <= 0 or not fits(1):
+            return 0
         lo, hi = 1, model_len
-        while lo < hi:                        # largest length that fits, at most model_len
+        while lo < hi:
             mid = (lo + hi + 1) // 2
             if fits(mid):
                 lo = mid
             else:
                 hi = mid - 1
-        longest = lo
+        return lo
+
     if available_bytes <= 0:
         return None, ("ValueError: No available memory for the cache blocks. Try increasing "
                       "`gpu_memory_utilization` when initializing the engine."), 0
     needs = [_worker_need(groups, specs, s, model_len, prefill_chunk) for s in stages]
-    worst = max(need for _, _, need in needs)
-    if worst > available_bytes:
+    # vLLM checks the workers in rank order and raises at the first that cannot hold one request.
+    failing = [i for i, (_, _, need) in enumerate(needs) if need > available_bytes]
+    if failing:
+        first = failing[0]
+        worst = needs[first][2]
+        longest = longest_on([stages[first]])
         estimate = (f"Based on the available memory, the estimated maximum model length is {longest}. "
                     if longest > 0 else "")
         return None, (f"ValueError: To serve at least one request with the models's max seq len ({model_len}), "
                       f"({format_gib(worst)} GiB KV cache is needed, which is larger than the available KV cache "
                       f"memory ({format_gib(available_bytes)} GiB). {estimate}Try increasing "
                       "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."), longest
+    worst = max(need for _, _, need in needs)
+    longest = model_len
     num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
     if groups[0].spec is None:
         per_request_blocks = max(specs[i].blocks_for(model_len, prefill_chunk) for i in groups[0].layers)
@@ -187,16 +197,25 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
     else:
         per_request_blocks = sum(g.spec.blocks_for(model_len, prefill_chunk) for g in groups)
         min_block = min(g.spec.block_size for g in groups)
+    concurrency = Fraction(num_blocks, per_request_blocks)
     pool = Pool(block_size=min_block, num_blocks=num_blocks,
-                kv_tokens=num_blocks // len(groups) * min_block,
-                max_concurrency=Fraction(num_blocks, per_request_blocks),
-                bytes_per_request=worst, groups=len(groups), padding_layers=padding)
+                # Current vLLM (_report_kv_cache_config) logs max_concurrency x max_model_len as the
+                # KV cache size; releases before it logged num_blocks // groups x block_size.
+                kv_tokens=int(concurrency * model_len),
+                max_concurrency=concurrency,
+                bytes_per_request=worst, groups=len(groups), padding=tuple(padding))
     return pool, None, longest
+
+
+BLOCK_SIZES = (8, 16, 32, 64, 128, 256)      # vllm/config/cache.py BlockSize (1 is for TPU)
 
 
 def block_size_for(model, gpu_name: str | None, block_size: int | None) -> tuple[int, str | None]:
     """The block size vLLM uses, and why when it is not its default of 16."""
     if block_size and block_size > 1:
+        if block_size not in BLOCK_SIZES:
+            raise InputError("block-size", f"vLLM takes block sizes {', '.join(map(str, BLOCK_SIZES))}, "
+                                           f"not {block_size}")
         return block_size, None
     if any(layer.kind == "mla" for layer in model.layers) and gpu_name and _flash_mla_gpu(gpu_name):
         return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA."
@@ -225,8 +244,8 @@ def default_max_num_seqs(gpu_memory_bytes: int | None, gpu_name: str | None) -> 
 def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int) -> list[str]:
     lines = [f"Available KV cache memory: {format_gib(available_bytes)} GiB"]
     if pool is not None:
-        if pool.padding_layers:
-            lines.append(f"Add {pool.padding_layers} padding layers (vLLM's hybrid grouping)")
+        for added, percent in pool.padding:
+            lines.append(f"Add {added} padding layers, may waste at most {percent:.2f}% KV cache memory")
         lines.append(f"GPU KV cache size: {pool.kv_tokens:,} tokens")
         lines.append(f"Maximum concurrency for {model_len:,} tokens per request: {float(pool.max_concurrency):.2f}x")
     if refusal:
