@@ -279,7 +279,7 @@ def test_vllm_hybrid_padding_and_current_kv_cache_size():
 
 def test_vllm_uses_its_default_utilization_when_none_is_given():
     given = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
-                      "memory-utilization": "0.9"}).result.engine
+                      "memory-utilization": "0.92"}).result.engine
     default = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"}).result.engine
     assert default.kv_budget_bytes_per_gpu == given.kv_budget_bytes_per_gpu
 

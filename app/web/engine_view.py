@@ -3,6 +3,7 @@ lines it would print at start-up with these numbers, and why they differ from th
 Every text is the engine's own (`report.engine_texts`)."""
 
 from web.dom import copy_text, el, lines_of, put, view
+from web.results import write_metrics
 
 
 def render(texts: dict) -> None:
@@ -11,11 +12,7 @@ def render(texts: dict) -> None:
     if not shown:
         return
     put("#engine-title", texts["title"])
-    for key, (value, figure, exact) in texts["metrics"].items():
-        selector = f'[data-metric="{key}"]'
-        put(selector + " .figure", figure)
-        put(selector + " .exact", exact)
-        put(selector, value, "value")
+    write_metrics(texts["metrics"])
     put("#engine-log", texts["log"])
     view("#engine-why", item_tag="li").show(lines_of(texts["why"]))
 

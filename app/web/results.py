@@ -8,12 +8,17 @@ from kvcalc.sweep import memory_bar
 from web.dom import lines_of, put, view
 
 
-def render(texts: dict) -> None:
-    for key, (value, figure, exact) in texts["metrics"].items():
+def write_metrics(metrics: dict) -> None:
+    """Each figure: its text, its exact form, and the exact value in data-value."""
+    for key, (value, figure, exact) in metrics.items():
         selector = f'[data-metric="{key}"]'
         put(selector + " .figure", figure)
         put(selector + " .exact", exact)
         put(selector, value, "value")
+
+
+def render(texts: dict) -> None:
+    write_metrics(texts["metrics"])
     put("#model-line", texts["model_line"])
     put("#conditions", texts["conditions"])
     view("#formula", item_tag="li").show(lines_of(texts["formula"]))

@@ -10,7 +10,9 @@ from ..errors import InputError
 from . import llamacpp, sglang, vllm
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
-VLLM_DEFAULT_UTILIZATION = Fraction(9, 10)     # vllm/config/cache.py gpu_memory_utilization
+# vllm/config/cache.py gpu_memory_utilization: 0.92 in current releases (the `vllm serve` docs:
+# "If unspecified, will use the default value of 0.92"); 0.9 before.
+VLLM_DEFAULT_UTILIZATION = Fraction(92, 100)
 GIB = 1 << 30
 ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
@@ -71,6 +73,8 @@ def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[
         return None, sglang.CONTEXT_BYTES      # activations live in what mem_fraction_static leaves
     if engine != "vllm":
         return None, 0
+    # CUDA graphs are captured after the KV cache is allocated and are not subtracted by default
+    # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 in vllm/envs.py), so they are not here either.
     hidden = model.hidden_size
     if not hidden:
         raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden_size, "
@@ -98,7 +102,8 @@ def size(scenario, result, values: dict) -> EngineResult:
         usable = result.usable_bytes_per_gpu
         if engine == "vllm" and "memory-utilization" not in values:
             usable = int(dep.gpu_memory_bytes * VLLM_DEFAULT_UTILIZATION)
-            notes.append("vLLM's default --gpu-memory-utilization 0.9 is used (set a memory utilization to change it).")
+            notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
+                         "set a memory utilization to change it).")
         if engine == "sglang":
             _, _, fraction = sglang.defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk)
             if "memory-utilization" in values:
