@@ -302,3 +302,37 @@ def test_llamacpp_split_over_gpus_and_its_limits():
     assert evaluate(dict(raw, gpus="2")).result.engine.starts is True
     errors = evaluate(dict(raw, batch="300")).errors
     assert errors and errors[0].field == "batch" and "256" in errors[0].message
+
+
+def test_any_engine_input_is_a_figure_or_a_named_error():
+    # Hostile and odd combinations: every evaluation ends in figures or errors naming a field,
+    # never an exception, and what starts has sane figures.
+    from hypothesis import given, settings, strategies as st
+    from kvcalc.presets import model_entries
+    models = [e["id"] for e in model_entries()]
+    number = st.one_of(st.integers(-3, 1 << 22).map(str), st.sampled_from(["0", "1e9", "abc", "", "1,024", "7.5"]))
+    started = []
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(models), st.sampled_from(["vllm", "sglang", "llama.cpp", "VLLM", "tgi"]), number,
+           number, st.sampled_from(["1", "2", "3", "8", "16"]), st.sampled_from(["1", "2", "4"]),
+           st.one_of(st.none(), st.sampled_from(["0.01", "0", "12.22", "1000000", "-1"])),
+           st.one_of(st.none(), number), st.sampled_from(["", "fp8", "q8_0", "bf16", "nvfp4"]),
+           st.sampled_from([None, "h100-sxm-80gb", "rtx-4090-24gb"]))
+    def check(model, engine, context, batch, gpus, pp, memory, chunk, kv, gpu):
+        raw = {"model": model, "engine": engine, "context": context, "batch": batch, "gpus": gpus, "pp": pp,
+               "kv-dtype": kv}
+        for key, value in (("kv-memory-gib", memory), ("prefill-chunk", chunk), ("gpu", gpu)):
+            if value is not None:
+                raw[key] = value
+        evaluation = evaluate(raw)
+        if not evaluation.ok:
+            assert evaluation.errors and all(e.field and e.message for e in evaluation.errors)
+            return
+        engine_result = evaluation.result.engine
+        if engine_result.starts:
+            started.append(engine)
+            assert engine_result.kv_tokens >= 0 and engine_result.max_concurrency >= 0
+            assert engine_result.log
+    check()
+    assert len(started) >= 10, "the strategy must reach engines that start, not only errors"
