@@ -163,9 +163,9 @@ def _sglang(scenario, values, chunk, budget, activation, overhead, source, notes
     pool = sglang.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget, page)
     starts = pool.kv_tokens > 0
     refusal = None if starts else ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
-    longest = pool.kv_tokens if pool.swa_tokens is None else pool.kv_tokens
+    # One request may use the whole full-attention pool.
     return EngineResult("sglang", page, chunk, budget, pool.bytes_per_request, pool.kv_tokens, pool.max_concurrency,
-                        starts, longest, refusal, activation, overhead, source,
+                        starts, pool.kv_tokens, refusal, activation, overhead, source,
                         tuple(sglang.log_lines(pool) + ([refusal] if refusal else [])), tuple(notes))
 
 
