@@ -104,8 +104,8 @@ def test_vllm_refusal_estimates_the_longest_model_length(gib, estimate):
 def test_vllm_refuses_negative_memory_like_the_log():
     # vllm-gpt-oss-120b-h100-default-negative-kv.log: "Available KV cache memory: -2.14 GiB".
     assert "Available KV cache memory: -2.14 GiB" in log_text("vllm-gpt-oss-120b-h100-default-negative-kv.log")
-    pool, refusal, longest = vllm.allocate(model_from_config(QWEN3_06B), precision("bf16"), 1, 1, 4096, 8192, 16,
-                                           int(-2.14 * GIB))
+    pool, refusal, longest, _ = vllm.allocate(model_from_config(QWEN3_06B), precision("bf16"), 1, 1, 4096, 8192, 16,
+                                              int(-2.14 * GIB))
     assert pool is None and refusal.startswith("ValueError: No available memory for the cache blocks") and longest == 0
 
 
@@ -229,7 +229,7 @@ def test_vllm_concurrency_from_blocks_at_a_short_context():
     assert "# GPU blocks: 1381" in text and "Maximum concurrency for 2048 tokens per request: 10.79x" in text
     model = evaluate({"model": "meta-llama/Llama-3.1-70B"}).scenario.model
     block_bytes = 16 * sum(layer.row_bytes(precision("bf16")) for layer in model.layers)
-    pool, refusal, _ = vllm.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16, 1381 * block_bytes + block_bytes - 1)
+    pool, refusal, _, _ = vllm.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16, 1381 * block_bytes + block_bytes - 1)
     assert refusal is None and pool.num_blocks == 1381 and f"{float(pool.max_concurrency):.2f}" == "10.79"
 
 
@@ -336,3 +336,19 @@ def test_any_engine_input_is_a_figure_or_a_named_error():
             assert engine_result.log
     check()
     assert len(started) >= 10, "the strategy must reach engines that start, not only errors"
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_vllm_hybrid_state_pages_set_the_block_size(tp):
+    # vLLM PR #32492 (vllm-project/vllm): "qwen3-next model uses non-standard block size (544)".
+    # _align_hybrid_block_size: 16 x cdiv(state page, 16 x one token's attention bytes), the state
+    # page padded to the attention page; groups of 12 (12 full, 36 gated-deltanet layers).
+    engine = evaluate({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "tp": str(tp), "engine": "vllm",
+                       "kv-memory-gib": "20", "context": "32768"}).result.engine
+    assert engine.log[0] == ("Setting attention block size to 544 tokens to ensure that attention page size is "
+                             ">= mamba page size.")
+    assert engine.log[1].startswith("Padding mamba page size by 1.49%") and engine.block_size == 544
+    # Per request: cdiv(32768, 544) attention pages + 2 state pages (align mode) for each of 3 groups.
+    page = 544 * (2048 // tp)
+    blocks = int(20 * GIB) // page // 12
+    assert engine.max_concurrency == Fraction(blocks, -(-32768 // 544) + 3 * 2)

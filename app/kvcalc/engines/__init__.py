@@ -144,11 +144,11 @@ def _vllm(scenario, values, chunk, budget, activation, overhead, source, notes) 
     if budget is None:
         return EngineResult("vllm", block, chunk, None, None, None, None, None, None, None, activation, overhead,
                             source, (), tuple(notes + ["Give a GPU and the weights, or the KV memory from a log, for vLLM's figures."]))
-    pool, refusal, longest = vllm.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk,
-                                           block, budget)
-    log = vllm.log_lines(pool, refusal, budget, work.context_tokens)
+    pool, refusal, longest, config_lines = vllm.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
+                                                         chunk, block, budget, work.state_precision)
+    log = vllm.log_lines(pool, refusal, budget, work.context_tokens, config_lines)
     return EngineResult(
-        "vllm", block, chunk, budget, None if pool is None else pool.bytes_per_request,
+        "vllm", block if pool is None else pool.block_size, chunk, budget, None if pool is None else pool.bytes_per_request,
         None if pool is None else pool.kv_tokens, None if pool is None else pool.max_concurrency,
         pool is not None, work.context_tokens if pool is not None else longest, refusal,
         activation, overhead, source, tuple(log), tuple(notes))

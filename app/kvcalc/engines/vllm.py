@@ -37,23 +37,32 @@ def format_gib(n: int) -> str:
     return str(round(n / GIB, 2))
 
 
+# Mamba / linear-attention state with prefix caching on (vLLM's default): mamba_cache_mode
+# "align" keeps two state pages per request (MambaSpec.max_memory_usage_bytes).
+MAMBA_ALIGN_PAGES = 2
+KERNEL_BLOCK_ALIGNMENT = 16       # the smallest kernel block of the CUDA attention backends
+
+
 @dataclass(frozen=True)
 class Spec:
     """One layer's cache as vLLM's KV cache manager sees it on one rank."""
-    kind: str                # full, mla, sliding, chunked
-    token_bytes: int         # one token in this layer on this rank
+    kind: str                # full, mla, sliding, chunked, mamba
+    token_bytes: int         # one token in this layer on this rank (0 for mamba)
     block_size: int
     window: int = 0          # sliding window or attention chunk
+    state_bytes: int = 0     # mamba: the (padded) state page
 
     @property
     def page_bytes(self) -> int:
-        return self.block_size * self.token_bytes
+        return self.state_bytes if self.kind == "mamba" else self.block_size * self.token_bytes
 
     def slots(self) -> tuple:
         """What decides how many token slots a request needs: equal slots share one group."""
         return (self.kind in ("full", "mla"), self.window if self.kind not in ("full", "mla") else 0, self.kind)
 
     def blocks_for(self, model_len: int, prefill_chunk: int) -> int:
+        if self.kind == "mamba":
+            return MAMBA_ALIGN_PAGES
         if self.kind in ("full", "mla"):
             return _cdiv(model_len, self.block_size)
         if self.kind == "sliding":
@@ -79,20 +88,41 @@ class Pool:
     padding: tuple = ()            # (layers added, % of that type) per padded layer type
 
 
-def specs_of(model, kv_precision, tp: int, block_size: int) -> list:
-    """Each layer's spec (None for a layer without a KV cache), in model order."""
+def specs_of(model, kv_precision, state_precision, tp: int, block_size: int) -> tuple[list, int, list]:
+    """Each layer's spec (None for a layer without a KV cache) in model order, the block size,
+    and the lines vLLM logs when a hybrid's state page moves it.
+
+    Hybrids (vllm/platforms/interface.py _align_hybrid_block_size): the attention block grows to
+    16 x cdiv(state page, 16 x one token's attention bytes) so an attention page holds a state,
+    and the state page is padded to exactly that."""
+    attention = [layer for layer in model.layers if layer.kind in ("full", "sliding", "chunked", "mla")]
+    states = [layer.state_bytes(state_precision, tp) for layer in model.layers if layer.kind == "state"]
+    lines, padded = [], 0
+    if states:
+        if not attention:
+            raise InputError("engine", "a model of state-space layers only keeps no attention pages; vLLM's "
+                                       "figures for it are not modelled")
+        token_bytes = attention[0].row_bytes(kv_precision, tp)
+        state_page = max(states)
+        align = max(KERNEL_BLOCK_ALIGNMENT, block_size)
+        needed = align * _cdiv(state_page, align * token_bytes)
+        if block_size < needed:
+            block_size = needed
+            lines.append(f"Setting attention block size to {block_size} tokens to ensure that attention page "
+                         "size is >= mamba page size.")
+        padded = block_size * token_bytes
+        if padded != state_page:
+            lines.append(f"Padding mamba page size by {100 * (padded - state_page) / state_page:.2f}% to ensure "
+                         "that mamba page size and attention page size are exactly equal.")
     out = []
     for layer in model.layers:
         if layer.kind == "state":
-            raise InputError("engine", "vLLM keeps Mamba / linear-attention state in the same block pool with "
-                                       "page sizes unified across layer kinds; that layout is not modelled yet, "
-                                       "so engine figures for this hybrid are refused")
-        if layer.kind == "none" or layer.held_range(1) is None:
+            out.append(Spec("mamba", 0, block_size, 0, padded))
+        elif layer.kind == "none" or layer.held_range(1) is None:
             out.append(None)
-            continue
-        window = getattr(layer, "window", 0)
-        out.append(Spec(layer.kind, layer.row_bytes(kv_precision, tp), block_size, window))
-    return out
+        else:
+            out.append(Spec(layer.kind, layer.row_bytes(kv_precision, tp), block_size, getattr(layer, "window", 0)))
+    return out, block_size, lines
 
 
 def kv_groups(specs: list) -> tuple[list, int]:
@@ -109,6 +139,11 @@ def kv_groups(specs: list) -> tuple[list, int]:
     largest = max(s.page_bytes for s in by_spec)
     unified = {}
     for s, layers in by_spec.items():
+        if s.kind == "mamba":
+            if s.page_bytes != largest:
+                raise InputError("engine", "vLLM cannot make this hybrid's state and attention pages equal")
+            unified.setdefault(s, []).extend(layers)
+            continue
         if largest % s.page_bytes:
             raise InputError("engine", "vLLM cannot unify this model's page sizes (one does not divide the "
                                        "other), so it would not start with the hybrid KV cache manager")
@@ -144,11 +179,12 @@ def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
 
 
 def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
-             block_size: int, available_bytes: int) -> tuple[Pool | None, str | None, int]:
+             block_size: int, available_bytes: int, state_precision=None) -> tuple:
     """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
 
-    Returns (pool, refusal message, the longest max_model_len that fits)."""
-    specs = specs_of(model, kv_precision, tp, block_size)
+    Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
+    while it sizes a hybrid's pages)."""
+    specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size)
     groups, padding = kv_groups(specs)
     stages, start = [], 0
     for stage in model.stages(pp):
@@ -174,7 +210,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
 
     if available_bytes <= 0:
         return None, ("ValueError: No available memory for the cache blocks. Try increasing "
-                      "`gpu_memory_utilization` when initializing the engine."), 0
+                      "`gpu_memory_utilization` when initializing the engine."), 0, config_lines
     needs = [_worker_need(groups, specs, s, model_len, prefill_chunk) for s in stages]
     # vLLM checks the workers in rank order and raises at the first that cannot hold one request.
     failing = [i for i, (_, _, need) in enumerate(needs) if need > available_bytes]
@@ -187,7 +223,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
         return None, (f"ValueError: To serve at least one request with the models's max seq len ({model_len}), "
                       f"({format_gib(worst)} GiB KV cache is needed, which is larger than the available KV cache "
                       f"memory ({format_gib(available_bytes)} GiB). {estimate}Try increasing "
-                      "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."), longest
+                      "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."), longest, config_lines
     worst = max(need for _, _, need in needs)
     longest = model_len
     num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
@@ -204,7 +240,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
                 kv_tokens=int(concurrency * model_len),
                 max_concurrency=concurrency,
                 bytes_per_request=worst, groups=len(groups), padding=tuple(padding))
-    return pool, None, longest
+    return pool, None, longest, config_lines
 
 
 BLOCK_SIZES = (8, 16, 32, 64, 128, 256)      # vllm/config/cache.py BlockSize (1 is for TPU)
@@ -241,8 +277,10 @@ def default_max_num_seqs(gpu_memory_bytes: int | None, gpu_name: str | None) -> 
     return 1024 if big and not (gpu_name and "A100" in gpu_name.upper()) else 256
 
 
-def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int) -> list[str]:
-    lines = [f"Available KV cache memory: {format_gib(available_bytes)} GiB"]
+def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int,
+              config_lines=()) -> list[str]:
+    lines = list(config_lines)
+    lines.append(f"Available KV cache memory: {format_gib(available_bytes)} GiB")
     if pool is not None:
         for added, percent in pool.padding:
             lines.append(f"Add {added} padding layers, may waste at most {percent:.2f}% KV cache memory")
