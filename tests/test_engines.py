@@ -352,3 +352,35 @@ def test_vllm_hybrid_state_pages_set_the_block_size(tp):
     page = 544 * (2048 // tp)
     blocks = int(20 * GIB) // page // 12
     assert engine.max_concurrency == Fraction(blocks, -(-32768 // 544) + 3 * 2)
+
+
+def test_vllm_dense_a100_40gb_at_32k():
+    # vllm-qwen3-14b-a100-40g-32k-lmcache.log: 6.51 GiB -> 42,656 tokens, 1.30x at 32,768.
+    text = log_text("vllm-qwen3-14b-a100-40g-32k-lmcache.log")
+    assert "GPU KV cache size: 42,656 tokens" in text and "32,768 tokens per request: 1.30x" in text
+    raw = {"model": "Qwen/Qwen3-14B", "context": "32768", "engine": "vllm", "gpu": "a100-sxm-40gb"}
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("6.51"))
+    assert low.kv_tokens <= 42_656 <= high.kv_tokens
+    assert f"{float(low.max_concurrency):.2f}" <= "1.30" <= f"{float(high.max_concurrency):.2f}"
+
+
+def test_vllm_tensor_parallel_two_at_8k():
+    # vllm-mistral-small-3.1-24b-tp2-8k.log: 16.20 GiB per rank, tp 2 -> 212,352 tokens, 25.92x.
+    # Mistral Small 3.1's text model has the attention of the Mistral Small 3 24B preset.
+    text = log_text("vllm-mistral-small-3.1-24b-tp2-8k.log")
+    assert "GPU KV cache size: 212,352 tokens" in text and "8,192 tokens per request: 25.92x" in text
+    raw = {"model": "mistralai/Mistral-Small-24B-Base-2501", "tp": "2", "context": "8192", "engine": "vllm",
+           "prefill-chunk": "8192"}
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("16.20"))
+    assert low.kv_tokens <= 212_352 <= high.kv_tokens
+    assert float(low.max_concurrency) <= 25.925 and float(high.max_concurrency) >= 25.915
+
+
+def test_llamacpp_llama_70b_cache_as_ollama_prints_it():
+    # llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log: 4096 cells x 80 layers, f16: 1280.00 MiB.
+    assert "KV self size  = 1280.00 MiB, K (f16):  640.00 MiB, V (f16):  640.00 MiB" in \
+        log_text("llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log")
+    engine = evaluate({"model": "meta-llama/Llama-3.3-70B-Instruct", "engine": "llama.cpp", "context": "4096",
+                       "kv-dtype": "fp16"}).result.engine
+    assert "size = 1280.00 MiB (  4096 cells,  80 layers,  1/1 seqs), K (f16):  640.00 MiB, V (f16):  640.00 MiB" \
+        in engine.log[0]
