@@ -384,3 +384,17 @@ def test_llamacpp_llama_70b_cache_as_ollama_prints_it():
                        "kv-dtype": "fp16"}).result.engine
     assert "size = 1280.00 MiB (  4096 cells,  80 layers,  1/1 seqs), K (f16):  640.00 MiB, V (f16):  640.00 MiB" \
         in engine.log[0]
+
+
+def test_sglang_sparse_mla_pool_in_fp8_with_its_indexer():
+    # sglang-deepseek-v32-exp-mla-tp8-dp8.log (SGLang PR #11309): "#tokens: 975424, KV size: 43.67 GB"
+    # with the indexer counted. In fp8 a V3.2 layer holds the fp8_ds_mla latent (656 B) and the
+    # indexer key (128 fp8 + one fp32 scale), 788 B a token; the KV dtype is inferred (SOURCES.md).
+    assert "#tokens: 975424, KV size: 43.67 GB" in log_text("sglang-deepseek-v32-exp-mla-tp8-dp8.log")
+    from support import hf_fixture
+    cfg = dict(hf_fixture("deepseek-ai__DeepSeek-V3.json"), model_type="deepseek_v32", index_head_dim=128)
+    model = model_from_config(cfg)
+    assert model.layers[0].row_bytes(precision("fp8")) == 656 + 132
+    pool = sglang.allocate(model, precision("fp8"), 8, 1, 8192, 975_424 * 788 * 61 + 5, page_size=64)
+    assert pool.kv_tokens == 975_424
+    assert "KV Cache is allocated. #tokens: 975424, KV size: 43.67 GB" in sglang.log_lines(pool)

@@ -88,6 +88,12 @@ class MLAAttention:
     kind = "mla"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        if self.indexer_row_bytes and precision.name.startswith("fp8"):
+            # Sparse MLA (DeepSeek-V3.2) in fp8 is stored as "fp8_ds_mla": the latent in fp8 with
+            # an fp32 scale per 128 elements, the rope part kept in 16 bits, 512 + 16 + 128 = 656
+            # bytes (vLLM MLAAttentionSpec, SGLang calculate_mla_kv_cache_dim).
+            latent = self.kv_lora_rank + -(-self.kv_lora_rank // 128) * 4
+            return latent + self.rope_dim * 2 + self.indexer_row_bytes
         return precision.bytes_for(self.kv_lora_rank + self.rope_dim) + self.indexer_row_bytes
 
     def held_range(self, context_tokens: int):
