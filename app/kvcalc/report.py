@@ -334,9 +334,17 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             memory += " llama.cpp's compute buffer (a few hundred MiB) is not counted."
         why.append(memory)
     if engine.engine == "vllm":
-        why.append(f"vLLM hands out blocks of {engine.block_size} tokens per layer; a request at "
-                   f"{work.context_tokens:,} tokens reserves whole blocks, and sliding-window layers reserve "
-                   f"window - 1 + the prefill chunk ({engine.prefill_chunk:,}) tokens plus one block.")
+        kinds = {layer.kind for layer in scenario.model.layers}
+        line = (f"vLLM hands out blocks of {engine.block_size} tokens per layer; a request at "
+                f"{work.context_tokens:,} tokens reserves whole blocks")
+        if "sliding" in kinds:
+            line += (f", and sliding-window layers reserve window - 1 + the prefill chunk ({engine.prefill_chunk:,}) "
+                     "tokens plus one block")
+        why.append(line + ".")
+        if "state" in kinds:
+            why.append(f"The state layers share the pool: the block grew to {engine.block_size} tokens so one "
+                       "attention page holds a state, and each request keeps two state pages (prefix caching's "
+                       "align mode).")
         why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
                    "printed unrounded.")
     elif engine.engine == "sglang":
