@@ -276,13 +276,15 @@ def _deployment(values: dict, model: Model) -> Deployment:
             raise InputError("pp", f"pp={pp} does not divide gpus={gpus}")
         tp = gpus // pp
 
-    memory = bandwidth = None
+    memory = bandwidth = torch_memory = None
     gpu_name = None
     if "gpu" in values:
         preset = presets.gpu(values["gpu"])
         memory, bandwidth, gpu_name = preset.memory_bytes, preset.bandwidth_bytes_per_s, preset.name
+        torch_memory = preset.torch_memory_bytes
     if "gpu-memory-gib" in values:
         memory = int(values["gpu-memory-gib"] * GIB)
+        torch_memory = None
 
     weights = None
     if "weights-gib" in values:
@@ -297,7 +299,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
-                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name)
+                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ class GPU:
     bandwidth_bytes_per_s: int
     memory_note: str
     source: str
+    torch_memory_bytes: int | None = None   # the total PyTorch reports (what vLLM and SGLang multiply)
+    torch_memory_source: str | None = None
 
 
 @lru_cache(maxsize=None)

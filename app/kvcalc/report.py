@@ -328,8 +328,8 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             memory += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what})"
         memory += f" = {size(engine.kv_budget_bytes_per_gpu, unit)}."
         if engine.engine == "sglang" and engine.budget_source == "estimate":
-            memory += (" SGLang's mem_fraction_static covers weights and the pool; activations and CUDA graphs "
-                       "live in the share it leaves free; the overhead is its CUDA context, measured on an H100.")
+            memory += (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
+                       "context); activations and CUDA graphs live in the share it leaves free.")
         if engine.engine == "llama.cpp":
             memory += " llama.cpp's compute buffer (a few hundred MiB) is not counted."
         why.append(memory)

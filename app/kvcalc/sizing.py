@@ -35,6 +35,7 @@ class Deployment:
     weights_bytes: int | None = None         # whole model
     bandwidth_bytes_per_s: int | None = None  # per GPU
     gpu_name: str | None = None
+    torch_memory_bytes: int | None = None    # per GPU, as PyTorch reports it, where known
 
     @property
     def gpus(self) -> int:

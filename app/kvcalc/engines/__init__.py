@@ -69,9 +69,7 @@ def default_prefill_chunk(engine: str, deployment) -> int:
 
 def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[int | None, int]:
     """(activation peak, everything subtracted besides weights) per GPU, estimated."""
-    if engine == "sglang":
-        return None, sglang.CONTEXT_BYTES      # activations live in what mem_fraction_static leaves
-    if engine != "vllm":
+    if engine != "vllm":                       # SGLang's activations live in what mem_fraction_static leaves
         return None, 0
     # CUDA graphs are captured after the KV cache is allocated and are not subtracted by default
     # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 in vllm/envs.py), so they are not here either.
@@ -99,18 +97,25 @@ def size(scenario, result, values: dict) -> EngineResult:
         budget = int(values["kv-memory-gib"] * GIB)
         source = "kv-memory-gib"
     elif result.usable_bytes_per_gpu is not None and result.weights_bytes_per_gpu is not None:
-        usable = result.usable_bytes_per_gpu
+        # Engines multiply the total PyTorch reports, a few hundred MiB under nvidia-smi's.
+        memory = dep.torch_memory_bytes or dep.gpu_memory_bytes
+        if engine != "llama.cpp" and dep.torch_memory_bytes is None and "gpu-memory-gib" not in values:
+            notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
+                         "a few hundred MiB high.")
+        usable = int(memory * dep.memory_utilization) if engine != "llama.cpp" else result.usable_bytes_per_gpu
         if engine == "vllm" and "memory-utilization" not in values:
-            usable = int(dep.gpu_memory_bytes * VLLM_DEFAULT_UTILIZATION)
+            usable = int(memory * VLLM_DEFAULT_UTILIZATION)
             notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
                          "set a memory utilization to change it).")
         if engine == "sglang":
-            _, _, fraction = sglang.defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk)
+            memory -= sglang.CONTEXT_BYTES
+            usable = int(memory * dep.memory_utilization)
+            _, _, fraction = sglang.defaults(memory, dep.tp, dep.pp, chunk)
             if "memory-utilization" in values:
                 notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                              f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
             else:
-                usable = int(dep.gpu_memory_bytes * fraction)
+                usable = int(memory * fraction)
                 notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
                              "prefill chunk and parallelism (server_args.py).")
         if "overhead-gib" in values and values["overhead-gib"] > 0:
