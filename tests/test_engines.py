@@ -310,10 +310,12 @@ def test_any_engine_input_is_a_figure_or_a_named_error():
     from hypothesis import given, settings, strategies as st
     from kvcalc.presets import model_entries
     models = [e["id"] for e in model_entries()]
-    number = st.one_of(st.integers(-3, 1 << 22).map(str), st.sampled_from(["0", "1e9", "abc", "", "1,024", "7.5"]))
+    plausible = st.integers(1, 1 << 17).map(str)
+    number = st.one_of(plausible, plausible, plausible, st.integers(-3, 1 << 22).map(str),
+                       st.sampled_from(["0", "1e9", "abc", "", "1,024", "7.5"]))
     started = []
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, derandomize=True)     # the same cases on every run
     @given(st.sampled_from(models), st.sampled_from(["vllm", "sglang", "llama.cpp", "VLLM", "tgi"]), number,
            number, st.sampled_from(["1", "2", "3", "8", "16"]), st.sampled_from(["1", "2", "4"]),
            st.one_of(st.none(), st.sampled_from(["0.01", "0", "12.22", "1000000", "-1"])),
