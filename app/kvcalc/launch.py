@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .engines.llamacpp import GGML_TYPES, N_BATCH
 from .options import Scenario
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
@@ -16,9 +17,8 @@ ENGINES = ("vllm", "sglang", "llama.cpp")
 VLLM_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16"}
 # SGLang --kv-cache-dtype choices (server_args.py).
 SGLANG_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
-# llama.cpp -ctk / -ctv cache types (common/arg.cpp).
-LLAMA_CPP_KV = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_1": "q5_1",
-                "q5_0": "q5_0", "q4_1": "q4_1", "q4_0": "q4_0", "iq4_nl": "iq4_nl"}
+# llama.cpp -ctk / -ctv cache types (common/arg.cpp), the same table its sizing uses.
+LLAMA_CPP_KV = GGML_TYPES
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)   # vllm/config/cache.py BlockSize
 # vLLM's MLA backends on NVIDIA (FlashInfer MLA, FlashMLA) take no fp8_e5m2 cache.
 VLLM_MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
@@ -156,8 +156,8 @@ def llama_cpp(scenario: Scenario) -> Launch:
     args = ["llama-server", "-m", model, "-c", str(work.context_tokens * work.batch), "-np", str(work.batch),
             "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
     ubatch = _prefill_chunk(scenario, "llama.cpp", "-ub", notes)
-    if ubatch and int(ubatch[1]) > 2048:
-        args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to 2048
+    if ubatch and int(ubatch[1]) > N_BATCH:
+        args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to N_BATCH
     args += ubatch
     if v_cache not in ("f32", "f16", "bf16"):
         args += ["-fa", "on"]

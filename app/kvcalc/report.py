@@ -224,7 +224,7 @@ def _max_context_text(result: Result) -> str:
     return f"{result.max_context:,} tokens{suffix}"
 
 
-def conditions(scenario: Scenario) -> str:
+def conditions(scenario: Scenario, result: Result) -> str:
     """The inputs every headline figure depends on, in one line."""
     work, dep = scenario.workload, scenario.deployment
     if dep.gpu_name:
@@ -234,8 +234,7 @@ def conditions(scenario: Scenario) -> str:
     else:
         gpus = "no GPU chosen"
     parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
-    engine = scenario.values.get("engine")
-    sized = f" · sized as {ENGINE_TITLES.get(engine, engine)} allocates" if engine else ""
+    sized = f" · sized as {ENGINE_TITLES[result.engine.engine]} allocates" if result.engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
 
@@ -269,7 +268,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     work = generation_work(scenario.workload.context_tokens)
     return {
         "data": data,
-        "conditions": conditions(scenario),
+        "conditions": conditions(scenario, result),
         "engine": engine_texts(scenario, result, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "

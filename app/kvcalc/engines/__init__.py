@@ -81,6 +81,32 @@ def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[
     return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
 
 
+def _usable_memory(engine: str, dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+    """The memory per GPU an engine lets weights and its cache take, decided once per engine."""
+    if engine == "llama.cpp":
+        return ideal_usable             # it allocates what it is asked for, within the GPU's memory
+    # vLLM and SGLang multiply the total PyTorch reports, a few hundred MiB under nvidia-smi's.
+    memory = dep.torch_memory_bytes or dep.gpu_memory_bytes
+    if dep.torch_memory_bytes is None and "gpu-memory-gib" not in values:
+        notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
+                     "a few hundred MiB high.")
+    given = "memory-utilization" in values
+    if engine == "vllm":
+        if not given:
+            notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
+                         "set a memory utilization to change it).")
+        return int(memory * (dep.memory_utilization if given else VLLM_DEFAULT_UTILIZATION))
+    memory -= sglang.CONTEXT_BYTES       # SGLang starts from what is free after its CUDA context
+    _, _, fraction = sglang.defaults(memory, dep.tp, dep.pp, chunk)
+    if given:
+        notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
+                     f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
+        return int(memory * dep.memory_utilization)
+    notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
+                 "prefill chunk and parallelism (server_args.py).")
+    return int(memory * fraction)
+
+
 def size(scenario, result, values: dict) -> EngineResult:
     engine = engine_name(values["engine"])
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
@@ -97,27 +123,7 @@ def size(scenario, result, values: dict) -> EngineResult:
         budget = int(values["kv-memory-gib"] * GIB)
         source = "kv-memory-gib"
     elif result.usable_bytes_per_gpu is not None and result.weights_bytes_per_gpu is not None:
-        # Engines multiply the total PyTorch reports, a few hundred MiB under nvidia-smi's.
-        memory = dep.torch_memory_bytes or dep.gpu_memory_bytes
-        if engine != "llama.cpp" and dep.torch_memory_bytes is None and "gpu-memory-gib" not in values:
-            notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
-                         "a few hundred MiB high.")
-        usable = int(memory * dep.memory_utilization) if engine != "llama.cpp" else result.usable_bytes_per_gpu
-        if engine == "vllm" and "memory-utilization" not in values:
-            usable = int(memory * VLLM_DEFAULT_UTILIZATION)
-            notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
-                         "set a memory utilization to change it).")
-        if engine == "sglang":
-            memory -= sglang.CONTEXT_BYTES
-            usable = int(memory * dep.memory_utilization)
-            _, _, fraction = sglang.defaults(memory, dep.tp, dep.pp, chunk)
-            if "memory-utilization" in values:
-                notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
-                             f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
-            else:
-                usable = int(memory * fraction)
-                notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
-                             "prefill chunk and parallelism (server_args.py).")
+        usable = _usable_memory(engine, dep, values, chunk, notes, result.usable_bytes_per_gpu)
         if "overhead-gib" in values and values["overhead-gib"] > 0:
             overhead = dep.overhead_bytes
             source = "overhead-gib"

@@ -272,11 +272,6 @@ def default_prefill_chunk(gpu_memory_bytes: int | None, gpu_name: str | None) ->
     return 2048
 
 
-def default_max_num_seqs(gpu_memory_bytes: int | None, gpu_name: str | None) -> int:
-    big = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GIB
-    return 1024 if big and not (gpu_name and "A100" in gpu_name.upper()) else 256
-
-
 def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int,
               config_lines=()) -> list[str]:
     lines = list(config_lines)
