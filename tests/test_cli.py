@@ -1,6 +1,5 @@
 """The CLI: `kvcalc` and `python -m kvcalc`, JSON keys, exit 2 with one line on bad input."""
 
-import io
 import json
 import os
 import subprocess
@@ -8,25 +7,11 @@ import sys
 
 import pytest
 
-from kvcalc.cli import run
 from kvcalc.link import encode, encode_config
 
-from support import FIXTURES, ROOT, hf_fixture
+from support import FIXTURES, ROOT, cli, hf_fixture
 
 INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes")
-
-
-def cli(*argv, stdin=None):
-    out, err = io.StringIO(), io.StringIO()
-    if stdin is not None:
-        old = sys.stdin
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
-    try:
-        code = run(list(argv), out, err)
-    finally:
-        if stdin is not None:
-            sys.stdin = old
-    return code, out.getvalue(), err.getvalue()
 
 
 def cli_json(*argv):

@@ -5,16 +5,14 @@ and asserts the logged figure lies between what the two ends give: exact up to t
 precision, never a tolerance of ours."""
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from kvcalc.cli import run
 from kvcalc.hfconfig import model_from_config
 from kvcalc.options import evaluate
 from kvcalc.engines import llamacpp, sglang, vllm
 from kvcalc.precision import precision
-from support import FIXTURES
+from support import FIXTURES, cli
 
 GIB = 1 << 30
 LOGS = FIXTURES / "logs"
@@ -181,19 +179,15 @@ def test_default_prefill_chunks_and_block_sizes():
     (["--format", "log"], "--format: log prints an engine's start-up lines"),
 ])
 def test_bad_engine_input_is_one_line_naming_the_option(args, words):
-    import io
-    out, errors = io.StringIO(), io.StringIO()
-    code = run(["--model", "meta-llama/Llama-3.1-8B"] + args, stdout=out, stderr=errors)
-    err = errors.getvalue()
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", *args)
     assert code == 2 and err.count("\n") == 1 and words in err, err
 
 
 def test_log_format_prints_what_the_engine_would():
-    import io
-    out = io.StringIO()
-    assert run(["--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "40",
-                "--format", "log"], stdout=out) == 0
-    assert out.getvalue().splitlines() == ["Available KV cache memory: 40.0 GiB", "GPU KV cache size: 327,680 tokens",
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "40",
+                       "--format", "log")
+    assert code == 0
+    assert out.splitlines() == ["Available KV cache memory: 40.0 GiB", "GPU KV cache size: 327,680 tokens",
                                            "Maximum concurrency for 8,192 tokens per request: 40.00x"]
 
 
