@@ -1,6 +1,7 @@
 """The build: dist/ holds exactly what a static host needs, the default view is rendered into
 the HTML by the engine, and the offline copy is versioned by content."""
 
+import html
 import json
 import re
 import sys
@@ -21,11 +22,15 @@ def test_default_view_is_prerendered_by_the_engine():
     evaluation = evaluate(form_values(parser.values))
     expected = page_texts(evaluation.scenario, evaluation.result)["metrics"]
     for key, (value, figure, exact) in expected.items():
-        match = re.search(rf'<dd data-metric="{key}" data-value="([^"]*)"><span class="figure">([^<]*)</span> '
-                          r'<span class="exact">([^<]*)</span></dd>', text)
+        match = re.search(rf'<(?:dd|p)[^>]* data-metric="{key}" data-value="([^"]*)"[^>]*><span class="figure">([^<]*)'
+                          r'</span> <span class="exact">([^<]*)</span></(?:dd|p)>', text)
         assert match, key
-        assert match.group(1) == value
-        assert [match.group(2).replace("&#x27;", "'"), match.group(3).replace("&#x27;", "'")] == [figure, exact]
+        assert html.unescape(match.group(1)) == value
+        assert [html.unescape(match.group(2)), html.unescape(match.group(3))] == [figure, exact]
+    # Each figure's condition is written beside it before Python starts.
+    conditions = page_texts(evaluation.scenario, evaluation.result)["metric_conditions"]
+    for key, shown in conditions.items():
+        assert f'<small class="cond" data-cond="{key}">{html.escape(shown)}</small>' in text, key
 
 
 def test_csp_allows_only_this_origin_and_the_boot_flag():

@@ -109,11 +109,18 @@ def default_view(text: str) -> dict:
 def prerender(text: str) -> str:
     texts = default_view(text)
     for key, (value, figure, exact) in texts["metrics"].items():
-        text, n = re.subn(rf'<dd data-metric="{key}" data-value=""><span class="figure">…</span> <span class="exact"></span></dd>',
-                          f'<dd data-metric="{key}" data-value="{value}"><span class="figure">{html.escape(figure)}</span> '
-                          f'<span class="exact">{html.escape(exact)}</span></dd>', text)
+        text, n = re.subn(rf'<(dd|p)( class="\w+")? data-metric="{key}" data-value=""([^>]*)><span class="figure">…</span> '
+                          rf'<span class="exact"></span></(dd|p)>',
+                          lambda m: f'<{m[1]}{m[2] or ""} data-metric="{key}" data-value="{html.escape(value)}"{m[3]}>'
+                                    f'<span class="figure">{html.escape(figure)}</span> '
+                                    f'<span class="exact">{html.escape(exact)}</span></{m[4]}>', text)
         if n != 1:
             sys.exit(f"index.html: no single placeholder for metric {key}")
+    for key, shown in texts["metric_conditions"].items():
+        text, n = re.subn(rf'<small class="cond" data-cond="{key}"></small>',
+                          f'<small class="cond" data-cond="{key}">{html.escape(shown)}</small>', text)
+        if n != 1:
+            sys.exit(f"index.html: no single condition for metric {key}")
     text = text.replace('<p class="conditions" id="conditions"></p>',
                         f'<p class="conditions" id="conditions">{html.escape(texts["conditions"])}</p>')
     text = text.replace('<p class="model-line" id="model-line"></p>',

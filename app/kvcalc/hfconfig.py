@@ -155,6 +155,16 @@ UNSUPPORTED_FIELDS = {
     "global_head_dim": "per-layer-kind head dims (Gemma 4 style)",
     "num_global_key_value_heads": "per-layer-kind kv heads (Gemma 4 style)",
 }
+# The context limit a config class supplies when the published config.json leaves it out: what
+# transformers (and so vLLM) reads. vLLM's _get_and_verify_max_len falls back to 2048 when no
+# key is found at all, as for the original Falcon (RefinedWeb) configs.
+CONFIG_DEFAULT_CONTEXT = {
+    "gemma3_text": (131072, "transformers Gemma3TextConfig default max_position_embeddings"),
+    "glm4_moe": (131072, "transformers Glm4MoeConfig default max_position_embeddings"),
+    "falcon": (2048, "transformers FalconConfig default max_position_embeddings"),
+    "RefinedWeb": (2048, "vLLM's default when a config gives no length (_get_and_verify_max_len)"),
+    "RefinedWebModel": (2048, "vLLM's default when a config gives no length (_get_and_verify_max_len)"),
+}
 STATE_FIELDS = ("mamba_d_state", "ssm_state_size", "linear_num_value_heads", "mamba_n_heads", "mamba_num_heads")
 
 
@@ -203,6 +213,10 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         notes.append(quant_note)
     lengths = [f.int(k, maximum=1 << 40) for k in ("max_position_embeddings", "n_positions", "max_seq_len",
                "seq_length", "max_sequence_length", "max_seq_length", "seq_len") if f.has(k)]
+    if not lengths and model_type in CONFIG_DEFAULT_CONTEXT:
+        default, why = CONFIG_DEFAULT_CONTEXT[model_type]
+        lengths = [default]
+        notes.append(f"context limit {default:,} tokens: the config gives none, so the {why} applies")
     if "mla" in attention and f.has("qk_nope_head_dim") and f.has("v_head_dim"):
         extra.setdefault("mla_head_dims", (f.int("qk_nope_head_dim") + attention["mla"][1], f.int("v_head_dim")))
     hidden_key = f.first("hidden_size", "d_model", "n_embd", "n_embed")

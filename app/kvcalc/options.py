@@ -15,6 +15,7 @@ from .errors import InputError
 from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
+from .params import count_params
 from .precision import precision
 from .sizing import Deployment, Result, Workload, compute
 
@@ -55,7 +56,8 @@ OPTIONS = (
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
     Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype)."),
-    Option("params", "int", "deployment", "Parameter count (overrides the preset's).", 1, 10 ** 15),
+    Option("params", "count", "deployment", "Parameter count, like 7.6B, 70e9 or 8030261248 (overrides the "
+           "preset's).", 10 ** 6, 10 ** 15),
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
     Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
@@ -74,6 +76,22 @@ UNITS = ("gib", "gb")
 
 _INT = re.compile(r"[0-9][0-9_,]{0,40}")
 _DECIMAL = re.compile(r"[0-9]{1,16}(\.[0-9]{0,16})?|\.[0-9]{1,16}")
+# A parameter count as model cards write it: 7.6B, 671B, 1.2T, 70e9, 350M, or every digit.
+_COUNT = re.compile(r"(?P<number>[0-9][0-9_,]{0,20}(\.[0-9]{1,12})?|\.[0-9]{1,12})\s*"
+                    r"(?:(?P<suffix>[kmbt])|e(?P<exponent>[0-9]{1,2}))?", re.IGNORECASE)
+COUNT_SUFFIXES = {"k": 3, "m": 6, "b": 9, "t": 12}
+
+
+def parse_count(name: str, raw: str) -> int:
+    match = _COUNT.fullmatch(raw)
+    if not match or ",," in raw or "__" in raw:
+        raise InputError(name, f"expected a count like 7.6B, 70e9, 1.2T or 8030261248, got {_clip(raw)!r}")
+    suffix = match["suffix"]
+    exponent = COUNT_SUFFIXES[suffix.lower()] if suffix else int(match["exponent"] or 0)
+    value = Fraction(match["number"].replace(",", "").replace("_", "")) * 10 ** exponent
+    if value.denominator != 1:
+        raise InputError(name, f"{_clip(raw)!r} is not a whole number of parameters")
+    return int(value)
 
 
 def parse_value(option: Option, raw):
@@ -86,6 +104,8 @@ def parse_value(option: Option, raw):
     if isinstance(raw, bool):
         raise InputError(name, "expected a value, got true/false")
     text = raw.strip() if isinstance(raw, str) else raw
+    if isinstance(text, str) and option.minimum is not None and re.fullmatch(r"-\s*[0-9.,_]+\w*", text):
+        raise InputError(name, f"must be at least {_num(option.minimum)}, got {_clip(raw)!r}")
     if option.kind == "int":
         if isinstance(text, str):
             scale = 1
@@ -100,6 +120,16 @@ def parse_value(option: Option, raw):
             value = text
         else:
             raise InputError(name, f"expected a whole number, got {_clip(raw)!r}")
+    elif option.kind == "count":
+        if isinstance(text, str):
+            value = parse_count(name, text)
+        elif isinstance(text, int):
+            value = text
+        else:
+            raise InputError(name, f"expected a count like 7.6B, got {_clip(raw)!r}")
+        if value < option.minimum:
+            raise InputError(name, f"{value:,} parameters is implausibly few for a language model; "
+                                   f"give at least {option.minimum:,} (1M), e.g. 7.6B")
     elif option.kind == "decimal":
         if isinstance(text, str):
             if not _DECIMAL.fullmatch(text):
@@ -186,7 +216,8 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
                 model = _replace(model, params=preset.params, active_params=preset.active_params,
                                  hf_repo=preset.hf_repo)
                 notes.append(f"parameter count taken from the {preset.name} preset")
-        return model, notes
+                return model, notes
+        return _with_counted_params(model, cfg, notes), notes
     if model_id is not None:
         return presets.preset_model(model_id), notes
     if manual:
@@ -204,6 +235,20 @@ def _config_model(cfg: dict) -> Model:
     if _last_config[0] is not cfg:
         _last_config[:] = [cfg, model_from_config(cfg)]
     return _last_config[1]
+
+
+def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
+    """The model with the parameter count its config's shapes give, or a note saying why not."""
+    if model.params is not None:
+        return model
+    try:
+        counted = count_params(cfg)
+    except InputError as e:
+        notes.append(f"parameters not counted from the config ({e.field}: {e.message})")
+        return model
+    active = f", {counted.active:,} active per token" if counted.is_moe else ""
+    notes.append(f"parameters counted from the config's shapes: {counted.total:,}{active}")
+    return _replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
 
 
 def _replace(model: Model, **changes) -> Model:
@@ -287,6 +332,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
         torch_memory = None
 
     weights = None
+    weights_exact = True
     if "weights-gib" in values:
         weights = -(-values["weights-gib"] * GIB // 1)
     else:
@@ -294,12 +340,20 @@ def _deployment(values: dict, model: Model) -> Deployment:
         dtype = values.get("weights-dtype", model.weights_dtype)
         if params is not None and dtype is not None:
             weights = precision(dtype, field="weights-dtype").bytes_for(params)
+            weights_exact = not params_rounded(params)
         # else: weights unknown (a quantized checkpoint's mixed precisions); the model's note says so
     overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
-                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory)
+                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
+                      weights_exact=weights_exact)
+
+
+def params_rounded(params: int) -> bool:
+    """A count that is a whole number of millions is a rounded one (671B, 7.6B): an exact count
+    lands on a multiple of a million about once in a million models."""
+    return params % 10 ** 6 == 0
 
 
 @dataclass(frozen=True)

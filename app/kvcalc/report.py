@@ -16,10 +16,16 @@ KIND_NAMES = {"full": "full attention", "sliding": "sliding window", "chunked": 
 
 
 def to_json(scenario: Scenario, result: Result) -> dict:
+    from .verdict import verdict
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
-    step = result.decode_step_seconds
+    judged = verdict(scenario, result)
+    # A decode speed only means something for a deployment that fits.
+    step = None if judged.fits is False else result.decode_step_seconds
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     out.update({
+        "fits": judged.fits,
+        "weights_exact": None if result.weights_bytes is None else dep.weights_exact,
+        "verdict": judged.sentence,
         "model": model.hf_repo or model.name,
         "layers": len(model.layers),
         "layer_kinds": dict(sorted(Counter(layer.kind for layer in model.layers).items())),
@@ -188,6 +194,7 @@ def _heaviest_stage(scenario: Scenario):
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
     scenario, result = evaluation.scenario, evaluation.result
     rows = [
+        ("Verdict", to_json(scenario, result)["verdict"]),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
         ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
         ("KV per token", both(result.kv_bytes_per_token)),
@@ -239,17 +246,44 @@ def conditions(scenario: Scenario, result: Result) -> str:
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
 
 
+def metric_conditions(scenario: Scenario, result: Result) -> dict:
+    """What each figure is for, said beside it: per token or request, for how many, per GPU or all."""
+    work, dep = scenario.workload, scenario.deployment
+    ctx, batch = f"{work.context_tokens:,} tokens", plural(work.batch, "request")
+    gpus = plural(dep.gpus, "GPU")
+    rules = f"{ENGINE_TITLES[result.engine.engine]}'s rules" if result.engine else "exact ideal"
+    return {
+        "max_concurrency": f"of {ctx} each, on {gpus} ({rules})",
+        "kv_bytes_per_request": f"one request at {ctx}, all GPUs together",
+        "kv_bytes_per_gpu": f"{batch} of {ctx}, on the most loaded GPU",
+        "max_context": f"for {batch}, on {gpus}",
+        "kv_bytes_per_token": "one token, every layer, one copy",
+        "kv_bytes_total": f"{batch} of {ctx}, all GPUs together, one copy",
+        "weights_bytes": f"all {gpus} together" if dep.gpus > 1 else "on the one GPU",
+        "weights_bytes_per_gpu": f"each of {gpus}" if dep.gpus > 1 else "the one GPU",
+        "kv_equals_weights_context": f"per GPU: {batch}' cache on the most loaded GPU against its weights"
+        if work.batch > 1 else "per GPU: one request's cache on the most loaded GPU against its weights",
+        "decode_tokens_per_s_per_request": f"a lower bound at {batch} of {ctx}, from memory bandwidth",
+    }
+
+
 def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     """Every text the page's results show, for the browser module and for the build, which
     writes the default view into the HTML so it is correct before Python starts."""
     from .sizing import generation_work
     data = to_json(scenario, result)
     metrics = {}      # key -> (exact value, the figure, its exact form or a second part)
-    for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes"):
-        value = data[key]
-        metrics[key] = (value, "n/a (give parameters or weights)", "") if value is None else \
-            (value, size(value, unit), f"{value:,} B")
     dep = scenario.deployment
+    for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes",
+                "weights_bytes_per_gpu"):
+        value = data[key]
+        if value is None:
+            metrics[key] = (value, "n/a (give parameters or weights)", "")
+        elif key.startswith("weights") and not dep.weights_exact:
+            # From a rounded parameter count: to the byte would claim a precision it does not have.
+            metrics[key] = (value, "≈ " + size(value, unit), "from a rounded parameter count")
+        else:
+            metrics[key] = (value, size(value, unit), f"{value:,} B")
     no_weights = "n/a: give the weights (Advanced: Parameters or Weights)"
     no_budget = "n/a: choose a GPU (or its memory)" if dep.gpu_memory_bytes is None else no_weights
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
@@ -260,8 +294,11 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     cross = data["kv_equals_weights_context"]
     metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"), "")
     tps = data["decode_tokens_per_s_per_request"]
+    no_speed = "n/a: choose a GPU preset" if dep.bandwidth_bytes_per_s is None else \
+        "n/a: it does not fit" if data["fits"] is False else no_weights
+    metrics["verdict"] = ("" if data["fits"] is None else str(data["fits"]).lower(), data["verdict"], "")
     metrics["decode_tokens_per_s_per_request"] = (
-        (None, "n/a: choose a GPU preset" if dep.bandwidth_bytes_per_s is None else no_weights, "") if tps is None else
+        (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
@@ -269,6 +306,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     return {
         "data": data,
         "conditions": conditions(scenario, result),
+        "metric_conditions": metric_conditions(scenario, result),
         "engine": engine_texts(scenario, result, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "

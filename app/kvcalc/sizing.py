@@ -36,6 +36,7 @@ class Deployment:
     bandwidth_bytes_per_s: int | None = None  # per GPU
     gpu_name: str | None = None
     torch_memory_bytes: int | None = None    # per GPU, as PyTorch reports it, where known
+    weights_exact: bool = True               # False when weights come from a rounded parameter count
 
     @property
     def gpus(self) -> int:
@@ -142,7 +143,7 @@ class Result:
     max_concurrency: int | None
     max_context: int | None
     max_context_limited_by: str | None  # "memory", "model" (max_position_embeddings) or "none"
-    kv_equals_weights_context: int | None
+    kv_equals_weights_context: int | None   # context at which the most loaded GPU's KV reaches its weights
     decode_step_seconds: Fraction | None
     tp: int
     pp: int
@@ -177,11 +178,14 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
 
     crossover = None
     if weights is not None and searches:
+        # Per GPU, as the memory is spent: the most loaded GPU's KV against its share of the
+        # weights (tensor parallelism replicates an MLA latent, so its cache catches up sooner).
         def below_weights(n):
-            return batch_bytes(everything, n, workload, batch) < weights
+            return all(batch_bytes(stage, n, workload, batch, tp) < weights_per_gpu for stage in distinct)
         if below_weights(1):
-            guess = _linear_guess(everything, workload, batch, weights - 1)
-            last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT, guess)
+            guesses = [_linear_guess(stage, workload, batch, weights_per_gpu - 1, tp) for stage in distinct]
+            guesses = [g for g in guesses if g is not None]
+            last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT, min(guesses) if guesses else None)
             crossover = None if last_below is None else last_below + 1
         else:
             crossover = 1

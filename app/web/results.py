@@ -21,6 +21,8 @@ def render(texts: dict) -> None:
     write_metrics(texts["metrics"])
     put("#model-line", texts["model_line"])
     put("#conditions", texts["conditions"])
+    for key, text in texts["metric_conditions"].items():
+        put(f'[data-cond="{key}"]', text)
     view("#formula", item_tag="li").show(lines_of(texts["formula"]))
     for key, text in texts["live"].items():
         put(f'[data-live="{key}"]', text)

@@ -1,0 +1,85 @@
+"""Whether a configuration fits, in one sentence, for the ideal and for each engine's rules.
+
+Pure: it reads a Scenario and its Result. `fits` is None when the inputs cannot tell (no GPU, or
+weights unknown) and the sentence then says what is missing.
+"""
+
+from dataclasses import dataclass
+
+from .report import ENGINE_TITLES, plural, size
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fits: bool | None
+    sentence: str
+    reasons: tuple[str, ...]      # "context", "weights", "kv", "engine": what does not fit
+
+
+def verdict(scenario, result, unit: str = "gib") -> Verdict:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    ctx, batch = work.context_tokens, work.batch
+    requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"
+    problems, reasons = [], []
+    limit = model.max_context_tokens
+    if limit and ctx > limit:
+        problems.append(f"a context of {ctx:,} tokens is past the model's limit of {limit:,}")
+        reasons.append("context")
+
+    engine = result.engine
+    if engine is not None:
+        name = ENGINE_TITLES[engine.engine]
+        if engine.starts is None:
+            return _unknown(problems, reasons, dep, result, f"{name}'s figures need")
+        if not engine.starts:
+            budget = engine.kv_budget_bytes_per_gpu
+            if budget is not None and budget < 0:
+                problems.append(f"{name} will not start: the weights and its overhead leave no memory for the "
+                                f"cache ({size(-budget, unit)} short per GPU)")
+            else:
+                longest = f"; the longest context it can serve is {engine.max_model_len:,} tokens" \
+                    if engine.max_model_len else ""
+                problems.append(f"{name} will not start: one request of {ctx:,} tokens needs more KV cache than "
+                                f"the {size(budget, unit)} it has per GPU{longest}")
+            reasons.append("engine")
+        elif engine.max_concurrency is not None and engine.max_concurrency < batch:
+            problems.append(f"{name} holds {float(engine.max_concurrency):,.2f} requests of {ctx:,} tokens at "
+                            f"once, not {batch:,}: the rest wait")
+            reasons.append("kv")
+        if problems:
+            return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
+        at_once = "" if engine.max_concurrency is None else \
+            f" (up to {float(engine.max_concurrency):,.2f} at once)"
+        return Verdict(True, f"Fits as {name} allocates: {requests}{at_once}.", ())
+
+    budget = result.kv_budget_bytes_per_gpu
+    if budget is None:
+        return _unknown(problems, reasons, dep, result, "Whether it fits needs")
+    if budget < 0:
+        overhead = f" and {size(dep.overhead_bytes, unit)} overhead" if dep.overhead_bytes else ""
+        problems.append(f"the weights need {size(result.weights_bytes_per_gpu, unit)} per GPU{overhead}, "
+                        f"{size(-budget, unit)} more than the {size(result.usable_bytes_per_gpu, unit)} usable")
+        reasons.append("weights")
+    elif result.kv_bytes_per_gpu > budget:
+        most = result.max_concurrency or 0
+        room = f"at most {plural(most, 'request')} of {ctx:,} tokens fit" if most else \
+            f"not even one request of {ctx:,} tokens fits"
+        problems.append(f"{requests} need {size(result.kv_bytes_per_gpu, unit)} of KV cache per GPU, "
+                        f"{size(result.kv_bytes_per_gpu - budget, unit)} over the {size(budget, unit)} left after "
+                        f"the weights; {room}")
+        reasons.append("kv")
+    if problems:
+        return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
+    spare = f"; up to {plural(result.max_concurrency, 'request')} would fit" \
+        if result.max_concurrency and result.max_concurrency > batch else ""
+    return Verdict(True, f"Fits: {requests} take {size(result.kv_bytes_per_gpu, unit)} of the "
+                         f"{size(budget, unit)} KV budget per GPU{spare}.", ())
+
+
+def _unknown(problems, reasons, dep, result, lead) -> Verdict:
+    if problems:
+        return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
+    missing = "a GPU (or its memory)" if dep.gpu_memory_bytes is None else \
+        "the weights' size (Parameters or Weights)" if result.weights_bytes is None else \
+        "the GPU's memory and the weights"
+    return Verdict(None, f"{lead} {missing}.", ())

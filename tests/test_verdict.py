@@ -1,0 +1,80 @@
+"""The verdict: whether a configuration fits, in one sentence, in every mode (issue 11's cases)."""
+
+import json
+
+from support import cli
+
+
+def run(*argv):
+    code, out, err = cli(*argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_fits_says_how_many_and_how_much():
+    # Llama 3.1 8B, 16 x 32K on one H100: 16 x 4 GiB = 64 GiB of a 64.69 GiB budget.
+    data = run("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "32768", "--batch", "16")
+    assert data["fits"] is True
+    assert data["verdict"] == "Fits: 16 requests of 32,768 tokens take 64.00 GiB of the 64.69 GiB KV budget per GPU."
+    assert data["decode_tokens_per_s_per_request"] is not None
+
+
+def test_kv_over_budget_says_by_how_much_and_what_fits():
+    # Issue 11: Llama 3.1 70B, 64 requests of 32K on 4 x H100 at 0.9: the budget is 38.8 GiB per GPU
+    # (79.65 x 0.9 - 32.85 of weights), the batch needs 64 x 32,768 x 81,920 B = 160 GiB per GPU.
+    data = run("--model", "meta-llama/Llama-3.1-70B", "--gpu", "h100-sxm-80gb", "--gpus", "4",
+               "--memory-utilization", "0.9", "--context", "32768", "--batch", "64")
+    assert data["fits"] is False
+    assert data["kv_budget_bytes_per_gpu"] < data["kv_bytes_per_gpu"] == 64 * 32768 * 81920
+    assert "Does not fit: 64 requests of 32,768 tokens need 160.00 GiB of KV cache per GPU" in data["verdict"]
+    assert "over the 38.83 GiB left after the weights; at most 15 requests of 32,768 tokens fit" in data["verdict"]
+    # A decode speed for a deployment that does not fit would mislead: it is not given.
+    assert data["decode_tokens_per_s_per_request"] is None and data["decode_step_seconds"] is None
+
+
+def test_weights_over_budget():
+    # Llama 3.1 405B in bf16 on 8 x H100: 405,853,388,800 x 2 / 8 = 94.5 GiB per GPU > 79.65.
+    data = run("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
+    assert data["fits"] is False
+    assert data["verdict"].startswith("Does not fit: the weights need 94.50 GiB per GPU, 14.85 GiB more than "
+                                      "the 79.65 GiB usable")
+    assert data["decode_tokens_per_s_total"] is None
+
+
+def test_context_past_the_model_limit():
+    # Gemma 3 27B: its config omits max_position_embeddings; Gemma3TextConfig's default is 131,072.
+    data = run("--model", "google/gemma-3-27b-it", "--gpu", "h100-sxm-80gb", "--context", "200000")
+    assert data["fits"] is False
+    assert "a context of 200,000 tokens is past the model's limit of 131,072" in data["verdict"]
+
+
+def test_max_context_is_capped_by_the_model_limit():
+    data = run("--model", "google/gemma-3-27b-it", "--gpu", "b200-180gb")
+    assert data["max_context"] == 131_072 and data["max_context_limited_by"] == "model"
+
+
+def test_unknown_without_a_gpu_or_weights():
+    data = run("--model", "meta-llama/Llama-3.1-8B")
+    assert data["fits"] is None and data["verdict"] == "Whether it fits needs a GPU (or its memory)."
+    data = run("--model", "openai/gpt-oss-120b", "--gpu", "h100-sxm-80gb")
+    assert data["fits"] is None and "weights" in data["verdict"]
+
+
+def test_engine_verdicts():
+    # vLLM at 128K on one H100 holds 3.32 requests: asking for 8 does not fit, 2 does.
+    base = ("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "131072", "--engine", "vllm")
+    data = run(*base, "--batch", "8")
+    assert data["fits"] is False and "vLLM holds 3.32 requests of 131,072 tokens at once, not 8" in data["verdict"]
+    data = run(*base, "--batch", "2")
+    assert data["fits"] is True and data["verdict"] == ("Fits as vLLM allocates: 2 requests of 131,072 tokens "
+                                                        "(up to 3.32 at once).")
+    # vLLM refuses when one request at max_model_len does not fit: the verdict says so.
+    data = run("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "10", "--context", "131072")
+    assert data["engine_starts"] is False and data["fits"] is False
+    assert "vLLM will not start" in data["verdict"] and f"{data['engine_max_model_len']:,}" in data["verdict"]
+
+
+def test_the_table_leads_with_the_verdict():
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
+    assert code == 0
+    assert out.splitlines()[0].startswith("Verdict") and "Does not fit" in out.splitlines()[0]
