@@ -55,9 +55,9 @@ def test_unsupported_precision_is_said_not_mapped(engine, dtype):
 
 
 def test_cli_launch_and_formats_parse_back():
-    base = ["--model", "google/gemma-2-9b", "--context", "32768", "--batch", "8", "--gpu", "l40s-48gb"]
+    base = ["--model", "google/gemma-2-9b", "--context", "8192", "--batch", "8", "--gpu", "l40s-48gb"]
     code, out, _ = cli(*base, "--launch", "vllm")
-    assert code == 0 and out.startswith("vllm serve google/gemma-2-9b --max-model-len 32768")
+    assert code == 0 and out.startswith("vllm serve google/gemma-2-9b --max-model-len 8192 --max-num-seqs 8")
     code, out, err = cli(*base, "--launch", "llama.cpp", "--kv-dtype", "fp8")
     assert code == 2 and "llama.cpp cannot store the KV cache as fp8" in err
     code, out, _ = cli(*base, "--json")
@@ -115,9 +115,41 @@ def test_utilization_is_passed_only_when_set():
     assert "--mem-fraction-static 0.8" in launch(e.scenario, "sglang").command
 
 
-def test_context_past_the_model_limit_is_noted():
+def test_context_past_the_model_limit_carries_the_override_it_needs():
+    # vLLM refuses --max-model-len past max_position_embeddings (8,192 for Gemma 2) unless
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN is set; SGLang likewise with its own variable.
     e = scenario(model="google/gemma-2-9b", context=32768)
-    assert any("max_position_embeddings" in note for note in launch(e.scenario, "vllm").notes)
+    command = launch(e.scenario, "vllm")
+    assert command.command.startswith("env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve")
+    assert any("max_position_embeddings (8,192)" in note and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in note
+               for note in command.notes)
+    assert launch(e.scenario, "sglang").command.startswith("env SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 ")
+    assert any("n_ctx_train" in note for note in launch(e.scenario, "llama.cpp").notes)
+    within = scenario(model="google/gemma-2-9b", context=8192)
+    assert not launch(within.scenario, "vllm").command.startswith("env")
+
+
+def test_launch_never_throttles_below_what_fits():
+    # Issue 11: the default one request passed as --max-num-seqs 1 throttled a server that holds 31.
+    from kvcalc.options import form_values
+    e = evaluate(form_values({"model": "meta-llama/Llama-3.1-8B", "batch": "1", "context": "65536",
+                              "gpu": "h100-sxm-80gb"}))
+    fits = e.result.max_concurrency
+    assert fits == 8
+    for engine, flag in (("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"), ("llama.cpp", "-np")):
+        command = launch(e.scenario, engine, e.result)
+        assert f" {flag} {fits} " in command.command + " "
+        assert any(f"{flag} {fits}: the requests of 65,536 tokens that fit" in note for note in command.notes)
+    # An engine chosen: its own capacity (vLLM's printed concurrency, rounded down).
+    chosen = evaluate(form_values({"model": "meta-llama/Llama-3.1-8B", "context": "65536", "gpu": "h100-sxm-80gb",
+                                   "engine": "vllm"}))
+    engine_fits = int(chosen.result.engine.max_concurrency)
+    assert f"--max-num-seqs {engine_fits} " in launch(chosen.scenario, "vllm", chosen.result).command
+    # A batch the user asked for is kept, and the note says how many would fit.
+    asked = scenario(model="meta-llama/Llama-3.1-8B", context=65536, gpu="h100-sxm-80gb", batch=2)
+    command = launch(asked.scenario, "vllm", asked.result)
+    assert "--max-num-seqs 2 " in command.command
+    assert any("your concurrent requests; 8 of 65,536 tokens fit" in note for note in command.notes)
 
 
 def test_vllm_mla_fp8_e5m2_refused_and_block_256_allowed():

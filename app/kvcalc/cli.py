@@ -95,7 +95,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
                                        "weights, or --kv-memory-gib")
         if engine is not None:
-            command = launch(evaluation.scenario, engine)
+            command = launch(evaluation.scenario, engine, evaluation.result)
             if command.command is None:
                 raise InputError("launch", command.notes[0])
     except InputError as e:

@@ -53,13 +53,57 @@ def _kv_flag(scenario: Scenario, table: dict, engine: str):
     return None, f"{engine} cannot store the KV cache as {kv}; its choices here: {allowed}"
 
 
+# What lets each engine take a context past the model's max_position_embeddings: vLLM's
+# _get_and_verify_max_len raises unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (vllm/envs.py);
+# SGLang's ModelConfig raises unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set.
+LONG_CONTEXT_ENV = {"vLLM": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "SGLang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"}
+
+
 def _common_notes(scenario: Scenario, engine: str) -> list:
     notes = []
-    limit = scenario.model.max_context_tokens
-    if limit and scenario.workload.context_tokens > limit:
-        notes.append(f"the context is past the model's max_position_embeddings ({limit:,}); {engine} refuses "
-                     "it unless told to allow a longer context (e.g. rope scaling)")
+    if _past_limit(scenario):
+        notes.append(f"the context is past the model's max_position_embeddings "
+                     f"({scenario.model.max_context_tokens:,}): {engine} refuses it unless "
+                     f"{LONG_CONTEXT_ENV[engine]} is set, as this command does; without rope scaling the "
+                     "output past the limit may be wrong")
     return notes
+
+
+def _past_limit(scenario: Scenario) -> bool:
+    limit = scenario.model.max_context_tokens
+    return bool(limit) and scenario.workload.context_tokens > limit
+
+
+def _env(scenario: Scenario, engine: str) -> list:
+    return ["env", LONG_CONTEXT_ENV[engine]] if _past_limit(scenario) else []
+
+
+def _requests(scenario: Scenario, result, engine: str, flag: str, notes: list) -> int | None:
+    """How many requests the server may run at once: never fewer than fit, unless asked.
+
+    The form's batch defaults to one request; passing that on would throttle a server that holds
+    thirty. An explicit batch is the user's choice and is kept."""
+    work = scenario.workload
+    fitting = None
+    if result is not None:
+        chosen = result.engine is not None and result.engine.engine == engine
+        capacity = result.engine.max_concurrency if chosen else result.max_concurrency
+        fitting = None if capacity is None else int(capacity)
+    if "batch" in scenario.values:
+        if fitting is not None and fitting > work.batch:
+            notes.append(f"{flag} {work.batch:,}: your concurrent requests; {fitting:,} of "
+                         f"{work.context_tokens:,} tokens fit, so raise it to serve more")
+        return work.batch
+    if fitting is None:
+        notes.append(f"no {flag}: the engine's default applies; choose a GPU and the weights to set it "
+                     "to what fits")
+        return None
+    if fitting < 1:
+        notes.append(f"{flag} 1: not even one request of {work.context_tokens:,} tokens fits; see the verdict")
+        return 1
+    notes.append(f"{flag} {fitting:,}: the requests of {work.context_tokens:,} tokens that fit; shorter requests "
+                 "leave room for more (set concurrent requests to choose another number)")
+    return fitting
 
 
 def _utilization(scenario: Scenario, flag: str, notes: list, engine_default: str) -> list:
@@ -92,7 +136,7 @@ def _repo(scenario: Scenario, notes: list) -> str:
     return "MODEL"
 
 
-def vllm(scenario: Scenario) -> Launch:
+def vllm(scenario: Scenario, result=None) -> Launch:
     work, dep, notes = scenario.workload, scenario.deployment, _common_notes(scenario, "vLLM")
     kv, why = _kv_flag(scenario, VLLM_KV, "vLLM")
     if why:
@@ -100,9 +144,11 @@ def vllm(scenario: Scenario) -> Launch:
     if kv != "auto" and any(layer.kind == "mla" for layer in scenario.model.layers) and \
             scenario.workload.kv_precision.name not in VLLM_MLA_KV:
         return Launch("vllm", None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
-    args = ["vllm", "serve", _repo(scenario, notes), "--max-model-len", str(work.context_tokens),
-            "--max-num-seqs", str(work.batch), "--kv-cache-dtype", kv,
-            "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
+    args = _env(scenario, "vLLM") + ["vllm", "serve", _repo(scenario, notes), "--max-model-len",
+                                      str(work.context_tokens)]
+    seqs = _requests(scenario, result, "vllm", "--max-num-seqs", notes)
+    args += ["--max-num-seqs", str(seqs)] if seqs else []
+    args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
     args += _utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
     args += _prefill_chunk(scenario, "vllm", "--max-num-batched-tokens", notes)
     if work.block_size_tokens > 1:
@@ -116,14 +162,16 @@ def vllm(scenario: Scenario) -> Launch:
     return Launch("vllm", _shell_join(args), tuple(notes))
 
 
-def sglang(scenario: Scenario) -> Launch:
+def sglang(scenario: Scenario, result=None) -> Launch:
     work, dep, notes = scenario.workload, scenario.deployment, _common_notes(scenario, "SGLang")
     kv, why = _kv_flag(scenario, SGLANG_KV, "SGLang")
     if why:
         return Launch("sglang", None, (why,))
-    args = ["python", "-m", "sglang.launch_server", "--model-path", _repo(scenario, notes),
-            "--context-length", str(work.context_tokens), "--max-running-requests", str(work.batch),
-            "--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp)]
+    args = _env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", _repo(scenario, notes),
+                                        "--context-length", str(work.context_tokens)]
+    running = _requests(scenario, result, "sglang", "--max-running-requests", notes)
+    args += ["--max-running-requests", str(running)] if running else []
+    args += ["--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp)]
     fraction = _utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
     if fraction:
         args += fraction
@@ -135,7 +183,7 @@ def sglang(scenario: Scenario) -> Launch:
     return Launch("sglang", _shell_join(args), tuple(notes))
 
 
-def llama_cpp(scenario: Scenario) -> Launch:
+def llama_cpp(scenario: Scenario, result=None) -> Launch:
     work, dep, notes = scenario.workload, scenario.deployment, []
     kv = scenario.workload.kv_precision.name
     if kv not in LLAMA_CPP_KV:
@@ -153,8 +201,12 @@ def llama_cpp(scenario: Scenario) -> Launch:
         v_cache = LLAMA_CPP_KV[v_name]
     model = f"{scenario.model.hf_repo.split('/')[-1]}.gguf" if scenario.model.hf_repo else "MODEL.gguf"
     # -c is the whole cache, shared by the -np parallel slots: context x requests.
-    args = ["llama-server", "-m", model, "-c", str(work.context_tokens * work.batch), "-np", str(work.batch),
+    slots = _requests(scenario, result, "llama.cpp", "-np", notes) or 1
+    args = ["llama-server", "-m", model, "-c", str(work.context_tokens * slots), "-np", str(slots),
             "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
+    if _past_limit(scenario):
+        notes.append(f"the context is past the model's training context ({scenario.model.max_context_tokens:,}): "
+                     "llama.cpp starts, warns that n_ctx_per_seq > n_ctx_train, and quality past it may suffer")
     ubatch = _prefill_chunk(scenario, "llama.cpp", "-ub", notes)
     if ubatch and int(ubatch[1]) > N_BATCH:
         args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to N_BATCH
@@ -171,5 +223,6 @@ def llama_cpp(scenario: Scenario) -> Launch:
     return Launch("llama.cpp", _shell_join(args), tuple(notes))
 
 
-def launch(scenario: Scenario, engine: str) -> Launch:
-    return {"vllm": vllm, "sglang": sglang, "llama.cpp": llama_cpp}[engine](scenario)
+def launch(scenario: Scenario, engine: str, result=None) -> Launch:
+    """The command for `engine`; with the result, the server may run as many requests as fit."""
+    return {"vllm": vllm, "sglang": sglang, "llama.cpp": llama_cpp}[engine](scenario, result)

@@ -433,4 +433,8 @@ def form_values(fields: dict, attention_kind: str = "gqa", config: dict | None =
         raw["model"] = choice
     if str(raw.get("unit", "")).lower() == "gib":
         raw.pop("unit")
+    if str(raw.get("batch", "")).strip() == OPTION_BY_NAME["batch"].default:
+        # The form always holds a batch; its default one request is not a choice to pass to a
+        # server as its concurrency limit.
+        raw.pop("batch")
     return {k: v for k, v in raw.items() if v not in ("", None)}

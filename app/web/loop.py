@@ -51,11 +51,11 @@ def _schedule_side_sections() -> None:
 
 
 def render_side_sections(*_) -> None:
-    scenario, _ = state.computed
+    scenario, result = state.computed
     _rows("#attention-table tbody", attention_variants(scenario))
     _rows("#precision-table tbody", precision_rows(scenario))
     compare.render()
-    takeaway.render_launch(scenario)
+    takeaway.render_launch(scenario, result)
     takeaway.render_export()
     pending.mark("side", False)
 

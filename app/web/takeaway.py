@@ -16,9 +16,9 @@ SUFFIX = {"csv": "csv", "json": "json", "markdown": "md"}
 _export = [""]
 
 
-def render_launch(scenario) -> None:
+def render_launch(scenario, result) -> None:
     for engine in ENGINES:
-        command = launch(scenario, engine)
+        command = launch(scenario, engine, result)
         box = f"[id='launch-{engine}']"
         put(f"{box} pre", command.command or "")
         put(f"{box} button", command.command is None, "disabled")
