@@ -5,8 +5,8 @@ from pyscript import document, window
 
 from kvcalc import link
 
-from web import charts, compare, engine_view, form, loop, model_picker, privacy, share, takeaway
-from web.dom import HTML, el, on, proxy, put
+from web import charts, compare, early, engine_view, form, loop, model_picker, privacy, share, takeaway
+from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
 
 
 def on_user_input(event) -> None:
@@ -117,6 +117,7 @@ def wire() -> None:
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
     on(window, "resize", charts.resize)
+    on(window, "resize", mark_scrolling_tables)
     on(window, "pagehide", share.flush)
     on(el("#pin"), "click", on_pin)
     on(el("#compare-table"), "click", on_compare_click)
@@ -130,17 +131,25 @@ def wire() -> None:
 
 
 def main() -> None:
+    typed = early.take()
     wire()
     form.sync()
     fragment = share.current_fragment()
     if fragment:
-        load_link(fragment)
+        kept = share.load(fragment)
+        if "hf-config" in kept:
+            model_picker.parse_config()
     else:
         model_picker.show_fields()
-        loop.update()
+    if typed:
+        early.restore(typed)
+        form.sync()
+        put("#link-notes", "")       # what the user typed now stands over the link
+    loop.update()
+    if "model-search" in typed:
+        model_picker.on_input(None)
     loop.finish_now()
-    el("#inputs").disabled = False
-    for button in document.querySelectorAll("#export-download, #export-copy"):
+    for button in document.querySelectorAll("#export-download, #export-copy, [data-until-ready]"):
         button.disabled = False
     el("#status").hidden = True
     HTML.dataset.state = "ready"

@@ -78,3 +78,20 @@ def test_the_table_leads_with_the_verdict():
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
     assert code == 0
     assert out.splitlines()[0].startswith("Verdict") and "Does not fit" in out.splitlines()[0]
+
+
+def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
+    from kvcalc import evaluate
+    from kvcalc.sweep import memory_bar
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
+                  "context": "32768", "batch": "4"})
+    bar = memory_bar(e.result, e.scenario)
+    total = 85_520_809_984
+    assert bar["reserved"] == total - int(total * 0.9) and bar["usable"] == int(total * 0.9)
+    assert bar["free"] == bar["usable"] - bar["weights"] - bar["kv"] - bar["overhead"]
+    assert bar["weights"] + bar["kv"] + bar["overhead"] + bar["free"] + bar["reserved"] == total
+    assert bar["fits"] and bar["over"] == 0
+    over = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
+                     "context": "131072", "batch": "8"})
+    bar = memory_bar(over.result, over.scenario)
+    assert not bar["fits"] and bar["over"] == bar["weights"] + bar["kv"] - bar["usable"] > 0

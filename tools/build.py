@@ -36,7 +36,12 @@ from kvcalc.precision import PRECISIONS  # noqa: E402
 # inputs, so mark the page and let the stylesheet show "computing…" until Python has computed
 # the link's own numbers. Inline, allowed by its hash alone: a separate file cost a round trip
 # (~70 ms) before PyScript could start. It reads no input and computes nothing.
-BOOT = 'if (location.hash.length > 1) document.documentElement.classList.add("from-link");'
+# Before Python is ready the form already takes input: the ids edited are kept here, and Python
+# computes them once it starts (app/web/early.py); the status line then says they will be.
+BOOT = ('if (location.hash.length > 1) document.documentElement.classList.add("from-link");'
+        'window.kvcalcEdited = [];'
+        'addEventListener("input", e => { if (window.kvcalcEdited && e.target.id) {'
+        ' kvcalcEdited.push(e.target.id); document.documentElement.dataset.typed = "true"; } }, true);')
 BOOT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(BOOT.encode()).digest()).decode()
 CSP = (f"default-src 'none'; script-src 'self' 'unsafe-eval' '{BOOT_HASH}'; "
        "style-src 'self'; img-src 'self'; connect-src 'self'; manifest-src 'self'; "

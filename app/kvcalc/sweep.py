@@ -61,10 +61,14 @@ def concurrency_series(scenario: Scenario, contexts: list[int]) -> dict:
 
 
 def memory_bar(result, scenario: Scenario) -> dict:
-    """One GPU's memory split: weights, KV, overhead and what is left (None without a GPU)."""
+    """One GPU's memory split: weights, KV, overhead, the share the utilization cap keeps back,
+    and what is left (None without a GPU). `over` is how far the first three pass the cap."""
     total = result.gpu_memory_bytes
     parts = {"weights": result.weights_bytes_per_gpu or 0, "kv": result.kv_bytes_per_gpu,
              "overhead": scenario.deployment.overhead_bytes}
     used = sum(parts.values())
-    parts["free"] = None if total is None else total - used
-    return {"total": total, **parts, "fits": total is None or used <= total}
+    usable = None if total is None else int(total * scenario.deployment.memory_utilization)
+    parts["reserved"] = None if total is None else total - usable
+    parts["free"] = None if total is None else usable - used
+    over = None if total is None else max(0, used - usable)
+    return {"total": total, "usable": usable, **parts, "over": over, "fits": total is None or used <= usable}

@@ -138,3 +138,12 @@ def view(selector: str, **kw) -> Rows:
 
 def lines_of(texts) -> list:
     return [("", [(text, None, "")]) for text in texts]
+
+
+def mark_scrolling_tables(*_) -> None:
+    """A wide table on a narrow screen scrolls sideways; its wrapper says so (data-scrolls),
+    which the stylesheet turns into a visible cue."""
+    for wrap in document.querySelectorAll(".table-wrap"):
+        scrolls = "true" if wrap.scrollWidth > wrap.clientWidth + 1 else "false"
+        if wrap.dataset.scrolls != scrolls:
+            wrap.dataset.scrolls = scrolls

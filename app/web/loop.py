@@ -9,7 +9,7 @@ from kvcalc.options import evaluate
 from kvcalc.report import page_texts, size
 
 from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway
-from web.dom import proxy, view
+from web.dom import mark_scrolling_tables, proxy, view
 
 
 def update(*_) -> None:
@@ -57,6 +57,7 @@ def render_side_sections(*_) -> None:
     compare.render()
     takeaway.render_launch(scenario, result)
     takeaway.render_export()
+    mark_scrolling_tables()
     pending.mark("side", False)
 
 

@@ -28,22 +28,26 @@ def render(texts: dict) -> None:
         put(f'[data-live="{key}"]', text)
 
 
-BAR_PARTS = (("weights", "weights"), ("kv", "KV cache"), ("overhead", "overhead"), ("free", "free"))
+BAR_PARTS = (("weights", "weights"), ("kv", "KV cache"), ("overhead", "overhead"), ("free", "free"),
+             ("reserved", "kept back by the utilization cap"))
 
 
 def render_bar(result, scenario, u: str) -> None:
     bar = memory_bar(result, scenario)
-    shown = {key: bar[key] for key in ("weights", "kv", "overhead")}
-    shown["free"] = max(0, bar["free"]) if bar["free"] is not None else 0
-    whole = bar["total"] or sum(shown.values()) or 1
+    shown = {key: max(0, bar[key] or 0) for key, _ in BAR_PARTS}
+    # Over the cap, the bar is drawn to what was asked for, so the overflow shows past the line.
+    whole = max(bar["total"] or 0, sum(shown.values())) or 1
     legends = {}
-    for key, value in shown.items():
-        put(f"#bar-{key}", f"{min(100, value * 100 / whole):.3f}%", "width")
-        put(f"#bar-{key}", "" if bar[key] is None else str(bar[key]), "bytes")
-        legends[key] = "n/a (no GPU chosen)" if bar[key] is None else size(bar[key], u) if bar[key] >= 0 \
-            else f"none: over by {size(-bar[key], u)}"
+    for key, _ in BAR_PARTS:
+        value = bar[key]
+        put(f"#bar-{key}", f"{shown[key] * 100 / whole:.3f}%", "width")
+        put(f"#bar-{key}", "" if value is None else str(value), "bytes")
+        legends[key] = "n/a (no GPU chosen)" if value is None else size(value, u) if value >= 0 \
+            else f"none: over by {size(-value, u)}"
         put(f"#legend-{key}", legends[key])
     put("#memory-bar", "true" if bar["fits"] else "false", "fits")
+    over = "" if bar["fits"] else f"over the usable memory by {size(bar['over'], u)}: it does not fit"
+    put("#bar-over", over)
     label = "Per-GPU memory: " + ", ".join(f"{name} {legends[key]}" for key, name in BAR_PARTS) + (
-        "" if bar["fits"] else "; does not fit")
+        f"; {over}" if over else "")
     put("#memory-bar", label, "aria-label")
