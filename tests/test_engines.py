@@ -4,6 +4,7 @@ A log prints the KV memory rounded to 0.01 GiB, so each case feeds both ends of 
 and asserts the logged figure lies between what the two ends give: exact up to the log's own
 precision, never a tolerance of ours."""
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -12,7 +13,7 @@ from kvcalc.hfconfig import model_from_config
 from kvcalc.options import evaluate
 from kvcalc.engines import llamacpp, sglang, vllm
 from kvcalc.precision import precision
-from support import FIXTURES, cli
+from support import FIXTURES, cli, hf_fixture
 
 GIB = 1 << 30
 LOGS = FIXTURES / "logs"
@@ -429,3 +430,53 @@ def test_every_gpu_vllm_and_sglang_run_on_has_its_pytorch_total_with_a_source():
     assert missing == {"h100-pcie-80gb", "b300-288gb"}
     h200 = gpus()["h200-141gb"]
     assert h200.torch_memory_bytes == round(Fraction("139.81") * GIB)
+
+
+@pytest.mark.parametrize("name, hidden, vocab, context, ubatch", [
+    ("llamacpp-glm-z1-32b-32k-fa-b5274.log", 6144, 151_552, 32768, 512),
+    ("llamacpp-glm-4.5-air-128k-ub4096-fa.log", 4096, 151_552, 131072, 4096),
+])
+def test_llama_cpp_compute_buffer_estimate_on_real_logs(name, hidden, vocab, context, ubatch):
+    # The estimate is said to be within about 15%; on these two logs it is within 2%.
+    from kvcalc.engines import llamacpp
+    from kvcalc.layers import FullAttention
+    from kvcalc.model import Model
+    from kvcalc.precision import precision
+    logged = float(re.search(r"CUDA0 compute buffer size =\s+([0-9.]+) MiB", log_text(name))[1]) * (1 << 20)
+    host = float(re.search(r"CUDA_Host compute buffer size =\s+([0-9.]+) MiB", log_text(name))[1]) * (1 << 20)
+    assert abs(host - 4 * ubatch * (context + hidden)) < 0.2 * (1 << 20)        # the inputs are the log's
+    model = Model("m", (FullAttention(8, 128),) * 4, hidden_size=hidden, vocab_size=vocab)
+    pool = llamacpp.allocate(model, precision("fp16"), precision("fp16"), context, 1, ubatch=ubatch)
+    estimate = llamacpp.compute_buffer_bytes(model, pool, ubatch)
+    assert abs(estimate - logged) / logged < 0.02
+    assert llamacpp.compute_buffer_line(estimate).startswith("llama_context:      CUDA0 compute buffer size = ")
+
+
+def test_llama_cpp_budget_leaves_room_for_the_compute_buffer():
+    raw = {"hf-config": hf_fixture("meta-llama__Llama-3.1-8B.json"), "gpu": "rtx-4090-24gb", "engine": "llama.cpp",
+           "context": "32768"}
+    engine = evaluate(raw).result.engine
+    assert engine.activation_bytes_per_gpu == engine.overhead_bytes_per_gpu > 200 << 20
+    assert any("compute buffer size" in line and "estimated" in line for line in engine.log)
+    # A preset without the vocabulary size says the buffer is not counted.
+    engine = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "rtx-4090-24gb", "engine": "llama.cpp"}).result.engine
+    assert engine.overhead_bytes_per_gpu in (None, 0) and any("not counted" in note for note in engine.notes)
+
+
+def test_vllm_hybrid_pool_on_a_real_qwen3_next_log():
+    # vLLM 0.13 on 2 x L40S, fp8 cache, prefix caching off (one state page per request). The log's
+    # 17.58 GiB is rounded to 0.01 GiB: both ends of that are tried, as for every log here.
+    text = log_text("vllm-qwen3-next-80b-awq-tp2-l40s-fp8-v0.13.log")
+    model = model_from_config(hf_fixture("Qwen__Qwen3-Next-80B-A3B-Thinking.json"))
+    logged_tokens = int(re.search(r"GPU KV cache size: ([0-9,]+) tokens", text)[1].replace(",", ""))
+    logged_concurrency = re.search(r"Maximum concurrency for 32,768 tokens per request: ([0-9.]+)x", text)[1]
+    seen = set()
+    for memory in (Fraction("17.575"), Fraction("17.58"), Fraction("17.585")):
+        pool, refusal, _, lines = vllm.allocate(model, precision("fp8"), 2, 1, 32768, 8192, 16, int(memory * GIB),
+                                                precision("bf16"), state_pages=vllm.MAMBA_NONE_PAGES)
+        assert refusal is None and pool.block_size == 1072
+        assert lines == ["Setting attention block size to 1072 tokens to ensure that attention page size is "
+                         ">= mamba page size."]
+        # v0.13 printed num_blocks // groups x block size (current vLLM prints concurrency x max_model_len).
+        seen.add((pool.num_blocks // pool.groups * pool.block_size, f"{float(pool.max_concurrency):.2f}"))
+    assert (logged_tokens, logged_concurrency) in seen

@@ -220,6 +220,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     if "mla" in attention and f.has("qk_nope_head_dim") and f.has("v_head_dim"):
         extra.setdefault("mla_head_dims", (f.int("qk_nope_head_dim") + attention["mla"][1], f.int("v_head_dim")))
     hidden_key = f.first("hidden_size", "d_model", "n_embd", "n_embed")
+    vocab_key = f.first("vocab_size", "padded_vocab_size", "n_vocab")
     architectures = cfg.get("architectures")
     architecture = architectures[0][:100] if isinstance(architectures, list) and architectures and \
         isinstance(architectures[0], str) else None
@@ -227,6 +228,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         name=name or extra.get("hf_repo") or str(cfg.get("_name_or_path") or model_type or "custom")[:100],
         layers=layers, dtype=dtype, attention_heads=attention.get("q_heads"),
         hidden_size=f.int(hidden_key, maximum=1 << 24) if hidden_key else None, architecture=architecture,
+        vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else None,
         max_context_tokens=min(lengths) if lengths else None,   # vLLM takes the smallest
         weights_dtype=weights_dtype, notes=tuple(notes), **extra)
 

@@ -19,6 +19,7 @@ class Model:
     max_context_tokens: int | None = None    # max_position_embeddings
     hidden_size: int | None = None           # the residual stream's width (engines' activation estimates)
     architecture: str | None = None          # config.json architectures[0]: engines special-case some
+    vocab_size: int | None = None            # the logits' width (llama.cpp's compute buffer)
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

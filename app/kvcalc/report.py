@@ -367,8 +367,6 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         if engine.engine == "sglang" and engine.budget_source == "estimate":
             memory += (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
                        "context); activations and CUDA graphs live in the share it leaves free.")
-        if engine.engine == "llama.cpp":
-            memory += " llama.cpp's compute buffer (a few hundred MiB) is not counted."
         why.append(memory)
     if engine.engine == "vllm":
         kinds = {layer.kind for layer in scenario.model.layers}
@@ -381,7 +379,9 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         if "state" in kinds:
             why.append(f"The state layers share the pool: the block grew to {engine.block_size} tokens so one "
                        "attention page holds a state, and each request keeps two state pages (prefix caching's "
-                       "align mode).")
+                       "align mode, vLLM's default for hybrids since v0.26; one with --no-enable-prefix-caching "
+                       "or in older releases, which also printed num_blocks // groups x block size as the "
+                       "token count).")
         why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
                    "printed unrounded.")
     elif engine.engine == "sglang":

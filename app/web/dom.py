@@ -145,5 +145,5 @@ def mark_scrolling_tables(*_) -> None:
     which the stylesheet turns into a visible cue."""
     for wrap in document.querySelectorAll(".table-wrap"):
         scrolls = "true" if wrap.scrollWidth > wrap.clientWidth + 1 else "false"
-        if wrap.dataset.scrolls != scrolls:
-            wrap.dataset.scrolls = scrolls
+        if wrap.getAttribute("data-scrolls") != scrolls:
+            wrap.setAttribute("data-scrolls", scrolls)

@@ -94,7 +94,7 @@ def test_wide_tables_scroll_on_a_phone_with_a_cue(browser, site):
 
 def test_params_field_takes_model_card_spellings(page, site):
     open_page(page, site + "#model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm-80gb")
-    page.click("#advanced > summary")
+    page.evaluate("document.getElementById('advanced').open = true")
     page.fill("#params", "7.6B")
     page.wait_for_function("document.querySelector('[data-metric=weights_bytes]').dataset.value === '15200000000'")
     assert page.inner_text('[data-metric="weights_bytes"] .figure').startswith("≈ ")

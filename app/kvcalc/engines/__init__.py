@@ -186,6 +186,19 @@ def _llamacpp(scenario, values, chunk, budget, activation, overhead, source, not
     v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
     pool = llamacpp.allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
     on_gpu = llamacpp.bytes_on_busiest_gpu(model, pool, dep.gpus)
+    compute = llamacpp.compute_buffer_bytes(model, pool, chunk)
+    extra_log = []
+    if compute is None:
+        notes.append("llama.cpp's compute buffer (a few hundred MiB) is not counted: this model does not give "
+                     "its vocabulary size and hidden size.")
+    else:
+        extra_log.append(llamacpp.compute_buffer_line(compute) + f"   (estimated, {llamacpp.COMPUTE_BUFFER_ERROR})")
+        if budget is not None and source != "overhead-gib":
+            budget -= compute
+            activation = overhead = compute
+        notes.append(f"llama.cpp's compute buffer, estimated at {compute / llamacpp.MIB:,.0f} MiB "
+                     f"({llamacpp.COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} with flash attention, comes out of the "
+                     "memory beside the weights.")
     starts = None if budget is None else on_gpu <= budget
     if dep.gpus > 1:
         notes.append(f"llama.cpp splits layers over the {dep.gpus} GPUs; the busiest holds "
@@ -196,4 +209,4 @@ def _llamacpp(scenario, values, chunk, budget, activation, overhead, source, not
     per_seq = pool.bytes_total // pool.seqs
     return EngineResult("llama.cpp", llamacpp.PAD, chunk, budget, per_seq, pool.kv_tokens, pool.max_concurrency,
                         starts, pool.max_context_per_seq, refusal, activation, overhead, source,
-                        tuple(llamacpp.log_lines(pool) + ([refusal] if refusal else [])), tuple(notes))
+                        tuple(llamacpp.log_lines(pool) + extra_log + ([refusal] if refusal else [])), tuple(notes))

@@ -112,6 +112,32 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
                 sum(c.k_bytes + c.v_bytes for c in caches))
 
 
+# The compute buffer, an estimate: llama_context reserves the graph of one ubatch of
+# min(n_ctx, n_ubatch) tokens, every one an output, and ggml-alloc (ggml/src/ggml-alloc.c)
+# keeps the high-water mark of one layer's live tensors plus the output head. With flash
+# attention (on by default on CUDA, -fa auto) no n_head x n_kv score matrix is built; what
+# remains is the logits (4 B x n_vocab per token), the attention mask (n_kv per token) and a
+# few hidden-width activations. Fitted on published CUDA0 lines: GLM-Z1-32B at 32K 352 vs 353
+# MiB (ik_llama.cpp PR #370), GLM-4.5-Air at 128K with -ub 4096 3,520 vs 3,584 MiB (PR #689),
+# Qwen2.5-VL-3B at 4K, -ub 4096 2,470 vs 2,470 MiB; across eleven logs within about 15%.
+COMPUTE_BUFFER_ERROR = "within about 15%"
+
+
+def compute_buffer_bytes(model, pool: Pool, ubatch: int) -> int | None:
+    """llama.cpp's "CUDA0 compute buffer size", estimated; None without the model's widths."""
+    if not model.hidden_size or not model.vocab_size:
+        return None
+    tokens = min(ubatch, pool.kv_tokens * (1 if pool.unified else pool.seqs))
+    n_kv = pool.max_context_per_seq
+    hidden = 4 * tokens * model.hidden_size
+    return max(4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden, 6 * tokens * n_kv + 5 * hidden)
+
+
+def compute_buffer_line(compute_bytes: int) -> str:
+    # src/llama-context.cpp: "%10s compute buffer size = %8.2f MiB" per backend.
+    return f"llama_context: {'CUDA0':>10s} compute buffer size = {compute_bytes / MIB:8.2f} MiB"
+
+
 def bytes_on_busiest_gpu(model, pool: Pool, gpus: int) -> int:
     """llama.cpp splits layers over GPUs (--split-mode layer, an even split by default): the
     cache on the GPU that holds the most."""

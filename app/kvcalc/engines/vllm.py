@@ -37,9 +37,11 @@ def format_gib(n: int) -> str:
     return str(round(n / GIB, 2))
 
 
-# Mamba / linear-attention state with prefix caching on (vLLM's default): mamba_cache_mode
-# "align" keeps two state pages per request (MambaSpec.max_memory_usage_bytes).
+# Mamba / linear-attention state (MambaSpec.max_memory_usage_bytes): with prefix caching on,
+# vLLM's default for hybrids since v0.26 (ModelConfig.is_prefix_caching_supported), mamba_cache_mode
+# "align" keeps two state pages per request; with it off ("none", and before v0.26) one.
 MAMBA_ALIGN_PAGES = 2
+MAMBA_NONE_PAGES = 1
 KERNEL_BLOCK_ALIGNMENT = 16       # the smallest kernel block of the CUDA attention backends
 
 
@@ -51,6 +53,7 @@ class Spec:
     block_size: int
     window: int = 0          # sliding window or attention chunk
     state_bytes: int = 0     # mamba: the (padded) state page
+    state_pages: int = MAMBA_ALIGN_PAGES   # mamba: pages one request keeps
 
     @property
     def page_bytes(self) -> int:
@@ -62,7 +65,7 @@ class Spec:
 
     def blocks_for(self, model_len: int, prefill_chunk: int) -> int:
         if self.kind == "mamba":
-            return MAMBA_ALIGN_PAGES
+            return self.state_pages
         if self.kind in ("full", "mla"):
             return _cdiv(model_len, self.block_size)
         if self.kind == "sliding":
@@ -88,7 +91,8 @@ class Pool:
     padding: tuple = ()            # (layers added, % of that type) per padded layer type
 
 
-def specs_of(model, kv_precision, state_precision, tp: int, block_size: int) -> tuple[list, int, list]:
+def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
+             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple[list, int, list]:
     """Each layer's spec (None for a layer without a KV cache) in model order, the block size,
     and the lines vLLM logs when a hybrid's state page moves it.
 
@@ -117,7 +121,7 @@ def specs_of(model, kv_precision, state_precision, tp: int, block_size: int) -> 
     out = []
     for layer in model.layers:
         if layer.kind == "state":
-            out.append(Spec("mamba", 0, block_size, 0, padded))
+            out.append(Spec("mamba", 0, block_size, 0, padded, state_pages))
         elif layer.kind == "none" or layer.held_range(1) is None:
             out.append(None)
         else:
@@ -179,12 +183,14 @@ def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
 
 
 def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
-             block_size: int, available_bytes: int, state_precision=None) -> tuple:
+             block_size: int, available_bytes: int, state_precision=None,
+             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple:
     """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
 
     Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
     while it sizes a hybrid's pages)."""
-    specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size)
+    specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
+                                               state_pages)
     groups, padding = kv_groups(specs)
     stages, start = [], 0
     for stage in model.stages(pp):
