@@ -29,6 +29,9 @@ def test_choosing_vllm_shows_what_it_will_print(page, site):
     assert shown["max_concurrency"] == str(expected["max_concurrency"])       # the summary follows the engine
     assert "vLLM" in page.inner_text("#conditions")
     assert "estimate" in page.inner_text("#engine-why") and "exact ideal fits" in page.inner_text("#engine-why")
+    # The verdict, first in the summary, is the engine's.
+    assert shown["verdict"] == "true" and page.inner_text('[data-metric="verdict"]') == expected["verdict"]
+    assert expected["verdict"].startswith("Fits as vLLM allocates: 1 request of 8,192 tokens (up to ")
 
 
 def test_kv_memory_from_a_real_log_reproduces_its_figures(page, site):
