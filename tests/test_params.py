@@ -135,3 +135,18 @@ def test_weights_from_a_rounded_count_are_not_shown_to_the_byte():
     exact = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"})
     shown = page_texts(exact.scenario, exact.result)["metrics"]["weights_bytes"]
     assert shown[2] == "16,060,522,496 B"
+
+
+def test_custom_dimensions_count_parameters_from_widths():
+    # Llama 3.1 8B's widths as custom dimensions give its published 8,030,261,248 parameters.
+    raw = {"layers": "32", "kv-heads": "8", "head-dim": "128", "hidden-size": "4096", "mlp-size": "14336",
+           "vocab-size": "128256", "gpu": "h100-sxm-80gb"}
+    ev = evaluate(raw)
+    assert ev.ok and ev.result.weights_bytes == 2 * 8_030_261_248 and ev.result.max_concurrency > 0
+    # Part of the widths: the missing one is named, in plain words.
+    ev = evaluate({k: v for k, v in raw.items() if k != "vocab-size"})
+    assert ev.errors[0].field == "vocab-size" and "count the parameters" in ev.errors[0].message
+    # None of them: weights are unknown and the note says what would give them.
+    ev = evaluate({"layers": "32", "kv-heads": "8", "head-dim": "128", "gpu": "h100-sxm-80gb"})
+    assert ev.ok and ev.result.weights_bytes is None
+    assert any("hidden size, MLP size and vocabulary size, or the parameter count" in w for w in ev.scenario.warnings)

@@ -104,3 +104,16 @@ def test_model_search_never_fails_on_any_text():
         found = search_models(query)
         assert len(found) <= len(model_entries())
     check()
+
+
+def test_every_preset_knows_its_context_limit():
+    # Issue 11: Gemma 3 27B claimed 1.1M tokens of context fit, its preset having no limit. Where
+    # the published config.json omits it, the config class's default applies (and is noted).
+    from kvcalc.presets import model_entries, preset_model
+    for entry in model_entries():
+        model = preset_model(entry["id"])
+        assert model.max_context_tokens, entry["id"]
+    gemma = preset_model("google/gemma-3-27b-it")
+    assert gemma.max_context_tokens == 131_072
+    assert any("Gemma3TextConfig default" in note for note in gemma.notes)
+    assert preset_model("tiiuae/falcon-7b").max_context_tokens == 2048

@@ -113,11 +113,11 @@ def precision_rows(scenario: Scenario) -> list[Row]:
 
 # Headline figures for the side-by-side comparison: (label, key in report.to_json, kind).
 COMPARE_METRICS = (
-    ("Model", "model", "text"), ("KV precision", "kv_dtype", "text"), ("GPU", "gpu", "text"),
+    ("Verdict", "verdict", "text"), ("Model", "model", "text"), ("KV precision", "kv_dtype", "text"), ("GPU", "gpu", "text"),
     ("GPUs", "gpus", "count"), ("Tensor parallel", "tp", "count"), ("Pipeline parallel", "pp", "count"),
     ("Memory utilization", "memory_utilization", "text"), ("Context", "context", "count"),
     ("Requests", "batch", "count"), ("Shared prefix", "prefix_tokens", "count"),
-    ("Block size", "block_size", "count"),
+    ("Block size", "block_size", "text"),
     ("KV per token", "kv_bytes_per_token", "bytes"), ("KV per request", "kv_bytes_per_request", "bytes"),
     ("KV total", "kv_bytes_total", "bytes"), ("KV per GPU", "kv_bytes_per_gpu", "bytes"),
     ("Weights", "weights_bytes", "bytes"), ("Max concurrent requests", "max_concurrency", "count"),

@@ -45,11 +45,31 @@ class Model:
     def check_parallel(self, tp: int, pp: int) -> None:
         if pp > len(self.layers):
             raise InputError("pp", f"pp={pp} is more than the model's {len(self.layers)} layers")
+        try:
+            self._check_tp(tp)
+        except InputError as e:
+            near = self.valid_tp_near(tp)
+            hint = f"; the nearest that work: {' or '.join(map(str, near))}" if near else ""
+            raise InputError(e.field, e.message + hint) from None
+
+    def _check_tp(self, tp: int) -> None:
         if self.attention_heads and self.attention_heads % tp:
             raise InputError("tp", f"tp={tp} does not divide the model's {self.attention_heads} "
                                    f"attention heads (vLLM and SGLang require it)")
         for layer in self.layer_counts():
             layer.check_tp(tp)
+
+    def valid_tp_near(self, tp: int) -> list[int]:
+        """The closest tensor-parallel sizes below and above `tp` that this model can be split by."""
+        def valid(n: int) -> bool:
+            try:
+                self._check_tp(n)
+            except InputError:
+                return False
+            return True
+        below = next((n for n in range(tp - 1, 0, -1) if valid(n)), None)
+        above = next((n for n in range(tp + 1, 4 * tp + 2) if valid(n)), None)
+        return [n for n in (below, above) if n is not None]
 
     def stages(self, pp: int) -> list[Counter]:
         """Layers of each pipeline stage, as vLLM's get_pp_indices splits them: an even share

@@ -44,6 +44,11 @@ OPTIONS = (
     Option("mla-rank", "int", "model", "Custom MLA model: kv_lora_rank, the latent width.", 1, 100_000),
     Option("mla-rope-dim", "int", "model", "Custom MLA model: qk_rope_head_dim.", 0, 100_000),
     Option("sliding-window", "int", "model", "Custom model: every layer keeps only this many tokens.", 1, 1 << 40),
+    Option("hidden-size", "int", "model", "Custom model: hidden size (with MLP size and vocabulary, the parameter "
+           "count of a Llama-style decoder).", 1, 1 << 20),
+    Option("mlp-size", "int", "model", "Custom model: the MLP's intermediate size (gated, as Llama's).", 1, 1 << 22),
+    Option("vocab-size", "int", "model", "Custom model: vocabulary size (embeddings and output head, untied).",
+           1, 1 << 22),
     Option("context", "int", "workload", "Tokens per request: prompt plus generated.", 1, 1 << 34, "8192"),
     Option("batch", "int", "workload", "Concurrent requests, each with its own cache.", 1, 1 << 34, "1"),
     Option("kv-dtype", "text", "workload", "Precision the cache is stored in (default: the model's dtype)."),
@@ -70,7 +75,9 @@ OPTIONS = (
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib"),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
-MANUAL_FIELDS = ("layers", "kv-heads", "head-dim", "attention-heads", "mla-rank", "mla-rope-dim", "sliding-window")
+MANUAL_FIELDS = ("layers", "kv-heads", "head-dim", "attention-heads", "mla-rank", "mla-rope-dim", "sliding-window",
+                 "hidden-size", "mlp-size", "vocab-size")
+SHAPE_FIELDS = ("hidden-size", "mlp-size", "vocab-size")     # a custom model's parameter count
 MODEL_INPUTS = ("model", "hf-config", *MANUAL_FIELDS)   # every way to name the model
 UNITS = ("gib", "gb")
 
@@ -267,7 +274,9 @@ def _manual_model_of(fields: tuple) -> Model:
     n = _required(values, "layers")
     if "mla-rank" in values or "mla-rope-dim" in values:
         layer = MLAAttention(_required(values, "mla-rank"), values.get("mla-rope-dim", 0))
-        return Model(name="custom MLA model", layers=(layer,) * n)
+        return Model(name="custom MLA model", layers=(layer,) * n, notes=(
+            "the weights' size of a custom MLA model needs the parameter count (params) or the weights' size "
+            "(weights-gib)",))
     heads, dim = _required(values, "kv-heads"), _required(values, "head-dim")
     q_heads = values.get("attention-heads")
     if q_heads is not None and q_heads % heads:
@@ -276,7 +285,34 @@ def _manual_model_of(fields: tuple) -> Model:
         layer = SlidingWindowAttention(heads, dim, window=values["sliding-window"])
     else:
         layer = FullAttention(heads, dim)
-    return Model(name="custom model", layers=(layer,) * n, attention_heads=q_heads)
+    params, notes = _custom_params(values, n, heads, dim, q_heads)
+    return Model(name="custom model", layers=(layer,) * n, attention_heads=q_heads, params=params,
+                 hidden_size=values.get("hidden-size"), vocab_size=values.get("vocab-size"), notes=notes)
+
+
+def _custom_params(values: dict, layers: int, kv_heads: int, head_dim: int, q_heads: int | None):
+    """A custom model's parameter count as a Llama-style decoder (gated MLP, untied embeddings, no
+    biases), when its widths are given; otherwise what to give, in words."""
+    given = [name for name in SHAPE_FIELDS if name in values]
+    if not given:
+        return None, ("the weights' size needs the hidden size, MLP size and vocabulary size, or the parameter "
+                      "count (params), or the weights' size (weights-gib)",)
+    missing = [name for name in SHAPE_FIELDS if name not in values]
+    if missing:
+        raise InputError(missing[0], "needed with " + " and ".join(given) + " to count the parameters "
+                         "(or clear those and give params or weights-gib)")
+    hidden = values["hidden-size"]
+    if q_heads is None:
+        if hidden % head_dim:
+            raise InputError("attention-heads", f"needed: hidden size {hidden:,} is not a multiple of the head "
+                                                f"dim {head_dim}, so the query heads cannot be derived")
+        q_heads = hidden // head_dim
+    counted = count_params({"model_type": "llama", "hidden_size": hidden, "intermediate_size": values["mlp-size"],
+                            "num_hidden_layers": layers, "num_attention_heads": q_heads,
+                            "num_key_value_heads": kv_heads, "head_dim": head_dim,
+                            "vocab_size": values["vocab-size"], "tie_word_embeddings": False})
+    return counted.total, (f"parameters counted as a Llama-style decoder (gated MLP, untied embeddings): "
+                           f"{counted.total:,}",)
 
 
 def _required(values: dict, name: str):
@@ -302,8 +338,9 @@ def build_scenario(values: dict) -> Scenario:
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
     if deployment.gpu_memory_bytes is not None and deployment.weights_bytes is None and not any(
-            "quantized" in n for n in notes):
-        notes.append("the weights' size is unknown for this model: give params or weights-gib to size "
+            "quantized" in n or "weights' size" in n for n in notes):
+        notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
+                     "weights' size (weights-gib) to size "
                      "the memory budget (KV figures need neither)")
     return Scenario(model, workload, deployment, values, tuple(notes))
 
@@ -313,6 +350,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
     if "tp" in values:
         tp = values["tp"]
         if "gpus" in values and values["gpus"] != tp * pp:
+            model.check_parallel(tp, pp)       # suggest a GPU count only for a tp that works
             raise InputError("gpus", f"gpus={values['gpus']} does not equal tp x pp = {tp} x {pp}; "
                                      f"use {tp * pp} GPUs or change tp")
     else:

@@ -33,7 +33,7 @@ def to_json(scenario: Scenario, result: Result) -> dict:
         "batch": work.batch,
         "kv_dtype": work.kv_precision.name,
         "kv_bits_per_element": _plain(work.kv_precision.bits_per_element),
-        "block_size": work.block_size_tokens,
+        "block_size": work.block_size_tokens if work.block_size_tokens > 1 else "off",   # "off": no paging
         "prefix_tokens": work.prefix_tokens,
         "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
         "memory_utilization": _plain(dep.memory_utilization),
@@ -197,15 +197,23 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("Verdict", to_json(scenario, result)["verdict"]),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
         ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
-        ("KV per token", both(result.kv_bytes_per_token)),
-        (f"KV per request ({scenario.workload.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
-        (f"KV total ({scenario.workload.batch:,} requests)", both(result.kv_bytes_total)),
-        (f"KV per GPU (tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
-        ("Weights", both(result.weights_bytes)),
-        ("Max concurrent requests", "n/a (needs GPU memory and the weights' size)" if result.max_concurrency is None
+    ]
+    work = scenario.workload
+    requests = plural(work.batch, "request")
+    weights = (lambda n: both(n) if scenario.deployment.weights_exact or n is None
+               else f"≈ {size(n, 'gib')} = {size(n, 'gb')} (from a rounded parameter count)")
+    rows += [
+        ("KV per token (all layers)", both(result.kv_bytes_per_token)),
+        (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
+        (f"KV total ({requests}, one copy)", both(result.kv_bytes_total)),
+        (f"KV per GPU ({requests}; tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
+        ("Weights (all GPUs)", weights(result.weights_bytes)),
+        ("Weights per GPU", weights(result.weights_bytes_per_gpu)),
+        (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
+         "n/a (needs GPU memory and the weights' size)" if result.max_concurrency is None
          else f"{result.max_concurrency:,}"),
-        ("Max context", _max_context_text(result)),
-        ("KV = weights at context", "n/a" if result.kv_equals_weights_context is None
+        (f"Max context ({requests})", _max_context_text(result)),
+        ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
     width = max(len(k) for k, _ in rows)

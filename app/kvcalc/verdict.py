@@ -64,7 +64,8 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
         most = result.max_concurrency or 0
         room = f"at most {plural(most, 'request')} of {ctx:,} tokens fit" if most else \
             f"not even one request of {ctx:,} tokens fits"
-        problems.append(f"{requests} need {size(result.kv_bytes_per_gpu, unit)} of KV cache per GPU, "
+        problems.append(f"{requests} {'need' if batch > 1 else 'needs'} {size(result.kv_bytes_per_gpu, unit)} of KV "
+                        f"cache per GPU, "
                         f"{size(result.kv_bytes_per_gpu - budget, unit)} over the {size(budget, unit)} left after "
                         f"the weights; {room}")
         reasons.append("kv")
@@ -72,7 +73,7 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
         return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
     spare = f"; up to {plural(result.max_concurrency, 'request')} would fit" \
         if result.max_concurrency and result.max_concurrency > batch else ""
-    return Verdict(True, f"Fits: {requests} take {size(result.kv_bytes_per_gpu, unit)} of the "
+    return Verdict(True, f"Fits: {requests} {'take' if batch > 1 else 'takes'} {size(result.kv_bytes_per_gpu, unit)} of the "
                          f"{size(budget, unit)} KV budget per GPU{spare}.", ())
 
 

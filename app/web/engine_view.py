@@ -3,6 +3,7 @@ lines it would print at start-up with these numbers, and why they differ from th
 Every text is the engine's own (`report.engine_texts`)."""
 
 from web.dom import copy_text, el, lines_of, put, view
+from web.errors import in_page_words
 from web.results import write_metrics
 
 
@@ -14,7 +15,7 @@ def render(texts: dict) -> None:
     put("#engine-title", texts["title"])
     write_metrics(texts["metrics"])
     put("#engine-log", texts["log"])
-    view("#engine-why", item_tag="li").show(lines_of(texts["why"]))
+    view("#engine-why", item_tag="li").show(lines_of([in_page_words(line) for line in texts["why"]]))
 
 
 def on_copy(*_) -> None:

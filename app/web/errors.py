@@ -1,7 +1,9 @@
 """Errors as the page shows them: each beside the field it is about, all in one summary, and
 the results marked stale (the last valid figures stay, in words and style)."""
 
-from kvcalc.options import OPTION_BY_NAME
+import re
+
+from kvcalc.options import OPTION_BY_NAME, OPTIONS
 
 from web import state
 from web.dom import absent, el, q, put
@@ -9,13 +11,23 @@ from web.dom import absent, el, q, put
 _placed = {}            # field id -> the message shown beside it
 
 
+# The engine names other inputs by their CLI names (weights-gib); the page says their labels.
+_OPTION_IDS = re.compile(r"(?<![\w-])(" + "|".join(sorted((re.escape(o.name) for o in OPTIONS if "-" in o.name),
+                                                         key=len, reverse=True)) + r")(?![\w-])")
+
+
+def in_page_words(text: str) -> str:
+    return _OPTION_IDS.sub(lambda m: f"“{_label(m[1])}”", text)
+
+
 def show(errors, model_choice: str) -> None:
     placed, summary = {}, []
     for error in errors:
         field = _place(error.field, model_choice)
+        message = in_page_words(error.message)
         if field:
-            placed[field] = error.message if field == error.field else f"{error.field}: {error.message}"
-        summary.append(f"{_label(error.field)}: {error.message}")
+            placed[field] = message if field == error.field else f"{_label(error.field)}: {message}"
+        summary.append(f"{_label(error.field)}: {message}")
     for field in set(_placed) | set(placed):
         put(f"#error-{field}", placed.get(field, ""))
         control = q(f"#{field}")
@@ -48,6 +60,8 @@ def waiting(text: str) -> None:
 
 def _label(field: str) -> str:
     """The field's label on the page, the words a user knows it by."""
+    if field == "hf-config":
+        return "config.json"
     label = q(f'label[for="{field}"]')
     # The words before a parenthesis: "Context length (tokens)" is "Context length".
     return field if label is None else label.textContent.split(" (")[0].strip()

@@ -6,6 +6,7 @@ from kvcalc.report import size
 from kvcalc.sweep import memory_bar
 
 from web.dom import lines_of, put, view
+from web.errors import in_page_words
 
 
 def write_metrics(metrics: dict) -> None:
@@ -23,7 +24,7 @@ def render(texts: dict) -> None:
     put("#conditions", texts["conditions"])
     for key, text in texts["metric_conditions"].items():
         put(f'[data-cond="{key}"]', text)
-    view("#formula", item_tag="li").show(lines_of(texts["formula"]))
+    view("#formula", item_tag="li").show(lines_of([in_page_words(line) for line in texts["formula"]]))
     for key, text in texts["live"].items():
         put(f'[data-live="{key}"]', text)
 

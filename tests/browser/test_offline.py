@@ -1,6 +1,7 @@
 """Fast first paint, a shared link never showing the default numbers, offline after one visit,
 and a sub-path host."""
 
+import html as html_module
 import re
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ DIST = ROOT / "dist"
 
 def test_prerendered_figures_equal_what_python_computes(page, site):
     html = (DIST / "index.html").read_text()
-    prerendered = dict(re.findall(r'<dd data-metric="([a-z_]+)" data-value="([^"]*)">', html))
+    prerendered = {key: html_module.unescape(value) for key, value in
+                   re.findall(r'<(?:dd|p)[^>]* data-metric="([a-z_]+)" data-value="([^"]*)"', html)}
     open_page(page, site)
     assert metrics(page) == prerendered
 

@@ -90,7 +90,7 @@ def test_launch_commands_match_the_engine(page, site):
         open_page(page, site + fragment)
         evaluation = scenario_of(url_of(page))
         for engine in ("vllm", "sglang", "llama.cpp"):
-            expected = launch(evaluation.scenario, engine)
+            expected = launch(evaluation.scenario, engine, evaluation.result)
             box = page.locator(f"[id='launch-{engine}']")
             assert box.locator("pre").inner_text() == (expected.command or "")
             assert box.locator(".notes li").all_inner_texts() == list(expected.notes)
