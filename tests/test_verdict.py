@@ -78,6 +78,8 @@ def test_the_table_leads_with_the_verdict():
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
     assert code == 0
     assert out.splitlines()[0].startswith("Verdict") and "Does not fit" in out.splitlines()[0]
+    # The arithmetic gives no decode speed for it either.
+    assert "Decode bound: not given, because this configuration does not fit" in out and "tokens/s" not in out
 
 
 def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():

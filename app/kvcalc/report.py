@@ -172,7 +172,10 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
             why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
             lines.append(f"Max context for {plural(work.batch, 'request')} = {plural(result.max_context, 'token')}"
                          f" (limited by {why})")
-    if result.decode_step_seconds:
+    from .verdict import verdict
+    if result.decode_step_seconds and verdict(scenario, result).fits is False:
+        lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
+    elif result.decode_step_seconds:
         step = result.decode_step_seconds
         lines.append(f"Decode bound: weights and the batch's KV read once per step at "
                      f"{dep.bandwidth_bytes_per_s / 10 ** 12:g} TB/s -> >= {rate(float(step) * 1000)} ms per step, "
