@@ -5,7 +5,7 @@ from pyscript import document, window
 
 from kvcalc import link
 
-from web import charts, compare, early, engine_view, form, loop, model_picker, privacy, share, takeaway
+from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
 from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
 
 
@@ -116,7 +116,7 @@ def wire() -> None:
     on(el(".shortcuts"), "click", on_context_shortcut)
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
-    on(window, "resize", charts.resize)
+    on(window, "resize", plot.resize)
     on(window, "resize", mark_scrolling_tables)
     on(window, "pagehide", share.flush)
     on(el("#pin"), "click", on_pin)
@@ -154,7 +154,7 @@ def main() -> None:
     el("#status").hidden = True
     HTML.dataset.state = "ready"
     window.performance.mark("kvcalc-ready")
-    window.kvcalcChartExact = proxy(charts.chart_exact)
+    window.kvcalcChartExact = proxy(plot.chart_exact)
     privacy.list_loaded_files()
     privacy.register_offline_copy()
 

@@ -165,6 +165,9 @@ CONFIG_DEFAULT_CONTEXT = {
     "RefinedWeb": (2048, "vLLM's default when a config gives no length (_get_and_verify_max_len)"),
     "RefinedWebModel": (2048, "vLLM's default when a config gives no length (_get_and_verify_max_len)"),
 }
+# The vocabulary size a config class supplies when config.json leaves it out (Gemma 3's
+# published text_config has none; transformers Gemma3TextConfig defaults to 262,208).
+CONFIG_DEFAULT_VOCAB = {"gemma3_text": 262208}
 STATE_FIELDS = ("mamba_d_state", "ssm_state_size", "linear_num_value_heads", "mamba_n_heads", "mamba_num_heads")
 
 
@@ -228,7 +231,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         name=name or extra.get("hf_repo") or str(cfg.get("_name_or_path") or model_type or "custom")[:100],
         layers=layers, dtype=dtype, attention_heads=attention.get("q_heads"),
         hidden_size=f.int(hidden_key, maximum=1 << 24) if hidden_key else None, architecture=architecture,
-        vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else None,
+        vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else CONFIG_DEFAULT_VOCAB.get(model_type),
         max_context_tokens=min(lengths) if lengths else None,   # vLLM takes the smallest
         weights_dtype=weights_dtype, notes=tuple(notes), **extra)
 

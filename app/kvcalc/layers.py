@@ -54,6 +54,14 @@ class FullAttention:
     def check_tp(self, tp: int) -> None:
         _check_head_split(self.kv_heads, tp, "kv heads")
 
+    def flops_per_key(self, q_heads: int) -> int:
+        """One query token against one cached key: q.k and the weighted V, 2 FLOPs a multiply-add."""
+        return 2 * q_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
+
+    def keys_total(self, tokens: int) -> int:
+        """Keys attended by the tokens at positions 1..tokens together (causal: t at position t)."""
+        return tokens * (tokens + 1) // 2
+
 
 @dataclass(frozen=True)
 class SlidingWindowAttention(FullAttention):
@@ -65,6 +73,10 @@ class SlidingWindowAttention(FullAttention):
     def held_range(self, context_tokens: int):
         return (max(0, context_tokens - self.window), context_tokens)
 
+    def keys_total(self, tokens: int) -> int:
+        inside = min(tokens, self.window)          # positions still shorter than the window
+        return inside * (inside + 1) // 2 + (tokens - inside) * self.window
+
 
 @dataclass(frozen=True)
 class ChunkedLocalAttention(SlidingWindowAttention):
@@ -72,6 +84,11 @@ class ChunkedLocalAttention(SlidingWindowAttention):
     chunk, the way vLLM's ChunkedLocalAttentionSpec reserves it."""
 
     kind = "chunked"
+
+    def keys_total(self, tokens: int) -> int:
+        # A token attends only the tokens of its own chunk before it.
+        full, rest = divmod(tokens, self.window)
+        return full * self.window * (self.window + 1) // 2 + rest * (rest + 1) // 2
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,14 @@ class MLAAttention:
     def check_tp(self, tp: int) -> None:
         return None
 
+    def flops_per_key(self, q_heads: int) -> int:
+        # Decode runs MLA absorbed (vLLM, SGLang, FlashMLA): each head scores the latent plus the
+        # rope key, then sums latents: (rank + rope) + rank multiply-adds per head and key.
+        return 2 * q_heads * (2 * self.kv_lora_rank + self.rope_dim)
+
+    def keys_total(self, tokens: int) -> int:
+        return tokens * (tokens + 1) // 2
+
 
 @dataclass(frozen=True)
 class StateSpaceLayer:
@@ -132,6 +157,13 @@ class StateSpaceLayer:
         conv = precision.bytes_for(self.conv_elements * share // self.heads)
         return conv + ssm_precision.bytes_for(self.ssm_elements * share // self.heads)
 
+    def flops_per_key(self, q_heads: int) -> int:
+        # The state update does not grow with the context; its projections are in the parameters.
+        return 0
+
+    def keys_total(self, tokens: int) -> int:
+        return 0
+
     def check_tp(self, tp: int) -> None:
         # vLLM divides state heads over ranks and never replicates them.
         if tp > self.heads or self.heads % tp:
@@ -145,6 +177,12 @@ class NoCache:
     kind = "none"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return 0
+
+    def flops_per_key(self, q_heads: int) -> int:
+        return 0
+
+    def keys_total(self, tokens: int) -> int:
         return 0
 
     def held_range(self, context_tokens: int):

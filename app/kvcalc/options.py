@@ -54,6 +54,8 @@ OPTIONS = (
     Option("kv-dtype", "text", "workload", "Precision the cache is stored in (default: the model's dtype)."),
     Option("block-size", "int", "workload", "PagedAttention block size in tokens; each layer rounds up to whole blocks (vLLM default 16).", 1, 1 << 20),
     Option("prefix-tokens", "int", "workload", "A prompt prefix shared by every request, cached once.", 0, 1 << 34, "0"),
+    Option("prompt-tokens", "int", "workload", "The prompt's share of the context, for prefill time and time to "
+           "first token (default: the whole context).", 1, 1 << 34),
     Option("gpus", "int", "deployment", "GPUs serving one copy of the model (tp x pp).", 1, 1 << 20, "1"),
     Option("tp", "int", "deployment", "Tensor-parallel size (default gpus / pp).", 1, 1 << 20),
     Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 10_000, "1"),
@@ -361,10 +363,12 @@ def _deployment(values: dict, model: Model) -> Deployment:
 
     memory = bandwidth = torch_memory = None
     gpu_name = None
+    peaks = ()
     if "gpu" in values:
         preset = presets.gpu(values["gpu"])
         memory, bandwidth, gpu_name = preset.memory_bytes, preset.bandwidth_bytes_per_s, preset.name
         torch_memory = preset.torch_memory_bytes
+        peaks = tuple(sorted((preset.peak_flops or {}).items()))
     if "gpu-memory-gib" in values:
         memory = int(values["gpu-memory-gib"] * GIB)
         torch_memory = None
@@ -385,7 +389,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
                       bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
-                      weights_exact=weights_exact)
+                      weights_exact=weights_exact, peak_flops=peaks)
 
 
 def params_rounded(params: int) -> bool:
@@ -418,6 +422,7 @@ def evaluate(raw: dict) -> Evaluation:
         result = compute(scenario.model, scenario.workload, scenario.deployment)
         if "engine" in values:
             result = _with_engine(scenario, result, values)
+        result = _with_timing(scenario, result, values)
     except InputError as e:
         return Evaluation(values, (e,))
     return Evaluation(values, (), scenario, result)
@@ -430,6 +435,28 @@ def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:
     engine = size(scenario, result, values)
     concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
     return replace(result, engine=engine, max_concurrency=concurrency)
+
+
+def _with_timing(scenario: Scenario, result: Result, values: dict) -> Result:
+    """The result with its time bounds, or the reason there are none."""
+    from dataclasses import replace
+    from .timing import time_bounds
+    work, dep, model = scenario.workload, scenario.deployment, scenario.model
+    prompt = values.get("prompt-tokens", work.context_tokens)
+    if prompt > work.context_tokens:
+        raise InputError("prompt-tokens", f"a prompt of {prompt:,} tokens is longer than the context of "
+                                          f"{work.context_tokens:,}; the context holds the prompt and what is generated")
+    missing = ("a GPU preset (its bandwidth and peak FLOP/s)" if not dep.bandwidth_bytes_per_s else
+               "this GPU's peak FLOP/s, which is not on record" if not dep.peak_flops else
+               "the weights' size" if result.weights_bytes is None else
+               "the parameter count" if not (model.params or model.active_params) else None)
+    if missing:
+        return replace(result, timing_missing=f"time bounds need {missing}")
+    chunk = values.get("prefill-chunk")
+    if chunk is None:
+        from .engines import default_prefill_chunk
+        chunk = default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
+    return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))
 
 
 def canonical_value(name: str, value):

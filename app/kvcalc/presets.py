@@ -24,6 +24,8 @@ class GPU:
     source: str
     torch_memory_bytes: int | None = None   # the total PyTorch reports (what vLLM and SGLang multiply)
     torch_memory_source: str | None = None
+    peak_flops: dict | None = None          # dense tensor FLOP/s per compute precision (bf16, fp8, fp4, int8)
+    peak_flops_source: str | None = None
 
 
 @lru_cache(maxsize=None)

@@ -19,8 +19,9 @@ def to_json(scenario: Scenario, result: Result) -> dict:
     from .verdict import verdict
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
     judged = verdict(scenario, result)
+    timing = result.timing
     # A decode speed only means something for a deployment that fits.
-    step = None if judged.fits is False else result.decode_step_seconds
+    step = None if judged.fits is False else timing.decode_step_seconds if timing else result.decode_step_seconds
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     out.update({
         "fits": judged.fits,
@@ -44,6 +45,9 @@ def to_json(scenario: Scenario, result: Result) -> dict:
         "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
         "warnings": list(scenario.warnings),
     })
+    from .time_report import timing_json
+    out.update(timing_json(timing if judged.fits is not False else None, result.timing_missing
+                           or ("the configuration does not fit" if timing else None)))
     out.update(engine_json(result.engine))
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
@@ -175,6 +179,9 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
     from .verdict import verdict
     if result.decode_step_seconds and verdict(scenario, result).fits is False:
         lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
+    elif result.timing is not None:
+        from .time_report import timing_lines
+        lines.extend(timing_lines(scenario, result.timing))
     elif result.decode_step_seconds:
         step = result.decode_step_seconds
         lines.append(f"Decode bound: weights and the batch's KV read once per step at "
@@ -311,13 +318,17 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     metrics["decode_tokens_per_s_per_request"] = (
         (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
+    from .time_report import timing_texts
+    time_texts = timing_texts(scenario, result, data["fits"])
+    metrics.update(time_texts["metrics"])
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
     work = generation_work(scenario.workload.context_tokens)
     return {
         "data": data,
         "conditions": conditions(scenario, result),
-        "metric_conditions": metric_conditions(scenario, result),
+        "metric_conditions": {**metric_conditions(scenario, result), **time_texts["conditions"]},
+        "time_live": time_texts["live"],
         "engine": engine_texts(scenario, result, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "

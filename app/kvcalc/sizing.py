@@ -37,6 +37,7 @@ class Deployment:
     gpu_name: str | None = None
     torch_memory_bytes: int | None = None    # per GPU, as PyTorch reports it, where known
     weights_exact: bool = True               # False when weights come from a rounded parameter count
+    peak_flops: tuple = ()                   # per GPU: (precision, dense FLOP/s) pairs, where known
 
     @property
     def gpus(self) -> int:
@@ -148,6 +149,8 @@ class Result:
     tp: int
     pp: int
     engine: object = None              # engines.EngineResult when an engine's rules were asked for
+    timing: object = None              # timing.Timing: time bounds, where the GPU's peaks are known
+    timing_missing: str | None = None  # why there are none, in words
 
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:

@@ -8,7 +8,7 @@ from kvcalc.compare import attention_variants, precision_rows
 from kvcalc.options import evaluate
 from kvcalc.report import page_texts, size
 
-from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway
+from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway, timing_view
 from web.dom import mark_scrolling_tables, proxy, view
 
 
@@ -35,6 +35,7 @@ def update(*_) -> None:
     results.render(texts)
     engine_view.render(texts["engine"])
     charts.render(scenario, u)
+    timing_view.render(texts, scenario, result, texts["data"]["fits"])
     results.render_bar(result, scenario, u)
     state.current = texts["data"]
     if not state.valid_once:

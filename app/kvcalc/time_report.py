@@ -1,0 +1,121 @@
+"""The time bounds in words and JSON: each figure with its arithmetic, said to be a lower bound."""
+
+from .options import Scenario
+from .report import plural, rate, size
+
+
+TIMING_KEYS = ("compute_precision", "peak_flops_per_s", "ridge_flops_per_byte", "prompt_tokens", "prefill_chunk",
+               "prefill_flops", "prefill_seconds", "decode_flops_per_byte", "compute_bound_batch", "prefill_steps",
+               "chunked_step_seconds", "ttft_seconds")
+
+
+def timing_json(timing, missing: str | None) -> dict:
+    """The time bounds (lower bounds at peak) under their JSON keys; null, with the reason, without."""
+    if timing is None:
+        return dict(dict.fromkeys(TIMING_KEYS), timing_missing=missing)
+    return {
+        "compute_precision": timing.compute_precision, "peak_flops_per_s": timing.peak_flops_per_s,
+        "ridge_flops_per_byte": float(timing.ridge_flops_per_byte), "prompt_tokens": timing.prompt_tokens,
+        "prefill_chunk": timing.prefill_chunk, "prefill_flops": timing.prefill_flops,
+        "prefill_seconds": float(timing.prefill_seconds), "decode_flops_per_byte": float(timing.decode_flops_per_byte),
+        "compute_bound_batch": timing.compute_bound_batch, "prefill_steps": timing.prefill_steps,
+        "chunked_step_seconds": float(timing.chunked_step_seconds), "ttft_seconds": float(timing.ttft_seconds),
+        "timing_missing": None,
+    }
+
+
+def _ms(seconds) -> str:
+    return f"{rate(float(seconds) * 1000)} ms"
+
+
+def _flops(n) -> str:
+    for scale, name in ((1e18, "EFLOP"), (1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
+        if n >= scale:
+            return f"{float(n) / scale:,.3g} {name}"
+    return f"{n:,} FLOP"
+
+
+def timing_lines(scenario: Scenario, timing) -> list[str]:
+    """The time bounds' arithmetic with these numbers: lower bounds at the GPU's peak."""
+    dep, work = scenario.deployment, scenario.workload
+    peak, bw = timing.peak_flops_per_s, timing.bandwidth_bytes_per_s
+    gpus = f"{dep.tp} x " if dep.tp > 1 else ""
+    lines = [
+        f"Peak: {gpus}{peak / 1e12:,.4g} TFLOP/s dense {timing.compute_precision} and {bw / 1e12:g} TB/s per GPU; "
+        f"ridge point {float(timing.ridge_flops_per_byte):,.0f} FLOP/byte (below it a step waits on memory)",
+        f"Decode step of {plural(work.batch, 'request')} at {work.context_tokens:,} tokens: "
+        f"{_flops(timing.decode_flops)} / compute = {_ms(timing.decode_compute_seconds)}; "
+        f"{size(timing.decode_bytes_per_gpu)} read per GPU / bandwidth = {_ms(timing.decode_memory_seconds)}; "
+        f">= {_ms(timing.decode_step_seconds)} ("
+        + ("compute-bound" if timing.decode_compute_seconds >= timing.decode_memory_seconds else "memory-bound")
+        + f", {float(timing.decode_flops_per_byte):,.1f} FLOP/byte)",
+        f"Decode: <= {rate(float(1 / timing.decode_step_seconds))} tokens/s per request, "
+        f"{rate(float(work.batch / timing.decode_step_seconds))} in total; "
+        + (f"compute-bound from a batch of {timing.compute_bound_batch:,} at this context"
+           if timing.compute_bound_batch else "never compute-bound at this context (each request's own cache "
+                                              "takes longer to read than its FLOPs take)"),
+        f"Prefill of a prompt of {timing.prompt_tokens:,} tokens alone: {_flops(timing.prefill_flops)} -> "
+        f">= {_ms(timing.prefill_seconds)} ({float(timing.prefill_flops_per_byte):,.0f} FLOP/byte)",
+        f"Chunked prefill: {plural(timing.prefill_steps, 'step')} of {timing.prefill_chunk:,} tokens; a step that "
+        f"carries the last chunk with the batch's decodes >= {_ms(timing.chunked_step_seconds)} (the inter-token "
+        f"latency while a prompt prefills); time to first token >= {_ms(timing.ttft_seconds)}",
+        "All times are lower bounds at peak FLOP/s and bandwidth: a real step takes longer.",
+    ]
+    return lines + [f"Note: {note}" for note in timing.notes]
+
+
+TIME_METRICS = ("ttft_seconds", "prefill_seconds", "decode_step_seconds", "chunked_step_seconds",
+                "compute_bound_batch", "decode_flops_per_byte")
+
+
+def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
+    """The time section's figures (value, figure, second line), conditions and live numbers."""
+    timing, work = result.timing, scenario.workload
+    if timing is None or fits is False:
+        why = "n/a: it does not fit" if timing is not None else f"n/a: {result.timing_missing or 'no GPU'}"
+        return {"metrics": {key: ("", why, "") for key in TIME_METRICS}, "conditions": _conditions(scenario, None),
+                "live": {}, "shown": False}
+    bound = "compute-bound" if timing.decode_compute_seconds >= timing.decode_memory_seconds else "memory-bound"
+    metrics = {
+        "ttft_seconds": (f"{float(timing.ttft_seconds):.6g}", f"≥ {_ms(timing.ttft_seconds)}",
+                         f"{plural(timing.prefill_steps, 'step')} of {timing.prefill_chunk:,} tokens"),
+        "prefill_seconds": (f"{float(timing.prefill_seconds):.6g}", f"≥ {_ms(timing.prefill_seconds)}",
+                            f"{_flops(timing.prefill_flops)}"),
+        "decode_step_seconds": (f"{float(timing.decode_step_seconds):.6g}", f"≥ {_ms(timing.decode_step_seconds)}",
+                                bound),
+        "chunked_step_seconds": (f"{float(timing.chunked_step_seconds):.6g}",
+                                 f"≥ {_ms(timing.chunked_step_seconds)}",
+                                 f"+{_ms(timing.chunked_step_seconds - timing.decode_step_seconds)} over a plain step"),
+        "compute_bound_batch": ("" if timing.compute_bound_batch is None else str(timing.compute_bound_batch),
+                                "never at this context" if timing.compute_bound_batch is None
+                                else plural(timing.compute_bound_batch, "request"), ""),
+        "decode_flops_per_byte": (f"{float(timing.decode_flops_per_byte):.6g}",
+                                  f"{float(timing.decode_flops_per_byte):,.1f} FLOP/byte",
+                                  f"the ridge is {float(timing.ridge_flops_per_byte):,.0f}"),
+    }
+    weights = result.weights_bytes_per_gpu * scenario.deployment.pp
+    live = {
+        "time-weights": size(weights), "time-kv": size(timing.decode_bytes_per_gpu - weights),
+        "time-intensity": f"{float(timing.decode_flops_per_byte):,.1f}",
+        "time-ridge": f"{float(timing.ridge_flops_per_byte):,.0f}", "time-chunk": f"{timing.prefill_chunk:,}",
+        "time-chunked": _ms(timing.chunked_step_seconds), "time-step": _ms(timing.decode_step_seconds),
+        "time-ttft": _ms(timing.ttft_seconds), "time-precision": timing.compute_precision,
+        "time-bound": "the step waits on memory" if bound == "memory-bound" else "past the ridge, the step is "
+                      "compute-bound",
+    }
+    return {"metrics": metrics, "conditions": _conditions(scenario, timing), "live": live, "shown": True}
+
+
+def _conditions(scenario: Scenario, timing) -> dict:
+    work = scenario.workload
+    requests = plural(work.batch, "request")
+    prompt = f"a prompt of {timing.prompt_tokens:,} tokens" if timing else "a prompt"
+    chunk = f"last chunk of {timing.prefill_chunk:,} tokens" if timing else "last chunk"
+    return {
+        "ttft_seconds": f"{prompt} in chunks, beside {requests} decoding",
+        "prefill_seconds": f"{prompt}, alone",
+        "decode_step_seconds": f"{requests} at {work.context_tokens:,} tokens, one token each",
+        "chunked_step_seconds": f"that step also carrying the {chunk} of {prompt}",
+        "compute_bound_batch": f"the batch at which decode at {work.context_tokens:,} tokens turns compute-bound",
+        "decode_flops_per_byte": "arithmetic intensity of a decode step, per GPU",
+    }
