@@ -97,3 +97,27 @@ def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
                      "context": "131072", "batch": "8"})
     bar = memory_bar(over.result, over.scenario)
     assert not bar["fits"] and bar["over"] == bar["weights"] + bar["kv"] - bar["usable"] > 0
+
+
+def test_words_a_user_can_act_on():
+    from kvcalc import evaluate
+    from kvcalc.compare import compare_table
+    from kvcalc.export import export
+    from kvcalc.report import to_json
+    # tp 3 on a 64-head model: the suggestion is a tp that works, not "use 3 GPUs".
+    e = evaluate({"model": "meta-llama/Llama-3.1-70B", "tp": "3", "gpus": "4"})
+    assert e.errors[0].field == "tp" and "the nearest that work: 2 or 4" in e.errors[0].message
+    assert "use 3 GPUs" not in e.errors[0].message
+    # -5 is "at least 1", not "a whole number".
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B", "batch": "-5"})
+    assert e.errors[0].message == "must be at least 1, got '-5'"
+    # No paging is "off" in JSON, CSV, Markdown and the comparison, never "Block size 1".
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B"})
+    data = to_json(e.scenario, e.result)
+    assert data["block_size"] == "off"
+    assert "block_size,off" in export(e.scenario, e.result, "csv")
+    assert "| block_size | off |" in export(e.scenario, e.result, "markdown")
+    row = next(r for r in compare_table([data]) if r["key"] == "block_size")
+    assert row["values"] == ["off"]
+    paged = evaluate({"model": "meta-llama/Llama-3.1-8B", "block-size": "16"})
+    assert to_json(paged.scenario, paged.result)["block_size"] == 16

@@ -111,3 +111,13 @@ def test_pasted_config_reaches_capacity(page, site):
     page.fill("#hf-config", json.dumps(cfg))
     page.wait_for_function("document.querySelector('[data-metric=weights_bytes]').dataset.value === '15231233024'")
     assert page.get_attribute('[data-metric="max_concurrency"]', "data-value") not in ("", "0")
+
+
+def test_messages_use_the_page_labels(page, site):
+    # The engine names other inputs by their CLI names; the page says the labels a user sees.
+    page.goto(site + "#layers=32&kv-heads=8&head-dim=128&params=8B&gpu=h100-sxm-80gb&engine=vllm")
+    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
+    page.wait_for_selector("#error-overhead-gib:not(:empty)")
+    text = page.inner_text("#error-overhead-gib")
+    assert "“KV memory per GPU from your log”" in text and "kv-memory-gib" not in text
+    assert "overhead-gib" not in page.inner_text("#error-summary")

@@ -75,8 +75,9 @@ def estimate_overhead(engine: str, model, tp: int, prefill_chunk: int) -> tuple[
     # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 in vllm/envs.py), so they are not here either.
     hidden = model.hidden_size
     if not hidden:
-        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden_size, "
-                                         "which this model does not give; set overhead-gib or kv-memory-gib")
+        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden size, "
+                                         "which this model does not give; give hidden-size, or set overhead-gib "
+                                         "or kv-memory-gib")
     activation = prefill_chunk * hidden * ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN
     return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
 
