@@ -65,7 +65,8 @@ def timing_lines(scenario: Scenario, timing) -> list[str]:
 
 
 TIME_METRICS = ("ttft_seconds", "prefill_seconds", "decode_step_seconds", "chunked_step_seconds",
-                "compute_bound_batch", "decode_flops_per_byte")
+                "compute_bound_batch", "decode_flops_per_byte", "ridge_flops_per_byte", "decode_tokens_per_s_total",
+                "prefill_flops", "prefill_steps")
 
 
 def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
@@ -92,6 +93,15 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
         "decode_flops_per_byte": (f"{float(timing.decode_flops_per_byte):.6g}",
                                   f"{float(timing.decode_flops_per_byte):,.1f} FLOP/byte",
                                   f"the ridge is {float(timing.ridge_flops_per_byte):,.0f}"),
+        "ridge_flops_per_byte": (f"{float(timing.ridge_flops_per_byte):.6g}",
+                                 f"{float(timing.ridge_flops_per_byte):,.0f} FLOP/byte",
+                                 f"{timing.peak_flops_per_s / 1e12:,.4g} TFLOP/s ÷ {timing.bandwidth_bytes_per_s / 1e12:g} TB/s"),
+        "decode_tokens_per_s_total": (f"{float(work.batch / timing.decode_step_seconds):.6g}",
+                                      f"≤ {rate(float(work.batch / timing.decode_step_seconds))} tokens/s",
+                                      f"≤ {rate(float(1 / timing.decode_step_seconds))} per request"),
+        "prefill_flops": (str(timing.prefill_flops), _flops(timing.prefill_flops), f"{timing.prefill_flops:,} FLOP"),
+        "prefill_steps": (str(timing.prefill_steps), plural(timing.prefill_steps, "step"),
+                          f"of at most {timing.prefill_chunk:,} tokens"),
     }
     weights = result.weights_bytes_per_gpu * scenario.deployment.pp
     live = {
@@ -118,4 +128,8 @@ def _conditions(scenario: Scenario, timing) -> dict:
         "chunked_step_seconds": f"that step also carrying the {chunk} of {prompt}",
         "compute_bound_batch": f"the batch at which decode at {work.context_tokens:,} tokens turns compute-bound",
         "decode_flops_per_byte": "arithmetic intensity of a decode step, per GPU",
+        "ridge_flops_per_byte": "peak FLOP/s over bandwidth: where a step turns compute-bound",
+        "decode_tokens_per_s_total": f"{requests} at {work.context_tokens:,} tokens, together",
+        "prefill_flops": f"{prompt}, the whole deployment",
+        "prefill_steps": f"{prompt} cut into prefill chunks",
     }

@@ -83,7 +83,7 @@ def plot(chart_id: str, x_label: str, xs: list, y_label: str, lines: list, scale
 def chart_exact(chart_id) -> str:
     """The exact values behind a chart's lines, as JSON (the library holds scaled floats);
     asked for by the tests, so nothing is converted on every update."""
-    return json.dumps(_exact.get(str(chart_id), []))
+    return json.dumps(_exact.get(str(chart_id), []), default=float)     # Fractions as numbers
 
 
 def resize(*_) -> None:
