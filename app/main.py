@@ -6,6 +6,7 @@ from pyscript import document, window
 from kvcalc import link
 
 from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
+from web import files as files_module
 from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
 
 
@@ -31,10 +32,17 @@ def after_file() -> None:
     loop.update()
 
 
+def take_files(files) -> None:
+    import asyncio
+    # The list is taken now: the input is cleared right after, and its FileList with it.
+    chosen = [files.item(i) for i in range(files.length)]
+    asyncio.ensure_future(files_module.open_files(chosen, after_file))
+
+
 def on_config_file(event) -> None:
     files = event.target.files
     if files.length:
-        model_picker.read_file(files.item(0), after_file)
+        take_files(files)
     event.target.value = ""          # the same file chosen again is read again
 
 
@@ -43,7 +51,7 @@ def on_drop(event) -> None:
     files = event.dataTransfer.files if event.dataTransfer else None
     if files and files.length:
         event.preventDefault()
-        model_picker.read_file(files.item(0), after_file)
+        take_files(files)
 
 
 def on_dragover(event) -> None:

@@ -30,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
             if option.default is not None:
                 help_text += f" (default {option.default})"
             group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
+    files = parser.add_argument_group("checkpoint files (headers only; nothing else is read)")
+    files.add_argument("--gguf", metavar="PATH", help="a GGUF file: the model's shape from its metadata, the "
+                                                     "exact weights from its tensor table")
+    files.add_argument("--weights-file", metavar="PATH", action="append",
+                       help="a .safetensors file (repeat for each shard) or a model.safetensors.index.json: "
+                            "the exact weights in place of params x precision")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
     out.add_argument("--format", choices=("table", "log") + FORMATS, default="table",
@@ -53,6 +59,38 @@ def _read_config(path: str) -> dict:
     except OSError as e:
         raise InputError("hf-config", f"cannot read {path!r}: {e.strerror}") from None
     return parse_config_text(data)
+
+
+def _from_gguf(path: str) -> dict:
+    """A GGUF file's header as the engine's inputs: its shape as a config, its exact weights."""
+    from . import gguf
+    header = gguf.read_file(path)
+    return {"hf-config": gguf.config_from_header(header), "weights-bytes": str(header.weights_bytes),
+            "params": str(header.params)}
+
+
+def _weights_bytes(paths: list[str]) -> int:
+    """The exact bytes of a checkpoint: the sum of its .safetensors shards, or an index's total."""
+    import json
+    import os
+    from . import safetensors
+    total = 0
+    for path in paths:
+        try:
+            size = os.path.getsize(path)
+            with open(path, "rb") as fh:
+                if path.endswith(".json"):
+                    total += safetensors.read_index(json.loads(fh.read(MAX_CONFIG_BYTES * 64)))
+                    continue
+                head = fh.read(8)
+                length = int.from_bytes(head, "little") if len(head) == 8 else 0
+                fh.seek(0)
+                total += safetensors.read_header(fh.read(8 + min(length, safetensors.MAX_HEADER)), size).tensor_bytes
+        except OSError as e:
+            raise InputError("weights-file", f"cannot read {path!r}: {e.strerror}") from None
+        except ValueError:
+            raise InputError("weights-file", f"{path!r}: the index is not JSON") from None
+    return total
 
 
 def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
@@ -80,12 +118,19 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw, ignored = link.decode(fragment)
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
+        gguf_path, weight_files = args.pop("gguf"), args.pop("weights_file")
         given = {name: value for name, value in args.items() if value is not None}
+        if gguf_path is not None:
+            if any(name in given for name in MODEL_INPUTS):
+                raise InputError("gguf", "give one model: --gguf, or --model, --hf-config or custom dimensions")
+            given.update(_from_gguf(gguf_path))
+        if weight_files:
+            given["weights-bytes"] = str(_weights_bytes(weight_files))
         if any(name in given for name in MODEL_INPUTS):
             # A model named here replaces the link's model, whichever way each names it.
             raw = {k: v for k, v in raw.items() if k not in MODEL_INPUTS}
         for name, value in given.items():
-            raw[name] = _read_config(value) if name == "hf-config" else value
+            raw[name] = _read_config(value) if name == "hf-config" and isinstance(value, str) else value
         evaluation = evaluate(raw)
         if evaluation.errors:
             raise evaluation.errors[0]

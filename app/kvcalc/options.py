@@ -66,6 +66,8 @@ OPTIONS = (
     Option("params", "count", "deployment", "Parameter count, like 7.6B, 70e9 or 8030261248 (overrides the "
            "preset's).", 10 ** 6, 10 ** 15),
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
+    Option("weights-bytes", "int", "deployment", "Exact weights in bytes, as a checkpoint's headers give them "
+           "(--gguf and --weights-file set it; overrides the others).", 1, 1 << 50),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
     Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
            "(default: the exact ideal, no engine's rules)."),
@@ -325,6 +327,8 @@ def _required(values: dict, name: str):
 
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
+    if "params" in values and model.params is None:
+        model = _replace(model, params=values["params"])      # what compute needs, when the model has none
     notes = list(model.notes) + notes
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
@@ -375,7 +379,9 @@ def _deployment(values: dict, model: Model) -> Deployment:
 
     weights = None
     weights_exact = True
-    if "weights-gib" in values:
+    if "weights-bytes" in values:
+        weights = values["weights-bytes"]
+    elif "weights-gib" in values:
         weights = -(-values["weights-gib"] * GIB // 1)
     else:
         params = values.get("params", model.params)

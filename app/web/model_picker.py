@@ -9,10 +9,10 @@ from pyscript import document
 
 from kvcalc import presets
 from kvcalc.errors import InputError
-from kvcalc.hfconfig import MAX_CONFIG_BYTES, parse_config_text
+from kvcalc.hfconfig import parse_config_text
 
 from web import state
-from web.dom import absent, el, js_obj, proxy, put
+from web.dom import absent, el, js_obj, put
 
 SOURCES = {"config": "#source-config", "custom": "#source-custom"}
 _options = {}           # preset id -> its option element, in the page's order
@@ -198,19 +198,3 @@ def parse_config() -> None:
             state.config = parse_config_text(text)
         except InputError as e:
             state.config_error = e
-
-
-def read_file(file, then) -> None:
-    """A config.json from a file input or a drop: into the config box, then `then()`."""
-    choose("config")
-    if file.size > MAX_CONFIG_BYTES:
-        state.config, state.config_error = None, InputError(
-            "hf-config", f"the file is {file.size:,} bytes; the limit is {MAX_CONFIG_BYTES:,} (real configs are a few KB)")
-        then()
-        return
-
-    def loaded(text):
-        el("#hf-config").value = text
-        parse_config()
-        then()
-    file.text().then(proxy(loaded))

@@ -1,0 +1,104 @@
+"""Files the user opens or drops: config.json, GGUF, .safetensors shards and their
+model.safetensors.index.json. Only the headers are read, through File.slice, here in the tab;
+nothing is uploaded. What they say goes into the form as a pasted config and exact weight
+bytes, so the share link carries what was derived, never the files."""
+
+from kvcalc import gguf, safetensors
+from kvcalc.errors import InputError
+from kvcalc.hfconfig import MAX_CONFIG_BYTES, parse_config_text
+
+from web import model_picker, state
+from web.dom import el, put
+
+FIRST_READ = 1 << 20              # a GGUF header usually fits; more is read only when it asks
+MAX_INDEX_BYTES = 64 << 20
+
+
+async def _bytes(file, start: int, end: int) -> bytes:
+    buffer = await file.slice(start, end).arrayBuffer()
+    return bytes(buffer.to_py())
+
+
+async def _gguf(file) -> gguf.Header:
+    want = min(FIRST_READ, file.size)
+    while True:
+        data = await _bytes(file, 0, want)
+        try:
+            return gguf.read_header(data, file.size)
+        except gguf.NeedMore as more:
+            want = min(file.size, max(more.size, 2 * want))
+
+
+async def _safetensors(file) -> int:
+    head = await _bytes(file, 0, min(8, file.size))
+    length = int.from_bytes(head, "little") if len(head) == 8 else 0
+    data = await _bytes(file, 0, min(file.size, 8 + min(length, safetensors.MAX_HEADER)))
+    return safetensors.read_header(data, file.size).tensor_bytes
+
+
+async def read_files(files: list) -> tuple[dict, list[str]]:
+    """(the form values the files give, what was read), or an InputError naming the file."""
+    values, read, weights, config = {}, [], 0, None
+    for file in files:
+        name = str(file.name)
+        lower = name.lower()
+        try:
+            if lower.endswith(".gguf"):
+                header = await _gguf(file)
+                config = gguf.config_from_header(header)
+                weights += header.weights_bytes
+                values["params"] = str(header.params)
+                read.append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
+                            f"header {header.header_bytes:,} of {file.size:,} bytes")
+            elif lower.endswith(".safetensors"):
+                weights += await _safetensors(file)
+                read.append(f"{name}: safetensors header")
+            elif lower.endswith(".json"):
+                if file.size > MAX_INDEX_BYTES:
+                    raise InputError("hf-config", f"{file.size:,} bytes is past any config or index file")
+                text = await _bytes(file, 0, file.size)
+                if file.size > MAX_CONFIG_BYTES and b'"weight_map"' not in text:
+                    raise InputError("hf-config", f"the file is {file.size:,} bytes; the limit is "
+                                                  f"{MAX_CONFIG_BYTES:,} (real configs are a few KB)")
+                parsed = parse_config_text(text) if file.size <= MAX_CONFIG_BYTES else None
+                if parsed is not None and not safetensors.is_index(parsed):
+                    config = parsed
+                    read.append(f"{name}: config.json")
+                else:
+                    weights += safetensors.read_index(parsed if parsed is not None else text.decode("utf-8", "replace"))
+                    read.append(f"{name}: index, metadata.total_size")
+            else:
+                raise InputError("hf-config", "takes config.json, model.safetensors.index.json, .safetensors "
+                                              "and .gguf files")
+        except InputError as e:
+            raise InputError(e.field, f"{name[:80]}: {e.message}") from None
+    if config is not None:
+        values["hf-config"] = config
+    if weights:
+        values["weights-bytes"] = str(weights)
+    return values, read
+
+
+async def open_files(files, then) -> None:
+    """Read the files, write what they give into the form, then `then()`."""
+    import json
+    put("#files-status", "Reading the headers here in this tab…")
+    try:
+        values, read = await read_files(files)
+    except InputError as e:
+        state.config, state.config_error = None, e
+        model_picker.choose("config")
+        put("#files-status", f"Not read: {e.message}")
+        then()
+        return
+    if "hf-config" in values:
+        model_picker.choose("config")
+        el("#hf-config").value = json.dumps(values["hf-config"], indent=2)
+        model_picker.parse_config()
+    for name in ("weights-bytes", "params"):
+        if name in values:
+            el(f"#{name}").value = values[name]
+    if "weights-bytes" in values:
+        el("#advanced").open = True
+    put("#files-status", "Read here, nothing uploaded: " + "; ".join(read) + ".")
+    then()

@@ -1,0 +1,66 @@
+"""Checkpoint files on the page (issue 13): headers read through File.slice in the tab, the
+same numbers as `kvcalc --gguf` / `--weights-file`, nothing uploaded, hostile files refused."""
+
+import json
+import struct
+
+from gguf_files import T, write
+from pagekit import metrics, open_page, settle, url_of
+from support import cli
+
+
+def small_gguf(path):
+    return write(path, "llama", [
+        ("add_block_count", 4), ("add_context_length", 8192), ("add_embedding_length", 512),
+        ("add_feed_forward_length", 1536), ("add_head_count", 8), ("add_head_count_kv", 2),
+        ("add_key_length", 64), ("add_value_length", 64), ("add_name", "Tiny Llama"),
+        ("add_token_list", [f"t{i}" for i in range(32000)])],
+        [("token_embd.weight", (32000, 512), T.Q4_K), ("output.weight", (32000, 512), T.Q6_K)]
+        + [(f"blk.{i}.ffn_up.weight", (1536, 512), T.Q8_0) for i in range(4)])
+
+
+def test_a_dropped_gguf_gives_the_clis_numbers_and_nothing_leaves(page, site, tmp_path):
+    path = small_gguf(tmp_path / "tiny.gguf")
+    recorder = open_page(page, site + "#gpu=rtx-4090-24gb&context=4096")
+    page.set_input_files("#hf-config-file", files=[str(path)])
+    page.wait_for_function("document.getElementById('files-status').textContent.startsWith('Read here')")
+    settle(page)
+    code, out, _ = cli("--gguf", str(path), "--gpu", "rtx-4090-24gb", "--context", "4096", "--json")
+    expected = json.loads(out)
+    shown = metrics(page)
+    for key in ("kv_bytes_per_token", "weights_bytes", "max_concurrency", "max_context"):
+        assert shown[key] == str(expected[key]), key
+    assert expected["kv_dtype"] == "fp16"
+    assert "GGUF v3" in page.inner_text("#files-status") and "nothing uploaded" in page.inner_text("#files-status")
+    # The link carries what was derived, never the file; nothing was sent anywhere.
+    assert "weights-bytes=" in url_of(page) and "tiny.gguf" not in page.url
+    assert all(url.startswith(site) for url in recorder.requests)
+
+
+def test_config_plus_index_gives_exact_weights(page, site, tmp_path):
+    from support import hf_fixture
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(hf_fixture("openai__gpt-oss-120b.json")))
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": 65_248_815_744}, "weight_map": {"x": "y"}}))
+    open_page(page, site + "#gpu=h100-sxm-80gb")
+    page.set_input_files("#hf-config-file", files=[str(config), str(index)])
+    page.wait_for_function("document.getElementById('files-status').textContent.startsWith('Read here')")
+    settle(page)
+    shown = metrics(page)
+    assert shown["weights_bytes"] == "65248815744" and shown["max_concurrency"] not in ("", "0")
+
+
+def test_hostile_files_are_refused_and_nothing_is_lost(page, site, tmp_path):
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B")
+    before = metrics(page)
+    bad = [("fake.gguf", b"GGML" + bytes(64), "does not start with the bytes 'GGUF'"),
+           ("claims.gguf", b"GGUF" + struct.pack("<IQQ", 3, 1 << 60, 0), "tensors"),
+           ("cut.safetensors", struct.pack("<Q", 1 << 40) + b"{}", "header"),
+           ("weird.bin", b"hello", "takes config.json")]
+    for name, data, words in bad:
+        page.set_input_files("#hf-config-file", files=[{"name": name, "mimeType": "application/octet-stream",
+                                                        "buffer": data}])
+        page.wait_for_function("w => document.getElementById('files-status').textContent.includes(w)", arg=words)
+        assert name in page.inner_text("#files-status")
+        assert metrics(page)["kv_bytes_per_token"] == before["kv_bytes_per_token"]
