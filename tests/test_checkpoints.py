@@ -181,3 +181,14 @@ def test_hostile_safetensors_refused_with_one_message(data, words):
     with pytest.raises(InputError) as e:
         safetensors.read_header(data)
     assert words in e.value.message and e.value.field == "weights-file"
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_as_safetensors_give_weights_or_a_readable_refusal(data):
+    try:
+        weights = safetensors.read_header(data)
+    except InputError as e:
+        assert e.field == "weights-file" and e.message
+    else:
+        assert weights.tensor_bytes <= len(data)
