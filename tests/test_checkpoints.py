@@ -192,3 +192,14 @@ def test_any_bytes_as_safetensors_give_weights_or_a_readable_refusal(data):
         assert e.field == "weights-file" and e.message
     else:
         assert weights.tensor_bytes <= len(data)
+
+
+def test_quantized_presets_carry_their_checkpoints_bytes():
+    # gpt-oss ships MXFP4 experts: params x one precision cannot size it; its index's total_size can.
+    e = evaluate({"model": "openai/gpt-oss-20b", "gpu": "h100-sxm-80gb"})
+    assert e.result.weights_bytes == 13_761_264_768 and e.result.max_concurrency > 0
+    assert any("published checkpoint's 13,761,264,768 bytes" in w for w in e.scenario.warnings)
+    assert not any("quantized" in w for w in e.scenario.warnings)
+    # Asking for another precision is the user's choice and wins.
+    e = evaluate({"model": "openai/gpt-oss-20b", "gpu": "h100-sxm-80gb", "weights-dtype": "bf16"})
+    assert e.result.weights_bytes == 2 * 21_000_000_000

@@ -56,7 +56,7 @@ def test_max_context_is_capped_by_the_model_limit():
 def test_unknown_without_a_gpu_or_weights():
     data = run("--model", "meta-llama/Llama-3.1-8B")
     assert data["fits"] is None and data["verdict"] == "Whether it fits needs a GPU (or its memory)."
-    data = run("--model", "openai/gpt-oss-120b", "--gpu", "h100-sxm-80gb")
+    data = run("--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "h100-sxm-80gb")
     assert data["fits"] is None and "weights" in data["verdict"]
 
 

@@ -20,6 +20,7 @@ class Model:
     hidden_size: int | None = None           # the residual stream's width (engines' activation estimates)
     architecture: str | None = None          # config.json architectures[0]: engines special-case some
     vocab_size: int | None = None            # the logits' width (llama.cpp's compute buffer)
+    checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

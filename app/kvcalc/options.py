@@ -343,6 +343,10 @@ def build_scenario(values: dict) -> Scenario:
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
+    if model.checkpoint_bytes and deployment.weights_bytes == model.checkpoint_bytes:
+        notes = [n for n in notes if "quantized" not in n] + [
+            f"weights are the published checkpoint's {model.checkpoint_bytes:,} bytes (its "
+            "model.safetensors.index.json total_size)"]
     if deployment.gpu_memory_bytes is not None and deployment.weights_bytes is None and not any(
             "quantized" in n or "weights' size" in n for n in notes):
         notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
@@ -383,6 +387,8 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = values["weights-bytes"]
     elif "weights-gib" in values:
         weights = -(-values["weights-gib"] * GIB // 1)
+    elif model.checkpoint_bytes and "params" not in values and "weights-dtype" not in values:
+        weights = model.checkpoint_bytes          # the published checkpoint's own bytes (quantized ones too)
     else:
         params = values.get("params", model.params)
         dtype = values.get("weights-dtype", model.weights_dtype)

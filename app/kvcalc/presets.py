@@ -52,7 +52,7 @@ def _model_from_entry(model_id: str) -> Model:
     entry = _model_index()[model_id]
     return model_from_config(entry["config"], name=entry["name"], hf_repo=entry["id"],
                              params=entry.get("params"), active_params=entry.get("active_params"),
-                             source=entry.get("source"))
+                             source=entry.get("source"), checkpoint_bytes=entry.get("checkpoint_bytes"))
 
 
 def preset_model(model_id: str, field: str = "model") -> Model:

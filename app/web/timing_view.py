@@ -34,8 +34,7 @@ def render(texts: dict, scenario, result, fits) -> None:
     put("#timing-missing", "" if shown else
         "Not given: the configuration does not fit." if timing is not None else
         f"Not given: {result.timing_missing}.")
-    put("#chart-roofline", not shown, "hidden")
-    put("#chart-batch", not shown, "hidden")
+    put("#timing-body", not shown, "hidden")
     if not shown:
         return
     roof = roofline_series(timing)
