@@ -203,3 +203,27 @@ def test_quantized_presets_carry_their_checkpoints_bytes():
     # Asking for another precision is the user's choice and wins.
     e = evaluate({"model": "openai/gpt-oss-20b", "gpu": "h100-sxm-80gb", "weights-dtype": "bf16"})
     assert e.result.weights_bytes == 2 * 21_000_000_000
+
+
+def test_a_hybrid_gguf_reads_as_its_config_does(tmp_path):
+    # Nemotron-H 56B written the way convert_hf_to_gguf.py writes a Mamba-2 hybrid: per-layer
+    # head_count_kv (0 off attention) and feed_forward_length (0 off the MLP layers), the state
+    # from ssm.* (inner 256 heads x 64, time_step_rank the heads). Its layers must be the ones
+    # its published config.json gives.
+    from kvcalc.hfconfig import model_from_config
+    from support import hf_fixture
+    cfg = hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json")
+    pattern = cfg["hybrid_override_pattern"]
+    kv = [8 if c == "*" else 0 for c in pattern]
+    heads = [64 if c == "*" else 0 for c in pattern]
+    ffn = [32768 if c == "-" else 0 for c in pattern]
+    path = write(tmp_path / "nemotron.gguf", "nemotron_h", [
+        ("add_block_count", len(pattern)), ("add_context_length", 8192), ("add_embedding_length", 8192),
+        ("add_feed_forward_length", ffn), ("add_head_count", heads), ("add_head_count_kv", kv),
+        ("add_key_length", 128), ("add_value_length", 128), ("add_ssm_conv_kernel", 4),
+        ("add_ssm_inner_size", 16384), ("add_ssm_state_size", 256), ("add_ssm_time_step_rank", 256),
+        ("add_ssm_group_count", 8)], [("token_embd.weight", (131072, 8192), T.Q8_0)])
+    from_gguf = model_from_config(gguf.config_from_header(gguf.read_file(str(path))))
+    published = model_from_config(cfg)
+    assert [layer.kind for layer in from_gguf.layers] == [layer.kind for layer in published.layers]
+    assert from_gguf.layers == published.layers

@@ -225,7 +225,13 @@ ARCHITECTURES = {
     "gemma2": ("gemma2", "Gemma2ForCausalLM"), "gemma3": ("gemma3_text", "Gemma3ForCausalLM"),
     "phi3": ("phi3", "Phi3ForCausalLM"), "deepseek2": ("deepseek_v2", "DeepseekV2ForCausalLM"),
     "gpt-oss": ("gpt_oss", "GptOssForCausalLM"), "cohere2": ("cohere2", "Cohere2ForCausalLM"),
+    # Hybrids of attention and state-space layers: a layer is recurrent where llama.cpp says so
+    # (head_count_kv 0 and, for Nemotron-H, no feed-forward), its Mamba state from ssm.* keys.
+    "nemotron_h": ("nemotron_h", "NemotronHForCausalLM"), "granitehybrid": ("granitemoehybrid",
+                                                                             "GraniteMoeHybridForCausalLM"),
+    "jamba": ("jamba", "JambaForCausalLM"),
 }
+MAMBA1 = ("jamba",)              # d_inner x d_state states; the others are Mamba-2 (heads x head dim x d_state)
 # Sliding-window patterns llama.cpp sets for these (src/llama-model.cpp set_swa_pattern): a
 # layer slides unless it is the last of each group of n.
 SWA_PATTERN = {"gemma3": 6, "cohere2": 4, "gpt-oss": 2, "gemma2": 2}
@@ -261,15 +267,19 @@ def config_from_header(header: Header) -> dict:
         return value
 
     layers = get("block_count")
+    hybrid = get("ssm.state_size", required=False) is not None
     name = meta.get("general.name")
     cfg = {
         "_name_or_path": f"{name[:80]} (GGUF)" if isinstance(name, str) and name else f"{arch} (GGUF)",
         "architectures": [architecture], "model_type": model_type, "torch_dtype": "float16",
         "num_hidden_layers": layers, "hidden_size": get("embedding_length"),
-        "num_attention_heads": uniform("attention.head_count"),
-        "num_key_value_heads": uniform("attention.head_count_kv", required=False) or uniform("attention.head_count"),
-        "max_position_embeddings": get("context_length"),
+        "max_position_embeddings": get("context_length", required=not hybrid) or None,
     }
+    if hybrid:
+        cfg.update(_hybrid(arch, get, layers, cfg["hidden_size"]))
+    else:
+        cfg["num_attention_heads"] = uniform("attention.head_count")
+        cfg["num_key_value_heads"] = uniform("attention.head_count_kv", required=False) or cfg["num_attention_heads"]
     key_length = get("attention.key_length", required=False)
     if key_length:
         cfg["head_dim"] = key_length
@@ -279,7 +289,9 @@ def config_from_header(header: Header) -> dict:
         vocab = tokens.length if isinstance(tokens, Skipped) else len(tokens)
     if vocab:
         cfg["vocab_size"] = vocab
-    ffn = uniform("feed_forward_length", required=False)
+    ffn = get("feed_forward_length", required=False)
+    if isinstance(ffn, list):
+        ffn = max(ffn) if ffn else None           # hybrids: the MLP layers' width
     if ffn:
         cfg["intermediate_size"] = ffn
     experts = get("expert_count", required=False)
@@ -306,6 +318,49 @@ def config_from_header(header: Header) -> dict:
                    n_shared_experts=get("expert_shared_count", required=False) or 0)
         cfg.pop("head_dim", None)
     return {k: v for k, v in cfg.items() if v is not None}
+
+
+def _per_layer(value, layers: int, key: str) -> list:
+    if isinstance(value, list):
+        if len(value) != layers:
+            raise InputError(FIELD, f"{key} has {len(value)} entries for {layers} layers")
+        return value
+    return [value or 0] * layers
+
+
+def _hybrid(arch: str, get, layers: int, hidden: int) -> dict:
+    """Layer kinds and the state's sizes of an attention / state-space hybrid, as llama.cpp's
+    llm_load_hparams reads them (recurrent_layer_arr) and the config reader expects them."""
+    kv = _per_layer(get("attention.head_count_kv", required=False), layers, f"{arch}.attention.head_count_kv")
+    heads = _per_layer(get("attention.head_count", required=False), layers, f"{arch}.attention.head_count")
+    ffn = _per_layer(get("feed_forward_length", required=False), layers, f"{arch}.feed_forward_length")
+    symbols = []
+    for i in range(layers):
+        if kv[i]:
+            symbols.append("*")
+        elif arch == "nemotron_h" and ffn[i]:
+            symbols.append("-")                     # an MLP-only layer: no cache
+        else:
+            symbols.append("M")
+    attention = [i for i, c in enumerate(symbols) if c == "*"]
+    if len({kv[i] for i in attention}) > 1 or len({heads[i] for i in attention}) > 1:
+        raise InputError(FIELD, f"{arch}.attention.head_count_kv differs between attention layers; not read yet")
+    out = {"hybrid_override_pattern": "".join(symbols)}
+    if attention:
+        out.update(num_attention_heads=heads[attention[0]], num_key_value_heads=kv[attention[0]])
+    inner, d_state = get("ssm.inner_size"), get("ssm.state_size")
+    kernel = get("ssm.conv_kernel")
+    if arch in MAMBA1:
+        if inner % hidden:
+            raise InputError(FIELD, f"{arch}.ssm.inner_size {inner} is not a multiple of the embedding length")
+        out.update(mamba_d_state=d_state, mamba_expand=inner // hidden, mamba_d_conv=kernel)
+    else:
+        n_heads = get("ssm.time_step_rank")
+        if not n_heads or inner % n_heads:
+            raise InputError(FIELD, f"{arch}.ssm.time_step_rank does not divide {arch}.ssm.inner_size")
+        out.update(mamba_n_heads=n_heads, mamba_d_head=inner // n_heads, mamba_n_groups=get("ssm.group_count"),
+                   ssm_state_size=d_state, conv_kernel=kernel)
+    return out
 
 
 def read_file(path: str, first: int = 1 << 20) -> Header:
