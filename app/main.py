@@ -18,6 +18,7 @@ def on_user_input(event) -> None:
 
 def on_model_picked(picked: bool) -> None:
     if picked:
+        files_module.forget()
         form.sync()
         loop.update()
 
@@ -62,6 +63,7 @@ def on_dragover(event) -> None:
 
 def on_source(source: str):
     def handler(*_):
+        files_module.forget()
         model_picker.use_source(source)
         form.sync()
         loop.update()

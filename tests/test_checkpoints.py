@@ -227,3 +227,32 @@ def test_a_hybrid_gguf_reads_as_its_config_does(tmp_path):
     published = model_from_config(cfg)
     assert [layer.kind for layer in from_gguf.layers] == [layer.kind for layer in published.layers]
     assert from_gguf.layers == published.layers
+
+
+def test_pipeline_stages_carry_their_own_layers_weights(tmp_path):
+    # A GGUF says what each layer weighs: with pp 2 the first stage also holds the token
+    # embedding, the second the output head, and the heavier one sets the weights per GPU.
+    path = llama_8b(tmp_path / "m.gguf")
+    header = gguf.read_file(str(path))
+    layers = header.layer_bytes(32)
+    assert sum(layers) == header.weights_bytes
+    code, out, _ = cli("--gguf", str(path), "--gpus", "2", "--pp", "2", "--gpu", "rtx-4090-24gb", "--json")
+    data = json.loads(out)
+    first, second = layers[0] + sum(layers[1:17]), sum(layers[17:33]) + layers[33]
+    assert data["weights_bytes_per_gpu"] == max(first, second) != -(-header.weights_bytes // 2)
+    # A list that does not belong to the model is refused, naming the field.
+    bad = evaluate({"model": "meta-llama/Llama-3.1-8B", "layer-weights-bytes": "1,2,3"})
+    assert bad.errors[0].field == "layer-weights-bytes" and "expected 34 counts" in bad.errors[0].message
+
+
+def test_safetensors_shards_give_weights_by_layer(tmp_path):
+    from safetensors.numpy import save_file
+    tensors = {"model.embed_tokens.weight": np.zeros((100, 8), dtype=np.float16)}
+    for i in range(2):
+        tensors[f"model.layers.{i}.mlp.up_proj.weight"] = np.zeros((8, 8 * (i + 1)), dtype=np.float16)
+    tensors["lm_head.weight"] = np.zeros((100, 8), dtype=np.float32)
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, str(path))
+    weights = safetensors.read_header(path.read_bytes())
+    assert safetensors.layer_list([weights], 2) == "1600,128,256,3200"
+    assert safetensors.layer_list([weights], 3) is None          # a layer no shard holds

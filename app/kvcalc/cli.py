@@ -65,16 +65,18 @@ def _from_gguf(path: str) -> dict:
     """A GGUF file's header as the engine's inputs: its shape as a config, its exact weights."""
     from . import gguf
     header = gguf.read_file(path)
-    return {"hf-config": gguf.config_from_header(header), "weights-bytes": str(header.weights_bytes),
-            "params": str(header.params)}
+    config = gguf.config_from_header(header)
+    return {"hf-config": config, "weights-bytes": str(header.weights_bytes), "params": str(header.params),
+            "layer-weights-bytes": ",".join(map(str, header.layer_bytes(config["num_hidden_layers"])))}
 
 
-def _weights_bytes(paths: list[str]) -> int:
-    """The exact bytes of a checkpoint: the sum of its .safetensors shards, or an index's total."""
+def _weights_bytes(paths: list[str]):
+    """The exact bytes of a checkpoint (the sum of its .safetensors shards, or an index's total),
+    and its shards' headers when every file was a shard (for the weights of each layer)."""
     import json
     import os
     from . import safetensors
-    total = 0
+    total, shards = 0, []
     for path in paths:
         try:
             size = os.path.getsize(path)
@@ -85,12 +87,31 @@ def _weights_bytes(paths: list[str]) -> int:
                 head = fh.read(8)
                 length = int.from_bytes(head, "little") if len(head) == 8 else 0
                 fh.seek(0)
-                total += safetensors.read_header(fh.read(8 + min(length, safetensors.MAX_HEADER)), size).tensor_bytes
+                weights = safetensors.read_header(fh.read(8 + min(length, safetensors.MAX_HEADER)), size)
+                total += weights.tensor_bytes
+                shards.append(weights)
         except OSError as e:
             raise InputError("weights-file", f"cannot read {path!r}: {e.strerror}") from None
         except ValueError:
             raise InputError("weights-file", f"{path!r}: the index is not JSON") from None
-    return total
+    return total, shards if len(shards) == len(paths) else []
+
+
+def _with_layer_weights(raw: dict) -> dict:
+    """The shards' weights by layer, once the model says how many layers there are; left out
+    when the shards do not cover them all (the total still stands)."""
+    from .options import parse_options, resolve_model
+    from .safetensors import layer_list
+    shards = raw.pop("layer-weights-bytes")
+    values, errors = parse_options(raw)
+    if errors:
+        return raw
+    try:
+        model, _ = resolve_model(values)
+    except InputError:
+        return raw
+    listed = layer_list(shards, len(model.layers))
+    return dict(raw, **{"layer-weights-bytes": listed}) if listed else raw
 
 
 def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
@@ -125,12 +146,17 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 raise InputError("gguf", "give one model: --gguf, or --model, --hf-config or custom dimensions")
             given.update(_from_gguf(gguf_path))
         if weight_files:
-            given["weights-bytes"] = str(_weights_bytes(weight_files))
+            total, shards = _weights_bytes(weight_files)
+            given["weights-bytes"] = str(total)
+            if shards:
+                given["layer-weights-bytes"] = shards
         if any(name in given for name in MODEL_INPUTS):
             # A model named here replaces the link's model, whichever way each names it.
             raw = {k: v for k, v in raw.items() if k not in MODEL_INPUTS}
         for name, value in given.items():
             raw[name] = _read_config(value) if name == "hf-config" and isinstance(value, str) else value
+        if isinstance(raw.get("layer-weights-bytes"), list):
+            raw = _with_layer_weights(raw)
         evaluation = evaluate(raw)
         if evaluation.errors:
             raise evaluation.errors[0]

@@ -91,6 +91,19 @@ class Header:
     def params(self) -> int:
         return sum(t.elements for t in self.tensors)
 
+    def layer_bytes(self, layers: int) -> list[int]:
+        """[before the layers, each layer's, after them]: "blk.N." tensors by layer; the token
+        embedding first; the output head, final norm and the rest last."""
+        counts = [0] * (layers + 2)
+        for t in self.tensors:
+            if t.name.startswith("blk."):
+                index = t.name.split(".")[1]
+                if index.isdigit() and int(index) < layers:
+                    counts[int(index) + 1] += t.bytes
+                    continue
+            counts[0 if t.name.startswith("token_embd") else -1] += t.bytes
+        return counts
+
 
 class _Reader:
     def __init__(self, data, file_size: int):

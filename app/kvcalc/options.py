@@ -68,6 +68,9 @@ OPTIONS = (
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
     Option("weights-bytes", "int", "deployment", "Exact weights in bytes, as a checkpoint's headers give them "
            "(--gguf and --weights-file set it; overrides the others).", 1, 1 << 50),
+    Option("layer-weights-bytes", "list", "deployment", "Bytes outside the layers on the first stage, each "
+           "layer's, then those on the last stage, comma-separated, as a checkpoint's headers give them: "
+           "pipeline stages carry their own layers."),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
     Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
            "(default: the exact ideal, no engine's rules)."),
@@ -150,6 +153,12 @@ def parse_value(option: Option, raw):
             value = Fraction(text)
         else:
             raise InputError(name, f"expected a number, got {_clip(raw)!r}")
+    elif option.kind == "list":
+        if not isinstance(text, str) or not text:
+            raise InputError(name, "expected numbers separated by commas")
+        if len(text) > 1 << 16:
+            raise InputError(name, "is longer than 65,536 characters")
+        return text
     else:
         if not isinstance(text, str) or not text:
             raise InputError(name, "expected text")
@@ -397,11 +406,42 @@ def _deployment(values: dict, model: Model) -> Deployment:
             weights_exact = not params_rounded(params)
         # else: weights unknown (a quantized checkpoint's mixed precisions); the model's note says so
     overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
+    stage_weights = _stage_weights(values, model, pp)
+    if stage_weights:
+        weights = sum(stage_weights)
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
                       bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
-                      weights_exact=weights_exact, peak_flops=peaks)
+                      weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights)
+
+
+def _stage_weights(values: dict, model: Model, pp: int) -> tuple:
+    """Each pipeline stage's weights from a checkpoint's per-layer bytes: the first stage also
+    holds the input embedding, the last the output head (vLLM's PPMissingLayer split)."""
+    text = values.get("layer-weights-bytes")
+    if text is None:
+        return ()
+    parts = text.replace(" ", "").split(",")
+    if not all(p.isdigit() and len(p) <= 16 for p in parts):
+        raise InputError("layer-weights-bytes", "expected whole byte counts separated by commas")
+    counts = [int(p) for p in parts]
+    layers = len(model.layers)
+    if len(counts) != layers + 2:
+        raise InputError("layer-weights-bytes", f"expected {layers + 2} counts (before the layers, each of "
+                                                f"the {layers} layers, after them), got {len(counts)}; it "
+                                                "belongs to the checkpoint it was read from")
+    if "weights-bytes" in values and sum(counts) != values["weights-bytes"]:
+        raise InputError("layer-weights-bytes", f"adds up to {sum(counts):,} bytes, not the weights' "
+                                                f"{values['weights-bytes']:,}")
+    sizes = [sum(stage.values()) for stage in model.stages(pp)]
+    stages, start = [], 1
+    for size in sizes:
+        stages.append(sum(counts[start:start + size]))
+        start += size
+    stages[0] += counts[0]
+    stages[-1] += counts[-1]
+    return tuple(stages)
 
 
 def params_rounded(params: int) -> bool:

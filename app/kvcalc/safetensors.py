@@ -28,6 +28,40 @@ class Weights:
     tensor_bytes: int            # the data the header's tensors take
     params: int                  # their elements (packed quantized tensors count their storage)
     dtypes: tuple[tuple[str, int], ...]   # bytes per dtype, largest first
+    by_layer: tuple[tuple[int, int], ...] = ()   # (layer index, bytes) for "...layers.N." tensors
+    embedding_bytes: int = 0     # the input embedding (the first pipeline stage holds it)
+
+
+LAYER_MARKERS = (".layers.", ".h.", ".blocks.", "layers.")
+EMBEDDING_NAMES = ("embed_tokens", "wte", "word_embeddings", "tok_embeddings")
+
+
+def _layer_of(name: str) -> int | None:
+    for marker in LAYER_MARKERS:
+        at = name.find(marker)
+        if at >= 0 and (marker != "layers." or at == 0):
+            index = name[at + len(marker):].split(".", 1)[0]
+            return int(index) if index.isdigit() and len(index) < 6 else None
+    return None
+
+
+def layer_list(shards: list, layers: int) -> str | None:
+    """The per-layer weights of a checkpoint read from all its shards, as the
+    layer-weights-bytes input: before the layers, each layer, after them. None when the shards
+    do not cover every layer (a shard left out) or name none."""
+    counts = [0] * (layers + 2)
+    seen = set()
+    for w in shards:
+        counts[0] += w.embedding_bytes
+        for index, nbytes in w.by_layer:
+            if index >= layers:
+                return None
+            counts[index + 1] += nbytes
+            seen.add(index)
+        counts[-1] += w.tensor_bytes - w.embedding_bytes - sum(n for _, n in w.by_layer)
+    if seen != set(range(layers)):
+        return None
+    return ",".join(map(str, counts))
 
 
 def read_header(data, file_size: int | None = None) -> Weights:
@@ -48,8 +82,9 @@ def read_header(data, file_size: int | None = None) -> Weights:
         raise InputError(FIELD, "not a safetensors file: its header is not JSON") from None
     if not isinstance(header, dict):
         raise InputError(FIELD, "not a safetensors file: its header is not a JSON object")
-    total = params = 0
+    total = params = embedding = 0
     by_dtype: dict = {}
+    by_layer: dict = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -75,7 +110,13 @@ def read_header(data, file_size: int | None = None) -> Weights:
         total += nbytes
         params += elements
         by_dtype[str(dtype)[:20]] = by_dtype.get(str(dtype)[:20], 0) + nbytes
-    return Weights(total, params, tuple(sorted(by_dtype.items(), key=lambda kv: -kv[1])))
+        layer = _layer_of(str(name))
+        if layer is not None:
+            by_layer[layer] = by_layer.get(layer, 0) + nbytes
+        elif any(e in str(name) for e in EMBEDDING_NAMES):
+            embedding += nbytes
+    return Weights(total, params, tuple(sorted(by_dtype.items(), key=lambda kv: -kv[1])),
+                   tuple(sorted(by_layer.items())), embedding)
 
 
 def read_index(index) -> int:

@@ -37,11 +37,22 @@ class Deployment:
     gpu_name: str | None = None
     torch_memory_bytes: int | None = None    # per GPU, as PyTorch reports it, where known
     weights_exact: bool = True               # False when weights come from a rounded parameter count
+    stage_weights_bytes: tuple = ()          # per pipeline stage, where a checkpoint gives them by layer
     peak_flops: tuple = ()                   # per GPU: (precision, dense FLOP/s) pairs, where known
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp
+
+    @property
+    def weights_bytes_per_gpu(self) -> int | None:
+        """The weights on the most loaded GPU: its stage's share (the whole split evenly unless
+        a checkpoint says what each layer weighs), divided over tensor-parallel ranks."""
+        if self.weights_bytes is None:
+            return None
+        if self.stage_weights_bytes:
+            return max(_ceil_div(stage, self.tp) for stage in self.stage_weights_bytes)
+        return _ceil_div(self.weights_bytes, self.tp * self.pp)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -170,7 +181,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     distinct = [stage for stage, _ in groups]
 
     weights = deployment.weights_bytes
-    weights_per_gpu = None if weights is None else _ceil_div(weights, tp * pp)
+    weights_per_gpu = deployment.weights_bytes_per_gpu
     usable = budget = max_conc = max_ctx = limited_by = None
     if deployment.gpu_memory_bytes is not None and weights is not None:
         usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
@@ -197,7 +208,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     if deployment.bandwidth_bytes_per_s and weights is not None:
         # A decode step streams every weight and the batch's whole cache through each GPU once;
         # pipeline stages run one after another for a token.
-        step_bytes = weights_per_gpu * pp + sum(b * n for b, n in stage_bytes)
+        step_bytes = _ceil_div(weights, tp) + sum(b * n for b, n in stage_bytes)
         step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
 
     return Result(

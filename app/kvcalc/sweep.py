@@ -35,7 +35,7 @@ def memory_series(scenario: Scenario, contexts: list[int]) -> dict:
         except ValueError:
             continue
         lines.append({"label": label, "bytes": [kv_per_gpu(model, scenario.workload, dep, c) for c in contexts]})
-    weights = None if dep.weights_bytes is None else -(-dep.weights_bytes // dep.gpus)
+    weights = dep.weights_bytes_per_gpu
     budget = None
     if dep.gpu_memory_bytes is not None and weights is not None:
         budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - weights - dep.overhead_bytes
@@ -47,7 +47,7 @@ def concurrency_series(scenario: Scenario, contexts: list[int]) -> dict:
     dep = scenario.deployment
     if dep.gpu_memory_bytes is None or dep.weights_bytes is None:
         return {"contexts": contexts, "lines": []}
-    budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - -(-dep.weights_bytes // dep.gpus) - dep.overhead_bytes
+    budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - dep.weights_bytes_per_gpu - dep.overhead_bytes
     stages = [stage for stage, _ in scenario.model.stage_groups(dep.pp)]
     names = list(CHART_PRECISIONS)
     if scenario.workload.kv_precision.name not in names:

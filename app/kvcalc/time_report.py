@@ -103,7 +103,7 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
         "prefill_steps": (str(timing.prefill_steps), plural(timing.prefill_steps, "step"),
                           f"of at most {timing.prefill_chunk:,} tokens"),
     }
-    weights = result.weights_bytes_per_gpu * scenario.deployment.pp
+    weights = -(-result.weights_bytes // scenario.deployment.tp)
     live = {
         "time-weights": size(weights), "time-kv": size(timing.decode_bytes_per_gpu - weights),
         "time-intensity": f"{float(timing.decode_flops_per_byte):,.1f}",

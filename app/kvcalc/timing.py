@@ -91,11 +91,12 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     precision = compute_precision(scenario.values.get("weights-dtype", model.weights_dtype), peaks)
     peak, bandwidth = peaks[precision], dep.bandwidth_bytes_per_s
-    tp, pp = dep.tp, dep.pp
+    tp = dep.tp
     matmul, embedding_known = matmul_params(model)
     heads = query_heads(model)
     layers = model.layer_counts()
-    weights_gpu = result.weights_bytes_per_gpu
+    # A token passes every stage in turn: each GPU of a stage reads its share of that stage.
+    weights_read = _ceil_div(result.weights_bytes, tp)
     ctx, batch = work.context_tokens, work.batch
     notes = []
     if not embedding_known:
@@ -108,7 +109,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     # Decode: one new token per request, attending the held context.
     per_token = token_flops(model, matmul, heads, lambda layer: _keys_at(layer, ctx))
     kv_gpu = _kv_per_gpu(model, work, dep, ctx, batch)
-    decode_bytes = weights_gpu * pp + kv_gpu
+    decode_bytes = weights_read + kv_gpu
     decode_flops = batch * per_token
     compute_s, memory_s = seconds(decode_flops, decode_bytes)
     step = max(compute_s, memory_s)
@@ -117,7 +118,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     prompt_flops = 2 * matmul * prompt_tokens + sum(count * layer.flops_per_key(heads) * layer.keys_total(prompt_tokens)
                                                      for layer, count in layers.items())
     prompt_write = _kv_per_gpu(model, work, dep, prompt_tokens, 1)
-    prefill_bytes = weights_gpu * pp + prompt_write
+    prefill_bytes = weights_read + prompt_write
     prefill = max(seconds(prompt_flops, prefill_bytes))
 
     # Chunked prefill: the batch's decode step also carries one chunk of a new prompt, here the
@@ -145,7 +146,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
         decode_flops=decode_flops, decode_bytes_per_gpu=decode_bytes, decode_step_seconds=step,
         decode_compute_seconds=compute_s, decode_memory_seconds=memory_s,
         decode_flops_per_byte=intensity, prefill_flops_per_byte=Fraction(prompt_flops, tp * prefill_bytes),
-        compute_bound_batch=_compute_bound_batch(per_token, tp * peak, weights_gpu * pp,
+        compute_bound_batch=_compute_bound_batch(per_token, tp * peak, weights_read,
                                                  _kv_per_gpu(model, work, dep, ctx, 1, shared=False), bandwidth),
         prefill_steps=steps, chunked_step_seconds=chunked, ttft_seconds=ttft,
         embedding_known=embedding_known, notes=tuple(notes))
@@ -156,7 +157,7 @@ def decode_step(scenario, result, timing: Timing, batch: int) -> Fraction:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     matmul, _ = matmul_params(model)
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
-    memory = result.weights_bytes_per_gpu * dep.pp + _kv_per_gpu(model, work, dep, work.context_tokens, batch)
+    memory = _ceil_div(result.weights_bytes, dep.tp) + _kv_per_gpu(model, work, dep, work.context_tokens, batch)
     return max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
                Fraction(memory, timing.bandwidth_bytes_per_s))
 

@@ -29,16 +29,28 @@ async def _gguf(file) -> gguf.Header:
             want = min(file.size, max(more.size, 2 * want))
 
 
-async def _safetensors(file) -> int:
+async def _safetensors(file) -> safetensors.Weights:
     head = await _bytes(file, 0, min(8, file.size))
     length = int.from_bytes(head, "little") if len(head) == 8 else 0
     data = await _bytes(file, 0, min(file.size, 8 + min(length, safetensors.MAX_HEADER)))
-    return safetensors.read_header(data, file.size).tensor_bytes
+    return safetensors.read_header(data, file.size)
+
+
+_set_by_files = {}       # field -> the value these files put there, cleared with another model
+
+
+def forget() -> None:
+    """Another model was chosen: the weights read from files belong to the old one."""
+    for name, value in _set_by_files.items():
+        if el(f"#{name}").value == value:
+            el(f"#{name}").value = ""
+    _set_by_files.clear()
+    put("#files-status", "")
 
 
 async def read_files(files: list) -> tuple[dict, list[str]]:
     """(the form values the files give, what was read), or an InputError naming the file."""
-    values, read, weights, config = {}, [], 0, None
+    values, read, weights, config, shards, layers = {}, [], 0, None, [], None
     for file in files:
         name = str(file.name)
         lower = name.lower()
@@ -48,10 +60,13 @@ async def read_files(files: list) -> tuple[dict, list[str]]:
                 config = gguf.config_from_header(header)
                 weights += header.weights_bytes
                 values["params"] = str(header.params)
+                layers = ",".join(map(str, header.layer_bytes(config["num_hidden_layers"])))
                 read.append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
                             f"header {header.header_bytes:,} of {file.size:,} bytes")
             elif lower.endswith(".safetensors"):
-                weights += await _safetensors(file)
+                shard = await _safetensors(file)
+                weights += shard.tensor_bytes
+                shards.append(shard)
                 read.append(f"{name}: safetensors header")
             elif lower.endswith(".json"):
                 if file.size > MAX_INDEX_BYTES:
@@ -76,6 +91,11 @@ async def read_files(files: list) -> tuple[dict, list[str]]:
         values["hf-config"] = config
     if weights:
         values["weights-bytes"] = str(weights)
+    if shards and config is not None and len(shards) == len(files):
+        from kvcalc.hfconfig import model_from_config
+        layers = safetensors.layer_list(shards, len(model_from_config(config).layers))
+    if layers:
+        values["layer-weights-bytes"] = layers
     return values, read
 
 
@@ -95,9 +115,10 @@ async def open_files(files, then) -> None:
         model_picker.choose("config")
         el("#hf-config").value = json.dumps(values["hf-config"], indent=2)
         model_picker.parse_config()
-    for name in ("weights-bytes", "params"):
+    forget()
+    for name in ("weights-bytes", "params", "layer-weights-bytes"):
         if name in values:
-            el(f"#{name}").value = values[name]
+            el(f"#{name}").value = _set_by_files[name] = values[name]
     if "weights-bytes" in values:
         el("#advanced").open = True
     put("#files-status", "Read here, nothing uploaded: " + "; ".join(read) + ".")

@@ -5,7 +5,7 @@ import json
 import struct
 
 from gguf_files import T, write
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of
 from support import cli
 
 
@@ -35,6 +35,12 @@ def test_a_dropped_gguf_gives_the_clis_numbers_and_nothing_leaves(page, site, tm
     # The link carries what was derived, never the file; nothing was sent anywhere.
     assert "weights-bytes=" in url_of(page) and "tiny.gguf" not in page.url
     assert all(url.startswith(site) for url in recorder.requests)
+    assert page.input_value("#layer-weights-bytes").count(",") == 4 + 1          # before, 4 layers, after
+    # Another model: the weights read from the file belonged to the old one and are cleared.
+    choose_model(page, "meta-llama/Llama-3.1-8B")
+    settle(page)
+    assert page.input_value("#weights-bytes") == "" and page.input_value("#layer-weights-bytes") == ""
+    assert metrics(page)["weights_bytes"] == "16060522496"
 
 
 def test_config_plus_index_gives_exact_weights(page, site, tmp_path):
