@@ -20,12 +20,12 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 vendor: static/vendor/.ready
-static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py
+static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py tools/precompile.mjs
 	$(PYTHON) tools/vendor.py static/vendor
 	touch $@
 
 dist: dist/index.html
-dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py $(ENGINE) $(wildcard static/*)
+dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py tools/precompile.mjs $(ENGINE) $(wildcard static/*)
 	$(PYTHON) tools/build.py dist
 
 serve: dist

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Load benchmark: the app against a bare PyScript page on the same vendored runtime.
+"""Load benchmark: the app against a bare PyScript page on the stock runtime as published.
 
     make bench        (or: .venv/bin/python bench/load.py [--runs N] [--edits N])
 
 Serves a copy of dist/ plus a baseline page (PyScript printing one number) on 127.0.0.1 and
 alternates cold runs (fresh browser context) of each, then warm runs (reload in the same
-context). Prints medians and the app / baseline ratios. A benchmark: it prints figures and
-asserts nothing.
+context). The baseline loads PyScript and Pyodide exactly as npm publishes them (node_modules),
+not our build of them. Then the same cold runs through Chromium's network emulation (20 Mbit/s
+down, 40 ms latency). Prints medians and the app / baseline ratios. A benchmark: it prints
+figures and asserts nothing.
 """
 
 import argparse
@@ -29,7 +31,7 @@ LINK = "#model=meta-llama/Llama-3.1-70B&context=32768&batch=16&kv-dtype=fp8&gpu=
 BASELINE_HTML = """<!doctype html>
 <html lang="en" data-state="loading"><head><meta charset="utf-8"><title>baseline</title>
 <link rel="icon" href="../static/icon.svg">
-<script type="module" src="../static/vendor/pyscript/core.js"></script></head>
+<script type="module" src="../stock/pyscript/core.js"></script></head>
 <body><p>bytes per token: <output id="out">…</output></p>
 <script type="py" config="./pyscript.toml">
 from pyscript import document, window
@@ -39,7 +41,10 @@ window.performance.mark("kvcalc-ready")
 window.performance.mark("kvcalc-figures")
 </script></body></html>
 """
-BASELINE_TOML = 'interpreter = "../static/vendor/pyodide/pyodide.mjs"\n'
+BASELINE_TOML = 'interpreter = "../stock/pyodide/pyodide.mjs"\n'
+STOCK = {"pyscript": ROOT / "node_modules" / "@pyscript" / "core" / "dist", "pyodide": ROOT / "node_modules" / "pyodide"}
+# Chromium's network emulation: 20 Mbit/s down, 5 up, 40 ms before each response starts.
+THROTTLE = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 5e6 / 8}
 READY = "document.documentElement.dataset.state === 'ready'"
 MARKS = """() => Object.fromEntries(['kvcalc-ready', 'kvcalc-figures'].map(n =>
     [n, (performance.getEntriesByName(n)[0] || {}).startTime]).concat(
@@ -62,11 +67,15 @@ def p95(values):
     return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
 
 
-def visit(browser, url, warm=False, record=False):
+def visit(browser, url, warm=False, record=False, throttle=False):
     # The app's own service worker is part of the app: it registers after start-up and serves
     # the warm reload from its cache. The baseline page has none.
     context = browser.new_context()
     page = context.new_page()
+    if throttle:
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", THROTTLE)
     sizes = []
     if record:
         page.on("response", lambda r: sizes.append(r))
@@ -140,6 +149,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--edits", type=int, default=200)
+    parser.add_argument("--slow-runs", type=int, default=3, help="cold runs through the throttled network")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
     dist = ROOT / "dist"
@@ -147,11 +157,14 @@ def main():
         sys.exit("dist/ is not built: run make dist")
     site = Path(tempfile.mkdtemp(prefix="kvcalc-bench-"))
     shutil.copytree(dist, site, dirs_exist_ok=True)
+    for name, source in STOCK.items():
+        shutil.copytree(source, site / "stock" / name)
     (site / "baseline").mkdir()
     (site / "baseline" / "index.html").write_text(BASELINE_HTML)
     (site / "baseline" / "pyscript.toml").write_text(BASELINE_TOML)
     proc, base = serve(site)
-    rows = {k: [] for k in ("app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm")}
+    rows = {k: [] for k in ("app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm",
+                            "slow_app_link_figures", "slow_app_ready", "slow_base_ready")}
     latencies, transfer = [], {}
     try:
         with sync_playwright() as pw:
@@ -176,6 +189,13 @@ def main():
                 context, page, cold, _, _ = visit(browser, base + LINK)
                 rows["app_link_figures"].append(cold["kvcalc-figures"])
                 context.close()
+            for run in range(args.slow_runs):
+                for name, url in (("app", base + LINK), ("base", base + "baseline/")):
+                    context, page, cold, _, _ = visit(browser, url, throttle=True)
+                    rows[f"slow_{name}_ready"].append(cold["kvcalc-ready"])
+                    if name == "app":
+                        rows["slow_app_link_figures"].append(cold["kvcalc-figures"])
+                    context.close()
             browser.close()
     finally:
         proc.terminate()
@@ -183,7 +203,8 @@ def main():
 
     full, sweep = engine_timings()
     base_ready, base_warm = median(rows["base_ready"]), median(rows["base_warm"])
-    print(f"KVCacheCalc load benchmark: medians of {args.runs} runs each, headless Chromium, 127.0.0.1")
+    print(f"KVCacheCalc load benchmark: medians of {args.runs} runs each ({args.slow_runs} throttled), headless "
+          f"Chromium, 127.0.0.1; baseline: the stock npm runtime")
     print(f"{'measure':58} {'app':>10} {'baseline':>10} {'ratio':>7}")
     def line(label, app, baseline=None, unit="ms"):
         ratio = f"{app / baseline:7.2f}" if baseline else " " * 7
@@ -193,6 +214,9 @@ def main():
     line("first correct figures visible, shared link", median(rows["app_link_figures"]), base_ready)
     line("ready, cold (fresh context)", median(rows["app_ready"]), base_ready)
     line("ready, warm (reload, same context)", median(rows["app_warm"]), base_warm)
+    slow_base = median(rows["slow_base_ready"])
+    line("throttled 20 Mbit/s: shared-link figures, cold", median(rows["slow_app_link_figures"]), slow_base)
+    line("throttled 20 Mbit/s: ready, cold", median(rows["slow_app_ready"]), slow_base)
     figures, everything = latencies
     print(f"{'update: figures and charts, median of ' + str(len(figures)) + ' edits':58} "
           f"{statistics.median(figures):10.2f} {'':10} {'':7}  ms")

@@ -179,6 +179,17 @@ def engine_zip() -> bytes:
     return buffer.getvalue()
 
 
+def precompile_app(zip_path: Path) -> None:
+    """The app's zip with each module's .pyc beside it, compiled by the vendored Pyodide (its
+    sources stay: small, and tracebacks keep their lines)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from vendor import VendorError, precompile
+    try:
+        precompile(zip_path, zip_path, keep_sources=True)
+    except VendorError as e:
+        sys.exit(f"build.py: {e}")
+
+
 def build(dist: Path) -> None:
     vendor = ROOT / "static" / "vendor"
     if not (vendor / "pyodide" / "pyodide.mjs").exists():
@@ -189,6 +200,7 @@ def build(dist: Path) -> None:
     (dist / "index.html").write_text(render_index(), encoding="utf-8")
     shutil.copy(ROOT / "pyscript.toml", dist / "pyscript.toml")
     (dist / "app" / "kvcalc.zip").write_bytes(engine_zip())
+    precompile_app(dist / "app" / "kvcalc.zip")
     shutil.copytree(ROOT / "static", dist / "static", ignore=shutil.ignore_patterns("sw.js", ".ready"))
     write_service_worker(dist)
 

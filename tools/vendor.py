@@ -15,6 +15,8 @@ observed in a headless Chromium network log:
   does not use and are left out, as are source maps.
 * Pyodide: pyodide.mjs, pyodide.asm.mjs, pyodide.asm.wasm,
   python_stdlib.zip and pyodide-lock.json. No Pyodide packages (wheels).
+  python_stdlib.zip is written precompiled: the same modules as .pyc, compiled by
+  this very Pyodide run in Node (tools/precompile.mjs), so no page load compiles them.
 * uPlot: the minified IIFE build and its stylesheet (the charts: a small, fast, well-kept
   library; chosen over Chart.js, whose redraw alone took 4-5 ms a chart in our benchmark).
 
@@ -155,6 +157,18 @@ def _copy(src_dir: Path, names: list[str], dest: Path) -> list[tuple[Path, int]]
     return copied
 
 
+def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False) -> None:
+    """The zip's Python compiled to .pyc by the vendored Pyodide itself (tools/precompile.mjs)."""
+    import subprocess
+    command = ["node", str(ROOT / "tools" / "precompile.mjs"), str(PYODIDE_DIR), str(source_zip), str(out_zip)]
+    if keep_sources:
+        command.append("--keep-sources")
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        raise VendorError(f"precompiling {source_zip.name} failed: {done.stderr.strip()[-400:]}")
+    print(done.stdout.strip())
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: python3 tools/vendor.py OUTDIR", file=sys.stderr)
@@ -165,6 +179,7 @@ def main(argv: list[str]) -> int:
         copied = _copy(PYSCRIPT_DIST, pyscript_files(), out / "pyscript")
         copied += _copy(PYODIDE_DIR, PYODIDE_FILES, out / "pyodide")
         copied += _copy(UPLOT_DIST, UPLOT_FILES, out / "uplot")
+        precompile(PYODIDE_DIR / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip")
     except VendorError as exc:
         print(f"vendor.py: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,68 @@
+"""The precompiled runtime (issue 14): the standard library and the app ship as .pyc compiled
+by the vendored Pyodide itself. Its magic number must be the runtime's, and the built zips must
+boot: a Pyodide run in Node from dist/ imports every engine module from bytecode and computes."""
+
+import json
+import subprocess
+import zipfile
+
+import pytest
+
+from conftest import DIST, ROOT
+
+PYODIDE = DIST / "static" / "vendor" / "pyodide"
+
+
+def node(script: str, tmp_path) -> str:
+    path = tmp_path / "check.mjs"
+    path.write_text(script)
+    done = subprocess.run(["node", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def runtime_magic(tmp_path) -> bytes:
+    tiny = tmp_path / "tiny.zip"
+    with zipfile.ZipFile(tiny, "w") as zf:
+        zf.writestr("probe.py", "x = 1\n")
+    out = subprocess.run(["node", str(ROOT / "tools" / "precompile.mjs"), str(ROOT / "node_modules" / "pyodide"),
+                          str(tiny), str(tmp_path / "out.zip")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return bytes.fromhex(out.stdout.strip().rsplit("magic ", 1)[1])
+
+
+@pytest.mark.parametrize("zip_path", [PYODIDE / "python_stdlib.zip", DIST / "app" / "kvcalc.zip"])
+def test_every_pyc_has_the_runtimes_magic(zip_path, tmp_path):
+    magic = runtime_magic(tmp_path)
+    with zipfile.ZipFile(zip_path) as zf:
+        pycs = [n for n in zf.namelist() if n.endswith(".pyc")]
+        assert len(pycs) > 40
+        for name in pycs:
+            assert zf.read(name)[:4] == magic, name
+        if zip_path.name == "python_stdlib.zip":
+            assert not [n for n in zf.namelist() if n.endswith(".py")]      # bytecode only
+
+
+def test_the_built_zips_boot_and_compute_from_bytecode(tmp_path):
+    out = node(f"""
+import {{ loadPyodide }} from "{(ROOT / 'node_modules' / 'pyodide' / 'pyodide.mjs').as_posix()}";
+import {{ readFileSync }} from "node:fs";
+const py = await loadPyodide({{ indexURL: "{PYODIDE.as_posix()}/" }});
+py.unpackArchive(new Uint8Array(readFileSync("{(DIST / 'app' / 'kvcalc.zip').as_posix()}")), "zip", {{ extractDir: "/app" }});
+console.log(py.runPython(`
+import sys, json, pkgutil, importlib
+sys.path.insert(0, "/app")
+import kvcalc
+names = [m.name for m in pkgutil.walk_packages(kvcalc.__path__, "kvcalc.") if not m.name.endswith("__main__")]
+for name in names:
+    importlib.import_module(name)
+from kvcalc import evaluate
+e = evaluate({{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}})
+json.dumps({{"modules": len(names), "kv": e.result.kv_bytes_per_token,
+            "stdlib_from": sys.modules["json"].__spec__.origin,
+            "cached": sys.modules["kvcalc.sizing"].__spec__.cached}})
+`));
+""", tmp_path)
+    data = json.loads(out.strip().splitlines()[-1])
+    assert data["modules"] >= 25 and data["kv"] == 131_072
+    assert data["stdlib_from"].endswith(".pyc")
