@@ -3,18 +3,21 @@
 // number are Python 3.14's whatever Python the build machine has, and write the zip again.
 // zipimport then loads the .pyc and never compiles at start-up; the runtime is unchanged.
 //
-//     node tools/precompile.mjs PYODIDE_DIR IN_ZIP OUT_ZIP [--keep-sources]
+//     node tools/precompile.mjs PYODIDE_DIR IN_ZIP OUT_ZIP [--keep-sources] [--as-source=a,b]
 //
 // Pyodide's python_stdlib.zip ships sources only, so every page load compiled the ~190 modules
 // start-up imports (issue 14). --keep-sources keeps the .py beside the .pyc (the app's own zip:
-// small, and its tracebacks keep their lines).
+// small, and its tracebacks keep their lines). --as-source names top-level modules left as
+// sources: ones the page never imports at start-up stay importable, and deflated sources are
+// about half the size of bytecode, which counts on a slow network.
 import { loadPyodide } from "pyodide";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 const args = process.argv.slice(2);
 const keep = args.includes("--keep-sources");
-const [dir, input, out] = args.filter((a) => a !== "--keep-sources");
+const asSource = (args.find((a) => a.startsWith("--as-source=")) || "--as-source=").slice(12).split(",").filter(Boolean);
+const [dir, input, out] = args.filter((a) => !a.startsWith("--"));
 if (!dir || !input || !out) {
   console.error("usage: node tools/precompile.mjs PYODIDE_DIR IN_ZIP OUT_ZIP [--keep-sources]");
   process.exit(2);
@@ -22,6 +25,7 @@ if (!dir || !input || !out) {
 const pyodide = await loadPyodide({ indexURL: path.resolve(dir) + "/" });
 pyodide.FS.writeFile("/tmp/in.zip", readFileSync(input));
 pyodide.globals.set("keep_sources", keep);
+pyodide.globals.set("as_source", pyodide.toPy(asSource));
 const report = pyodide.runPython(`
 import importlib.util, marshal, zipfile
 
@@ -35,7 +39,8 @@ compiled = 0
 with zipfile.ZipFile("/tmp/in.zip") as src, zipfile.ZipFile("/tmp/out.zip", "w", zipfile.ZIP_DEFLATED) as dst:
     for info in src.infolist():
         data = src.read(info)
-        if info.filename.endswith(".py"):
+        top = info.filename.split("/")[0].removesuffix(".py")
+        if info.filename.endswith(".py") and top not in as_source:
             target = zipfile.ZipInfo(info.filename + "c", info.date_time)
             target.compress_type = zipfile.ZIP_DEFLATED
             dst.writestr(target, pyc(data, info.filename))

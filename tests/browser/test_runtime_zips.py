@@ -4,6 +4,7 @@ boot: a Pyodide run in Node from dist/ imports every engine module from bytecode
 
 import json
 import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -40,7 +41,13 @@ def test_every_pyc_has_the_runtimes_magic(zip_path, tmp_path):
         for name in pycs:
             assert zf.read(name)[:4] == magic, name
         if zip_path.name == "python_stdlib.zip":
-            assert not [n for n in zf.namelist() if n.endswith(".py")]      # bytecode only
+            # Bytecode only, but for the packages the page never imports at start-up (kept as
+            # sources, smaller on the wire, still importable).
+            sys.path.insert(0, str(ROOT / "tools"))
+            from vendor import AS_SOURCE
+            sources = {n.split("/")[0].removesuffix(".py") for n in zf.namelist() if n.endswith(".py")}
+            assert sources and sources <= set(AS_SOURCE)
+            assert "json/__init__.pyc" in zf.namelist() and "asyncio/__init__.pyc" in zf.namelist()
 
 
 def test_the_built_zips_boot_and_compute_from_bytecode(tmp_path):
@@ -66,3 +73,16 @@ json.dumps({{"modules": len(names), "kv": e.result.kv_bytes_per_token,
     data = json.loads(out.strip().splitlines()[-1])
     assert data["modules"] >= 25 and data["kv"] == 131_072
     assert data["stdlib_from"].endswith(".pyc")
+
+
+def test_pyodide_starts_before_pyscript_and_is_handed_over(page, site):
+    # static/early.mjs starts loadPyodide as the page loads; PyScript (pinned 0.7.31 in
+    # package.json) asks pyscript.toml's interpreter module for it later and gets that instance.
+    # A PyScript that stopped calling the module's loadPyodide would never mark the hand-over.
+    from pagekit import open_page
+    open_page(page, site)
+    marks = page.evaluate("""() => Object.fromEntries(performance.getEntriesByType('mark')
+        .map(m => [m.name, m.startTime]))""")
+    assert marks["kvcalc-pyodide-start"] < marks["kvcalc-pyodide-handed-over"] < marks["kvcalc-ready"]
+    pins = json.loads((ROOT / "package.json").read_text())["devDependencies"]
+    assert pins["@pyscript/core"] == "0.7.31" and pins["pyodide"] == "314.0.7"
