@@ -10,6 +10,8 @@
 * MIME types are fixed here rather than taken from the host's mimetypes
   database: Pyodide needs ``application/wasm`` for streaming compilation and
   browsers only run module scripts served as JavaScript.
+* Cache-Control as a static host should send it: a year for content-hashed files, revalidation
+  for every name that stays the same across releases (see cache_control and the README).
 * Threaded; per-request logging is off (errors still go to stderr).
 """
 
@@ -19,6 +21,7 @@ import argparse
 import functools
 import http.server
 import os
+import re
 import socket
 import sys
 
@@ -52,6 +55,18 @@ MIME_TYPES = {
 }
 
 
+# File names that carry a hash of their content (PyScript's chunks: core-C9KDLldu.js) never
+# change: a browser may keep them for a year. Everything else keeps its name across releases
+# (index.html, sw.js, the app zip, Pyodide's files), so the browser revalidates it each time
+# (Last-Modified / If-Modified-Since answer 304 when it has not changed).
+HASHED_NAME = re.compile(r"/static/vendor/pyscript/[\w-]+-[\w-]{8}\.js$")
+
+
+def cache_control(path: str) -> str:
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    return "public, max-age=31536000, immutable" if HASHED_NAME.search(path) else "no-cache"
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     extensions_map = MIME_TYPES
     # HTTP/1.1 keep-alive: many small files (module chunks) load faster.
@@ -62,8 +77,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         return MIME_TYPES.get(ext.lower(), MIME_TYPES[""])
 
     def end_headers(self):
-        # Local development server: never let a stale runtime be cached.
-        self.send_header("Cache-Control", "no-store")
+        self.send_header("Cache-Control", cache_control(self.path))
         self.send_header("X-Content-Type-Options", "nosniff")
         super().end_headers()
 
