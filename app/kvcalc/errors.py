@@ -12,3 +12,13 @@ class InputError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class NeedMore(Exception):
+    """A header runs past the bytes given: read at least `size` bytes from the file's start.
+    The header readers (GGUF, safetensors) raise it so a caller reading through File.slice or
+    a file handle fetches a longer prefix and tries again."""
+
+    def __init__(self, size: int):
+        super().__init__(f"need {size} bytes")
+        self.size = size

@@ -14,7 +14,7 @@ Anything malformed is an InputError naming what is wrong, before any large alloc
 import struct
 from dataclasses import dataclass
 
-from .errors import InputError
+from .errors import InputError, NeedMore
 
 FIELD = "gguf"
 MAGIC = b"GGUF"
@@ -38,14 +38,6 @@ MAX_STRING = 1 << 26           # chat templates are kilobytes; 64 MiB is far pas
 MAX_ARRAY = 1 << 25            # vocabularies are a few hundred thousand entries
 MAX_DIMS = 4                   # GGML_MAX_DIMS
 KEPT_ARRAY = 1 << 16           # numeric arrays up to this long are kept (per-layer counts)
-
-
-class NeedMore(Exception):
-    """The header runs past the bytes given: read at least `size` bytes from the start."""
-
-    def __init__(self, size: int):
-        super().__init__(f"need {size} bytes")
-        self.size = size
 
 
 @dataclass(frozen=True)

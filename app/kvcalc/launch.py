@@ -70,8 +70,7 @@ def _common_notes(scenario: Scenario, engine: str) -> list:
 
 
 def _past_limit(scenario: Scenario) -> bool:
-    limit = scenario.model.max_context_tokens
-    return bool(limit) and scenario.workload.context_tokens > limit
+    return scenario.model.past_limit(scenario.workload.context_tokens)
 
 
 def _env(scenario: Scenario, engine: str) -> list:

@@ -32,6 +32,10 @@ class Model:
         if not self.layers:
             raise InputError("layers", "the model has no layers")
 
+    def past_limit(self, context_tokens: int) -> bool:
+        """Whether a context is longer than the model's max_position_embeddings (when known)."""
+        return bool(self.max_context_tokens) and context_tokens > self.max_context_tokens
+
     def layer_counts(self) -> Counter:
         return self._counted()[0]
 

@@ -226,18 +226,8 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
         raise InputError(chosen[-1], f"give one model: --{' or --'.join(chosen)}, not both")
     notes = []
     if "hf-config" in values:
-        cfg = values["hf-config"]
-        model = _config_model(cfg)
-        named = cfg.get("_name_or_path")
-        entry = presets.find_model_entry(named) if isinstance(named, str) and named else None
-        if entry is not None:
-            preset = presets.preset_model(entry["id"])
-            if preset.layers == model.layers:
-                model = _replace(model, params=preset.params, active_params=preset.active_params,
-                                 hf_repo=preset.hf_repo)
-                notes.append(f"parameter count taken from the {preset.name} preset")
-                return model, notes
-        return _with_counted_params(model, cfg, notes), notes
+        model, notes = _config_model(values["hf-config"])
+        return model, list(notes)
     if model_id is not None:
         return presets.preset_model(model_id), notes
     if manual:
@@ -246,15 +236,32 @@ def resolve_model(values: dict) -> tuple[Model, list[str]]:
                               "or layers with kv-heads and head-dim")
 
 
-_last_config: list = [None, None]     # (config dict, its Model): the page re-evaluates one config
+_last_config: list = [None, None]     # (config dict, (its Model, notes)): the page re-evaluates one config
 
 
-def _config_model(cfg: dict) -> Model:
+def _config_model(cfg: dict) -> tuple[Model, tuple[str, ...]]:
     # The same dict object comes back on every edit of the page; reading it again (and losing
-    # the model's memos) would cost as much as the rest of the update.
+    # the model's memos, matching presets, counting parameters) would cost as much as the rest
+    # of the update.
     if _last_config[0] is not cfg:
-        _last_config[:] = [cfg, model_from_config(cfg)]
+        _last_config[:] = [cfg, _read_config(cfg)]
     return _last_config[1]
+
+
+def _read_config(cfg: dict) -> tuple[Model, tuple[str, ...]]:
+    """A config's model, with the preset's parameter count when it is a preset's config, else
+    the count its shapes give."""
+    model, notes = model_from_config(cfg), []
+    named = cfg.get("_name_or_path")
+    entry = presets.find_model_entry(named) if isinstance(named, str) and named else None
+    if entry is not None:
+        preset = presets.preset_model(entry["id"])
+        if preset.layers == model.layers:
+            model = _replace(model, params=preset.params, active_params=preset.active_params,
+                             hf_repo=preset.hf_repo)
+            return model, (f"parameter count taken from the {preset.name} preset",)
+    model = _with_counted_params(model, cfg, notes)
+    return model, tuple(notes)
 
 
 def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
@@ -345,7 +352,7 @@ def build_scenario(values: dict) -> Scenario:
     kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.dtype)
     state = precision(model.dtype)
     context = values.get("context", 8192)
-    if model.max_context_tokens and context > model.max_context_tokens:
+    if model.past_limit(context):
         notes.append(f"context {context:,} is beyond the model's max_position_embeddings "
                      f"({model.max_context_tokens:,})")
     workload = Workload(context_tokens=context, kv_precision=kv, state_precision=state,

@@ -202,9 +202,10 @@ def _heaviest_stage(scenario: Scenario):
 
 
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
+    from .verdict import verdict
     scenario, result = evaluation.scenario, evaluation.result
     rows = [
-        ("Verdict", to_json(scenario, result)["verdict"]),
+        ("Verdict", verdict(scenario, result).sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
         ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
     ]

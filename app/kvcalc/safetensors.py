@@ -7,7 +7,7 @@ import json
 import struct
 from dataclasses import dataclass
 
-from .errors import InputError
+from .errors import InputError, NeedMore
 
 FIELD = "weights-file"
 MAX_HEADER = 100 << 20          # the format's own limit on the JSON header
@@ -15,12 +15,6 @@ MAX_HEADER = 100 << 20          # the format's own limit on the JSON header
 DTYPE_BITS = {"F64": 64, "F32": 32, "F16": 16, "BF16": 16, "I64": 64, "I32": 32, "I16": 16, "I8": 8, "U64": 64,
               "U32": 32, "U16": 16, "U8": 8, "BOOL": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "F4": 4,
               "F6_E2M3": 6, "F6_E3M2": 6, "C64": 64}
-
-
-class NeedMore(Exception):
-    def __init__(self, size: int):
-        super().__init__(f"need {size} bytes")
-        self.size = size
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
     ctx, batch = work.context_tokens, work.batch
     requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"
     problems, reasons = [], []
-    limit = model.max_context_tokens
-    if limit and ctx > limit:
-        problems.append(f"a context of {ctx:,} tokens is past the model's limit of {limit:,}")
+    if model.past_limit(ctx):
+        problems.append(f"a context of {ctx:,} tokens is past the model's limit of {model.max_context_tokens:,}")
         reasons.append("context")
 
     engine = result.engine
