@@ -3,11 +3,15 @@ starts. Every figure comes from the engine (`kvcalc`, the same package the CLI r
 
 from pyscript import document, window
 
-from kvcalc import link
+from web.generated_code import precompiled
 
-from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
-from web import files as files_module
-from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
+# The engine's dataclass methods come compiled with the build (web/generated_code.py).
+with precompiled():
+    from kvcalc import link
+
+    from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
+    from web import files as files_module
+    from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
 
 
 def on_user_input(event) -> None:

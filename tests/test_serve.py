@@ -1,8 +1,13 @@
 """tools/serve.py sends the headers a static host should send (issue 14): application/wasm for
-Pyodide's streaming compile, a year for content-hashed files, revalidation for the rest."""
+Pyodide's streaming compile, a year for content-hashed files, revalidation for the rest, gzip for
+what compresses."""
 
+import gzip
+import os
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 
 from support import ROOT
@@ -34,3 +39,78 @@ def test_headers_a_static_host_should_send(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _serve(root):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().split()[-1]
+
+
+def _get(url, **headers):
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def test_gzip_for_what_compresses_when_the_browser_accepts_it(tmp_path):
+    wasm = bytes(range(256)) * 400 + b"\0" * 50_000      # compresses, like Pyodide's wasm
+    (tmp_path / "pyodide.asm.wasm").write_bytes(wasm)
+    (tmp_path / "index.html").write_text("<!doctype html>" + "<p>figures</p>" * 200)
+    (tmp_path / "app.zip").write_bytes(b"PK" + b"\0" * 5000)
+    (tmp_path / "tiny.js").write_text("//")
+    proc, base = _serve(tmp_path)
+    try:
+        status, headers, body = _get(base + "pyodide.asm.wasm", **{"Accept-Encoding": "gzip, deflate, br"})
+        assert status == 200 and headers["Content-Encoding"] == "gzip"
+        assert headers["Content-Type"] == "application/wasm" and headers["Vary"] == "Accept-Encoding"
+        assert int(headers["Content-Length"]) == len(body) < len(wasm) // 3
+        assert gzip.decompress(body) == wasm
+        # The directory index is the same file, compressed the same way.
+        status, headers, body = _get(base, **{"Accept-Encoding": "gzip"})
+        assert headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(body) == (tmp_path / "index.html").read_bytes()
+        # Refused (q=0) or not offered: the file as it is, still marked as varying.
+        for offer in ({"Accept-Encoding": "gzip;q=0, identity"}, {"Accept-Encoding": "identity"}, {}):
+            status, headers, body = _get(base + "pyodide.asm.wasm", **offer)
+            assert headers["Content-Encoding"] is None and body == wasm, offer
+            assert headers["Vary"] == "Accept-Encoding"
+        # Zips are compressed already; a tiny file is not worth it.
+        for name in ("app.zip", "tiny.js"):
+            status, headers, body = _get(base + name, **{"Accept-Encoding": "gzip"})
+            assert headers["Content-Encoding"] is None and body == (tmp_path / name).read_bytes()
+        assert _get(base + "app.zip")[1]["Vary"] is None
+        # Revalidation answers 304 on the compressed path too; a new version is compressed anew.
+        modified = _get(base + "pyodide.asm.wasm", **{"Accept-Encoding": "gzip"})[1]["Last-Modified"]
+        status, headers, body = _get(base + "pyodide.asm.wasm",
+                                     **{"Accept-Encoding": "gzip", "If-Modified-Since": modified})
+        assert status == 304 and body == b""
+        newer = wasm[::-1] + b"new release"
+        (tmp_path / "pyodide.asm.wasm").write_bytes(newer)
+        os.utime(tmp_path / "pyodide.asm.wasm", (time.time() + 10, time.time() + 10))
+        status, headers, body = _get(base + "pyodide.asm.wasm",
+                                     **{"Accept-Encoding": "gzip", "If-Modified-Since": modified})
+        assert status == 200 and gzip.decompress(body) == newer
+        assert _get(base + "missing.js", **{"Accept-Encoding": "gzip"})[0] == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_accept_encoding_is_read_as_rfc_9110_says():
+    sys.path.insert(0, str(ROOT / "tools"))
+    from serve import accepts_gzip
+    assert accepts_gzip("gzip, deflate, br, zstd")          # Chromium's
+    assert accepts_gzip("br;q=1.0, gzip;q=0.8, *;q=0.1")
+    assert accepts_gzip("*")
+    assert not accepts_gzip("gzip;q=0")
+    assert not accepts_gzip("gzip;q=0.0, br")
+    assert not accepts_gzip("identity")
+    assert not accepts_gzip("")
+    assert not accepts_gzip(None)
+    assert not accepts_gzip("gzip;q=zero")
+    assert accepts_gzip("*;q=0, gzip")
+    assert not accepts_gzip("gzip;q=0, *")

@@ -179,13 +179,37 @@ def engine_zip() -> bytes:
     return buffer.getvalue()
 
 
-def precompile_app(zip_path: Path) -> None:
-    """The app's zip with each module's .pyc beside it, compiled by the vendored Pyodide (its
-    sources stay: small, and tracebacks keep their lines)."""
+# PyScript writes its own Python package (`pyscript`) as sources into the working directory at
+# every start, from string literals in its core chunk: `pyscript:{"__init__.py":"…",…}`.
+PYSCRIPT_PACKAGE = re.compile(r'\bpyscript:\{((?:"\w+\.py":"(?:[^"\\]|\\.)*",?)+)\}')
+PYSCRIPT_MODULE = re.compile(r'"(\w+\.py)":("(?:[^"\\]|\\.)*")')
+
+
+def pyscript_sources(vendor: Path) -> dict[str, bytes]:
+    """The sources of PyScript's `pyscript` package exactly as PyScript writes them at start-up
+    (read from the vendored core chunk; the strings are JSON-escaped)."""
+    chunks = sorted((vendor / "pyscript").glob("core-*.js"))
+    found = [m for chunk in chunks for m in PYSCRIPT_PACKAGE.finditer(chunk.read_text(encoding="utf-8"))]
+    if len(found) != 1:
+        sys.exit(f"build.py: expected PyScript's Python package once in static/vendor/pyscript/core-*.js, "
+                 f"found it {len(found)} times: re-check pyscript_sources() against this PyScript")
+    return {name: json.loads(text).encode("utf-8") for name, text in PYSCRIPT_MODULE.findall(found[0].group(1))}
+
+
+def precompile_app(zip_path: Path, vendor: Path) -> None:
+    """The app's zip with each module's bytecode in __pycache__, compiled by the vendored Pyodide
+    (its sources stay: small, and tracebacks keep their lines). PyScript's own package is
+    compiled too, bytecode only and checked against the sources PyScript writes: were they ever
+    to differ, Python compiles them as it did before."""
+    with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
+        for name, source in pyscript_sources(vendor).items():
+            zf.writestr(zipfile.ZipInfo(f"pyscript/{name}", (2020, 1, 1, 0, 0, 0)), source,
+                        compress_type=zipfile.ZIP_DEFLATED)
     sys.path.insert(0, str(ROOT / "tools"))
     from vendor import VendorError, precompile
     try:
-        precompile(zip_path, zip_path, keep_sources=True)
+        precompile(zip_path, zip_path, keep_sources=True, checked=("pyscript",),
+                   record_exec="web/generated_code.marshal:kvcalc")
     except VendorError as e:
         sys.exit(f"build.py: {e}")
 
@@ -200,7 +224,7 @@ def build(dist: Path) -> None:
     (dist / "index.html").write_text(render_index(), encoding="utf-8")
     shutil.copy(ROOT / "pyscript.toml", dist / "pyscript.toml")
     (dist / "app" / "kvcalc.zip").write_bytes(engine_zip())
-    precompile_app(dist / "app" / "kvcalc.zip")
+    precompile_app(dist / "app" / "kvcalc.zip", vendor)
     shutil.copytree(ROOT / "static", dist / "static", ignore=shutil.ignore_patterns("sw.js", ".ready"))
     write_service_worker(dist)
 

@@ -169,7 +169,8 @@ AS_SOURCE = ("email", "multiprocessing", "xml", "_pyrepl", "unittest", "http", "
              "quopri", "bdb", "timeit", "zipapp", "compileall", "py_compile", "runpy", "webbrowser", "smtpd")
 
 
-def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, as_source: tuple = ()) -> None:
+def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, as_source: tuple = (),
+               checked: tuple = (), record_exec: str = "") -> None:
     """The zip's Python compiled to .pyc by the vendored Pyodide itself (tools/precompile.mjs)."""
     import subprocess
     command = ["node", str(ROOT / "tools" / "precompile.mjs"), str(PYODIDE_DIR), str(source_zip), str(out_zip)]
@@ -177,6 +178,10 @@ def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, as_s
         command.append("--keep-sources")
     if as_source:
         command.append("--as-source=" + ",".join(as_source))
+    if checked:
+        command.append("--checked=" + ",".join(checked))
+    if record_exec:
+        command.append("--record-exec=" + record_exec)
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         raise VendorError(f"precompiling {source_zip.name} failed: {done.stderr.strip()[-400:]}")
