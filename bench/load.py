@@ -82,6 +82,13 @@ def visit(browser, url, warm=False, record=False, throttle=False):
     page.goto(url)
     page.wait_for_function(READY, timeout=120_000)
     cold = page.evaluate(MARKS)
+    # Bodies before the reload: a navigation discards the responses of the page before it.
+    bodies = []
+    for response in sizes:
+        try:
+            bodies.append((response.url, response.body()))
+        except Exception:
+            pass
     warm_marks = None
     if warm:
         page.evaluate("""async () => { if (!navigator.serviceWorker || !navigator.serviceWorker.getRegistration) return;
@@ -90,12 +97,6 @@ def visit(browser, url, warm=False, record=False, throttle=False):
         page.reload()
         page.wait_for_function(READY, timeout=120_000)
         warm_marks = page.evaluate(MARKS)
-    bodies = []
-    for response in sizes:
-        try:
-            bodies.append((response.url, response.body()))
-        except Exception:
-            pass
     return context, page, cold, warm_marks, bodies
 
 

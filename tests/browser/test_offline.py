@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -83,3 +84,44 @@ def test_works_from_a_sub_path(page, sub_site):
     manifest = page.evaluate("fetch('static/manifest.webmanifest').then(r => r.json())")
     start = page.evaluate(f"new URL({manifest['start_url']!r}, new URL('static/manifest.webmanifest', location.href)).href")
     assert start == sub_site
+
+
+def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
+    # A visit installs release A; the host then serves release B (new files, a new sw.js
+    # version). The next visit finds the new worker, which caches B and deletes A's cache, and
+    # the visit after is B's page, offline too.
+    root = tmp_path / "host"
+    shutil.copytree(DIST, root)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    base = proc.stdout.readline().split()[-1]
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        open_page(page, base)
+        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        page.reload()
+        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        caches_before = page.evaluate("caches.keys()")
+        assert len(caches_before) == 1
+        index = (root / "index.html").read_text()
+        (root / "index.html").write_text(index.replace("<title>", "<title>Release B: ", 1))
+        worker = (root / "sw.js").read_text()
+        version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
+        (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
+        page.reload()         # still release A, from the cache; the browser checks sw.js
+        deadline = time.monotonic() + 60
+        while page.evaluate("caches.keys()") != [caches_before[0].rsplit(":", 1)[0] + ":" + "b" * len(version)]:
+            assert time.monotonic() < deadline, page.evaluate("caches.keys()")
+            time.sleep(0.2)
+        page.reload()
+        assert page.title().startswith("Release B: ")
+        context.set_offline(True)
+        page.reload()
+        page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+        assert page.title().startswith("Release B: ")
+    finally:
+        context.set_offline(False)
+        context.close()
+        proc.terminate()
+        proc.wait(timeout=10)
