@@ -7,8 +7,8 @@ Serves a copy of dist/ plus a baseline page (PyScript printing one number) on 12
 alternates cold runs (fresh browser context) of each, then warm runs (reload in the same
 context). The baseline loads PyScript and Pyodide exactly as npm publishes them (node_modules),
 not our build of them. Then the same cold runs through Chromium's network emulation (20 Mbit/s
-down, 40 ms latency). Prints medians and the app / baseline ratios. A benchmark: it prints
-figures and asserts nothing.
+down, 40 ms latency), cold and warm. Prints medians and the app / baseline ratios, and the bytes
+each page moved. A benchmark: it prints figures and asserts nothing.
 """
 
 import argparse
@@ -48,7 +48,9 @@ THROTTLE = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "up
 READY = "document.documentElement.dataset.state === 'ready'"
 MARKS = """() => Object.fromEntries(['kvcalc-ready', 'kvcalc-figures'].map(n =>
     [n, (performance.getEntriesByName(n)[0] || {}).startTime]).concat(
-    [['fcp', (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime]]))"""
+    [['fcp', (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime],
+     ['wire', performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
+        .reduce((sum, e) => sum + (e.transferSize || 0), 0)]]))"""
 
 
 def serve(site: Path):
@@ -89,11 +91,16 @@ def visit(browser, url, warm=False, record=False, throttle=False):
             bodies.append((response.url, response.body()))
         except Exception:
             pass
+    # The app's service worker caches the site after start-up; let it finish, so that it is not
+    # still downloading (in the browser's network service) during the next cold run.
+    # (It registers right after the ready mark: wait for the registration, then for it to be active.)
+    if "/baseline/" not in url:
+        page.evaluate("""async () => {
+            for (let i = 0; i < 200 && !(await navigator.serviceWorker.getRegistration()); i++)
+                await new Promise(r => setTimeout(r, 50));
+            await navigator.serviceWorker.ready; }""")
     warm_marks = None
     if warm:
-        page.evaluate("""async () => { if (!navigator.serviceWorker || !navigator.serviceWorker.getRegistration) return;
-            const registration = await navigator.serviceWorker.getRegistration();
-            if (registration) await navigator.serviceWorker.ready; }""")
         page.reload()
         page.wait_for_function(READY, timeout=120_000)
         warm_marks = page.evaluate(MARKS)
@@ -164,8 +171,9 @@ def main():
     (site / "baseline" / "index.html").write_text(BASELINE_HTML)
     (site / "baseline" / "pyscript.toml").write_text(BASELINE_TOML)
     proc, base = serve(site)
-    rows = {k: [] for k in ("app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm",
-                            "slow_app_link_figures", "slow_app_ready", "slow_base_ready")}
+    rows = {k: [] for k in ("app_wire", "base_wire", "app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm",
+                            "slow_app_link_figures", "slow_app_ready", "slow_base_ready", "slow_app_fcp",
+                            "slow_app_warm", "slow_base_warm", "slow_app_wire", "slow_base_wire")}
     latencies, transfer = [], {}
     try:
         with sync_playwright() as pw:
@@ -178,6 +186,7 @@ def main():
                     context, page, cold, warm, bodies = visit(browser, url, warm=True, record=run == 0)
                     rows[f"{name}_ready"].append(cold["kvcalc-ready"])
                     rows[f"{name}_warm"].append(warm["kvcalc-ready"])
+                    rows[f"{name}_wire"].append(cold["wire"])
                     if name == "app":
                         rows["app_fcp"].append(cold["fcp"])
                         if run == 0:
@@ -191,12 +200,17 @@ def main():
                 rows["app_link_figures"].append(cold["kvcalc-figures"])
                 context.close()
             for run in range(args.slow_runs):
-                for name, url in (("app", base + LINK), ("base", base + "baseline/")):
-                    context, page, cold, _, _ = visit(browser, url, throttle=True)
+                for name, url in (("app", base), ("base", base + "baseline/")):
+                    context, page, cold, warm, _ = visit(browser, url, warm=True, throttle=True)
                     rows[f"slow_{name}_ready"].append(cold["kvcalc-ready"])
+                    rows[f"slow_{name}_warm"].append(warm["kvcalc-ready"])
+                    rows[f"slow_{name}_wire"].append(cold["wire"])
                     if name == "app":
-                        rows["slow_app_link_figures"].append(cold["kvcalc-figures"])
+                        rows["slow_app_fcp"].append(cold["fcp"])
                     context.close()
+                context, page, cold, _, _ = visit(browser, base + LINK, throttle=True)
+                rows["slow_app_link_figures"].append(cold["kvcalc-figures"])
+                context.close()
             browser.close()
     finally:
         proc.terminate()
@@ -209,15 +223,21 @@ def main():
     print(f"{'measure':58} {'app':>10} {'baseline':>10} {'ratio':>7}")
     def line(label, app, baseline=None, unit="ms"):
         ratio = f"{app / baseline:7.2f}" if baseline else " " * 7
-        base_text = f"{baseline:10.0f}" if baseline else " " * 10
-        print(f"{label:58} {app:10.0f} {base_text} {ratio}  {unit}")
+        base_text = f"{baseline:10,.0f}" if baseline else " " * 10
+        print(f"{label:58} {app:10,.0f} {base_text} {ratio}  {unit}")
     line("first correct figures visible, default view (FCP)", median(rows["app_fcp"]), base_ready)
     line("first correct figures visible, shared link", median(rows["app_link_figures"]), base_ready)
     line("ready, cold (fresh context)", median(rows["app_ready"]), base_ready)
     line("ready, warm (reload, same context)", median(rows["app_warm"]), base_warm)
+    line("bytes on the wire, cold (transferSize; gzip from serve.py)", median(rows["app_wire"]),
+         median(rows["base_wire"]), unit="B")
     slow_base = median(rows["slow_base_ready"])
+    line("throttled 20 Mbit/s: default-view figures (FCP)", median(rows["slow_app_fcp"]), slow_base)
     line("throttled 20 Mbit/s: shared-link figures, cold", median(rows["slow_app_link_figures"]), slow_base)
     line("throttled 20 Mbit/s: ready, cold", median(rows["slow_app_ready"]), slow_base)
+    line("throttled 20 Mbit/s: ready, warm (reload)", median(rows["slow_app_warm"]), median(rows["slow_base_warm"]))
+    line("throttled 20 Mbit/s: bytes on the wire, cold", median(rows["slow_app_wire"]),
+         median(rows["slow_base_wire"]), unit="B")
     figures, everything = latencies
     print(f"{'update: figures and charts, median of ' + str(len(figures)) + ' edits':58} "
           f"{statistics.median(figures):10.2f} {'':10} {'':7}  ms")

@@ -39,6 +39,12 @@ def test_csp_allows_only_this_origin_and_the_boot_flag():
     assert "connect-src 'self'" in build.CSP and "http" not in build.CSP
     # The inline boot flag is allowed by its hash, and is the only inline script.
     assert text.count("<script>") == 1 and build.BOOT in text
+    # The faster start (issue 14) added no exception: 'unsafe-eval' for PyScript stays the only one.
+    directives = {d.split()[0]: d.split()[1:] for d in build.CSP.split("; ")}
+    assert directives["default-src"] == ["'none'"] and directives["connect-src"] == ["'self'"]
+    assert directives["script-src"] == ["'self'", "'unsafe-eval'", f"'{build.BOOT_HASH}'"]
+    assert [d for d, sources in directives.items() if any("unsafe" in x for x in sources)] == ["script-src"]
+    assert all(x in ("'self'", "'none'") for d, sources in directives.items() if d != "script-src" for x in sources)
 
 
 def test_service_worker_lists_every_file_and_changes_with_content(tmp_path):
