@@ -41,8 +41,8 @@ def test_headers_a_static_host_should_send(tmp_path):
         proc.wait(timeout=10)
 
 
-def _serve(root):
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
+def _serve(root, *options):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0", *options],
                             stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().split()[-1]
 
@@ -114,3 +114,16 @@ def test_accept_encoding_is_read_as_rfc_9110_says():
     assert not accepts_gzip("gzip;q=zero")
     assert accepts_gzip("*;q=0, gzip")
     assert not accepts_gzip("gzip;q=0, *")
+
+
+def test_no_gzip_sends_every_file_as_it_is(tmp_path):
+    # To measure what a host without compression would give (bench, README's Hosting).
+    wasm = b"\0asm" + b"\0" * 50_000
+    (tmp_path / "pyodide.asm.wasm").write_bytes(wasm)
+    proc, base = _serve(tmp_path, "--no-gzip")
+    try:
+        status, headers, body = _get(base + "pyodide.asm.wasm", **{"Accept-Encoding": "gzip"})
+        assert status == 200 and headers["Content-Encoding"] is None and body == wasm
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
