@@ -3,9 +3,9 @@
 
     make bench        (or: .venv/bin/python bench/load.py [--runs N] [--edits N])
 
-Serves a copy of dist/ plus a baseline page (PyScript printing one number) on 127.0.0.1 and
-alternates cold runs (fresh browser context) of each, then warm runs (reload in the same
-context). The baseline loads PyScript and Pyodide exactly as npm publishes them (node_modules),
+Serves a copy of dist/ plus a baseline page (PyScript printing one number) on 127.0.0.1, visits
+each once uncounted (the server gzips a file on its first request), then alternates cold runs
+(fresh browser context) of each, each followed by a warm run (reload in the same context). The baseline loads PyScript and Pyodide exactly as npm publishes them (node_modules),
 not our build of them. Then the same cold runs through Chromium's network emulation (20 Mbit/s
 down, 40 ms latency), cold and warm. Prints medians and the app / baseline ratios, and the bytes
 each page moved. A benchmark: it prints figures and asserts nothing.
@@ -155,10 +155,11 @@ def engine_timings():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--edits", type=int, default=200)
     parser.add_argument("--slow-runs", type=int, default=3, help="cold runs through the throttled network")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--each", action="store_true", help="also print every run's figures, in run order")
     args = parser.parse_args()
     dist = ROOT / "dist"
     if not (dist / "index.html").exists():
@@ -181,6 +182,10 @@ def main():
             if Path(args.chromium).exists():
                 launch["executable_path"] = args.chromium
             browser = pw.chromium.launch(**launch)
+            # One visit of each first, not counted: the server compresses each file on its first
+            # request (a static host serves it compressed already).
+            for url in (base, base + "baseline/", base + LINK):
+                visit(browser, url)[0].close()
             for run in range(args.runs):
                 for name, url in (("app", base), ("base", base + "baseline/")):
                     context, page, cold, warm, bodies = visit(browser, url, warm=True, record=run == 0)
@@ -216,6 +221,9 @@ def main():
         proc.terminate()
         shutil.rmtree(site, ignore_errors=True)
 
+    if args.each:
+        for key, values in rows.items():
+            print(f"{key:24}", " ".join(f"{v:8.0f}" for v in values if v is not None))
     full, sweep = engine_timings()
     base_ready, base_warm = median(rows["base_ready"]), median(rows["base_warm"])
     print(f"KVCacheCalc load benchmark: medians of {args.runs} runs each ({args.slow_runs} throttled), headless "
