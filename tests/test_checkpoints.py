@@ -183,6 +183,18 @@ def test_hostile_safetensors_refused_with_one_message(data, words):
     assert words in e.value.message and e.value.field == "weights-file"
 
 
+@pytest.mark.parametrize("name, data, words", [
+    ("bad.safetensors", struct.pack("<Q", 5) + b"{nope", "its header is not JSON"),
+    ("model.safetensors.index.json", b"{nope", "the index is not JSON"),
+    ("model.safetensors.index.json", b'{"metadata": {}}', "this file has none"),
+])
+def test_cli_says_what_is_wrong_with_each_weights_file(tmp_path, name, data, words):
+    # Each file's own refusal, named by its path (every one once came out as "not JSON").
+    (tmp_path / name).write_bytes(data)
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--weights-file", str(tmp_path / name))
+    assert code != 0 and words in err and str(tmp_path / name) in err and "--weights-file" in err
+
+
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(st.binary(max_size=300))
 def test_any_bytes_as_safetensors_give_weights_or_a_readable_refusal(data):

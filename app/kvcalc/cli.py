@@ -73,7 +73,6 @@ def _from_gguf(path: str) -> dict:
 def _weights_bytes(paths: list[str]):
     """The exact bytes of a checkpoint (the sum of its .safetensors shards, or an index's total),
     and its shards' headers when every file was a shard (for the weights of each layer)."""
-    import json
     import os
     from . import safetensors
     total, shards = 0, []
@@ -82,7 +81,7 @@ def _weights_bytes(paths: list[str]):
             size = os.path.getsize(path)
             with open(path, "rb") as fh:
                 if path.endswith(".json"):
-                    total += safetensors.read_index(json.loads(fh.read(MAX_CONFIG_BYTES * 64)))
+                    total += safetensors.read_index(fh.read(MAX_CONFIG_BYTES * 64))
                     continue
                 head = fh.read(8)
                 length = int.from_bytes(head, "little") if len(head) == 8 else 0
@@ -92,8 +91,8 @@ def _weights_bytes(paths: list[str]):
                 shards.append(weights)
         except OSError as e:
             raise InputError("weights-file", f"cannot read {path!r}: {e.strerror}") from None
-        except ValueError:
-            raise InputError("weights-file", f"{path!r}: the index is not JSON") from None
+        except InputError as e:
+            raise InputError(e.field, f"{path!r}: {e.message}") from None
     return total, shards if len(shards) == len(paths) else []
 
 
