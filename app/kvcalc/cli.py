@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from . import link, presets
-from .errors import InputError
+from .errors import InputError, read_header_from
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .options import MODEL_INPUTS, OPTIONS, evaluate
 from .export import FORMATS, export
@@ -83,10 +83,7 @@ def _weights_bytes(paths: list[str]):
                 if path.endswith(".json"):
                     total += safetensors.read_index(fh.read(MAX_CONFIG_BYTES * 64))
                     continue
-                head = fh.read(8)
-                length = int.from_bytes(head, "little") if len(head) == 8 else 0
-                fh.seek(0)
-                weights = safetensors.read_header(fh.read(8 + min(length, safetensors.MAX_HEADER)), size)
+                weights = read_header_from(fh, size, safetensors.read_header)
                 total += weights.tensor_bytes
                 shards.append(weights)
         except OSError as e:

@@ -14,7 +14,7 @@ Anything malformed is an InputError naming what is wrong, before any large alloc
 import struct
 from dataclasses import dataclass
 
-from .errors import InputError, NeedMore
+from .errors import InputError, NeedMore, read_header_from
 
 FIELD = "gguf"
 MAGIC = b"GGUF"
@@ -368,19 +368,11 @@ def _hybrid(arch: str, get, layers: int, hidden: int) -> dict:
     return out
 
 
-def read_file(path: str, first: int = 1 << 20) -> Header:
+def read_file(path: str) -> Header:
     """A GGUF header from a file on disk, reading only as much of its start as the header needs."""
     import os
     try:
-        size = os.path.getsize(path)
         with open(path, "rb") as fh:
-            want = min(first, size)
-            while True:
-                fh.seek(0)
-                data = fh.read(want)
-                try:
-                    return read_header(data, size)
-                except NeedMore as more:
-                    want = min(size, max(more.size, 2 * want))
+            return read_header_from(fh, os.path.getsize(path), read_header)
     except OSError as e:
         raise InputError(FIELD, f"cannot read {path!r}: {e.strerror}") from None

@@ -4,13 +4,12 @@ nothing is uploaded. What they say goes into the form as a pasted config and exa
 bytes, so the share link carries what was derived, never the files."""
 
 from kvcalc import gguf, safetensors
-from kvcalc.errors import InputError
+from kvcalc.errors import FIRST_READ, InputError, NeedMore
 from kvcalc.hfconfig import MAX_CONFIG_BYTES, parse_config_text
 
 from web import model_picker, state
 from web.dom import el, put
 
-FIRST_READ = 1 << 20              # a GGUF header usually fits; more is read only when it asks
 MAX_INDEX_BYTES = 64 << 20
 
 
@@ -19,21 +18,16 @@ async def _bytes(file, start: int, end: int) -> bytes:
     return bytes(buffer.to_py())
 
 
-async def _gguf(file) -> gguf.Header:
+async def _header(file, read_header):
+    """read_header(data, size) on the file's start, read longer while it raises NeedMore (the
+    engine's read_header_from, through File.slice)."""
     want = min(FIRST_READ, file.size)
     while True:
         data = await _bytes(file, 0, want)
         try:
-            return gguf.read_header(data, file.size)
-        except gguf.NeedMore as more:
-            want = min(file.size, max(more.size, 2 * want))
-
-
-async def _safetensors(file) -> safetensors.Weights:
-    head = await _bytes(file, 0, min(8, file.size))
-    length = int.from_bytes(head, "little") if len(head) == 8 else 0
-    data = await _bytes(file, 0, min(file.size, 8 + min(length, safetensors.MAX_HEADER)))
-    return safetensors.read_header(data, file.size)
+            return read_header(data, file.size)
+        except NeedMore as more:
+            want = more.next_read(want, file.size)
 
 
 _set_by_files = {}       # field -> the value these files put there, cleared with another model
@@ -56,7 +50,7 @@ async def read_files(files: list) -> tuple[dict, list[str]]:
         lower = name.lower()
         try:
             if lower.endswith(".gguf"):
-                header = await _gguf(file)
+                header = await _header(file, gguf.read_header)
                 config = gguf.config_from_header(header)
                 weights += header.weights_bytes
                 values["params"] = str(header.params)
@@ -64,7 +58,7 @@ async def read_files(files: list) -> tuple[dict, list[str]]:
                 read.append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
                             f"header {header.header_bytes:,} of {file.size:,} bytes")
             elif lower.endswith(".safetensors"):
-                shard = await _safetensors(file)
+                shard = await _header(file, safetensors.read_header)
                 weights += shard.tensor_bytes
                 shards.append(shard)
                 read.append(f"{name}: safetensors header")
