@@ -9,7 +9,7 @@ import marshal
 import pytest
 
 from support import ROOT  # noqa: F401  (puts app/ on sys.path)
-from web.generated_code import precompiled, read_table, record
+from web.generated_code import precompiled, read_table, recording
 
 CLASS = '''
 @dataclasses.dataclass(frozen=True)
@@ -33,13 +33,9 @@ def make(exec_table=None):
 
 
 def recorded() -> dict:
-    table = {}
-    builtins.exec, real = record(table), builtins.exec
-    try:
+    with recording() as r:
         make()
-    finally:
-        builtins.exec = real
-    return table
+    return r.table
 
 
 def test_a_class_from_the_table_is_the_class_without_it():

@@ -16,10 +16,10 @@
 // every start): only their bytecode is kept, as *checked* hash-based .pyc, so Python compares
 // it with the source it finds and compiles that source itself if the two ever differ.
 // --record-exec=web/generated_code.marshal:kvcalc imports every module of the package from the
-// written zip with web.generated_code's recorder as exec, and adds the table of generated
-// sources and their code (the dataclasses' methods) to the zip as FILE. --as-source names top-level modules left as
-// sources: ones the page never imports at start-up stay importable, and deflated sources are
-// about half the size of bytecode, which counts on a slow network.
+// written zip inside web.generated_code.recording(), and adds the table of generated sources and
+// their code (the dataclasses' methods) to the zip as FILE. --as-source names top-level modules
+// left as sources: ones the page never imports at start-up stay importable, and deflated
+// sources are about half the size of bytecode, which counts on a slow network.
 import { loadPyodide } from "pyodide";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -76,20 +76,17 @@ if (recordTo) {
   pyodide.globals.set("record_to", recordTo);
   pyodide.globals.set("record_package", recordPackage);
   recorded = pyodide.runPython(`
-import builtins, importlib, marshal, pkgutil, sys, zipfile
+import importlib, marshal, pkgutil, sys, zipfile
 with zipfile.ZipFile("/tmp/out.zip") as zf:
     zf.extractall("/tmp/record")
 sys.path.insert(0, "/tmp/record")
-from web.generated_code import record
-table = {}
-builtins.exec, real_exec = record(table), builtins.exec
-try:
+from web.generated_code import recording
+with recording() as recorded:
     package = importlib.import_module(record_package)
     for found in pkgutil.walk_packages(package.__path__, record_package + "."):
         if not found.name.endswith("__main__"):
             importlib.import_module(found.name)
-finally:
-    builtins.exec = real_exec
+table = recorded.table
 with zipfile.ZipFile("/tmp/out.zip", "a", zipfile.ZIP_DEFLATED) as zf:
     zf.writestr(zipfile.ZipInfo(record_to, (2020, 1, 1, 0, 0, 0)), marshal.dumps(table), zipfile.ZIP_DEFLATED)
 f"; {len(table)} generated sources compiled into {record_to}"

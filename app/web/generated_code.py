@@ -28,26 +28,12 @@ def read_table(path: str = TABLE) -> dict:
     return table if isinstance(table, dict) else {}
 
 
-class precompiled:
-    """with precompiled(): import ... -- builtins.exec takes the table's code for its sources."""
-
-    def __init__(self, table: dict | None = None):
-        self.table = read_table() if table is None else table
-        self.used = self.missed = 0
+class _ExecReplaced:
+    """While in the with block, builtins.exec is self._run (which calls the real one, self._exec)."""
 
     def __enter__(self):
-        self._exec = real_exec = builtins.exec
-        table = self.table
-
-        def exec_(source, *args, **kwargs):
-            code = table.get(source) if isinstance(source, str) else None
-            if code is None:
-                self.missed += isinstance(source, str)
-                return real_exec(source, *args, **kwargs)
-            self.used += 1
-            return real_exec(code, *args, **kwargs)
-
-        builtins.exec = exec_
+        self._exec = builtins.exec
+        builtins.exec = self._run
         return self
 
     def __exit__(self, *exc):
@@ -55,14 +41,31 @@ class precompiled:
         return False
 
 
-def record(table: dict):
-    """An exec that compiles each source string as exec would (filename "<string>", no
-    inherited __future__ flags, as dataclasses.py has none) and keeps it in `table`."""
-    real_exec = builtins.exec
+class precompiled(_ExecReplaced):
+    """with precompiled(): import ... -- an exec of a source in the table runs the table's code."""
 
-    def exec_(source, *args, **kwargs):
+    def __init__(self, table: dict | None = None):
+        self.table = read_table() if table is None else table
+        self.used = self.missed = 0
+
+    def _run(self, source, *args, **kwargs):
+        code = self.table.get(source) if isinstance(source, str) else None
+        if code is None:
+            self.missed += isinstance(source, str)
+            return self._exec(source, *args, **kwargs)
+        self.used += 1
+        return self._exec(code, *args, **kwargs)
+
+
+class recording(_ExecReplaced):
+    """with recording() as r: import ... -- each source string exec'd is compiled as exec would
+    compile it (filename "<string>", no inherited __future__ flags, as dataclasses.py has none),
+    kept in r.table and run."""
+
+    def __init__(self):
+        self.table = {}
+
+    def _run(self, source, *args, **kwargs):
         if isinstance(source, str):
-            source = table.setdefault(source, compile(source, "<string>", "exec", dont_inherit=True))
-        return real_exec(source, *args, **kwargs)
-
-    return exec_
+            source = self.table.setdefault(source, compile(source, "<string>", "exec", dont_inherit=True))
+        return self._exec(source, *args, **kwargs)
