@@ -88,6 +88,10 @@ def test_gzip_for_what_compresses_when_the_browser_accepts_it(tmp_path):
         status, headers, body = _get(base + "pyodide.asm.wasm",
                                      **{"Accept-Encoding": "gzip", "If-Modified-Since": modified})
         assert status == 304 and body == b""
+        # As the standard library reads it: a date without a zone is UTC; one in another zone is ignored.
+        for since, expected in (("Mon, 01 Jan 2035 00:00:00", 304), ("Mon, 01 Jan 2035 00:00:00 +0100", 200)):
+            assert _get(base + "pyodide.asm.wasm", **{"Accept-Encoding": "gzip", "If-Modified-Since": since})[0] == \
+                expected, since
         newer = wasm[::-1] + b"new release"
         (tmp_path / "pyodide.asm.wasm").write_bytes(newer)
         os.utime(tmp_path / "pyodide.asm.wasm", (time.time() + 10, time.time() + 10))

@@ -205,7 +205,6 @@ def precompile_app(zip_path: Path, vendor: Path) -> None:
         for name, source in pyscript_sources(vendor).items():
             zf.writestr(zipfile.ZipInfo(f"pyscript/{name}", (2020, 1, 1, 0, 0, 0)), source,
                         compress_type=zipfile.ZIP_DEFLATED)
-    sys.path.insert(0, str(ROOT / "tools"))
     from vendor import VendorError, precompile
     try:
         precompile(zip_path, zip_path, keep_sources=True, checked=("pyscript",),

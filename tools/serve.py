@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import email.utils
 import functools
 import gzip
@@ -170,9 +171,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             when = email.utils.parsedate_to_datetime(since)
         except (TypeError, IndexError, OverflowError, ValueError):
             return False
-        if when is None or when.tzinfo is None:
-            return False
-        return int(stat.st_mtime) <= when.timestamp()
+        if when.tzinfo is None:           # the obsolete format without a zone is UTC
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        return when.tzinfo is datetime.timezone.utc and int(stat.st_mtime) <= when.timestamp()
 
     def end_headers(self):
         if getattr(self, "_vary", False):
