@@ -114,8 +114,9 @@ def _bits(precision) -> str:
     return f"{float(b):g} bits / 8"
 
 
-def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list[str]:
-    """The arithmetic, written out with this configuration's numbers (seeds' style)."""
+def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | None) -> list[str]:
+    """The arithmetic, written out with this configuration's numbers (seeds' style); `fits` is
+    the verdict's, which the caller has already reached."""
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     kv, lines = work.kv_precision, []
     groups = model.layer_counts()
@@ -176,8 +177,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str = "gib") -> list
             why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
             lines.append(f"Max context for {plural(work.batch, 'request')} = {plural(result.max_context, 'token')}"
                          f" (limited by {why})")
-    from .verdict import verdict
-    if result.decode_step_seconds and verdict(scenario, result).fits is False:
+    if result.decode_step_seconds and fits is False:
         lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
     elif result.timing is not None:
         from .time_report import timing_lines
@@ -204,8 +204,9 @@ def _heaviest_stage(scenario: Scenario):
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
     from .verdict import verdict
     scenario, result = evaluation.scenario, evaluation.result
+    judged = verdict(scenario, result)
     rows = [
-        ("Verdict", verdict(scenario, result).sentence),
+        ("Verdict", judged.sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
         ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
     ]
@@ -230,7 +231,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
-    out.extend("  " + line for line in formula_lines(scenario, result, unit))
+    out.extend("  " + line for line in formula_lines(scenario, result, unit, judged.fits))
     engine = engine_texts(scenario, result, unit)
     if engine["title"]:
         out.append("")
@@ -334,7 +335,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
                       f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.",
-        "formula": formula_lines(scenario, result, unit) + [f"Note: {w}" for w in scenario.warnings],
+        "formula": formula_lines(scenario, result, unit, data["fits"]) + [f"Note: {w}" for w in scenario.warnings],
         "live": {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
                  "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"},
     }
