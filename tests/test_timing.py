@@ -125,11 +125,12 @@ def test_json_and_refusals():
                         "google/gemma-2-9b"]),
        st.integers(1, 32768), st.integers(1, 512), st.integers(1, 16384))
 def test_more_batch_never_lowers_the_step_and_a_bigger_chunk_never_cheapens_its_step(model, context, batch, chunk):
-    from kvcalc.timing import decode_step
+    from kvcalc.timing import decode_steps
     e = evaluate({"model": model, "gpu": "h200-141gb", "context": str(context), "prefill-chunk": str(chunk)})
     assert e.ok, e.errors
     t = e.result.timing
-    assert decode_step(e.scenario, e.result, t, batch + 1) >= decode_step(e.scenario, e.result, t, batch)
+    step, step_after = decode_steps(e.scenario, e.result, t, [batch, batch + 1])
+    assert step_after >= step
     bigger = evaluate({"model": model, "gpu": "h200-141gb", "context": str(context),
                        "prefill-chunk": str(chunk + 1)}).result.timing
     if chunk < context:

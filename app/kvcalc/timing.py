@@ -152,14 +152,17 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
         embedding_known=embedding_known, notes=tuple(notes))
 
 
-def decode_step(scenario, result, timing: Timing, batch: int) -> Fraction:
-    """The decode step of `batch` requests at the scenario's context (for the batch chart)."""
+def decode_steps(scenario, result, timing: Timing, batches: list[int]) -> list[Fraction]:
+    """The decode step of each batch size at the scenario's context (for the batch chart): a
+    token's FLOPs and the weights are the same for every batch, the cache grows with it."""
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     matmul, _ = matmul_params(model)
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
-    memory = _ceil_div(result.weights_bytes, dep.tp) + _kv_per_gpu(model, work, dep, work.context_tokens, batch)
-    return max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
-               Fraction(memory, timing.bandwidth_bytes_per_s))
+    weights = _ceil_div(result.weights_bytes, dep.tp)
+    return [max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
+                Fraction(weights + _kv_per_gpu(model, work, dep, work.context_tokens, batch),
+                         timing.bandwidth_bytes_per_s))
+            for batch in batches]
 
 
 def _keys_at(layer, context: int) -> int:
@@ -215,6 +218,6 @@ def batch_series(scenario, result, timing: Timing, limit: int | None) -> dict:
     (or the batch asked for, when more)."""
     top = max(1, scenario.workload.batch, limit or 1)
     batches = sorted({1 << k for k in range(0, 21) if (1 << k) <= top} | {top, scenario.workload.batch})
-    steps = [decode_step(scenario, result, timing, b) for b in batches]
+    steps = decode_steps(scenario, result, timing, batches)
     return {"batches": batches, "total": [b / s for b, s in zip(batches, steps)],
             "per_request": [1 / s for s in steps], "limit": limit}
