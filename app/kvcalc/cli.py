@@ -61,15 +61,6 @@ def _read_config(path: str) -> dict:
     return parse_config_text(data)
 
 
-def _from_gguf(path: str) -> dict:
-    """A GGUF file's header as the engine's inputs: its shape as a config, its exact weights."""
-    from . import gguf
-    header = gguf.read_file(path)
-    config = gguf.config_from_header(header)
-    return {"hf-config": config, "weights-bytes": str(header.weights_bytes), "params": str(header.params),
-            "layer-weights-bytes": ",".join(map(str, header.layer_bytes(config["num_hidden_layers"])))}
-
-
 def _weights_bytes(paths: list[str]):
     """The exact bytes of a checkpoint (the sum of its .safetensors shards, or an index's total),
     and its shards' headers when every file was a shard (for the weights of each layer)."""
@@ -140,7 +131,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if gguf_path is not None:
             if any(name in given for name in MODEL_INPUTS):
                 raise InputError("gguf", "give one model: --gguf, or --model, --hf-config or custom dimensions")
-            given.update(_from_gguf(gguf_path))
+            from . import gguf
+            given.update(gguf.inputs(gguf.read_file(gguf_path)))
         if weight_files:
             total, shards = _weights_bytes(weight_files)
             given["weights-bytes"] = str(total)

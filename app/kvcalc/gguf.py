@@ -325,6 +325,14 @@ def config_from_header(header: Header) -> dict:
     return {k: v for k, v in cfg.items() if v is not None}
 
 
+def inputs(header: Header) -> dict:
+    """The header as the engine's inputs: its shape as a config.json, its exact weights in all
+    and by layer, its parameter count (what the CLI's --gguf and the page's files give)."""
+    config = config_from_header(header)
+    return {"hf-config": config, "weights-bytes": str(header.weights_bytes), "params": str(header.params),
+            "layer-weights-bytes": ",".join(map(str, header.layer_bytes(config["num_hidden_layers"])))}
+
+
 def _per_layer(value, layers: int, key: str) -> list:
     if isinstance(value, list):
         if len(value) != layers:

@@ -51,10 +51,10 @@ async def read_files(files: list) -> tuple[dict, list[str]]:
         try:
             if lower.endswith(".gguf"):
                 header = await _header(file, gguf.read_header)
-                config = gguf.config_from_header(header)
+                given = gguf.inputs(header)
+                config, layers = given["hf-config"], given["layer-weights-bytes"]
                 weights += header.weights_bytes
-                values["params"] = str(header.params)
-                layers = ",".join(map(str, header.layer_bytes(config["num_hidden_layers"])))
+                values["params"] = given["params"]
                 read.append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
                             f"header {header.header_bytes:,} of {file.size:,} bytes")
             elif lower.endswith(".safetensors"):
