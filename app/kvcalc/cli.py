@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from . import link, presets
-from .errors import InputError, read_header_from
+from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .options import MODEL_INPUTS, OPTIONS, evaluate
 from .export import FORMATS, export
@@ -61,29 +61,6 @@ def _read_config(path: str) -> dict:
     return parse_config_text(data)
 
 
-def _weights_bytes(paths: list[str]):
-    """The exact bytes of a checkpoint (the sum of its .safetensors shards, or an index's total),
-    and its shards' headers when every file was a shard (for the weights of each layer)."""
-    import os
-    from . import safetensors
-    total, shards = 0, []
-    for path in paths:
-        try:
-            size = os.path.getsize(path)
-            with open(path, "rb") as fh:
-                if path.endswith(".json"):
-                    total += safetensors.read_index(fh.read(MAX_CONFIG_BYTES * 64))
-                    continue
-                weights = read_header_from(fh, size, safetensors.read_header)
-                total += weights.tensor_bytes
-                shards.append(weights)
-        except OSError as e:
-            raise InputError("weights-file", f"cannot read {path!r}: {e.strerror}") from None
-        except InputError as e:
-            raise InputError(e.field, f"{path!r}: {e.message}") from None
-    return total, shards if len(shards) == len(paths) else []
-
-
 def _with_layer_weights(raw: dict) -> dict:
     """The shards' weights by layer, once the model says how many layers there are; left out
     when the shards do not cover them all (the total still stands)."""
@@ -134,7 +111,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             from . import gguf
             given.update(gguf.inputs(gguf.read_file(gguf_path)))
         if weight_files:
-            total, shards = _weights_bytes(weight_files)
+            from .checkpoint_files import weights_from_paths
+            total, shards = weights_from_paths(weight_files)
             given["weights-bytes"] = str(total)
             if shards:
                 given["layer-weights-bytes"] = shards
