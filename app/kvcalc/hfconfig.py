@@ -267,7 +267,7 @@ def _attention_dims(f: _Fields, model_type: str) -> dict:
                          f"{kv} kv heads do not divide {q_heads} attention heads")
     if mla:
         return out
-    if f.has("kv_lora_rank") and f.has("qk_nope_head_dim") and f.has("qk_rope_head_dim"):
+    if model_type == "minicpm3" and f.has("kv_lora_rank") and f.has("qk_nope_head_dim") and f.has("qk_rope_head_dim"):
         # A latent model that vLLM does not run as MLA (MiniCPM3): plain attention over
         # qk_nope + qk_rope wide heads, V padded to the same width (vllm minicpm3.py).
         out["kv_heads"] = q_heads

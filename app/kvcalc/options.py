@@ -15,7 +15,7 @@ from .errors import InputError
 from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
-from .params import count_params
+from .params import InvalidValue, count_params
 from .precision import precision
 from .sizing import Deployment, Result, Workload, compute
 
@@ -270,6 +270,8 @@ def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
         return model
     try:
         counted = count_params(cfg)
+    except InvalidValue:
+        raise
     except InputError as e:
         notes.append(f"parameters not counted from the config ({e.field}: {e.message})")
         return model
@@ -430,7 +432,8 @@ def _stage_weights(values: dict, model: Model, pp: int) -> tuple:
     if text is None:
         return ()
     parts = text.replace(" ", "").split(",")
-    if not all(p.isdigit() and len(p) <= 16 for p in parts):
+    # isdigit() takes superscripts and other scripts' digits, which int() then refuses.
+    if not all(p.isascii() and p.isdigit() and len(p) <= 16 for p in parts):
         raise InputError("layer-weights-bytes", "expected whole byte counts separated by commas")
     counts = [int(p) for p in parts]
     layers = len(model.layers)
@@ -482,9 +485,55 @@ def evaluate(raw: dict) -> Evaluation:
         if "engine" in values:
             result = _with_engine(scenario, result, values)
         result = _with_timing(scenario, result, values)
+        check_figures(result)
     except InputError as e:
         return Evaluation(values, (e,))
+    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
+        return Evaluation(values, (unexpected(e, values),))
     return Evaluation(values, (), scenario, result)
+
+
+class Unexpected(InputError):
+    """A refusal the engine did not foresee: shown like any other, and told apart by the tests,
+    for which every one is a bug (an input that validation let through)."""
+
+
+def unexpected(error: BaseException, values: dict) -> InputError:
+    """A fault inside the engine as the refusal every entry shows: the model input it came from
+    (a config, a checkpoint's list, a preset) and that no figure is shown rather than a wrong one."""
+    field = next((name for name in ("hf-config", "layer-weights-bytes", "weights-bytes") if name in values),
+                 None) or next((name for name in MODEL_INPUTS if name in values), "model")
+    detail = str(error).splitlines()[0][:80] if str(error) else ""
+    return Unexpected(field, f"these inputs reach a case the calculator cannot size ({type(error).__name__}"
+                             f"{': ' + detail if detail else ''}); no figures rather than wrong ones")
+
+
+def check_figures(result: Result) -> None:
+    """Refuse a result with a negative or non-finite figure: no valid input gives one, so one
+    seen here is a value that slipped past validation, and showing it would be a lie."""
+    for name, value in _figures(result):
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, float) and value != value or isinstance(value, float) and value in (
+                float("inf"), float("-inf")):
+            raise InputError("model", f"{name} came out as {value}; no figures rather than wrong ones")
+        if isinstance(value, (int, Fraction, float)) and value < 0 and name not in SIGNED_FIGURES:
+            raise InputError("model", f"{name} came out negative ({value}); no figures rather than wrong ones")
+
+
+# Figures that are negative by meaning: what is left for the cache after the weights (a
+# deployment that does not fit has less than nothing).
+SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_per_gpu", "engine.budget_bytes"})
+
+
+def _figures(result, prefix: str = ""):
+    from dataclasses import fields, is_dataclass
+    for f in fields(result):
+        value = getattr(result, f.name)
+        if is_dataclass(value) and not isinstance(value, type):
+            yield from _figures(value, f"{prefix}{f.name}.")
+        elif isinstance(value, (int, float, Fraction)):
+            yield prefix + f.name, value
 
 
 def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:

@@ -1,0 +1,199 @@
+"""Hostile config.json values: every numeric key of one config of every supported family, set in
+turn to a value no model has, is refused in one line naming a field or gives figures that are
+non-negative and finite; never a traceback, in the engine or in anything that renders its result
+(the CLI table, JSON, exports, launch commands, the page's texts, tables and chart series).
+
+The failures this guards against were found by hand (issue 19): a qwen3_moe `mlp_only_layers` of 5
+or "0,1" and a gpt_oss `experts_per_token` of "4", [4], 2.5 or 10**400 ended in tracebacks;
+`experts_per_token: -1000` gave "Fits" with a negative decode step and -595 billion active
+parameters."""
+
+import json
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kvcalc import presets
+from kvcalc.compare import attention_variants, precision_rows
+from kvcalc.errors import InputError
+from kvcalc.export import export
+from kvcalc.launch import ENGINES, launch
+from kvcalc.options import Unexpected, evaluate
+from kvcalc.report import page_texts, table, to_json
+from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
+from kvcalc.timing import batch_series, roofline_series
+from support import FIXTURES, cli, hf_fixture
+
+HOSTILE = (-1000, -1, 0, 0.5, 2.5, "4", [4], {"n": 4}, True, 10 ** 400, float("nan"), float("inf"), 1 << 62,
+           1, 7, 64.0, 1 << 20)
+ENGINE_CYCLE = (None, "vllm", "sglang", "llama.cpp")
+# Negative by meaning: the memory left for the cache when the weights do not fit.
+STATS = {"refused": 0, "computed": 0}
+SIGNED = {"kv_budget_bytes_per_gpu", "engine_kv_budget_bytes_per_gpu"}
+
+
+def family_configs() -> dict:
+    """Every real config.json among the fixtures, and one preset config per model_type besides."""
+    chosen = {path.stem: hf_fixture(path.name) for path in sorted((FIXTURES / "hf").glob("*.json"))}
+    for entry in presets.model_entries():
+        cfg = entry["config"]
+        kind = (cfg.get("text_config") or cfg).get("model_type") or cfg.get("model_type") or entry["id"]
+        chosen.setdefault(kind, cfg)
+    return chosen
+
+
+FAMILIES = family_configs()
+
+
+def numeric_paths(cfg: dict, prefix=()):
+    """Paths to every number (and every list of numbers) in a config, nested objects included."""
+    for key, value in cfg.items():
+        if isinstance(value, dict):
+            yield from numeric_paths(value, prefix + (key,))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield prefix + (key,)
+        elif isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+            yield prefix + (key,)
+
+
+def with_value(cfg: dict, path: tuple, value) -> dict:
+    out = json.loads(json.dumps(cfg))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+def numbers(value, key=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from numbers(v, k)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from numbers(v, key)
+    elif isinstance(value, (int, float, Fraction)) and not isinstance(value, bool):
+        yield key, value
+
+
+def assert_sane(raw: dict) -> None:
+    """Refused with a field and words, or figures that make sense, rendered everywhere they go."""
+    evaluation = evaluate(raw)
+    if evaluation.errors:
+        for error in evaluation.errors:
+            assert isinstance(error, InputError) and error.field and error.message
+            assert not isinstance(error, Unexpected), f"validation let this through: {error}"
+        STATS["refused"] += 1
+        return
+    STATS["computed"] += 1
+    scenario, result = evaluation.scenario, evaluation.result
+    out = to_json(scenario, result)
+    for key, value in numbers(out):
+        assert math.isfinite(value), (key, value)
+        assert value >= 0 or key in SIGNED, (key, value)
+    texts = page_texts(scenario, result, "gib")
+    assert "nan" not in json.dumps(texts["metrics"]).lower()
+    table(evaluation)
+    for fmt in ("csv", "json", "markdown"):
+        export(scenario, result, fmt)
+    for engine in ENGINES:
+        launch(scenario, engine, result)
+    attention_variants(scenario)
+    precision_rows(scenario)
+    contexts = context_points(scenario)
+    memory_series(scenario, contexts)
+    concurrency_series(scenario, contexts)
+    memory_bar(result, scenario)
+    if result.timing is not None:
+        roofline_series(result.timing)
+        series = batch_series(scenario, result, result.timing, result.max_concurrency)
+        assert all(len(v) <= 4096 for v in series.values() if isinstance(v, list))
+
+
+def raw_for(cfg: dict, n: int) -> dict:
+    raw = {"hf-config": cfg, "gpu": "h100-sxm-80gb", "context": "4096", "batch": "4",
+           "weights-dtype": "bf16"}
+    engine = ENGINE_CYCLE[n % len(ENGINE_CYCLE)]
+    if engine:
+        raw["engine"] = engine
+    return raw
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_numeric_key_of_every_family_refused_or_sane(family):
+    cfg = FAMILIES[family]
+    assert evaluate(raw_for(cfg, 0)).ok, "the unmodified config computes"
+    n = 0
+    for path in numeric_paths(cfg):
+        for value in HOSTILE:
+            n += 1
+            try:
+                assert_sane(raw_for(with_value(cfg, path, value), n))
+            except AssertionError:
+                raise
+            except Exception as e:      # the property: nothing escapes as a traceback
+                pytest.fail(f"{family} {'.'.join(path)}={str(value)[:20]}: {type(e).__name__}: {e}")
+    assert n > 0
+
+
+@pytest.mark.parametrize("key, value, field", [
+    ("mlp_only_layers", 5, "mlp_only_layers"),
+    ("mlp_only_layers", "0,1", "mlp_only_layers"),
+    ("mlp_only_layers", [99], "mlp_only_layers"),
+])
+def test_qwen_moe_dense_layers_must_be_a_list_of_layers(key, value, field):
+    cfg = dict(FAMILIES["qwen3_moe"], **{key: value})       # the Qwen3-30B-A3B preset's config
+    code, out, err = cli("--hf-config", "-", stdin=json.dumps(cfg))
+    assert code == 2 and err.startswith(f"kvcalc: error: {field}: expected a list of layer indices"), err
+
+
+@pytest.mark.parametrize("value", ["4", [4], 2.5, -1000, 0, 10 ** 400])
+def test_gpt_oss_experts_per_token_is_a_whole_number_of_experts(value):
+    cfg = dict(hf_fixture("openai__gpt-oss-20b.json"))
+    cfg.pop("num_experts_per_tok", None)
+    cfg["experts_per_token"] = value
+    text = json.dumps(cfg) if value != 10 ** 400 else json.dumps(cfg).replace('"experts_per_token": 0', "")
+    code, out, err = cli("--hf-config", "-", "--gpu", "h100-sxm-80gb", "--weights-dtype", "bf16", stdin=text)
+    assert code == 2, out
+    assert err.startswith("kvcalc: error: experts_per_token: "), err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_gpt_oss_experts_per_token_within_range_still_counts():
+    """gpt-oss-20b: 32 experts, 4 per token (experts_per_token is its own config's key)."""
+    cfg = dict(hf_fixture("openai__gpt-oss-20b.json"))
+    cfg.pop("num_experts_per_tok", None)
+    cfg["experts_per_token"] = 4
+    evaluation = evaluate({"hf-config": cfg})
+    assert evaluation.ok
+    assert 0 < evaluation.scenario.model.active_params < evaluation.scenario.model.params
+
+
+def test_stray_mla_fields_in_a_llama_config_are_ignored_as_vllm_does():
+    """vLLM's LlamaForCausalLM never reads kv_lora_rank: Llama 3.1 8B stays 2 x 32 layers x
+    8 kv heads x 128 x 2 B = 131,072 B per token (they were sized as MiniCPM3's 786,432)."""
+    cfg = dict(hf_fixture("meta-llama__Llama-3.1-8B.json"), kv_lora_rank=512, qk_rope_head_dim=64,
+               qk_nope_head_dim=128, v_head_dim=128)
+    assert evaluate({"hf-config": cfg}).result.kv_bytes_per_token == 131_072
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(family=st.sampled_from(sorted(FAMILIES)), data=st.data())
+def test_several_hostile_values_at_once(family, data):
+    cfg = FAMILIES[family]
+    paths = list(numeric_paths(cfg))
+    chosen = data.draw(st.lists(st.sampled_from(paths), min_size=2, max_size=4, unique=True))
+    for path in chosen:
+        cfg = with_value(cfg, path, data.draw(st.one_of(
+            st.sampled_from(HOSTILE), st.integers(-10, 1 << 20), st.floats(allow_nan=True)), label=".".join(path)))
+    assert_sane(raw_for(cfg, data.draw(st.integers(0, 3))))
+
+
+def test_the_property_reached_both_outcomes():
+    """Many hostile values are refused and some (a float 4.0, a larger window) still compute:
+    a run where every case was refused would prove nothing about the figures."""
+    for family in ("meta-llama__Llama-3.1-8B", "qwen3_moe", "deepseek-ai__DeepSeek-V3"):
+        test_every_numeric_key_of_every_family_refused_or_sane(family)
+    assert STATS["refused"] > 100 and STATS["computed"] > 20, STATS
