@@ -115,3 +115,56 @@ def test_extremes_stay_exact():
                  "--gpus", "1000", "--tp", "8", "--pp", "125", "--gpu-memory-gib", "80", "--weights-gib", "1000")
     assert d["kv_bytes_total"] == 516_096 * 10_000_000 * 1_000_000
     assert d["max_concurrency"] >= 0
+
+
+def test_a_closed_pipe_is_quiet():
+    """`kvcalc --list-models | head -1` ended in a BrokenPipeError traceback (issue 19)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "app"))
+    proc = subprocess.run(f"'{sys.executable}' -m kvcalc --list-models | head -1", shell=True,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.stdout.count("\n") == 1 and proc.stderr == "", proc.stderr
+
+
+def test_a_long_link_from_a_file_or_standard_input(tmp_path):
+    """A link carrying a pasted config can pass Linux's 128 KiB limit on one argument: --link
+    @FILE and --link - read it instead. This config has 300 layers and a big id2label, as
+    classification heads' configs do (random names, so the link's zlib cannot shrink them)."""
+    import random
+    rng = random.Random(19)
+    labels = {str(i): "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(40)) for i in range(4000)}
+    cfg = dict(hf_fixture("meta-llama__Llama-3.1-8B.json"), num_hidden_layers=300,
+               layer_types=["full_attention"] * 300, id2label=labels)
+    url = "https://example.invalid/#" + encode({"hf-config": cfg, "context": "4096"})
+    assert len(url) > 128 * 1024
+    path = tmp_path / "link.txt"
+    path.write_text(url + "\n")
+    from_file = cli_json("--link", f"@{path}")
+    code, out, err = cli("--link", "-", "--json", stdin=url)
+    assert code == 0, err
+    assert from_file == json.loads(out)
+    assert from_file["kv_bytes_per_token"] == 2 * 300 * 8 * 128 * 2
+
+
+def test_link_files_that_cannot_be_read(tmp_path):
+    code, _, err = cli("--link", f"@{tmp_path / 'missing.txt'}")
+    assert code == 2 and err.startswith("kvcalc: error: --link: cannot read"), err
+    big = tmp_path / "big.txt"
+    big.write_text("#" + "a" * (300 * 1024))
+    code, _, err = cli("--link", f"@{big}")
+    assert code == 2 and "--link: is longer than" in err, err
+    code, _, err = cli("--link", "-", "--hf-config", "-", stdin="")
+    assert code == 2 and "standard input" in err, err
+
+
+def test_a_fault_inside_is_a_refusal_not_a_traceback(monkeypatch):
+    """Whatever escapes the engine comes out in the refusal's shape, one line, exit 2."""
+    import kvcalc.cli
+
+    def broken(*_):
+        raise ZeroDivisionError("division by zero")
+    monkeypatch.setattr(kvcalc.cli, "table", broken)
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B")
+    assert code == 2 and out == ""
+    assert err.startswith("kvcalc: error: --model: these inputs reach a case the calculator cannot size "
+                          "(ZeroDivisionError: division by zero)"), err
+    assert len(err.splitlines()) == 1

@@ -6,7 +6,7 @@ import sys
 from . import link, presets
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import MODEL_INPUTS, OPTIONS, evaluate
+from .options import MODEL_INPUTS, OPTIONS, evaluate, unexpected
 from .export import FORMATS, export
 from .launch import ENGINES, launch
 from .report import table
@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "prints at start-up, with these numbers")
     out.add_argument("--launch", choices=ENGINES, help="print the serving engine's launch command instead")
     out.add_argument("--link", metavar="URL", help="read the inputs from a share link (its #fragment); "
+                                                  "@FILE reads the link from a file and - from standard "
+                                                  "input (a long link is past the command line's limit); "
                                                   "options given here override it")
     out.add_argument("--list-models", action="store_true", help="list the model presets")
     out.add_argument("--list-gpus", action="store_true", help="list the GPU presets")
@@ -59,6 +61,29 @@ def _read_config(path: str) -> dict:
     except OSError as e:
         raise InputError("hf-config", f"cannot read {path!r}: {e.strerror}") from None
     return parse_config_text(data)
+
+
+def _read_link(value: str) -> str:
+    """The link itself, or read from @FILE or - (standard input): a link with a pasted config can
+    be longer than the argument list allows (128 KiB on Linux)."""
+    if value != "-" and not value.startswith("@"):
+        return value
+    limit = link.MAX_FRAGMENT_CHARS + 4096          # the fragment's limit and a URL's other parts
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(value[1:], "rb") as fh:
+                data = fh.read(limit + 1)
+    except OSError as e:
+        raise InputError("link", f"cannot read {value[1:]!r}: {e.strerror}") from None
+    if len(data) > limit:
+        raise InputError("link", f"is longer than {limit:,} bytes; a share link is at most "
+                                 f"{link.MAX_FRAGMENT_CHARS:,} characters after its #")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise InputError("link", "is not UTF-8 text") from None
 
 
 def _with_layer_weights(raw: dict) -> dict:
@@ -99,7 +124,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         fmt = "json" if as_json else fmt
         raw: dict = {}
         if link_url is not None:
-            fragment = link_url.partition("#")[2]
+            if link_url == "-" and args.get("hf-config") == "-":
+                raise InputError("link", "and --hf-config cannot both read standard input; give one a file")
+            fragment = _read_link(link_url).partition("#")[2]
             raw, ignored = link.decode(fragment)
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
@@ -135,24 +162,49 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             command = launch(evaluation.scenario, engine, evaluation.result)
             if command.command is None:
                 raise InputError("launch", command.notes[0])
+        output = _render(evaluation, fmt, command if engine is not None else None)
     except InputError as e:
-        option = e.field if e.field in ("usage",) or "." in e.field or "_" in e.field else f"--{e.field}"
-        print(f"kvcalc: error: {option}: {e.message}", file=stderr)
-        return 2
-    unit = str(evaluation.values.get("unit", "gib")).lower()
-    if engine is not None:
-        print(command.command, file=stdout)
-        for note in command.notes:
-            print(f"# {note}", file=stderr)
-    elif fmt == "table":
-        print(table(evaluation, unit), file=stdout)
-    elif fmt == "log":
-        for line in evaluation.result.engine.log:
-            print(line, file=stdout)
-    else:
-        stdout.write(export(evaluation.scenario, evaluation.result, fmt, unit))
+        return _refuse(e, stderr)
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as e:      # noqa: BLE001 - the one boundary: a refusal, never a traceback
+        return _refuse(unexpected(e, locals().get("raw") or {}), stderr)
+    out, notes = output
+    stdout.write(out)
+    for note in notes:
+        print(f"# {note}", file=stderr)
     return 0
 
 
+def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
+    """(what goes to standard output, notes for standard error), built in full before anything
+    is written, so a refusal never follows half an answer."""
+    unit = str(evaluation.values.get("unit", "gib")).lower()
+    if command is not None:
+        return command.command + "\n", list(command.notes)
+    if fmt == "table":
+        return table(evaluation, unit) + "\n", []
+    if fmt == "log":
+        return "".join(line + "\n" for line in evaluation.result.engine.log), []
+    return export(evaluation.scenario, evaluation.result, fmt, unit), []
+
+
+def _refuse(e: InputError, stderr) -> int:
+    option = e.field if e.field in ("usage",) or "." in e.field or "_" in e.field else f"--{e.field}"
+    print(f"kvcalc: error: {option}: {e.message}", file=stderr)
+    return 2
+
+
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    try:
+        code = run(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`kvcalc --list-models | head -1`): say nothing, as cat does.
+        # Python would complain again flushing stdout at exit, so point it at devnull first.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
