@@ -197,3 +197,30 @@ def test_the_property_reached_both_outcomes():
     for family in ("meta-llama__Llama-3.1-8B", "qwen3_moe", "deepseek-ai__DeepSeek-V3"):
         test_every_numeric_key_of_every_family_refused_or_sane(family)
     assert STATS["refused"] > 100 and STATS["computed"] > 20, STATS
+
+
+def test_a_config_named_like_a_preset_keeps_its_own_shapes():
+    """A config whose _name_or_path is a preset's takes the preset's published parameter count only
+    when it is that model; with a wider MLP it is another model, counted from its own shapes."""
+    preset_cfg = next(e for e in presets.model_entries() if e["id"] == "meta-llama/Llama-3.1-8B")["config"]
+    same = dict(preset_cfg, _name_or_path="meta-llama/Llama-3.1-8B")
+    assert evaluate({"hf-config": same}).scenario.model.params == 8_030_261_248
+    wider = dict(same, intermediate_size=28672)
+    model = evaluate({"hf-config": wider}).scenario.model
+    # 32 layers x 3 x 4096 x 14336 more MLP weights than Llama 3.1 8B's published 8,030,261,248.
+    assert model.params == 8_030_261_248 + 32 * 3 * 4096 * 14336
+    other_vocab = dict(same, vocab_size=32000)
+    assert evaluate({"hf-config": other_vocab}).scenario.model.params != 8_030_261_248
+
+
+@pytest.mark.parametrize("weights, ok", [("1", False), ("1000000", False), ("16060522496", True),
+                                         ("4920739840", True), ("64242089984", True), ("128484179969", False)])
+def test_exact_weights_must_be_possible_for_the_model(weights, ok):
+    """Llama 3.1 8B (8,030,261,248 parameters): an index total_size of 1 byte was shown as its
+    exact weights. A checkpoint holds 0.75 to 64 bits per parameter: bf16 is 16,060,522,496 B,
+    Q4_K_M about 4.9 GB, fp32 with anything beside it up to 8 bytes each."""
+    evaluation = evaluate({"model": "meta-llama/Llama-3.1-8B", "weights-bytes": weights, "gpu": "h100-sxm-80gb"})
+    assert evaluation.ok is ok
+    if not ok:
+        assert evaluation.errors[0].field == "weights-bytes"
+        assert "bits per parameter" in evaluation.errors[0].message

@@ -256,12 +256,29 @@ def _read_config(cfg: dict) -> tuple[Model, tuple[str, ...]]:
     entry = presets.find_model_entry(named) if isinstance(named, str) and named else None
     if entry is not None:
         preset = presets.preset_model(entry["id"])
-        if preset.layers == model.layers:
+        if _same_shapes(model, cfg, preset, entry["config"]):
             model = _replace(model, params=preset.params, active_params=preset.active_params,
                              hf_repo=preset.hf_repo)
             return model, (f"parameter count taken from the {preset.name} preset",)
     model = _with_counted_params(model, cfg, notes)
     return model, tuple(notes)
+
+
+def _same_shapes(model: Model, cfg: dict, preset: Model, preset_cfg: dict) -> bool:
+    """Whether a config named like a preset is that preset's model: the same layers and widths,
+    and the same parameter count where the shapes give one (a name is only a claim)."""
+    if preset.layers != model.layers or any(getattr(model, key) != getattr(preset, key) for key in (
+            "attention_heads", "hidden_size", "vocab_size", "weights_dtype")):
+        return False
+    try:
+        counted = count_params(cfg)
+    except InputError:
+        counted = None
+    try:
+        published = count_params(preset_cfg)
+    except InputError:
+        published = None
+    return counted == published
 
 
 def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
@@ -403,6 +420,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
     weights_exact = True
     if "weights-bytes" in values:
         weights = values["weights-bytes"]
+        _check_plausible(weights, values.get("params", model.params))
     elif "weights-gib" in values:
         weights = -(-values["weights-gib"] * GIB // 1)
     elif model.checkpoint_bytes and "params" not in values and "weights-dtype" not in values:
@@ -423,6 +441,24 @@ def _deployment(values: dict, model: Model) -> Deployment:
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
                       bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
                       weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights)
+
+
+# Bits per parameter a real checkpoint can hold: from a 1-bit quantization (llama.cpp's Q1_0
+# stores 1.125) to fp32 with a vision tower beside the language model's count.
+PLAUSIBLE_BITS_PER_PARAM = (Fraction(3, 4), 64)
+
+
+def _check_plausible(weights_bytes: int, params: int | None) -> None:
+    """Exact weights from a checkpoint's headers (an index's total_size) that no checkpoint of
+    this model could have are refused: a 1-byte total for Llama 8B would be shown as exact."""
+    if not params:
+        return
+    bits = Fraction(8 * weights_bytes, params)
+    low, high = PLAUSIBLE_BITS_PER_PARAM
+    if not low <= bits <= high:
+        raise InputError("weights-bytes", f"{weights_bytes:,} bytes for {params:,} parameters is "
+                                          f"{float(bits):.3g} bits per parameter; a checkpoint of this model "
+                                          f"holds {float(low):g} to {high} (check the file or its index)")
 
 
 def _stage_weights(values: dict, model: Model, pp: int) -> tuple:
