@@ -58,8 +58,28 @@ def proxy(fn):
     return made
 
 
+_fault = [None]         # what to do with an exception a handler let out (web.errors.fault)
+
+
+def on_fault(report) -> None:
+    _fault[0] = report
+
+
+def guarded(fn):
+    """fn, with anything it raises shown on the page as a refusal instead of escaping into the
+    console as a traceback (and leaving the last figures looking current)."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except Exception as e:      # noqa: BLE001 - the page's one boundary
+            if _fault[0] is None:
+                raise
+            _fault[0](e)
+    return call
+
+
 def on(element, event: str, handler) -> None:
-    element.addEventListener(event, proxy(handler))
+    element.addEventListener(event, proxy(guarded(handler)))
 
 
 def js_obj(value):

@@ -3,10 +3,10 @@ the results marked stale (the last valid figures stay, in words and style)."""
 
 import re
 
-from kvcalc.options import OPTION_BY_NAME, OPTIONS
+from kvcalc.options import OPTION_BY_NAME, OPTIONS, unexpected
 
 from web import state
-from web.dom import absent, el, q, put
+from web.dom import absent, el, on_fault, q, put
 
 _placed = {}            # field id -> the message shown beside it
 
@@ -17,7 +17,7 @@ _OPTION_IDS = re.compile(r"(?<![\w-])(" + "|".join(sorted((re.escape(o.name) for
 
 
 def in_page_words(text: str) -> str:
-    return _OPTION_IDS.sub(lambda m: f"“{_label(m[1])}”", text)
+    return _OPTION_IDS.sub(lambda m: f"“{label(m[1])}”", text)
 
 
 def show(errors, model_choice: str) -> None:
@@ -26,8 +26,8 @@ def show(errors, model_choice: str) -> None:
         field = _place(error.field, model_choice)
         message = in_page_words(error.message)
         if field:
-            placed[field] = message if field == error.field else f"{_label(error.field)}: {message}"
-        summary.append(f"{_label(error.field)}: {message}")
+            placed[field] = message if field == error.field else f"{label(error.field)}: {message}"
+        summary.append(f"{label(error.field)}: {message}")
     for field in set(_placed) | set(placed):
         put(f"#error-{field}", placed.get(field, ""))
         control = q(f"#{field}")
@@ -41,30 +41,46 @@ def show(errors, model_choice: str) -> None:
     _placed.clear()
     _placed.update(placed)
     put("#error-summary", " · ".join(summary))
-    state.stale = bool(errors)
-    put("#results", "true" if state.stale else "false", "stale")
-    put("#summary", "true" if state.stale else "false", "stale")
-    put("#stale-badge", not state.stale, "hidden")
+    _mark_stale(bool(errors))
     put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")
+
+
+def _mark_stale(stale: bool) -> None:
+    """Every figure on the page, not only the headline: <html data-stale> greys the time bounds,
+    charts, tables, comparison and commands too, until a valid result replaces them."""
+    state.stale = stale
+    text = "true" if stale else "false"
+    put("#results", text, "stale")
+    put("#summary", text, "stale")
+    put("html", text, "stale")
+    put("#stale-badge", not stale, "hidden")
+
+
+def fault(error: Exception) -> None:
+    """Something inside raised where no refusal was foreseen: said as one, figures marked stale."""
+    raw = {"hf-config": state.config} if state.config is not None else {}
+    show([unexpected(error, raw)], "config" if state.config is not None else "")
+
+
+on_fault(fault)
 
 
 def waiting(text: str) -> None:
     """Nothing wrong, nothing to compute yet (an empty config box): say so, keep the last figures."""
     show([], "")
-    state.stale = True
-    put("#results", "true", "stale")
-    put("#summary", "true", "stale")
-    put("#stale-badge", False, "hidden")
+    _mark_stale(True)
     put("#stale-badge", text)
 
 
-def _label(field: str) -> str:
+def label(field: str) -> str:
     """The field's label on the page, the words a user knows it by."""
     if field == "hf-config":
         return "config.json"
-    label = q(f'label[for="{field}"]')
+    if field not in OPTION_BY_NAME:
+        return field            # a key from a link or a config: shown as it was, never a selector
+    element = q(f'label[for="{field}"]')
     # The words before a parenthesis: "Context length (tokens)" is "Context length".
-    return field if label is None else label.textContent.split(" (")[0].strip()
+    return field if element is None else element.textContent.split(" (")[0].strip()
 
 
 def _place(field: str, model_choice: str):

@@ -9,10 +9,18 @@ from kvcalc.options import evaluate
 from kvcalc.report import page_texts, size
 
 from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway, timing_view
-from web.dom import mark_scrolling_tables, proxy, view
+from web.dom import guarded, mark_scrolling_tables, proxy, view
 
 
 def update(*_) -> None:
+    """One update; whatever goes wrong in it is said as a refusal and marks the figures stale."""
+    try:
+        _update()
+    except Exception as e:      # noqa: BLE001 - see dom.guarded
+        errors.fault(e)
+
+
+def _update() -> None:
     raw = form.read()
     problems = []
     if form.model_choice() == "config":
@@ -52,17 +60,19 @@ def _schedule_side_sections() -> None:
 
 
 def render_side_sections(*_) -> None:
-    scenario, result = state.computed
-    _rows("#attention-table tbody", attention_variants(scenario))
-    _rows("#precision-table tbody", precision_rows(scenario))
-    compare.render()
-    takeaway.render_launch(scenario, result)
-    takeaway.render_export()
-    mark_scrolling_tables()
-    pending.mark("side", False)
+    try:
+        scenario, result = state.computed
+        _rows("#attention-table tbody", attention_variants(scenario))
+        _rows("#precision-table tbody", precision_rows(scenario))
+        compare.render()
+        takeaway.render_launch(scenario, result)
+        takeaway.render_export()
+        mark_scrolling_tables()
+    finally:
+        pending.mark("side", False)     # done, or failed and said so: nothing is left waiting
 
 
-_side_proxy = proxy(render_side_sections)
+_side_proxy = proxy(guarded(render_side_sections))
 
 
 def finish_now() -> None:

@@ -7,6 +7,7 @@ from kvcalc import link
 from kvcalc.options import MODEL_INPUTS
 
 from web import form, pending, state
+from web.errors import in_page_words, label
 from web.dom import absent, copy_text, el, proxy, put
 
 URL_DELAY_MS = 80
@@ -56,7 +57,7 @@ def load(fragment: str) -> dict:
     kept, _, dropped = link.load(fragment)
     state.pins[:], pin_notes = link.decode_pins(fragment)
     form.write(kept)
-    notes = [f"{key}: {why}" for key, why in dropped + pin_notes]
+    notes = [f"{label(key)}: {in_page_words(why)}" for key, why in dropped + pin_notes]
     if not any(k in kept for k in MODEL_INPUTS) and not any(k in MODEL_INPUTS for k, _ in dropped):
         notes.append(f"model: the link names none; showing {el('#model-search').value}")
     put("#link-notes", ("This link had entries that were ignored: " + "; ".join(notes)) if notes else "")

@@ -56,7 +56,7 @@ def test_repeated_keys_and_a_100kb_fragment(page, site):
     assert page.evaluate("window.__pwned") is None and dialogs == []
     assert page.input_value("#context") == "2048" and page.input_value("#batch") == "3"
     notes = page.inner_text("#link-notes")
-    assert "repeated" in notes and "kv-dtype" in notes
+    assert "repeated" in notes and "KV precision" in notes      # the page's label, not the link's key
 
 
 def test_huge_config_file_refused_before_parsing(page, site):
