@@ -1,5 +1,13 @@
 """The one error type the engine raises for anything a user typed, linked or uploaded, and the
-header readers' request for more of a file (NeedMore) with the loop that answers it."""
+header readers' way of asking for bytes (NeedMore, and the incremental parsers' drivers).
+
+A header parser (gguf.parse, safetensors.parse) is a generator that never touches a file. It
+yields `(start, end)` when it needs the file's bytes from `start` to at least `end`, and is sent
+them (a driver may send more, up to a chunk; never fewer); it yields PAUSE when it has done a
+slice of work and the page may run its event loop. Its return value is the header. So one
+parser serves the CLI (a file handle), the page (File.slice, awaited) and bytes in memory, and
+a longer read continues where the parser stopped instead of parsing again from byte 0.
+"""
 
 
 class InputError(ValueError):
@@ -17,8 +25,8 @@ class InputError(ValueError):
 
 class NeedMore(Exception):
     """A header runs past the bytes given: read at least `size` bytes from the file's start.
-    The header readers (GGUF, safetensors) raise it so a caller reading through File.slice or
-    a file handle fetches a longer prefix and tries again."""
+    Raised by the readers of bytes in memory (gguf.read_header, safetensors.read_header) when
+    they are given a prefix of the file."""
 
     def __init__(self, size: int):
         super().__init__(f"need {size} bytes")
@@ -30,16 +38,105 @@ class NeedMore(Exception):
         return min(file_size, max(self.size, 2 * have))
 
 
+PAUSE = None                  # what a parser yields between slices of work: nothing to read
 FIRST_READ = 1 << 20          # a checkpoint's header usually fits; more is read only when asked
+CHUNK_BYTES = 1 << 20         # each further read: a header costs its own size plus at most this
 
 
-def read_header_from(fh, file_size: int, read_header, first: int = FIRST_READ):
-    """read_header(data, file_size) on the start of an open binary file, read longer while the
-    reader raises NeedMore."""
-    want = min(first, file_size)
+def parse_bytes(parser, data):
+    """Run `parser` on `data`, the start of the file (the whole file, or a prefix of it: then
+    NeedMore says how long a prefix the parser needs)."""
+    view = memoryview(data)
+    request = next(parser)
     while True:
-        fh.seek(0)
+        reply = None
+        if request is not PAUSE:
+            start, end = request
+            if end > len(view):
+                parser.close()
+                raise NeedMore(end)
+            reply = view[start:]
         try:
-            return read_header(fh.read(want), file_size)
-        except NeedMore as more:
-            want = more.next_read(want, file_size)
+            request = parser.send(reply)
+        except StopIteration as done:
+            return done.value
+
+
+def read_header_from(fh, file_size: int, parse, chunk: int = CHUNK_BYTES):
+    """The header of an open binary file, parsed by `parse(file_size)` (gguf.parse,
+    safetensors.parse): each byte the parser needs is read once, in reads of about `chunk`
+    bytes, and the bytes it steps over (a skipped array) are never read."""
+    parser = parse(file_size)
+    request = next(parser)
+    while True:
+        reply = None
+        if request is not PAUSE:
+            start, end = request
+            fh.seek(start)
+            reply = fh.read(min(file_size, max(end, start + chunk)) - start)
+        try:
+            request = parser.send(reply)
+        except StopIteration as done:
+            return done.value
+
+
+class Window:
+    """A parser's view of the file: the bytes read so far from `start` (`data`), its position
+    `pos`, and the limits every read is checked against (the file's size, the header's cap).
+    Only the bytes from `pos` on are kept, so memory stays at about one chunk."""
+
+    def __init__(self, file_size: int, max_bytes: int, field: str, what: str):
+        self.file_size, self.max_bytes, self.field, self.what = file_size, max_bytes, field, what
+        self.data = memoryview(b"")
+        self.start = self.pos = 0
+        self.work = 0
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.data)
+
+    def check(self, end: int) -> None:
+        """Refuse before reading past the file's end or the header's cap."""
+        if end > self.file_size:
+            raise InputError(self.field, f"the header runs past the end of the file ({self.file_size:,} bytes): "
+                                         f"the file is truncated or not a {self.what}")
+        if end > self.max_bytes:
+            raise InputError(self.field, f"the header is longer than {self.max_bytes >> 20} MiB, past any real "
+                                         f"{self.what} header (the largest vocabularies take tens of MB)")
+
+    def need(self, n: int):
+        """(A generator.) Make the next `n` bytes, from `pos`, available in `data`."""
+        want = self.pos + n
+        if want <= self.end:
+            return
+        self.check(want)
+        keep = self.data[self.pos - self.start:] if self.pos < self.end else b""
+        read_from = max(self.pos, self.end)
+        got = yield (read_from, want)
+        if len(got) < want - read_from:
+            raise InputError(self.field, f"the file ended at {read_from + len(got):,} bytes, before the "
+                                         f"{self.file_size:,} its size says")
+        self.data = memoryview(b"".join((keep, got)) if len(keep) else got)
+        self.start = read_from - len(keep)
+
+    def take(self, n: int):
+        """(A generator.) The next `n` bytes."""
+        if self.pos + n > self.end:
+            yield from self.need(n)
+        at = self.pos - self.start
+        self.pos += n
+        return self.data[at:at + n]
+
+    def skip(self, n: int) -> None:
+        """Step over `n` bytes without reading them."""
+        self.check(self.pos + n)
+        self.pos += n
+
+    def breathe(self, units: int = 1, every: int = 2048) -> bool:
+        """Count work done; True when the parser should yield PAUSE (about every few ms of work,
+        so the page's thread is never held long)."""
+        self.work += units
+        if self.work >= every:
+            self.work = 0
+            return True
+        return False

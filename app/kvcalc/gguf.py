@@ -5,16 +5,18 @@ count, metadata count (u64 since v2), metadata key/value pairs, tensor infos (na
 type, offset), then the data, aligned to general.alignment (32 by default). A tensor's bytes
 are its elements / block size x the block's bytes for its ggml type (ggml.c type_traits).
 
-`read_header(data, file_size)` parses from the start of the file. When the header runs past the
-bytes given it raises NeedMore with how many are needed, so a caller reading a 100 GB file
-through File.slice fetches a longer prefix and tries again; the tensor data is never touched.
-Anything malformed is an InputError naming what is wrong, before any large allocation.
+`parse(file_size)` is the incremental parser (errors.py says how it asks for bytes): each byte
+of the header is read once, a vocabulary's strings are stepped over and never built, and big
+arrays are skipped without being read. `read_header(data, file_size)` runs it on bytes in memory
+(NeedMore when they are a prefix too short); `read_file(path)` on a file. Anything malformed is
+an InputError naming what is wrong, before any large allocation; the caps below bound the bytes
+read and the memory kept whatever the header claims.
 """
 
 import struct
 from dataclasses import dataclass
 
-from .errors import InputError, NeedMore, read_header_from
+from .errors import PAUSE, InputError, NeedMore, Window, parse_bytes, read_header_from  # noqa: F401 (NeedMore: gguf.NeedMore)
 
 FIELD = "gguf"
 MAGIC = b"GGUF"
@@ -32,12 +34,23 @@ GGML_TYPES = {
 # Metadata value types: id -> struct format (None: string or array).
 SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 STRING, ARRAY = 8, 9
-MAX_TENSORS = 1 << 20          # real checkpoints hold a few thousand
+# Caps. Real headers: a few thousand tensors, a few dozen keys, a vocabulary of up to ~262k
+# tokens with its scores, types and merges: a few MB, tens of MB for the largest. Each cap is
+# far past that, and low enough that a file claiming more costs little to refuse.
+MAX_HEADER_BYTES = 256 << 20   # the whole header: 4x the largest vocab + merges we know of
+MAX_TENSORS = 1 << 16          # real checkpoints hold a few thousand
 MAX_KEYS = 1 << 16
+MAX_KEY = 1 << 16              # a key's bytes; real keys are under 100
+MAX_NAME = 256                 # a tensor name's bytes; llama.cpp's own limit is 63 (GGML_MAX_NAME)
 MAX_STRING = 1 << 26           # chat templates are kilobytes; 64 MiB is far past any
-MAX_ARRAY = 1 << 25            # vocabularies are a few hundred thousand entries
+MAX_ARRAY = 1 << 22            # one array's entries: 16x the largest vocabulary (262,144)
+MAX_ARRAY_ITEMS = 1 << 24      # all arrays' entries together: tokens, scores, types, merges
 MAX_DIMS = 4                   # GGML_MAX_DIMS
-KEPT_ARRAY = 1 << 16           # numeric arrays up to this long are kept (per-layer counts)
+KEPT_ARRAY = 1 << 12           # numeric arrays up to this long are kept (per-layer counts)...
+KEPT_ITEMS = 1 << 16           # ...while all kept arrays hold fewer entries than this
+KEPT_STRING = 1 << 20          # string values up to this long are kept (names, templates)...
+KEPT_STRING_BYTES = 16 << 20   # ...while all kept strings take less than this
+STRINGS_PER_PAUSE = 1 << 15    # vocabulary entries stepped over between pauses
 
 
 @dataclass(frozen=True)
@@ -62,9 +75,26 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Skipped:
-    """An array not kept (a vocabulary): its element type and length."""
+    """A value not kept (a vocabulary, a long string): its element type and length."""
     item_type: int
     length: int
+    is_array: bool = True
+
+    def describe(self) -> str:
+        if self.is_array:
+            return f"an array of {self.length:,} entries"
+        return f"a string of {self.length:,} bytes"
+
+
+def layer_number(name: str) -> int | None:
+    """N of a "blk.N." tensor, or None for tensors outside the layers. llama.cpp names layers
+    "blk.%d", so N is plain ASCII digits (str.isdigit alone accepts "²", which int() refuses)."""
+    if not name.startswith("blk."):
+        return None
+    index = name[4:].split(".", 1)[0]
+    if not (index.isascii() and index.isdigit()) or (len(index) > 1 and index[0] == "0") or len(index) > 6:
+        raise InputError(FIELD, f"tensor {name[:60]!r}: {index[:12]!r} is not a layer number")
+    return int(index)
 
 
 @dataclass(frozen=True)
@@ -83,142 +113,215 @@ class Header:
     def params(self) -> int:
         return sum(t.elements for t in self.tensors)
 
+    def layers_named(self) -> set[int]:
+        """The N of every "blk.N." tensor."""
+        return {n for n in map(layer_number, (t.name for t in self.tensors)) if n is not None}
+
     def layer_bytes(self, layers: int) -> list[int]:
         """[before the layers, each layer's, after them]: "blk.N." tensors by layer; the token
         embedding first; the output head, final norm and the rest last."""
         counts = [0] * (layers + 2)
         for t in self.tensors:
-            if t.name.startswith("blk."):
-                index = t.name.split(".")[1]
-                if index.isdigit() and int(index) < layers:
-                    counts[int(index) + 1] += t.bytes
-                    continue
-            counts[0 if t.name.startswith("token_embd") else -1] += t.bytes
+            index = layer_number(t.name)
+            if index is not None and index < layers:
+                counts[index + 1] += t.bytes
+            else:
+                counts[0 if t.name.startswith("token_embd") else -1] += t.bytes
         return counts
 
 
-class _Reader:
-    def __init__(self, data, file_size: int):
-        self.data = memoryview(data)
-        self.file_size = file_size
-        self.pos = 0
+def _scalar(w: Window, fmt: str):
+    raw = yield from w.take(struct.calcsize(fmt))
+    return struct.unpack(fmt, raw)[0]
 
-    def take(self, n: int) -> memoryview:
-        end = self.pos + n
-        if end > self.file_size:
-            raise InputError(FIELD, f"the header runs past the end of the file ({self.file_size:,} bytes): "
-                                    "the file is truncated or not a GGUF")
-        if end > len(self.data):
-            raise NeedMore(end)
-        out = self.data[self.pos:end]
-        self.pos = end
-        return out
 
-    def scalar(self, fmt: str):
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+def _string(w: Window, what: str, limit: int) -> str:
+    n = yield from _scalar(w, "<Q")
+    if n > limit:
+        raise InputError(FIELD, f"{what}: a string of {n:,} bytes is past any real header (the limit is {limit:,})")
+    return (yield from _text(w, n, what))
 
-    def string(self, what: str) -> str:
-        n = self.scalar("<Q")
-        if n > MAX_STRING:
-            raise InputError(FIELD, f"{what}: a string of {n:,} bytes is past any real header")
-        raw = self.take(n)
-        try:
-            return str(raw, "utf-8")
-        except UnicodeDecodeError:
-            raise InputError(FIELD, f"{what}: not UTF-8 text") from None
 
-    def skip_strings(self, count: int, what: str) -> None:
-        """Step over `count` strings (a vocabulary) without making them: the one loop that runs
-        hundreds of thousands of times while a header is read."""
-        data, pos, have, size = self.data, self.pos, len(self.data), self.file_size
-        unpack = struct.unpack_from
-        for _ in range(count):
-            if pos + 8 > have:
-                self.pos = pos
-                self.take(8)            # raises: truncated, or more bytes needed
-            n = unpack("<Q", data, pos)[0]
+def _text(w: Window, n: int, what: str) -> str:
+    raw = yield from w.take(n)
+    try:
+        return str(raw, "utf-8")
+    except UnicodeDecodeError:
+        raise InputError(FIELD, f"{what}: not UTF-8 text") from None
+
+
+def _skip_strings(w: Window, count: int, what: str):
+    """Step over `count` strings (a vocabulary) without making them: the one loop that runs
+    hundreds of thousands of times while a header is read. Only the 8-byte lengths are read;
+    a long string's bytes are skipped, not read."""
+    unpack = struct.unpack_from
+    left = count
+    while left:
+        if w.pos + 8 > w.end:
+            yield from w.need(8)
+        data, base, end = w.data, w.start, w.end
+        pos, stop = w.pos, w.pos
+        batch = min(left, STRINGS_PER_PAUSE)
+        done = 0
+        while done < batch and pos + 8 <= end:
+            n = unpack("<Q", data, pos - base)[0]
             if n > MAX_STRING:
                 raise InputError(FIELD, f"{what}: a string of {n:,} bytes is past any real header")
             pos += 8 + n
-            if pos > have:
-                if pos > size:
-                    raise InputError(FIELD, f"{what}: the header runs past the end of the file ({size:,} bytes)")
-                raise NeedMore(pos)
-        self.pos = pos
+            done += 1
+            if pos > end:
+                break
+        w.pos = stop
+        w.skip(pos - stop)             # checks the file's end and the header's cap
+        left -= done
+        if done == batch and left:
+            yield PAUSE
 
-    def value(self, value_type: int, key: str, depth: int = 0):
-        if value_type in SCALARS:
-            return self.scalar(SCALARS[value_type])
-        if value_type == STRING:
-            return self.string(key)
-        if value_type != ARRAY:
-            raise InputError(FIELD, f"{key}: unknown value type {value_type}")
-        if depth:
-            raise InputError(FIELD, f"{key}: arrays of arrays are not in GGUF files we read")
-        item_type, length = self.scalar("<I"), self.scalar("<Q")
+
+class _Budget:
+    """What a header may hold in all: array entries, and the values kept as Python objects."""
+
+    def __init__(self):
+        self.array_items = self.kept_items = self.kept_string_bytes = 0
+
+    def array(self, key: str, length: int) -> None:
         if length > MAX_ARRAY:
-            raise InputError(FIELD, f"{key}: an array of {length:,} entries is past any real header")
-        if item_type in SCALARS:
-            fmt = SCALARS[item_type]
-            size = struct.calcsize(fmt)
-            raw = self.take(size * length)
-            if length > KEPT_ARRAY:
-                return Skipped(item_type, length)
-            return [v for (v,) in struct.iter_unpack(fmt, raw)] if length else []
-        if item_type == STRING:
-            self.skip_strings(length, key)
-            return Skipped(item_type, length)
-        if item_type == ARRAY:
-            raise InputError(FIELD, f"{key}: arrays of arrays are not in GGUF files we read")
+            raise InputError(FIELD, f"{key}: an array of {length:,} entries is past any real header "
+                                    f"(the limit is {MAX_ARRAY:,})")
+        self.array_items += length
+        if self.array_items > MAX_ARRAY_ITEMS:
+            raise InputError(FIELD, f"{key}: the header's arrays hold more than {MAX_ARRAY_ITEMS:,} entries "
+                                    "in all, past any real vocabulary")
+
+    def keep_array(self, length: int) -> bool:
+        if length > KEPT_ARRAY or self.kept_items + length > KEPT_ITEMS:
+            return False
+        self.kept_items += length
+        return True
+
+    def keep_string(self, length: int) -> bool:
+        if length > KEPT_STRING or self.kept_string_bytes + length > KEPT_STRING_BYTES:
+            return False
+        self.kept_string_bytes += length
+        return True
+
+
+def _value(w: Window, value_type: int, key: str, budget: _Budget):
+    if value_type in SCALARS:
+        return (yield from _scalar(w, SCALARS[value_type]))
+    if value_type == STRING:
+        n = yield from _scalar(w, "<Q")
+        if n > MAX_STRING:
+            raise InputError(FIELD, f"{key}: a string of {n:,} bytes is past any real header")
+        if not budget.keep_string(n):
+            w.skip(n)                  # a long string (a template, a licence): stepped over
+            return Skipped(STRING, n, is_array=False)
+        return (yield from _text(w, n, key))
+    if value_type != ARRAY:
+        raise InputError(FIELD, f"{key}: unknown value type {value_type}")
+    item_type = yield from _scalar(w, "<I")
+    length = yield from _scalar(w, "<Q")
+    if item_type == ARRAY:
+        raise InputError(FIELD, f"{key}: arrays of arrays are not in GGUF files we read")
+    if item_type != STRING and item_type not in SCALARS:
         raise InputError(FIELD, f"{key}: an array of value type {item_type} is not in GGUF files we read")
+    budget.array(key, length)
+    if item_type == STRING:
+        yield from _skip_strings(w, length, key)
+        return Skipped(item_type, length)
+    fmt = SCALARS[item_type]
+    size = struct.calcsize(fmt) * length
+    if not budget.keep_array(length):
+        w.skip(size)                   # a big array: its bytes are never read
+        return Skipped(item_type, length)
+    raw = yield from w.take(size)
+    return [v for (v,) in struct.iter_unpack(fmt, raw)] if length else []
+
+
+def _tensor(w: Window, names: set) -> Tensor:
+    name = yield from _string(w, "a tensor name", MAX_NAME)
+    if name in names:
+        raise InputError(FIELD, f"tensor {name[:60]!r} is named twice in the tensor table")
+    names.add(name)
+    n_dims = yield from _scalar(w, "<I")
+    if not 1 <= n_dims <= MAX_DIMS:
+        raise InputError(FIELD, f"tensor {name[:60]!r} has {n_dims} dimensions; ggml allows 1 to {MAX_DIMS}")
+    raw = yield from w.take(8 * n_dims + 12)
+    dims = struct.unpack_from(f"<{n_dims}Q", raw)
+    type_id, offset = struct.unpack_from("<IQ", raw, 8 * n_dims)
+    if type_id not in GGML_TYPES:
+        raise InputError(FIELD, f"tensor {name[:60]!r} has ggml type {type_id}, which we do not know")
+    tensor = Tensor(name, dims, type_id, offset)
+    if any(d == 0 or d >= 1 << 48 for d in dims) or tensor.elements >= 1 << 50:
+        raise InputError(FIELD, f"tensor {name[:60]!r} has impossible dimensions {list(dims)}")
+    if tensor.elements % GGML_TYPES[type_id][1]:
+        raise InputError(FIELD, f"tensor {name[:60]!r} is not a whole number of "
+                                f"{GGML_TYPES[type_id][0]} blocks")
+    return tensor
+
+
+def _check_data(tensors: list, alignment: int, data_offset: int, size: int) -> None:
+    """Each tensor's data inside the file, aligned, and no two tensors sharing bytes (a header
+    that lists the same bytes twice would count its weights twice)."""
+    for tensor in tensors:
+        if tensor.offset % alignment:
+            raise InputError(FIELD, f"tensor {tensor.name[:60]!r} starts at offset {tensor.offset:,}, not a "
+                                    f"multiple of general.alignment {alignment}")
+        if data_offset + tensor.offset + tensor.bytes > size:
+            raise InputError(FIELD, f"tensor {tensor.name[:60]!r} ends past the end of the file: the header "
+                                    f"claims more bytes than the file's {size:,}")
+    ordered = sorted(tensors, key=lambda t: t.offset)
+    for before, after in zip(ordered, ordered[1:]):
+        if after.offset < before.offset + before.bytes:
+            raise InputError(FIELD, f"tensors {before.name[:60]!r} and {after.name[:60]!r} overlap in the file "
+                                    f"(bytes {after.offset:,} to {before.offset + before.bytes:,} of the data)")
+
+
+def parse(file_size: int):
+    """The incremental GGUF header parser (a generator: see errors.py) of a file of
+    `file_size` bytes."""
+    w = Window(file_size, MAX_HEADER_BYTES, FIELD, "GGUF")
+    if file_size < 4:
+        raise InputError(FIELD, "not a GGUF file: it does not start with the bytes 'GGUF'")
+    magic = yield from w.take(4)
+    if bytes(magic) != MAGIC:
+        raise InputError(FIELD, "not a GGUF file: it does not start with the bytes 'GGUF'")
+    version = yield from _scalar(w, "<I")
+    if version not in (2, 3):
+        raise InputError(FIELD, f"GGUF version {version} is not one we read (2 and 3)")
+    n_tensors = yield from _scalar(w, "<Q")
+    n_keys = yield from _scalar(w, "<Q")
+    if n_tensors > MAX_TENSORS:
+        raise InputError(FIELD, f"the header claims {n_tensors:,} tensors; real checkpoints hold thousands")
+    if n_keys > MAX_KEYS:
+        raise InputError(FIELD, f"the header claims {n_keys:,} metadata keys; real files hold a few dozen")
+    metadata, budget = {}, _Budget()
+    for _ in range(n_keys):
+        key = yield from _string(w, "a metadata key", MAX_KEY)
+        if key in metadata:
+            raise InputError(FIELD, f"metadata key {key[:60]!r} appears twice")
+        value_type = yield from _scalar(w, "<I")
+        metadata[key] = yield from _value(w, value_type, key, budget)
+        if w.breathe():
+            yield PAUSE
+    tensors, names = [], set()
+    for _ in range(n_tensors):
+        tensors.append((yield from _tensor(w, names)))
+        if w.breathe():
+            yield PAUSE
+    alignment = metadata.get("general.alignment", 32)
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0 \
+            or alignment & (alignment - 1):
+        raise InputError(FIELD, f"general.alignment {str(alignment)[:40]} is not a power of two")
+    data_offset = -(-w.pos // alignment) * alignment
+    _check_data(tensors, alignment, data_offset, file_size)
+    return Header(version, metadata, tuple(tensors), data_offset, w.pos)
 
 
 def read_header(data, file_size: int | None = None) -> Header:
     """The header of the GGUF file whose first bytes are `data` (the whole file is
     `file_size` bytes; by default `data` is the whole file)."""
-    size = len(data) if file_size is None else file_size
-    r = _Reader(data, size)
-    if size < 4 or (len(data) >= 4 and bytes(data[:4]) != MAGIC):
-        raise InputError(FIELD, "not a GGUF file: it does not start with the bytes 'GGUF'")
-    r.take(4)
-    version = r.scalar("<I")
-    if version not in (2, 3):
-        raise InputError(FIELD, f"GGUF version {version} is not one we read (2 and 3)")
-    n_tensors, n_keys = r.scalar("<Q"), r.scalar("<Q")
-    if n_tensors > MAX_TENSORS:
-        raise InputError(FIELD, f"the header claims {n_tensors:,} tensors; real checkpoints hold thousands")
-    if n_keys > MAX_KEYS:
-        raise InputError(FIELD, f"the header claims {n_keys:,} metadata keys; real files hold a few dozen")
-    metadata = {}
-    for _ in range(n_keys):
-        key = r.string("a metadata key")
-        metadata[key] = r.value(r.scalar("<I"), key)
-    tensors = []
-    for _ in range(n_tensors):
-        name = r.string("a tensor name")
-        n_dims = r.scalar("<I")
-        if not 1 <= n_dims <= MAX_DIMS:
-            raise InputError(FIELD, f"tensor {name[:60]!r} has {n_dims} dimensions; ggml allows 1 to {MAX_DIMS}")
-        dims = tuple(r.scalar("<Q") for _ in range(n_dims))
-        type_id, offset = r.scalar("<I"), r.scalar("<Q")
-        if type_id not in GGML_TYPES:
-            raise InputError(FIELD, f"tensor {name[:60]!r} has ggml type {type_id}, which we do not know")
-        tensor = Tensor(name, dims, type_id, offset)
-        if any(d == 0 or d >= 1 << 48 for d in dims) or tensor.elements >= 1 << 50:
-            raise InputError(FIELD, f"tensor {name[:60]!r} has impossible dimensions {list(dims)}")
-        if tensor.elements % GGML_TYPES[type_id][1]:
-            raise InputError(FIELD, f"tensor {name[:60]!r} is not a whole number of "
-                                    f"{GGML_TYPES[type_id][0]} blocks")
-        tensors.append(tensor)
-    alignment = metadata.get("general.alignment", 32)
-    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise InputError(FIELD, f"general.alignment {alignment!r} is not a power of two")
-    data_offset = -(-r.pos // alignment) * alignment
-    for tensor in tensors:
-        if data_offset + tensor.offset + tensor.bytes > size:
-            raise InputError(FIELD, f"tensor {tensor.name[:60]!r} ends past the end of the file: the header "
-                                    f"claims more bytes than the file's {size:,}")
-    return Header(version, metadata, tuple(tensors), data_offset, r.pos)
+    return parse_bytes(parse(len(data) if file_size is None else file_size), data)
 
 
 # GGUF architecture -> (HF model_type, architectures[0]): what the config-reading code and the
@@ -242,25 +345,74 @@ MAMBA1 = ("jamba",)              # d_inner x d_state states; the others are Mamb
 SWA_PATTERN = {"gemma3": 6, "cohere2": 4, "gpt-oss": 2, "gemma2": 2}
 
 
+# The metadata config_from_header reads, each with the whole numbers it may hold: the key
+# after "{arch}.", (lowest, highest). Past these no real model goes, and the config reader
+# would refuse it anyway; checked here so nothing is built from a wild value first.
+MAX_LAYERS = 10_000            # hfconfig's: the deepest real models have a few hundred layers
+MAX_LAYERS_UNNAMED = 1024      # without "blk.N." tensors to vouch for them (a header of metadata only)
+MAX_DIM = 1 << 20
+RANGES = {
+    "block_count": (1, MAX_LAYERS), "embedding_length": (1, 1 << 24), "context_length": (0, 1 << 40),
+    "attention.head_count": (0, MAX_DIM), "attention.head_count_kv": (0, MAX_DIM),
+    "attention.key_length": (0, MAX_DIM), "attention.value_length": (0, MAX_DIM), "vocab_size": (0, 1 << 24),
+    "feed_forward_length": (0, 1 << 24), "expert_count": (0, 1 << 16), "expert_used_count": (0, 1 << 16),
+    "expert_feed_forward_length": (0, 1 << 24), "expert_shared_count": (0, 1 << 16),
+    "attention.sliding_window": (0, 1 << 40), "rope.dimension_count": (0, MAX_DIM),
+    "attention.kv_lora_rank": (0, MAX_DIM), "attention.q_lora_rank": (0, MAX_DIM),
+    "leading_dense_block_count": (0, MAX_LAYERS), "ssm.inner_size": (0, 1 << 24), "ssm.state_size": (0, MAX_DIM),
+    "ssm.conv_kernel": (0, 1 << 10), "ssm.time_step_rank": (0, MAX_DIM), "ssm.group_count": (0, MAX_DIM),
+}
+PER_LAYER = ("attention.head_count", "attention.head_count_kv", "feed_forward_length")
+
+
+def _whole(key: str, value, low: int, high: int) -> int:
+    """`value` if it is a whole number (a GGUF integer; not a bool, float or string) in range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = value.describe() if isinstance(value, Skipped) else f"{type(value).__name__} {str(value)[:20]!r}"
+        raise InputError(FIELD, f"{key} is {shown}, not a whole number")
+    if not low <= value <= high:
+        raise InputError(FIELD, f"{key} is {value:,}; expected {low:,} to {high:,}")
+    return value
+
+
+def _block_count(header: Header, key: str, value) -> int:
+    """{arch}.block_count, bounded by what the header holds: no more layers than the tensor
+    table's "blk.N." tensors name (each real layer has tensors), and no tensor in a layer past it."""
+    layers = _whole(key, value, *RANGES["block_count"])
+    named = header.layers_named()
+    if named and layers > len(named):
+        raise InputError(FIELD, f"{key} is {layers:,} but the tensors name only {len(named):,} layers (blk.N)")
+    if not named and layers > MAX_LAYERS_UNNAMED:
+        raise InputError(FIELD, f"{key} is {layers:,} with no blk.N tensors to show them; "
+                                f"expected at most {MAX_LAYERS_UNNAMED:,}")
+    if named and max(named) >= layers:
+        raise InputError(FIELD, f"a tensor names layer {max(named):,} (blk.{max(named)}) but {key} is {layers:,}")
+    return layers
+
+
 def config_from_header(header: Header) -> dict:
     """The model's shape as a config.json would give it, read from the GGUF metadata the way
     llama.cpp reads it; weights and parameters come from the tensors themselves."""
     meta = header.metadata
     arch = meta.get("general.architecture")
     if not isinstance(arch, str):
-        raise InputError(FIELD, "general.architecture is missing from the GGUF metadata")
+        raise InputError(FIELD, "general.architecture is missing from the GGUF metadata (or is not a string)")
     if arch not in ARCHITECTURES:
         raise InputError(FIELD, f"architecture {arch[:40]!r} is not one we read yet; we read "
                                 f"{', '.join(sorted(ARCHITECTURES))}")
     model_type, architecture = ARCHITECTURES[arch]
 
     def get(key: str, required: bool = True):
-        value = meta.get(f"{arch}.{key}")
-        if value is None and required:
-            raise InputError(FIELD, f"{arch}.{key} is missing from the GGUF metadata")
-        if isinstance(value, Skipped):
-            raise InputError(FIELD, f"{arch}.{key} is an array of {value.length:,} entries")
-        return value
+        """{arch}.key checked: a whole number in RANGES, or (per-layer keys) a list of them."""
+        name = f"{arch}.{key}"
+        value = meta.get(name)
+        if value is None:
+            if required:
+                raise InputError(FIELD, f"{name} is missing from the GGUF metadata")
+            return None
+        if isinstance(value, list) and key in PER_LAYER:
+            return [_whole(f"{name}[{i}]", v, *RANGES[key]) for i, v in enumerate(value)]
+        return _whole(name, value, *RANGES[key])
 
     def uniform(key: str, required: bool = True):
         value = get(key, required)
@@ -271,7 +423,7 @@ def config_from_header(header: Header) -> dict:
             return value[0]
         return value
 
-    layers = get("block_count")
+    layers = _block_count(header, f"{arch}.block_count", meta.get(f"{arch}.block_count"))
     hybrid = get("ssm.state_size", required=False) is not None
     name = meta.get("general.name")
     cfg = {
@@ -315,6 +467,9 @@ def config_from_header(header: Header) -> dict:
         cfg["sliding_window"] = window
     if arch == "deepseek2":
         rope = get("rope.dimension_count")
+        if key_length and rope > key_length:
+            raise InputError(FIELD, f"{arch}.rope.dimension_count {rope:,} is more than "
+                                    f"{arch}.attention.key_length {key_length:,}")
         cfg.update(kv_lora_rank=get("attention.kv_lora_rank"), qk_rope_head_dim=rope,
                    qk_nope_head_dim=key_length - rope if key_length else None,
                    v_head_dim=get("attention.value_length", required=False),
@@ -336,7 +491,7 @@ def inputs(header: Header) -> dict:
 def _per_layer(value, layers: int, key: str) -> list:
     if isinstance(value, list):
         if len(value) != layers:
-            raise InputError(FIELD, f"{key} has {len(value)} entries for {layers} layers")
+            raise InputError(FIELD, f"{key} has {len(value):,} entries for {layers:,} layers")
         return value
     return [value or 0] * layers
 
@@ -381,6 +536,6 @@ def read_file(path: str) -> Header:
     import os
     try:
         with open(path, "rb") as fh:
-            return read_header_from(fh, os.path.getsize(path), read_header)
+            return read_header_from(fh, os.path.getsize(path), parse)
     except OSError as e:
         raise InputError(FIELD, f"cannot read {path!r}: {e.strerror}") from None
