@@ -138,6 +138,43 @@ def test_every_numeric_key_of_every_family_refused_or_sane(family):
     assert n > 0
 
 
+# Values of the wrong shape for the keys that are not numbers: layouts, dtypes, nested objects.
+STRUCTURAL = ("", "x" * 300, None, [], {}, [None], ["full_attention"] * 3, "MMM*", [1, 0, 1],
+              {"quant_method": 5}, "float64")
+
+
+def every_path(cfg: dict, prefix=()):
+    for key, value in cfg.items():
+        yield prefix + (key,)
+        if isinstance(value, dict):
+            yield from every_path(value, prefix + (key,))
+
+
+def without(cfg: dict, path: tuple) -> dict:
+    out = json.loads(json.dumps(cfg))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return out
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_key_removed_or_of_the_wrong_shape(family):
+    cfg = FAMILIES[family]
+    n = 0
+    for path in every_path(cfg):
+        cases = [without(cfg, path)] + [with_value(cfg, path, value) for value in STRUCTURAL + HOSTILE[:6]]
+        for case in cases:
+            n += 1
+            try:
+                assert_sane(raw_for(case, n))
+            except AssertionError:
+                raise
+            except Exception as e:
+                pytest.fail(f"{family} {'.'.join(path)}: {type(e).__name__}: {e}")
+
+
 @pytest.mark.parametrize("key, value, field", [
     ("mlp_only_layers", 5, "mlp_only_layers"),
     ("mlp_only_layers", "0,1", "mlp_only_layers"),
