@@ -173,7 +173,9 @@ def test_in_page_link_scrolls_without_touching_the_inputs(page, site):
     page.fill("#batch", "4")
     url = url_of_settled(page)
     page.click("a[href='#privacy-proof']")
-    page.wait_for_timeout(300)
+    page.wait_for_function("document.activeElement.id === 'privacy-proof'")
+    # A changed fragment would fire hashchange in a later task: let the tasks queued by now run.
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
     assert page.input_value("#context") == "32768" and page.input_value("#batch") == "4"
     assert page.url == url and page.inner_text("#link-notes") == ""
     assert page.evaluate("document.activeElement.id") == "privacy-proof"
