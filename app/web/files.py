@@ -1,16 +1,66 @@
 """Files the user opens or drops: config.json, GGUF, .safetensors shards and their
 model.safetensors.index.json. Only the headers are read, through File.slice, here in the tab;
 nothing is uploaded. What they say goes into the form as a pasted config and exact weight
-bytes, so the share link carries what was derived, never the files."""
+bytes, so the share link carries what was derived, never the files.
+
+The engine's header parsers are incremental (kvcalc/errors.py): this module feeds them
+File.slice chunks and, between slices of their work, gives the page its thread back
+(asyncio.sleep(0) is a browser task in Pyodide's event loop), so a large or hostile header
+never freezes the page; #files-status counts the bytes read. A file that is refused leaves the
+model and the figures as they were."""
+
+import asyncio
+import time
 
 from kvcalc import gguf, safetensors
-from kvcalc.errors import FIRST_READ, InputError, NeedMore
+from kvcalc.errors import PAUSE, InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES, parse_config_text
 
 from web import model_picker, state
 from web.dom import el, put
 
-MAX_INDEX_BYTES = 64 << 20
+MAX_INDEX_BYTES = safetensors.MAX_INDEX_BYTES
+CHUNK_BYTES = 1 << 20            # one File.slice read
+SLICE_SECONDS = 0.02             # the longest the parsers run before the page gets its thread back
+STATUS_SECONDS = 0.1             # how often the bytes read are shown
+
+_generation = [0]                # the latest open_files: an older one still reading stops writing
+
+
+class _Cancelled(Exception):
+    """Newer files were opened while these were read."""
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+class _Progress:
+    """The bytes read so far, shown in #files-status now and then; and when to yield."""
+
+    def __init__(self, generation: int):
+        self.generation = generation
+        self.name, self.size, self.read = "", 0, 0
+        self.shown = self.yielded = time.monotonic()
+
+    def file(self, file) -> None:
+        self.name, self.size, self.read = str(file.name), int(file.size), 0
+
+    def add(self, n: int) -> None:
+        self.read += n
+        now = time.monotonic()
+        if now - self.shown >= STATUS_SECONDS:
+            self.shown = now
+            put("#files-status", f"Reading the headers here in this tab… {self.name[:80]}: "
+                                 f"{_size(self.read)} of {_size(self.size)} read")
+
+    async def breathe(self, force: bool = False) -> None:
+        """Give the page its thread back when the parsers have held it a slice's time."""
+        if force or time.monotonic() - self.yielded >= SLICE_SECONDS:
+            await asyncio.sleep(0)
+            self.yielded = time.monotonic()
+        if _generation[0] != self.generation:
+            raise _Cancelled()
 
 
 async def _bytes(file, start: int, end: int) -> bytes:
@@ -18,16 +68,43 @@ async def _bytes(file, start: int, end: int) -> bytes:
     return bytes(buffer.to_py())
 
 
-async def _header(file, read_header):
-    """read_header(data, size) on the file's start, read longer while it raises NeedMore (the
-    engine's read_header_from, through File.slice)."""
-    want = min(FIRST_READ, file.size)
+async def _drive(parser, file, progress: _Progress):
+    """Run an engine header parser on `file`: each (start, end) it asks for is one File.slice
+    of about a chunk; after each slice of its work the page runs."""
+    size = int(file.size)
+    request = next(parser)
     while True:
-        data = await _bytes(file, 0, want)
+        reply = None
+        if request is not PAUSE:
+            start, end = request
+            reply = await _bytes(file, start, min(size, max(end, start + CHUNK_BYTES)))
+            progress.add(len(reply))
+            progress.yielded = time.monotonic()      # the await gave the page its thread
+        await progress.breathe()
         try:
-            return read_header(data, file.size)
-        except NeedMore as more:
-            want = more.next_read(want, file.size)
+            request = parser.send(reply)
+        except StopIteration as done:
+            return done.value
+
+
+async def _whole(file, progress: _Progress) -> bytes:
+    """A small file (config.json, an index) in full, a chunk at a time."""
+    parts, size = [], int(file.size)
+    for start in range(0, size, CHUNK_BYTES):
+        parts.append(await _bytes(file, start, min(size, start + CHUNK_BYTES)))
+        progress.add(len(parts[-1]))
+        await progress.breathe()
+    return b"".join(parts)
+
+
+async def _run(parser, progress: _Progress):
+    """A parser that reads nothing (its text is given), run with the page's pauses."""
+    while True:
+        await progress.breathe()
+        try:
+            next(parser)
+        except StopIteration as done:
+            return done.value
 
 
 _set_by_files = {}       # field -> the value these files put there, cleared with another model
@@ -42,68 +119,119 @@ def forget() -> None:
     put("#files-status", "")
 
 
-async def read_files(files: list) -> tuple[dict, list[str]]:
+class _ConfigError(InputError):
+    """A config.json that is not a config: shown in the config box, as when it is pasted."""
+
+
+async def _read_json(file, name: str, progress: _Progress, found: dict) -> None:
+    size = int(file.size)
+    if size > MAX_INDEX_BYTES:
+        raise InputError("hf-config", f"{size:,} bytes is past any config or index file")
+    text = await _whole(file, progress)
+    if size > MAX_CONFIG_BYTES and b'"weight_map"' not in text:
+        raise _ConfigError("hf-config", f"the file is {size:,} bytes; the limit is "
+                                        f"{MAX_CONFIG_BYTES:,} (real configs are a few KB)")
+    if size <= MAX_CONFIG_BYTES:
+        try:
+            parsed = parse_config_text(text)              # checks the nesting before json.loads
+        except InputError as e:
+            raise _ConfigError(e.field, e.message) from None
+        if not safetensors.is_index(parsed):
+            found["config"] = parsed
+            found["read"].append(f"{name}: config.json")
+            return
+        index = safetensors.read_index_full(parsed)
+    else:
+        index = await _run(safetensors.parse_index(safetensors.index_text(text)), progress)
+    found["indexes"].append((name, index))
+    found["read"].append(f"{name}: index, metadata.total_size")
+
+
+async def _read_one(file, progress: _Progress, found: dict) -> None:
+    name = str(file.name)
+    lower = name.lower()
+    progress.file(file)
+    if lower.endswith(".gguf"):
+        header = await _drive(gguf.parse(int(file.size)), file, progress)
+        await progress.breathe(force=True)
+        given = gguf.inputs(header)
+        found["config"], found["layers"] = given["hf-config"], given["layer-weights-bytes"]
+        found["gguf_bytes"] += header.weights_bytes
+        found["params"] = given["params"]
+        found["read"].append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
+                             f"header {header.header_bytes:,} of {int(file.size):,} bytes")
+    elif lower.endswith(".safetensors"):
+        shard = await _drive(safetensors.parse(int(file.size)), file, progress)
+        found["shards"].append((name, shard))
+        found["read"].append(f"{name}: safetensors header")
+    elif lower.endswith(".json"):
+        await _read_json(file, name, progress, found)
+    else:
+        raise InputError("hf-config", "takes config.json, model.safetensors.index.json, .safetensors "
+                                      "and .gguf files")
+
+
+async def read_files(files: list, generation: int | None = None) -> tuple[dict, list[str]]:
     """(the form values the files give, what was read), or an InputError naming the file."""
-    values, read, weights, config, shards, layers = {}, [], 0, None, [], None
+    progress = _Progress(_generation[0] if generation is None else generation)
+    found = {"config": None, "layers": None, "params": None, "gguf_bytes": 0, "shards": [], "indexes": [],
+             "read": []}
     for file in files:
         name = str(file.name)
-        lower = name.lower()
         try:
-            if lower.endswith(".gguf"):
-                header = await _header(file, gguf.read_header)
-                given = gguf.inputs(header)
-                config, layers = given["hf-config"], given["layer-weights-bytes"]
-                weights += header.weights_bytes
-                values["params"] = given["params"]
-                read.append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
-                            f"header {header.header_bytes:,} of {file.size:,} bytes")
-            elif lower.endswith(".safetensors"):
-                shard = await _header(file, safetensors.read_header)
-                weights += shard.tensor_bytes
-                shards.append(shard)
-                read.append(f"{name}: safetensors header")
-            elif lower.endswith(".json"):
-                if file.size > MAX_INDEX_BYTES:
-                    raise InputError("hf-config", f"{file.size:,} bytes is past any config or index file")
-                text = await _bytes(file, 0, file.size)
-                if file.size > MAX_CONFIG_BYTES and b'"weight_map"' not in text:
-                    raise InputError("hf-config", f"the file is {file.size:,} bytes; the limit is "
-                                                  f"{MAX_CONFIG_BYTES:,} (real configs are a few KB)")
-                parsed = parse_config_text(text) if file.size <= MAX_CONFIG_BYTES else None
-                if parsed is not None and not safetensors.is_index(parsed):
-                    config = parsed
-                    read.append(f"{name}: config.json")
-                else:
-                    weights += safetensors.read_index(parsed if parsed is not None else text.decode("utf-8", "replace"))
-                    read.append(f"{name}: index, metadata.total_size")
-            else:
-                raise InputError("hf-config", "takes config.json, model.safetensors.index.json, .safetensors "
-                                              "and .gguf files")
+            await _read_one(file, progress, found)
+        except _ConfigError as e:
+            raise _ConfigError(e.field, f"{name[:80]}: {e.message}") from None
         except InputError as e:
             raise InputError(e.field, f"{name[:80]}: {e.message}") from None
+    try:
+        st_bytes, complete, note = safetensors.checkpoint_bytes(found["shards"], found["indexes"])
+    except InputError as e:
+        raise InputError(e.field, e.message) from None
+    if note:
+        found["read"][-1] += note
+    values, config = {}, found["config"]
     if config is not None:
         values["hf-config"] = config
+    if found["params"]:
+        values["params"] = found["params"]
+    weights = found["gguf_bytes"] + st_bytes
     if weights:
         values["weights-bytes"] = str(weights)
-    if shards and config is not None and len(shards) == len(files):
+    layers = found["layers"]
+    if complete and config is not None and not found["gguf_bytes"]:
         from kvcalc.hfconfig import model_from_config
-        layers = safetensors.layer_list(shards, len(model_from_config(config).layers))
+        layers = safetensors.layer_list([w for _, w in found["shards"]], len(model_from_config(config).layers))
     if layers:
         values["layer-weights-bytes"] = layers
-    return values, read
+    return values, found["read"]
 
 
 async def open_files(files, then) -> None:
-    """Read the files, write what they give into the form, then `then()`."""
+    """Read the files, write what they give into the form, then `then()`. A file refused
+    leaves the model and the figures as they were, with "Not read: why" in #files-status."""
     import json
+    _generation[0] += 1
+    generation = _generation[0]
     put("#files-status", "Reading the headers here in this tab…")
     try:
-        values, read = await read_files(files)
-    except InputError as e:
+        values, read = await read_files(files, generation)
+    except _Cancelled:
+        return
+    except _ConfigError as e:
+        # A config.json that is not a config: said where a pasted one would be.
         state.config, state.config_error = None, e
         model_picker.choose("config")
         put("#files-status", f"Not read: {e.message}")
         then()
+        return
+    except InputError as e:
+        put("#files-status", f"Not read: {e.message}")
+        return
+    except Exception as e:          # a fault in a reader: said, never left "Reading…" forever
+        put("#files-status", f"Not read: the files could not be read ({type(e).__name__})")
+        raise
+    if _generation[0] != generation:
         return
     if "hf-config" in values:
         model_picker.choose("config")
