@@ -29,7 +29,7 @@ MAX_HEADER = 100_000_000        # the format's own limit on the JSON header (MAX
 MAX_TENSORS = 1 << 18           # real shards hold hundreds to a few thousand
 MAX_INDEX_BYTES = 64 << 20      # the largest real indexes (DeepSeek-V3's 92k tensors) take ~9 MB
 MIN_INDEX_TOTAL = 1 << 20       # a checkpoint is sharded because it is big: GBs, never bytes
-MEMBERS_PER_PAUSE = 2048
+MEMBERS_PER_PAUSE = 1024
 # dtype -> bits per element (F4 and the like are packed two to a byte): the safetensors
 # library's Dtype list, every one (it refuses any other name).
 DTYPE_BITS = {"F64": 64, "F32": 32, "F16": 16, "BF16": 16, "I64": 64, "I32": 32, "I16": 16, "I8": 8, "U64": 64,
@@ -219,12 +219,15 @@ class _Tensors:
         elif any(e in name for e in EMBEDDING_NAMES):
             self.embedding += nbytes
 
-    def check_packed(self) -> None:
-        """The format packs the tensors' data one after another from byte 0, no gap, no overlap,
-        to the file's last byte (Metadata::validate: each start is the previous end; then the
-        end must be the buffer's). A header that lists bytes twice would count them twice."""
+    def check_packed(self):
+        """(A generator: PAUSE between slices.) The format packs the tensors' data one after
+        another from byte 0, no gap, no overlap, to the file's last byte (Metadata::validate:
+        each start is the previous end; then the end must be the buffer's). A header that lists
+        bytes twice would count them twice."""
+        self.ranges.sort()
+        yield PAUSE
         expected, before = 0, None
-        for start, end, name in sorted(self.ranges):
+        for i, (start, end, name) in enumerate(self.ranges):
             if start < expected:
                 raise InputError(FIELD, f"tensors {before[:60]!r} and {name[:60]!r} overlap (bytes {start:,} to "
                                         f"{min(end, expected):,} of the data)")
@@ -232,6 +235,8 @@ class _Tensors:
                 raise InputError(FIELD, f"tensor {name[:60]!r} starts at byte {start:,} of the data but the tensors "
                                         f"before it end at {expected:,}: safetensors packs tensors without gaps")
             expected, before = end, name
+            if i % MEMBERS_PER_PAUSE == MEMBERS_PER_PAUSE - 1:
+                yield PAUSE
         if expected != self.data_bytes:
             raise InputError(FIELD, f"the tensors' data end at byte {expected:,} but the file holds "
                                     f"{self.data_bytes:,} bytes of data: safetensors requires the tensors to fill "
@@ -268,14 +273,15 @@ def parse(file_size: int):
         raise InputError(FIELD, f"not a safetensors file: it claims a {length:,}-byte header "
                                 f"in a file of {file_size:,} bytes")
     text = yield from _header_text(w, length)
-    first = text[_ws(text, 0):][:1]
+    start = _ws(text, 0)
+    first = text[start:start + 1]
     if first != "{":
         kind = "a JSON object" if first and first in '["-0123456789tfn' else "JSON"
         raise InputError(FIELD, f"not a safetensors file: its header is not {kind}")
     tensors = _Tensors(file_size - 8 - length, file_size)
     what = "not a safetensors file: its header"
     yield from _whole_text(text, what, _members(text, 0, what, _flat_member, tensors.add))
-    tensors.check_packed()
+    yield from tensors.check_packed()
     return tensors.weights()
 
 
