@@ -230,7 +230,7 @@ async def open_files(files, then) -> None:
         return
     except Exception as e:          # a fault in a reader: said, never left "Reading…" forever
         put("#files-status", f"Not read: the files could not be read ({type(e).__name__})")
-        raise
+        return
     if _generation[0] != generation:
         return
     if "hf-config" in values:
