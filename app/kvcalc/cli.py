@@ -1,12 +1,15 @@
 """`kvcalc`: the engine on the command line. Bad input exits 2 with one line naming the option."""
 
 import argparse
+import os
 import sys
 
-from . import link, presets
+from . import gguf, link, presets
+from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import MODEL_INPUTS, OPTIONS, evaluate, unexpected
+from .options import MODEL_INPUTS, OPTIONS, evaluate, parse_options, resolve_model, unexpected
+from .safetensors import layer_list
 from .export import FORMATS, export
 from .launch import ENGINES, launch
 from .report import table
@@ -89,8 +92,6 @@ def _read_link(value: str) -> str:
 def _with_layer_weights(raw: dict) -> dict:
     """The shards' weights by layer, once the model says how many layers there are; left out
     when the shards do not cover them all (the total still stands)."""
-    from .options import parse_options, resolve_model
-    from .safetensors import layer_list
     shards = raw.pop("layer-weights-bytes")
     values, errors = parse_options(raw)
     if errors:
@@ -135,10 +136,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if gguf_path is not None:
             if any(name in given for name in MODEL_INPUTS):
                 raise InputError("gguf", "give one model: --gguf, or --model, --hf-config or custom dimensions")
-            from . import gguf
             given.update(gguf.inputs(gguf.read_file(gguf_path)))
         if weight_files:
-            from .checkpoint_files import weights_from_paths
             total, shards = weights_from_paths(weight_files)
             given["weights-bytes"] = str(total)
             if shards:
@@ -202,7 +201,6 @@ def main() -> None:
     except BrokenPipeError:
         # The reader went away (`kvcalc --list-models | head -1`): say nothing, as cat does.
         # Python would complain again flushing stdout at exit, so point it at devnull first.
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
     except KeyboardInterrupt:

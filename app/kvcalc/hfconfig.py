@@ -12,6 +12,7 @@ from .layers import (ChunkedLocalAttention, FullAttention, MLAAttention, NoCache
                      SlidingWindowAttention, StateSpaceLayer)
 from .model import Model
 from .precision import precision
+from .units import ceil_div
 
 MAX_CONFIG_BYTES = 1 << 20   # real configs are a few KB; refuse before parsing anything larger
 MAX_NESTING = 32
@@ -458,7 +459,7 @@ def _build_layer(kind: str, f: _Fields, attention: dict, model_type: str = ""):
             # DeepSeek-V3.2 sparse attention: an fp8 indexer key plus an fp32 scale per 128
             # elements, per token per layer, beside the latent (vLLM DeepseekV32IndexerCache).
             dim = f.int("index_head_dim")
-            indexer = dim + -(-dim // 128) * 4
+            indexer = dim + ceil_div(dim, 128) * 4
         return MLAAttention(*attention["mla"], indexer_row_bytes=indexer)
     if "kv_heads" not in attention:
         raise InputError(f.prefix + "num_attention_heads", "missing from config.json")

@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .engines import default_prefill_chunk
 from .engines.llamacpp import GGML_TYPES, N_BATCH
 from .options import Scenario
+from .precision import precision
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
 
@@ -117,7 +119,6 @@ def _utilization(scenario: Scenario, flag: str, notes: list, engine_default: str
 
 def _prefill_chunk(scenario: Scenario, engine: str, flag: str, notes: list) -> list:
     """The prefill chunk flag when one was chosen; otherwise say the engine's default for this GPU."""
-    from .engines import default_prefill_chunk
     default = default_prefill_chunk(engine, scenario.deployment)
     chosen = scenario.values.get("prefill-chunk")
     if chosen is None:
@@ -192,7 +193,6 @@ def llama_cpp(scenario: Scenario, result=None) -> Launch:
     v_name = scenario.values.get("kv-dtype-v")
     v_cache = cache
     if v_name is not None:
-        from .precision import precision
         v_name = precision(v_name, field="kv-dtype-v").name
         if v_name not in LLAMA_CPP_KV:
             return Launch("llama.cpp", None, (f"llama.cpp cannot store the V cache as {v_name}; its cache types: "

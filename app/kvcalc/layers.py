@@ -13,7 +13,8 @@ that keeps no per-token cache. `state_bytes` is a fixed per-sequence state (Mamb
 from dataclasses import dataclass
 
 from .errors import InputError
-from .precision import Precision
+from .precision import Precision, precision as by_name
+from .units import ceil_div
 
 
 def _split_heads(heads: int, tp: int) -> int:
@@ -109,7 +110,7 @@ class MLAAttention:
             # Sparse MLA (DeepSeek-V3.2) in fp8 is stored as "fp8_ds_mla": the latent in fp8 with
             # an fp32 scale per 128 elements, the rope part kept in 16 bits, 512 + 16 + 128 = 656
             # bytes (vLLM MLAAttentionSpec, SGLang calculate_mla_kv_cache_dim).
-            latent = self.kv_lora_rank + -(-self.kv_lora_rank // 128) * 4
+            latent = self.kv_lora_rank + ceil_div(self.kv_lora_rank, 128) * 4
             return latent + self.rope_dim * 2 + self.indexer_row_bytes
         return precision.bytes_for(self.kv_lora_rank + self.rope_dim) + self.indexer_row_bytes
 
@@ -151,7 +152,6 @@ class StateSpaceLayer:
         return None
 
     def state_bytes(self, precision: Precision, tp: int = 1) -> int:
-        from .precision import precision as by_name
         ssm_precision = by_name(self.ssm_dtype) if self.ssm_dtype else precision
         share = self.heads // tp if tp <= self.heads else 1
         conv = precision.bytes_for(self.conv_elements * share // self.heads)

@@ -6,11 +6,11 @@ gives them) and returns the engine's result, or the errors naming the fields at 
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from . import presets
+from . import engines, presets
 from .errors import InputError
 from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
@@ -18,9 +18,9 @@ from .model import Model
 from .params import InvalidValue, count_params
 from .precision import precision
 from .sizing import Deployment, Result, Workload, compute
+from .timing import time_bounds
+from .units import GIB, ceil_div
 
-GIB = 1 << 30
-GB = 10 ** 9
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,7 @@ def _read_config(cfg: dict) -> tuple[Model, tuple[str, ...]]:
     if entry is not None:
         preset = presets.preset_model(entry["id"])
         if _same_shapes(model, cfg, preset, entry["config"]):
-            model = _replace(model, params=preset.params, active_params=preset.active_params,
+            model = replace(model, params=preset.params, active_params=preset.active_params,
                              hf_repo=preset.hf_repo)
             return model, (f"parameter count taken from the {preset.name} preset",)
     model = _with_counted_params(model, cfg, notes)
@@ -294,12 +294,7 @@ def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
         return model
     active = f", {counted.active:,} active per token" if counted.is_moe else ""
     notes.append(f"parameters counted from the config's shapes: {counted.total:,}{active}")
-    return _replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
-
-
-def _replace(model: Model, **changes) -> Model:
-    from dataclasses import replace
-    return replace(model, **changes)
+    return replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
 
 
 def _manual_model(values: dict) -> Model:
@@ -363,7 +358,7 @@ def _required(values: dict, name: str):
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
     if "params" in values and model.params is None:
-        model = _replace(model, params=values["params"])      # what compute needs, when the model has none
+        model = replace(model, params=values["params"])      # what compute needs, when the model has none
     notes = list(model.notes) + notes
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
@@ -422,7 +417,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = values["weights-bytes"]
         _check_plausible(weights, values.get("params", model.params))
     elif "weights-gib" in values:
-        weights = -(-values["weights-gib"] * GIB // 1)
+        weights = ceil_div(values["weights-gib"] * GIB, 1)
     elif model.checkpoint_bytes and "params" not in values and "weights-dtype" not in values:
         weights = model.checkpoint_bytes          # the published checkpoint's own bytes (quantized ones too)
     else:
@@ -432,7 +427,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
             weights = precision(dtype, field="weights-dtype").bytes_for(params)
             weights_exact = not params_rounded(params)
         # else: weights unknown (a quantized checkpoint's mixed precisions); the model's note says so
-    overhead = -(-values.get("overhead-gib", 0) * GIB // 1)
+    overhead = ceil_div(values.get("overhead-gib", 0) * GIB, 1)
     stage_weights = _stage_weights(values, model, pp)
     if stage_weights:
         weights = sum(stage_weights)
@@ -563,7 +558,6 @@ SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_p
 
 
 def _figures(result, prefix: str = ""):
-    from dataclasses import fields, is_dataclass
     for f in fields(result):
         value = getattr(result, f.name)
         if is_dataclass(value) and not isinstance(value, type):
@@ -574,17 +568,13 @@ def _figures(result, prefix: str = ""):
 
 def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:
     """The result with the engine's figures, its capacity taking the place of the ideal one."""
-    from dataclasses import replace
-    from .engines import size
-    engine = size(scenario, result, values)
+    engine = engines.size(scenario, result, values)
     concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
     return replace(result, engine=engine, max_concurrency=concurrency)
 
 
 def _with_timing(scenario: Scenario, result: Result, values: dict) -> Result:
     """The result with its time bounds, or the reason there are none."""
-    from dataclasses import replace
-    from .timing import time_bounds
     work, dep, model = scenario.workload, scenario.deployment, scenario.model
     prompt = values.get("prompt-tokens", work.context_tokens)
     if prompt > work.context_tokens:
@@ -598,8 +588,7 @@ def _with_timing(scenario: Scenario, result: Result, values: dict) -> Result:
         return replace(result, timing_missing=f"time bounds need {missing}")
     chunk = values.get("prefill-chunk")
     if chunk is None:
-        from .engines import default_prefill_chunk
-        chunk = default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
+        chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
     return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))
 
 
@@ -608,8 +597,7 @@ def canonical_value(name: str, value):
     if not isinstance(value, str):
         return value
     if name == "engine":
-        from .engines import engine_name
-        return engine_name(value)
+        return engines.engine_name(value)
     if name in ("kv-dtype", "weights-dtype", "kv-dtype-v"):
         return precision(value, field=name).name
     if name == "gpu":

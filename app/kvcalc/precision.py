@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .errors import InputError
+from .units import ceil_div
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Precision:
         """Bytes for one row of `elements`, rounded up to a whole byte."""
         # Integer form of ceil(elements x bits / 8): this runs for every layer on every update.
         bits = self.bits_per_element
-        return -(-elements * bits.numerator // (bits.denominator * 8))
+        return ceil_div(elements * bits.numerator, bits.denominator * 8)
 
 
 _ALL = (

@@ -3,8 +3,12 @@
 from collections import Counter
 from fractions import Fraction
 
-from .options import GB, GIB, Evaluation, Scenario
-from .sizing import Result, cache_bytes
+from .engines import TITLES as ENGINE_TITLES
+from .options import Evaluation, Scenario
+from .sizing import Result, cache_bytes, generation_work
+from .time_report import timing_json, timing_lines, timing_texts
+from .verdict import verdict
+from .words import both, plural, rate, size
 
 JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
                  "kv_bytes_all_gpus", "kv_bytes_shared_prefix", "kv_state_bytes_per_request",
@@ -16,7 +20,6 @@ KIND_NAMES = {"full": "full attention", "sliding": "sliding window", "chunked": 
 
 
 def to_json(scenario: Scenario, result: Result) -> dict:
-    from .verdict import verdict
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
     judged = verdict(scenario, result)
     timing = result.timing
@@ -45,7 +48,6 @@ def to_json(scenario: Scenario, result: Result) -> dict:
         "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
         "warnings": list(scenario.warnings),
     })
-    from .time_report import timing_json
     out.update(timing_json(timing if judged.fits is not False else None, result.timing_missing
                            or ("the configuration does not fit" if timing else None)))
     out.update(engine_json(result.engine))
@@ -79,32 +81,6 @@ def engine_json(engine) -> dict:
 
 def _plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
-
-
-def size(n: int | None, unit: str = "gib") -> str:
-    """A byte count in the chosen unit, two decimals, unit named."""
-    if n is None:
-        return "n/a"
-    scales = ((10 ** 18, "EB"), (10 ** 15, "PB"), (10 ** 12, "TB"), (GB, "GB"), (10 ** 6, "MB"), (10 ** 3, "KB")) \
-        if unit == "gb" else ((1 << 60, "EiB"), (1 << 50, "PiB"), (1 << 40, "TiB"), (GIB, "GiB"), (1 << 20, "MiB"),
-                              (1 << 10, "KiB"))
-    for scale, name in scales:
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {name}"
-    return f"{n:,} B"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def rate(value: float) -> str:
-    """A rate readable at any size: grouped digits, or three significant ones below 10."""
-    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
-
-
-def both(n: int | None) -> str:
-    return "n/a" if n is None else f"{n:,} B ({size(n, 'gib')} = {size(n, 'gb')})"
 
 
 def _bits(precision) -> str:
@@ -180,7 +156,6 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     if result.decode_step_seconds and fits is False:
         lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
     elif result.timing is not None:
-        from .time_report import timing_lines
         lines.extend(timing_lines(scenario, result.timing))
     elif result.decode_step_seconds:
         step = result.decode_step_seconds
@@ -202,7 +177,6 @@ def _heaviest_stage(scenario: Scenario):
 
 
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
-    from .verdict import verdict
     scenario, result = evaluation.scenario, evaluation.result
     judged = verdict(scenario, result)
     rows = [
@@ -290,7 +264,6 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
 def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     """Every text the page's results show, for the browser module and for the build, which
     writes the default view into the HTML so it is correct before Python starts."""
-    from .sizing import generation_work
     data = to_json(scenario, result)
     metrics = {}      # key -> (exact value, the figure, its exact form or a second part)
     dep = scenario.deployment
@@ -320,7 +293,6 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     metrics["decode_tokens_per_s_per_request"] = (
         (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
-    from .time_report import timing_texts
     time_texts = timing_texts(scenario, result, data["fits"])
     metrics.update(time_texts["metrics"])
     model = scenario.model
@@ -339,9 +311,6 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "live": {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
                  "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"},
     }
-
-
-ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp"}
 
 
 def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:

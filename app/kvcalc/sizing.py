@@ -10,6 +10,7 @@ from fractions import Fraction
 from .errors import InputError
 from .model import Model
 from .precision import Precision
+from .units import ceil_div
 
 # Searches for the longest context stop here: 2^40 tokens is far past any model.
 CONTEXT_SEARCH_LIMIT = 1 << 40
@@ -51,12 +52,8 @@ class Deployment:
         if self.weights_bytes is None:
             return None
         if self.stage_weights_bytes:
-            return max(_ceil_div(stage, self.tp) for stage in self.stage_weights_bytes)
-        return _ceil_div(self.weights_bytes, self.tp * self.pp)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
+            return max(ceil_div(stage, self.tp) for stage in self.stage_weights_bytes)
+        return ceil_div(self.weights_bytes, self.tp * self.pp)
 
 
 def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: int = 1):
@@ -73,7 +70,7 @@ def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: in
     per_request, rows = _rows(layers, workload, tp)
     for layer, row in rows:
         start, end = layer.held_range(context_tokens)
-        first, end = start // bs, _ceil_div(end, bs)
+        first, end = start // bs, ceil_div(end, bs)
         shared_blocks = max(0, min(shared_blocks_end, end) - first)
         shared += shared_blocks * bs * row
         per_request += (end - first - shared_blocks) * bs * row
@@ -208,7 +205,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     if deployment.bandwidth_bytes_per_s and weights is not None:
         # A decode step streams every weight and the batch's whole cache through each GPU once;
         # pipeline stages run one after another for a token.
-        step_bytes = _ceil_div(weights, tp) + sum(b * n for b, n in stage_bytes)
+        step_bytes = ceil_div(weights, tp) + sum(b * n for b, n in stage_bytes)
         step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
 
     return Result(

@@ -1,7 +1,8 @@
 """The time bounds in words and JSON: each figure with its arithmetic, said to be a lower bound."""
 
 from .options import Scenario
-from .report import plural, rate, size
+from .words import plural, rate, size
+from .units import ceil_div
 
 
 TIMING_KEYS = ("compute_precision", "peak_flops_per_s", "ridge_flops_per_byte", "prompt_tokens", "prefill_chunk",
@@ -103,7 +104,7 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
         "prefill_steps": (str(timing.prefill_steps), plural(timing.prefill_steps, "step"),
                           f"of at most {timing.prefill_chunk:,} tokens"),
     }
-    weights = -(-result.weights_bytes // scenario.deployment.tp)
+    weights = ceil_div(result.weights_bytes, scenario.deployment.tp)
     live = {
         "time-weights": size(weights), "time-kv": size(timing.decode_bytes_per_gpu - weights),
         "time-intensity": f"{float(timing.decode_flops_per_byte):,.1f}",

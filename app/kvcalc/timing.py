@@ -18,7 +18,8 @@ Pure: values in, Fractions of seconds out.
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .sizing import _ceil_div, batch_bytes, cache_bytes
+from .sizing import batch_bytes, cache_bytes
+from .units import ceil_div
 
 # Weights precisions that run on narrower tensor cores where the GPU has them; anything else is
 # computed in 16 bits (weight-only quantization dequantizes to bf16 before the matmul).
@@ -96,7 +97,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     heads = query_heads(model)
     layers = model.layer_counts()
     # A token passes every stage in turn: each GPU of a stage reads its share of that stage.
-    weights_read = _ceil_div(result.weights_bytes, tp)
+    weights_read = ceil_div(result.weights_bytes, tp)
     ctx, batch = work.context_tokens, work.batch
     notes = []
     if not embedding_known:
@@ -134,7 +135,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
 
     # Time to first token: every chunk's step, each carrying the batch's decodes. Compute and
     # memory are summed over the steps apart, which keeps the bound a lower bound in closed form.
-    steps = _ceil_div(prompt_tokens, prefill_chunk)
+    steps = ceil_div(prompt_tokens, prefill_chunk)
     ttft = max(seconds(steps * decode_flops + prompt_flops, steps * decode_bytes + prompt_write))
 
     ridge = Fraction(peak, bandwidth)
@@ -158,7 +159,7 @@ def decode_steps(scenario, result, timing: Timing, batches: list[int]) -> list[F
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     matmul, _ = matmul_params(model)
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
-    weights = _ceil_div(result.weights_bytes, dep.tp)
+    weights = ceil_div(result.weights_bytes, dep.tp)
     return [max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
                 Fraction(weights + _kv_per_gpu(model, work, dep, work.context_tokens, batch),
                          timing.bandwidth_bytes_per_s))
@@ -190,7 +191,7 @@ def _compute_bound_batch(flops_per_request: int, peak_all: int, weights: int, kv
     if gain <= 0:
         return None
     batch = Fraction(weights, bandwidth) / gain
-    smallest = max(1, -(-batch.numerator // batch.denominator))
+    smallest = max(1, ceil_div(batch.numerator, batch.denominator))
     return smallest if smallest <= BATCH_LIMIT else None
 
 

@@ -6,7 +6,8 @@ weights unknown) and the sentence then says what is missing.
 
 from dataclasses import dataclass
 
-from .report import ENGINE_TITLES, plural, size
+from .engines import TITLES as ENGINE_TITLES
+from .words import plural, size
 
 
 @dataclass(frozen=True)

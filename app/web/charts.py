@@ -2,7 +2,7 @@
 requests that fit against context for each KV precision. The series come from the engine's
 sweep; drawing is web.plot's."""
 
-from kvcalc.report import size
+from kvcalc.words import size
 from kvcalc.sweep import concurrency_series, context_points, memory_series
 
 from web.dom import put

@@ -5,7 +5,8 @@ from pyscript import document
 
 from kvcalc import link
 from kvcalc.compare import compare_table
-from kvcalc.report import size, to_json
+from kvcalc.report import to_json
+from kvcalc.words import size
 
 from web import state
 from web.dom import el, put, view

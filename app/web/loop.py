@@ -6,7 +6,8 @@ from pyscript import window
 
 from kvcalc.compare import attention_variants, precision_rows
 from kvcalc.options import evaluate
-from kvcalc.report import page_texts, size
+from kvcalc.report import page_texts
+from kvcalc.words import size
 
 from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway, timing_view
 from web.dom import guarded, mark_scrolling_tables, proxy, view

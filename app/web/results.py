@@ -2,7 +2,7 @@
 data-value), the arithmetic written out, the live numbers in the explanations, and one GPU's
 memory as a bar. Every text comes from the engine's `page_texts` and `memory_bar`."""
 
-from kvcalc.report import size
+from kvcalc.words import size
 from kvcalc.sweep import memory_bar
 
 from web.dom import lines_of, put, view

@@ -7,13 +7,15 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import InputError
+from ..precision import precision
+from ..units import GIB
 from . import llamacpp, sglang, vllm
 
 ENGINES = ("vllm", "sglang", "llama.cpp")
+TITLES = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp"}     # as each engine writes its name
 # vllm/config/cache.py gpu_memory_utilization: 0.92 in current releases (the `vllm serve` docs:
 # "If unspecified, will use the default value of 0.92"); 0.9 before.
 VLLM_DEFAULT_UTILIZATION = Fraction(92, 100)
-GIB = 1 << 30
 ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
@@ -182,7 +184,6 @@ def _sglang(scenario, values, chunk, budget, activation, overhead, source, notes
 
 
 def _llamacpp(scenario, values, chunk, budget, activation, overhead, source, notes) -> EngineResult:
-    from ..precision import precision
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
     pool = llamacpp.allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)

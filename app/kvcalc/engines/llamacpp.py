@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..units import ceil_div
 
 MIB = 1 << 20
 PAD = 256
@@ -32,7 +33,7 @@ GGML_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_
 
 
 def _pad(n: int) -> int:
-    return -(-n // PAD) * PAD
+    return ceil_div(n, PAD) * PAD
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..units import GIB
 
-GIB = 1 << 30
 MIB = 1 << 20
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
 # configs/model_config.py is_hybrid_swa_model: only these architectures get separate full and

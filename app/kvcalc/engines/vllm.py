@@ -22,14 +22,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..units import GIB, ceil_div
 
-GIB = 1 << 30
 DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def format_gib(n: int) -> str:
@@ -67,10 +63,10 @@ class Spec:
         if self.kind == "mamba":
             return self.state_pages
         if self.kind in ("full", "mla"):
-            return _cdiv(model_len, self.block_size)
+            return ceil_div(model_len, self.block_size)
         if self.kind == "sliding":
-            return _cdiv(min(self.window - 1 + prefill_chunk, model_len), self.block_size) + 1
-        return _cdiv(min(self.window + prefill_chunk, model_len), self.block_size)
+            return ceil_div(min(self.window - 1 + prefill_chunk, model_len), self.block_size) + 1
+        return ceil_div(min(self.window + prefill_chunk, model_len), self.block_size)
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,7 @@ def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
         token_bytes = attention[0].row_bytes(kv_precision, tp)
         state_page = max(states)
         align = max(KERNEL_BLOCK_ALIGNMENT, block_size)
-        needed = align * _cdiv(state_page, align * token_bytes)
+        needed = align * ceil_div(state_page, align * token_bytes)
         if block_size < needed:
             block_size = needed
             lines.append(f"Setting attention block size to {block_size} tokens to ensure that attention page "
@@ -160,7 +156,7 @@ def kv_groups(specs: list) -> tuple[list, int]:
     groups, padding = [], []
     for s, layers in unified.items():
         layers = sorted(layers)
-        n_groups = _cdiv(len(layers), group_size)
+        n_groups = ceil_div(len(layers), group_size)
         if n_groups * group_size > len(layers):
             added = n_groups * group_size - len(layers)
             padding.append((added, added / len(layers) * 100))
