@@ -13,6 +13,7 @@ an InputError naming what is wrong, before any large allocation; the caps below 
 read and the memory kept whatever the header claims.
 """
 
+import os
 import struct
 from dataclasses import dataclass
 
@@ -533,7 +534,6 @@ def _hybrid(arch: str, get, layers: int, hidden: int) -> dict:
 
 def read_file(path: str) -> Header:
     """A GGUF header from a file on disk, reading only as much of its start as the header needs."""
-    import os
     try:
         with open(path, "rb") as fh:
             return read_header_from(fh, os.path.getsize(path), parse)

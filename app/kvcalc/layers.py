@@ -2,7 +2,7 @@
 
 Shaped after vLLM's `vllm/v1/kv_cache_interface.py` (FullAttentionSpec, SlidingWindowSpec,
 MLAAttentionSpec, MambaSpec): a model is a tuple of these. Adding a kind is adding a class
-with the same five members: `kind`, `row_bytes`, `held_range`, `state_bytes`, `check_tp`.
+with the members of the `Layer` protocol below; each also writes its own terms of the arithmetic.
 
 `row_bytes` is what one token costs in this layer on one GPU, rounded up to whole bytes
 once, here, and nowhere else. `held_range(context_tokens)` is the half-open range of token
@@ -11,10 +11,45 @@ that keeps no per-token cache. `state_bytes` is a fixed per-sequence state (Mamb
 """
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from .errors import InputError
 from .precision import Precision, precision as by_name
 from .units import ceil_div
+from .words import bytes_each
+
+
+class Layer(Protocol):
+    """What every layer kind provides."""
+    kind: str        # full, sliding, chunked, mla, state, none
+    title: str       # the kind in words
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        """One token's cache in this layer on one GPU, whole bytes."""
+
+    def held_range(self, context_tokens: int) -> tuple[int, int] | None:
+        """Positions [start, end) still held at this context; None for no per-token cache."""
+
+    def state_bytes(self, precision: Precision, tp: int = 1) -> int:
+        """A fixed state per sequence (Mamba, DeltaNet), whatever the context."""
+
+    def check_tp(self, tp: int) -> None:
+        """Refuse a tensor-parallel size this layer cannot be split by."""
+
+    def flops_per_key(self, q_heads: int) -> int:
+        """Attention FLOPs of one query token against one cached key."""
+
+    def keys_total(self, tokens: int) -> int:
+        """Keys attended by the tokens at positions 1..tokens together."""
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int) -> str | None:
+        """This kind's line of the written-out arithmetic for `count` such layers."""
+
+    def window_held(self, context_tokens: int) -> tuple[int, str] | None:
+        """(window, words) where this layer holds less than the context."""
+
+    def tp_note(self, tp: int) -> str | None:
+        """How tensor parallelism splits (or replicates) this layer's cache, in words."""
 
 
 def _split_heads(heads: int, tp: int) -> int:
@@ -41,10 +76,24 @@ class FullAttention:
     v_head_dim: int | None = None  # when V is narrower or wider than K
 
     kind = "full"
+    title = "full attention"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         heads = _split_heads(self.kv_heads, tp)
         return precision.bytes_for(heads * (self.head_dim + (self.v_head_dim or self.head_dim)))
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
+        row = self.row_bytes(kv)
+        dims = self.head_dim + (self.v_head_dim or self.head_dim)
+        factor = f"2 x {self.head_dim}" if dims == 2 * self.head_dim else f"({self.head_dim} + {self.v_head_dim})"
+        return (f"{self.title}: {factor} x {self.kv_heads} kv heads x {bytes_each(kv)}"
+                f" = {row:,} B per token per layer; x {count} layers = {row * count:,} B")
+
+    def window_held(self, context_tokens: int):
+        return None
+
+    def tp_note(self, tp: int) -> str:
+        return f"kv heads per GPU = max(1, {self.kv_heads} // {tp}) = {_split_heads(self.kv_heads, tp)}"
 
     def held_range(self, context_tokens: int):
         return (0, context_tokens)
@@ -70,9 +119,14 @@ class SlidingWindowAttention(FullAttention):
     window: int = 0
 
     kind = "sliding"
+    title = "sliding window"
 
     def held_range(self, context_tokens: int):
         return (max(0, context_tokens - self.window), context_tokens)
+
+    def window_held(self, context_tokens: int):
+        return (self.window, f"window layers hold min({context_tokens:,}, {self.window:,}) = "
+                             f"{min(context_tokens, self.window):,}")
 
     def keys_total(self, tokens: int) -> int:
         inside = min(tokens, self.window)          # positions still shorter than the window
@@ -85,6 +139,7 @@ class ChunkedLocalAttention(SlidingWindowAttention):
     chunk, the way vLLM's ChunkedLocalAttentionSpec reserves it."""
 
     kind = "chunked"
+    title = "chunked local"
 
     def keys_total(self, tokens: int) -> int:
         # A token attends only the tokens of its own chunk before it.
@@ -104,6 +159,18 @@ class MLAAttention:
     indexer_row_bytes: int = 0   # DeepSeek-V3.2's fp8 indexer key, whatever the KV precision
 
     kind = "mla"
+    title = "MLA latent"
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
+        row = self.row_bytes(kv)
+        return (f"MLA latent: ({self.kv_lora_rank} + {self.rope_dim}) x {bytes_each(kv)} = {row:,} B per token"
+                f" per layer (one latent, no factor 2); x {count} layers = {row * count:,} B")
+
+    def window_held(self, context_tokens: int):
+        return None
+
+    def tp_note(self, tp: int) -> str:
+        return "the MLA latent is replicated on every tensor-parallel GPU"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         if self.indexer_row_bytes and precision.name.startswith("fp8"):
@@ -144,9 +211,20 @@ class StateSpaceLayer:
     ssm_dtype: str | None = None   # the recurrent state's own precision, when not the model's
 
     kind = "state"
+    title = "fixed state"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         return 0
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
+        return (f"{self.label}: fixed state {self.conv_elements + self.ssm_elements:,} elements x "
+                f"{bytes_each(state)} = {self.state_bytes(state):,} B per request per layer; x {count} layers")
+
+    def window_held(self, context_tokens: int):
+        return None
+
+    def tp_note(self, tp: int):
+        return None
 
     def held_range(self, context_tokens: int):
         return None
@@ -175,9 +253,19 @@ class NoCache:
     """A layer that keeps nothing between steps (an MLP-only block in a hybrid)."""
 
     kind = "none"
+    title = "no cache"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         return 0
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int):
+        return None
+
+    def window_held(self, context_tokens: int):
+        return None
+
+    def tp_note(self, tp: int):
+        return None
 
     def flops_per_key(self, q_heads: int) -> int:
         return 0
@@ -195,5 +283,4 @@ class NoCache:
         return None
 
 
-Layer = FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | \
-    StateSpaceLayer | NoCache
+KINDS = (FullAttention, SlidingWindowAttention, ChunkedLocalAttention, MLAAttention, StateSpaceLayer, NoCache)

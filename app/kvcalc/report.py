@@ -15,10 +15,6 @@ JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total",
                  "weights_bytes", "weights_bytes_per_gpu", "gpu_memory_bytes", "usable_bytes_per_gpu",
                  "kv_budget_bytes_per_gpu", "max_concurrency", "max_context", "kv_equals_weights_context")
 
-KIND_NAMES = {"full": "full attention", "sliding": "sliding window", "chunked": "chunked local",
-              "mla": "MLA latent", "state": "fixed state", "none": "no cache"}
-
-
 def to_json(scenario: Scenario, result: Result) -> dict:
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
     judged = verdict(scenario, result)
@@ -83,13 +79,6 @@ def _plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def _bits(precision) -> str:
-    b = precision.bits_per_element
-    if b % 8 == 0:
-        return f"{int(b // 8)} B"
-    return f"{float(b):g} bits / 8"
-
-
 def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | None) -> list[str]:
     """The arithmetic, written out with this configuration's numbers (seeds' style); `fits` is
     the verdict's, which the caller has already reached."""
@@ -97,24 +86,12 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     kv, lines = work.kv_precision, []
     groups = model.layer_counts()
     for layer, count in groups.items():
-        row = layer.row_bytes(kv)
-        if layer.kind in ("full", "sliding", "chunked"):
-            dims = layer.head_dim + (layer.v_head_dim or layer.head_dim)
-            factor = f"2 x {layer.head_dim}" if dims == 2 * layer.head_dim else f"({layer.head_dim} + {layer.v_head_dim})"
-            lines.append(f"{KIND_NAMES[layer.kind]}: {factor} x {layer.kv_heads} kv heads x {_bits(kv)}"
-                         f" = {row:,} B per token per layer; x {count} layers = {row * count:,} B")
-        elif layer.kind == "mla":
-            lines.append(f"MLA latent: ({layer.kv_lora_rank} + {layer.rope_dim}) x {_bits(kv)} = {row:,} B per token"
-                         f" per layer (one latent, no factor 2); x {count} layers = {row * count:,} B")
-        elif layer.kind == "state":
-            state = layer.state_bytes(work.state_precision)
-            lines.append(f"{layer.label}: fixed state {layer.conv_elements + layer.ssm_elements:,} elements x "
-                         f"{_bits(work.state_precision)} = {state:,} B per request per layer; x {count} layers")
+        line = layer.arithmetic(kv, work.state_precision, count)
+        if line:
+            lines.append(line)
     lines.append(f"KV per token = {result.kv_bytes_per_token:,} B ({size(result.kv_bytes_per_token, unit)})")
-    windows = sorted({layer.window for layer in groups if layer.kind in ("sliding", "chunked")})
-    held = f"{work.context_tokens:,} tokens" + (
-        "".join(f"; window layers hold min({work.context_tokens:,}, {w:,}) = {min(work.context_tokens, w):,}"
-                for w in windows))
+    windows = sorted({held for layer in groups if (held := layer.window_held(work.context_tokens))})
+    held = f"{work.context_tokens:,} tokens" + "".join(f"; {words}" for _, words in windows)
     if work.block_size_tokens > 1:
         held += f"; rounded up to blocks of {work.block_size_tokens} tokens"
     lines.append(f"Per request: {held} -> {result.kv_bytes_per_request:,} B ({size(result.kv_bytes_per_request, unit)})")
@@ -125,13 +102,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
                  + (f" + {result.kv_bytes_shared_prefix:,} B shared" if result.kv_bytes_shared_prefix else "")
                  + f" = {result.kv_bytes_total:,} B ({size(result.kv_bytes_total, unit)})")
     if dep.gpus > 1:
-        notes = []
-        for layer in groups:
-            if layer.kind in ("full", "sliding", "chunked"):
-                notes.append(f"kv heads per GPU = max(1, {layer.kv_heads} // {dep.tp}) = {max(1, layer.kv_heads // dep.tp)}")
-            elif layer.kind == "mla":
-                notes.append("the MLA latent is replicated on every tensor-parallel GPU")
-        notes = list(dict.fromkeys(notes))
+        notes = list(dict.fromkeys(note for layer in groups if (note := layer.tp_note(dep.tp))))
         lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}): " + "; ".join(notes + [
             f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
     if result.kv_budget_bytes_per_gpu is not None:

@@ -28,3 +28,11 @@ def rate(value: float) -> str:
 
 def both(n: int | None) -> str:
     return "n/a" if n is None else f"{n:,} B ({size(n, 'gib')} = {size(n, 'gb')})"
+
+
+def bytes_each(precision) -> str:
+    """What one element of a precision costs, as the arithmetic writes it: "2 B" or "4.5 bits / 8"."""
+    b = precision.bits_per_element
+    if b % 8 == 0:
+        return f"{int(b // 8)} B"
+    return f"{float(b):g} bits / 8"
