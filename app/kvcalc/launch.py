@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .engines import default_prefill_chunk
+from .engines import ENGINES, default_prefill_chunk
 from .engines.llamacpp import GGML_TYPES, N_BATCH
+from .engines.vllm import BLOCK_SIZES as VLLM_BLOCK_SIZES
 from .options import Scenario
 from .precision import precision
 
-ENGINES = ("vllm", "sglang", "llama.cpp")
 
 # vLLM --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.
 VLLM_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16"}
@@ -21,7 +21,6 @@ VLLM_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16":
 SGLANG_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
 # llama.cpp -ctk / -ctv cache types (common/arg.cpp), the same table its sizing uses.
 LLAMA_CPP_KV = GGML_TYPES
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)   # vllm/config/cache.py BlockSize
 # vLLM's MLA backends on NVIDIA (FlashInfer MLA, FlashMLA) take no fp8_e5m2 cache.
 VLLM_MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
 

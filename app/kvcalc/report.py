@@ -3,7 +3,7 @@
 from collections import Counter
 from fractions import Fraction
 
-from .engines import TITLES as ENGINE_TITLES
+from . import engines
 from .options import Evaluation, Scenario
 from .sizing import Result, cache_bytes, generation_work
 from .time_report import timing_json, timing_lines, timing_texts
@@ -206,7 +206,7 @@ def conditions(scenario: Scenario, result: Result) -> str:
     else:
         gpus = "no GPU chosen"
     parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
-    sized = f" · sized as {ENGINE_TITLES[result.engine.engine]} allocates" if result.engine else ""
+    sized = f" · sized as {engines.title(result.engine.engine)} allocates" if result.engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
 
@@ -216,7 +216,7 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
     work, dep = scenario.workload, scenario.deployment
     ctx, batch = f"{work.context_tokens:,} tokens", plural(work.batch, "request")
     gpus = plural(dep.gpus, "GPU")
-    rules = f"{ENGINE_TITLES[result.engine.engine]}'s rules" if result.engine else "exact ideal"
+    rules = f"{engines.title(result.engine.engine)}'s rules" if result.engine else "exact ideal"
     return {
         "max_concurrency": f"of {ctx} each, on {gpus} ({rules})",
         "kv_bytes_per_request": f"one request at {ctx}, all GPUs together",
@@ -290,7 +290,8 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     engine = result.engine
     if engine is None:
         return {"title": "", "metrics": {}, "why": [], "log": ""}
-    name = ENGINE_TITLES[engine.engine]
+    rules = engines.REGISTRY[engine.engine]
+    name = rules.TITLE
     work = scenario.workload
     conc = engine.max_concurrency
 
@@ -305,13 +306,12 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
                                    f"requests of {work.context_tokens:,} tokens at once"),
         "engine_kv_tokens": ("" if engine.kv_tokens is None else str(engine.kv_tokens),
                              "n/a" if engine.kv_tokens is None else plural(engine.kv_tokens, "token"),
-                             {"vllm": "GPU KV cache size", "sglang": "#tokens (max_total_num_tokens)",
-                              "llama.cpp": "cells per sequence stream"}[engine.engine]),
+                             rules.TOKENS_LABEL),
         "engine_kv_budget_bytes_per_gpu": nbytes(engine.kv_budget_bytes_per_gpu),
         "engine_kv_bytes_per_request": nbytes(engine.kv_bytes_per_request),
         "engine_max_model_len": ("" if engine.max_model_len is None else str(engine.max_model_len),
                                  "n/a" if engine.max_model_len is None else plural(engine.max_model_len, "token"),
-                                 "vLLM's estimate" if engine.refusal and engine.engine == "vllm" else ""),
+                                 rules.REFUSED_MAX_LEN_WORDS if engine.refusal else ""),
     }
     why = []
     if engine.budget_source == "kv-memory-gib":
@@ -328,32 +328,10 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             what = "estimated" if engine.budget_source == "estimate" else "yours"
             memory += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what})"
         memory += f" = {size(engine.kv_budget_bytes_per_gpu, unit)}."
-        if engine.engine == "sglang" and engine.budget_source == "estimate":
-            memory += (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
-                       "context); activations and CUDA graphs live in the share it leaves free.")
+        if engine.budget_source == "estimate":
+            memory += rules.USABLE_WORDS
         why.append(memory)
-    if engine.engine == "vllm":
-        kinds = {layer.kind for layer in scenario.model.layers}
-        line = (f"vLLM hands out blocks of {engine.block_size} tokens per layer; a request at "
-                f"{work.context_tokens:,} tokens reserves whole blocks")
-        if "sliding" in kinds:
-            line += (f", and sliding-window layers reserve window - 1 + the prefill chunk ({engine.prefill_chunk:,}) "
-                     "tokens plus one block")
-        why.append(line + ".")
-        if "state" in kinds:
-            why.append(f"The state layers share the pool: the block grew to {engine.block_size} tokens so one "
-                       "attention page holds a state, and each request keeps two state pages (prefix caching's "
-                       "align mode, vLLM's default for hybrids since v0.26; one with --no-enable-prefix-caching "
-                       "or in older releases, which also printed num_blocks // groups x block size as the "
-                       "token count).")
-        why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
-                   "printed unrounded.")
-    elif engine.engine == "sglang":
-        why.append("SGLang pools single tokens (page size 1 by default): every layer's K and V for one token "
-                   "make one cell, and the pool holds as many cells as the memory allows.")
-    else:
-        why.append("llama.cpp allocates exactly the cache it is asked for: -c cells padded to 256, one stream per "
-                   "sequence unless unified, sliding layers in their own smaller cache.")
+    why.extend(rules.explain(scenario, engine))
     ideal_concurrency = engine.ideal_max_concurrency
     if ideal_concurrency is not None and conc is not None:
         why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "

@@ -6,7 +6,7 @@ weights unknown) and the sentence then says what is missing.
 
 from dataclasses import dataclass
 
-from .engines import TITLES as ENGINE_TITLES
+from .engines import title
 from .words import plural, size
 
 
@@ -28,7 +28,7 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
 
     engine = result.engine
     if engine is not None:
-        name = ENGINE_TITLES[engine.engine]
+        name = title(engine.engine)
         if engine.starts is None:
             return _unknown(problems, reasons, dep, result, f"{name}'s figures need")
         if not engine.starts:

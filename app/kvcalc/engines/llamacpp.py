@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
-from ..units import ceil_div
+from ..precision import precision
+from ..units import GIB, ceil_div
+from .result import Budget, EngineResult
+
+NAME, TITLE = "llama.cpp", "llama.cpp"
+KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not a memory budget
+SEPARATE_V = True            # -ctk and -ctv
+TOKENS_LABEL = "cells per sequence stream"
+REFUSED_MAX_LEN_WORDS = ""
+USABLE_WORDS = ""
 
 MIB = 1 << 20
 PAD = 256
@@ -162,3 +171,60 @@ def log_lines(pool: Pool) -> list[str]:
                      f"{c.layers:3d} layers, {seqs} seqs), K ({pool.k_type}): {c.k_bytes / MIB:7.2f} MiB, "
                      f"V ({pool.v_type}): {c.v_bytes / MIB:7.2f} MiB")
     return lines
+
+
+def default_chunk(dep) -> int:
+    return DEFAULT_UBATCH
+
+
+def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+    return ideal_usable             # it allocates what it is asked for, within the GPU's memory
+
+
+def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, int]:
+    # Its compute buffer depends on the cache it allocates: size() subtracts it.
+    return None, 0
+
+
+def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
+    pool = allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
+    on_gpu = bytes_on_busiest_gpu(model, pool, dep.gpus)
+    compute = compute_buffer_bytes(model, pool, chunk)
+    available, activation, overhead = budget.kv_bytes_per_gpu, budget.activation_bytes_per_gpu, budget.overhead_bytes_per_gpu
+    extra_log = []
+    if compute is None:
+        notes.append("llama.cpp's compute buffer (a few hundred MiB) is not counted: this model does not give "
+                     "its vocabulary size and hidden size.")
+    else:
+        extra_log.append(compute_buffer_line(compute) + f"   (estimated, {COMPUTE_BUFFER_ERROR})")
+        if available is not None and budget.source != "overhead-gib":
+            available -= compute
+            activation = overhead = compute
+        notes.append(f"llama.cpp's compute buffer, estimated at {compute / MIB:,.0f} MiB "
+                     f"({COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} with flash attention, comes out of the "
+                     "memory beside the weights.")
+    starts = None if available is None else on_gpu <= available
+    if dep.gpus > 1:
+        notes.append(f"llama.cpp splits layers over the {dep.gpus} GPUs; the busiest holds "
+                     f"{on_gpu / GIB:.2f} GiB of the cache.")
+    refusal = None
+    if starts is False:
+        refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"
+    return EngineResult(
+        engine=NAME, block_size=PAD, prefill_chunk=chunk, kv_budget_bytes_per_gpu=available,
+        kv_bytes_per_request=pool.bytes_total // pool.seqs, kv_tokens=pool.kv_tokens,
+        max_concurrency=pool.max_concurrency, starts=starts, max_model_len=pool.max_context_per_seq,
+        refusal=refusal, activation_bytes_per_gpu=activation, overhead_bytes_per_gpu=overhead,
+        budget_source=budget.source, log=tuple(log_lines(pool) + extra_log + ([refusal] if refusal else [])),
+        notes=tuple(notes))
+
+
+def stores(kv_precision) -> bool:
+    return NAME in kv_precision.engines
+
+
+def explain(scenario, out: EngineResult) -> list[str]:
+    return ["llama.cpp allocates exactly the cache it is asked for: -c cells padded to 256, one stream per "
+            "sequence unless unified, sliding layers in their own smaller cache."]

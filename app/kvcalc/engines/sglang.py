@@ -17,6 +17,15 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..units import GIB
+from .result import Budget, EngineResult, torch_total, without_budget
+
+NAME, TITLE = "sglang", "SGLang"
+KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
+SEPARATE_V = False
+TOKENS_LABEL = "#tokens (max_total_num_tokens)"
+REFUSED_MAX_LEN_WORDS = ""
+USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
+                "context); activations and CUDA graphs live in the share it leaves free.")
 
 MIB = 1 << 20
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
@@ -141,3 +150,51 @@ def log_lines(pool: Pool) -> list[str]:
                      f"V size: {pool.v_bytes / GIB:.2f} GB")
     lines.append(f"max_total_num_tokens={pool.kv_tokens}")
     return lines
+
+
+def default_chunk(dep) -> int:
+    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp)[0]
+
+
+def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+    """What is free after its CUDA context, times mem_fraction_static (given, or as it derives it)."""
+    memory = torch_total(dep, values, notes) - CONTEXT_BYTES
+    _, _, fraction = defaults(memory, dep.tp, dep.pp, chunk)
+    if "memory-utilization" in values:
+        notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
+                     f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
+        return int(memory * dep.memory_utilization)
+    notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
+                 "prefill chunk and parallelism (server_args.py).")
+    return int(memory * fraction)
+
+
+def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, int]:
+    # Its activations live in what mem_fraction_static leaves: nothing more is subtracted.
+    return None, 0
+
+
+def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    page = values.get("block-size") or 1
+    if budget.kv_bytes_per_gpu is None:
+        return without_budget(NAME, TITLE, page, chunk, budget, notes)
+    pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page)
+    starts = pool.kv_tokens > 0
+    refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    return EngineResult(
+        engine=NAME, block_size=page, prefill_chunk=chunk, kv_budget_bytes_per_gpu=budget.kv_bytes_per_gpu,
+        kv_bytes_per_request=pool.bytes_per_request, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
+        starts=starts, max_model_len=pool.kv_tokens,       # one request may use the whole full-attention pool
+        refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
+        log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes))
+
+
+def stores(kv_precision) -> bool:
+    return NAME in kv_precision.engines
+
+
+def explain(scenario, out: EngineResult) -> list[str]:
+    return ["SGLang pools single tokens (page size 1 by default): every layer's K and V for one token "
+            "make one cell, and the pool holds as many cells as the memory allows."]

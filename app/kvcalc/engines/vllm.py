@@ -23,6 +23,28 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..units import GIB, ceil_div
+from .result import Budget, EngineResult, torch_total, without_budget
+
+NAME, TITLE = "vllm", "vLLM"
+KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
+SEPARATE_V = False           # K and V in one dtype
+TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count
+REFUSED_MAX_LEN_WORDS = "vLLM's estimate"     # a refusal prints the longest length it estimates
+USABLE_WORDS = ""
+# vllm/config/cache.py gpu_memory_utilization: 0.92 in current releases (the `vllm serve` docs:
+# "If unspecified, will use the default value of 0.92"); 0.9 before.
+DEFAULT_UTILIZATION = Fraction(92, 100)
+# vLLM's start-up overhead, an estimate: the activation peak of its profiling run grows with
+# the prefill chunk and the model's width; non-torch memory (CUDA context, NCCL buffers) grows
+# with tensor parallelism. Calibrated on published H100 runs at max_num_batched_tokens 8192
+# (llm-d's vLLM memory notes: peaks of 4.8 GiB for Llama-3.1-8B, hidden 4096; 5.6 GiB for
+# Qwen3-32B, hidden 5120; non-torch 0.13 GiB at tp 1, 0.55 GiB at tp 2) and the gpt-oss-120b
+# log in tests/fixtures/logs (7.4 GiB over weights at 0.9 of an H100). Per token of the chunk
+# and unit of hidden size: 150 bytes. It lands within 0.3 GiB of the two dense peaks and 4 GiB
+# under gpt-oss-120b's (a 201K vocabulary and MoE buffers), so it is said to be an estimate.
+ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 150
+ACTIVATION_ERROR = "within about 0.5 GiB for dense models, up to 4 GiB low for large-vocabulary MoE models"
+NON_TORCH_BYTES, NON_TORCH_BYTES_TP = 140 << 20, 560 << 20
 
 DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
@@ -286,3 +308,78 @@ def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, mode
     if refusal:
         lines.append(refusal)
     return lines
+
+
+def default_chunk(dep) -> int:
+    return default_prefill_chunk(dep.gpu_memory_bytes, dep.gpu_name)
+
+
+def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+    """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
+    memory = torch_total(dep, values, notes)
+    if "memory-utilization" in values:
+        return int(memory * dep.memory_utilization)
+    notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
+                 "set a memory utilization to change it).")
+    return int(memory * DEFAULT_UTILIZATION)
+
+
+def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[int, int]:
+    """(activation peak, everything subtracted besides the weights) per GPU, estimated."""
+    # CUDA graphs are captured after the KV cache is allocated and are not subtracted by default
+    # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 in vllm/envs.py), so they are not here either.
+    hidden = model.hidden_size
+    if not hidden:
+        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden size, "
+                                         "which this model does not give; give hidden-size, or set overhead-gib "
+                                         "or kv-memory-gib")
+    activation = chunk * hidden * ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN
+    notes.append(f"The overhead is an estimate ({ACTIVATION_ERROR}): paste "
+                 "\"Available KV cache memory\" from your log as kv-memory-gib for exact figures")
+    return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
+
+
+def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    block, why = block_size_for(model, dep.gpu_name, values.get("block-size"))
+    if why:
+        notes.append(why)
+    if budget.kv_bytes_per_gpu is None:
+        return without_budget(NAME, TITLE, block, chunk, budget, notes)
+    available = budget.kv_bytes_per_gpu
+    pool, refusal, longest, config_lines = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
+                                                    chunk, block, available, work.state_precision)
+    return EngineResult(
+        engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
+        kv_budget_bytes_per_gpu=available, kv_bytes_per_request=None if pool is None else pool.bytes_per_request,
+        kv_tokens=None if pool is None else pool.kv_tokens,
+        max_concurrency=None if pool is None else pool.max_concurrency, starts=pool is not None,
+        max_model_len=work.context_tokens if pool is not None else longest, refusal=refusal,
+        activation_bytes_per_gpu=budget.activation_bytes_per_gpu, overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu,
+        budget_source=budget.source, log=tuple(log_lines(pool, refusal, available, work.context_tokens, config_lines)),
+        notes=tuple(notes))
+
+
+def stores(kv_precision) -> bool:
+    return NAME in kv_precision.engines
+
+
+def explain(scenario, out: EngineResult) -> list[str]:
+    """Why its figures differ from the exact ideal, in its own terms."""
+    work = scenario.workload
+    kinds = {layer.kind for layer in scenario.model.layers}
+    line = (f"vLLM hands out blocks of {out.block_size} tokens per layer; a request at "
+            f"{work.context_tokens:,} tokens reserves whole blocks")
+    if "sliding" in kinds:
+        line += (f", and sliding-window layers reserve window - 1 + the prefill chunk ({out.prefill_chunk:,}) "
+                 "tokens plus one block")
+    why = [line + "."]
+    if "state" in kinds:
+        why.append(f"The state layers share the pool: the block grew to {out.block_size} tokens so one "
+                   "attention page holds a state, and each request keeps two state pages (prefix caching's "
+                   "align mode, vLLM's default for hybrids since v0.26; one with --no-enable-prefix-caching "
+                   "or in older releases, which also printed num_blocks // groups x block size as the "
+                   "token count).")
+    why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
+               "printed unrounded.")
+    return why

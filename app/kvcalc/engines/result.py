@@ -1,0 +1,54 @@
+"""What every engine module returns: its figures for one deployment, built by keyword."""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    engine: str
+    block_size: int                    # vLLM's block, SGLang's page, llama.cpp's cell padding
+    prefill_chunk: int
+    kv_budget_bytes_per_gpu: int | None
+    kv_bytes_per_request: int | None   # what the engine reserves for one request at the context
+    kv_tokens: int | None              # vLLM "GPU KV cache size", SGLang "#tokens", llama.cpp cells
+    max_concurrency: Fraction | None   # unrounded, as vLLM prints it
+    starts: bool | None
+    max_model_len: int | None          # longest context one request can have
+    refusal: str | None
+    activation_bytes_per_gpu: int | None
+    overhead_bytes_per_gpu: int | None
+    budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+    log: tuple[str, ...]
+    notes: tuple[str, ...]
+    ideal_max_concurrency: int | None = None   # the exact ideal's, for saying how they differ
+    # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
+    kv_tokens_range: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The memory an engine is sized in, and where it came from, decided before it allocates."""
+    kv_bytes_per_gpu: int | None       # None: no GPU or weights, and no KV memory from a log
+    activation_bytes_per_gpu: int | None
+    overhead_bytes_per_gpu: int | None
+    source: str                        # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+
+
+def without_budget(name: str, title: str, block_size: int, chunk: int, budget: Budget, notes: list) -> EngineResult:
+    """An engine's answer when there is no memory to size in: its settings, no figures."""
+    return EngineResult(
+        engine=name, block_size=block_size, prefill_chunk=chunk, kv_budget_bytes_per_gpu=None,
+        kv_bytes_per_request=None, kv_tokens=None, max_concurrency=None, starts=None, max_model_len=None,
+        refusal=None, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source, log=(),
+        notes=tuple(notes + [f"Give a GPU and the weights, or the KV memory from a log, for {title}'s figures."]))
+
+
+def torch_total(dep, values: dict, notes: list) -> int:
+    """The GPU's total as PyTorch reports it, which vLLM and SGLang multiply: a few hundred MiB
+    under nvidia-smi's; nvidia-smi's when PyTorch's is not on record (said in a note)."""
+    if dep.torch_memory_bytes is None and "gpu-memory-gib" not in values:
+        notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
+                     "a few hundred MiB high.")
+    return dep.torch_memory_bytes or dep.gpu_memory_bytes
