@@ -43,7 +43,7 @@ def attention_variants_models(scenario: Scenario) -> list[tuple[str, object]]:
 
 def _variants(scenario: Scenario) -> list[tuple]:
     """(label, model, detail, is_current) for each attention design, made once per model."""
-    memo = scenario.model.__dict__
+    memo = scenario.model.memo
     if "_variants" not in memo:
         memo["_variants"] = _make_variants(scenario.model)
     return memo["_variants"]

@@ -2,9 +2,19 @@
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .errors import InputError
 from .layers import Layer
+
+
+class LayerCounts(Counter):
+    """Layers and how many of each (a model's, or one pipeline stage's), with the memo of what
+    sizing derives from them: the searches ask for the same rows dozens of times per update."""
+
+    def __init__(self, layers=()):
+        super().__init__(layers)
+        self.memo = {}
 
 
 @dataclass(frozen=True)
@@ -36,16 +46,19 @@ class Model:
         """Whether a context is longer than the model's max_position_embeddings (when known)."""
         return bool(self.max_context_tokens) and context_tokens > self.max_context_tokens
 
-    def layer_counts(self) -> Counter:
-        return self._counted()[0]
+    def layer_counts(self) -> LayerCounts:
+        return self._layer_counts
 
-    def _counted(self):
-        # Derived once per model: every update asks for these, and layers never change.
-        cache = self.__dict__.get("_cache")
-        if cache is None:
-            cache = (Counter(self.layers), {})
-            self.__dict__["_cache"] = cache
-        return cache
+    # Derived once per model (cached_property writes past the frozen dataclass's __setattr__):
+    # every update asks for these, and layers never change.
+    @cached_property
+    def _layer_counts(self) -> LayerCounts:
+        return LayerCounts(self.layers)
+
+    @cached_property
+    def memo(self) -> dict:
+        """What other modules derive from this model once (stages, attention variants)."""
+        return {}
 
     def check_parallel(self, tp: int, pp: int) -> None:
         if pp > len(self.layers):
@@ -76,10 +89,10 @@ class Model:
         above = next((n for n in range(tp + 1, 4 * tp + 2) if valid(n)), None)
         return [n for n in (below, above) if n is not None]
 
-    def stages(self, pp: int) -> list[Counter]:
+    def stages(self, pp: int) -> list[LayerCounts]:
         """Layers of each pipeline stage, as vLLM's get_pp_indices splits them: an even share
         each, the remainder going one layer apiece to the stages before the last."""
-        memo = self._counted()[1]
+        memo = self.memo
         if pp in memo:
             return memo[pp]
         n = len(self.layers)
@@ -88,15 +101,15 @@ class Model:
             sizes[-i] += 1
         out, start = [], 0
         for size in sizes:
-            out.append(Counter(self.layers[start:start + size]))
+            out.append(LayerCounts(self.layers[start:start + size]))
             start += size
         memo[pp] = out
         return out
 
-    def stage_groups(self, pp: int) -> list[tuple[Counter, int]]:
+    def stage_groups(self, pp: int) -> list[tuple[LayerCounts, int]]:
         """The distinct pipeline stages and how many GPUs' worth of each: uniform models
         repeat one or two stages many times, and limits only need each once."""
-        memo = self._counted()[1]
+        memo = self.memo
         key = ("groups", pp)
         if key not in memo:
             counts: dict = {}

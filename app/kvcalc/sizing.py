@@ -3,12 +3,11 @@
 Every byte figure is an int. Fractions appear only for ratios (memory utilization, seconds).
 """
 
-from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
 from .errors import InputError
-from .model import Model
+from .model import LayerCounts, Model
 from .precision import Precision
 from .units import ceil_div
 
@@ -56,7 +55,7 @@ class Deployment:
         return ceil_div(self.weights_bytes, self.tp * self.pp)
 
 
-def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: int = 1):
+def cache_bytes(layers: LayerCounts, context_tokens: int, workload: Workload, tp: int = 1):
     """(shared, per_request) bytes for these layers at `context_tokens`.
 
     Blocks are counted on absolute positions, as a paged cache lays them out: a layer holding
@@ -77,11 +76,11 @@ def cache_bytes(layers: Counter, context_tokens: int, workload: Workload, tp: in
     return shared, per_request
 
 
-def _rows(layers: Counter, workload: Workload, tp: int):
+def _rows(layers: LayerCounts, workload: Workload, tp: int):
     """(fixed state bytes, [(layer, bytes per token for all its copies)]) for these layers,
-    kept on the Counter: the searches ask for the same rows dozens of times per update."""
+    kept in the layers' memo: the searches ask for the same rows dozens of times per update."""
     key = (workload.kv_precision.name, workload.state_precision.name, tp)
-    memo = layers.__dict__.setdefault("_rows", {})
+    memo = layers.memo
     if key not in memo:
         state = sum(count * layer.state_bytes(workload.state_precision, tp) for layer, count in layers.items())
         rows = [(layer, count * layer.row_bytes(workload.kv_precision, tp))
@@ -90,12 +89,12 @@ def _rows(layers: Counter, workload: Workload, tp: int):
     return memo[key]
 
 
-def batch_bytes(layers: Counter, context_tokens: int, workload: Workload, batch: int, tp: int = 1) -> int:
+def batch_bytes(layers: LayerCounts, context_tokens: int, workload: Workload, batch: int, tp: int = 1) -> int:
     shared, per_request = cache_bytes(layers, context_tokens, workload, tp)
     return shared + batch * per_request
 
 
-def bytes_per_token(layers: Counter, precision: Precision, tp: int = 1) -> int:
+def bytes_per_token(layers: LayerCounts, precision: Precision, tp: int = 1) -> int:
     return sum(count * layer.row_bytes(precision, tp) for layer, count in layers.items())
 
 
@@ -125,7 +124,7 @@ def _largest_fitting(fits, low: int, limit: int, guess: int | None = None) -> in
     return lo
 
 
-def _linear_guess(layers: Counter, workload: Workload, batch: int, room: int, tp: int = 1) -> int | None:
+def _linear_guess(layers: LayerCounts, workload: Workload, batch: int, room: int, tp: int = 1) -> int | None:
     """Context at which `batch` requests fill `room` bytes if every cached layer held the whole
     context: the answer for plain full attention, a starting point for the rest."""
     state, rows = _rows(layers, workload, tp)
