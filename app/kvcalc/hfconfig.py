@@ -7,6 +7,7 @@ field the cache depends on is missing and no documented default applies, we refu
 
 import json
 
+from .config_fields import ConfigFields, show
 from .errors import InputError
 from .layers import (ChunkedLocalAttention, FullAttention, MLAAttention, NoCache,
                      SlidingWindowAttention, StateSpaceLayer)
@@ -16,7 +17,6 @@ from .units import ceil_div
 
 MAX_CONFIG_BYTES = 1 << 20   # real configs are a few KB; refuse before parsing anything larger
 MAX_NESTING = 32
-MAX_DIM = 1 << 20            # no real head count or head dim comes near this
 MAX_LAYERS = 10_000          # the deepest real models have a few hundred layers
 
 
@@ -73,62 +73,6 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-class _Fields:
-    """Typed access to one config dict, every error naming the key."""
-
-    def __init__(self, cfg: dict, prefix: str = ""):
-        self.cfg = cfg
-        self.prefix = prefix
-
-    def has(self, key):
-        return self.cfg.get(key) is not None
-
-    def first(self, *keys):
-        for key in keys:
-            if self.cfg.get(key) is not None:
-                return key
-        return None
-
-    def int(self, key, *, minimum=1, maximum=MAX_DIM):
-        value = self.cfg.get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise InputError(self.prefix + key, f"expected a whole number, got {_show(value)}")
-        if not minimum <= value <= maximum:
-            raise InputError(self.prefix + key, f"{_show(value)} is out of range; allowed {minimum} to {maximum:,}")
-        return value
-
-    def opt_int(self, key, **kw):
-        return self.int(key, **kw) if self.has(key) else None
-
-    def need_int(self, *keys, **kw):
-        key = self.first(*keys)
-        if key is None:
-            raise InputError(self.prefix + keys[0], f"missing from config.json (also looked for: "
-                                                    f"{', '.join(keys[1:]) or 'nothing else'})")
-        return self.int(key, **kw)
-
-    def bool(self, key, default=False):
-        value = self.cfg.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise InputError(self.prefix + key, f"expected true or false, got {_show(value)}")
-        return value
-
-
-def _show(value) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return "a number too large to show"
-    try:
-        text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    except (TypeError, ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _text_config(cfg: dict) -> tuple[dict, str]:
     # Multimodal wrappers (Gemma 3, Llama 4, Qwen-VL, ...) keep the language model in text_config.
     inner = cfg.get("text_config")
@@ -177,7 +121,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     if not isinstance(cfg, dict):
         raise InputError("hf-config", "config.json must be a JSON object")
     text, prefix = _text_config(cfg)
-    f = _Fields(text, prefix)
+    f = ConfigFields(text, prefix)
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
     for key, what in UNSUPPORTED_FIELDS.items():
         if f.has(key):
@@ -204,10 +148,10 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     try:
         dtype = precision(str(dtype_name), field=prefix + "torch_dtype").name
     except InputError:
-        raise InputError(prefix + "torch_dtype", f"unknown dtype {_show(dtype_name)}; "
+        raise InputError(prefix + "torch_dtype", f"unknown dtype {show(dtype_name)}; "
                                                  f"expected float32, float16 or bfloat16") from None
     if dtype not in ("fp32", "fp16", "bf16"):
-        raise InputError(prefix + "torch_dtype", f"unexpected dtype {_show(dtype_name)} for a checkpoint")
+        raise InputError(prefix + "torch_dtype", f"unexpected dtype {show(dtype_name)} for a checkpoint")
     if dtype == "fp32":
         # vLLM dtype=auto serves float32 checkpoints in 16 bits (_get_and_verify_dtype).
         dtype = "bf16"
@@ -249,7 +193,7 @@ def _weights_dtype(cfg: dict, dtype: str):
                   "params x one precision; give the weights precision (weights-dtype) or size (weights-gib)")
 
 
-def _attention_dims(f: _Fields, model_type: str) -> dict:
+def _attention_dims(f: ConfigFields, model_type: str) -> dict:
     out = {}
     mla = f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES
     if mla:
@@ -293,43 +237,43 @@ def _attention_dims(f: _Fields, model_type: str) -> dict:
     return out
 
 
-def _kv_heads(f: _Fields, model_type: str, q_heads: int) -> int:
+def _kv_heads(f: ConfigFields, model_type: str, q_heads: int) -> int:
     if model_type == "falcon":
         # transformers FalconConfig: new_decoder_architecture uses num_kv_heads; otherwise
         # multi_query (default true) means one KV head, whatever num_kv_heads says.
-        if f.bool("new_decoder_architecture"):
+        if f.flag("new_decoder_architecture"):
             key = f.first("num_kv_heads", "n_head_kv")
             return f.int(key) if key else q_heads
-        return 1 if f.bool("multi_query", default=True) else q_heads
+        return 1 if f.flag("multi_query", default=True) else q_heads
     if model_type in ("RefinedWeb", "RefinedWebModel"):
         # vLLM RWConfig (original Falcon remote code): n_head_kv defaults to 1, and a hidden size
         # of 8192 (falcon-40b) forces the new decoder architecture.
         hidden = f.int("hidden_size", maximum=1 << 24) if f.has("hidden_size") else None
-        if f.bool("new_decoder_architecture") or hidden == 8192:
+        if f.flag("new_decoder_architecture") or hidden == 8192:
             return f.int("n_head_kv") if f.has("n_head_kv") else 1
-        return 1 if f.bool("multi_query", default=True) else q_heads
+        return 1 if f.flag("multi_query", default=True) else q_heads
     if f.has("multi_query_group_num"):
         # vLLM chatglm.py: the groups only when multi_query_attention is on.
-        return f.int("multi_query_group_num") if f.bool("multi_query_attention", default=True) else q_heads
-    if f.bool("multi_query"):
+        return f.int("multi_query_group_num") if f.flag("multi_query_attention", default=True) else q_heads
+    if f.flag("multi_query"):
         return 1                               # GPT-BigCode / StarCoder (vLLM gpt_bigcode.py)
     key = f.first("n_head_kv", "num_kv_heads", "num_key_value_heads", "num_attention_groups")
     return f.int(key) if key else q_heads
 
 
-def _missing(f: _Fields, key: str):
+def _missing(f: ConfigFields, key: str):
     raise InputError(f.prefix + key, "missing from config.json")
 
 
-def _mpt(f: _Fields) -> dict:
+def _mpt(f: ConfigFields) -> dict:
     attn = f.cfg.get("attn_config", {})
     if not isinstance(attn, dict):
-        raise InputError(f.prefix + "attn_config", f"expected an object, got {_show(attn)}")
+        raise InputError(f.prefix + "attn_config", f"expected an object, got {show(attn)}")
     q_heads = f.need_int("n_heads")
     d_model = f.need_int("d_model", maximum=1 << 24)
     if d_model % q_heads:
         raise InputError(f.prefix + "d_model", f"{d_model} is not a multiple of n_heads={q_heads}")
-    inner = _Fields(attn, f.prefix + "attn_config.")
+    inner = ConfigFields(attn, f.prefix + "attn_config.")
     # vLLM MPT/DBRX convertors: kv_n_heads whenever present.
     if inner.has("kv_n_heads"):
         kv = inner.int("kv_n_heads")
@@ -342,7 +286,7 @@ def _mpt(f: _Fields) -> dict:
     return {"q_heads": q_heads, "kv_heads": kv, "head_dim": d_model // q_heads}
 
 
-def _layer_kinds(f: _Fields, model_type: str, n: int) -> list[str]:
+def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> list[str]:
     """One of full / sliding / chunked / mla / state / none for each layer."""
     attention_kind = "mla" if f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES else "full"
     kinds = _assigned_kinds(f, model_type, n, attention_kind)
@@ -367,11 +311,11 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> list[str]:
         if model_type in UNIFORM_WINDOW_TYPES:
             return ["sliding"] * n             # Mistral 7B v0.1, Phi-3: every layer slides
         raise InputError(f.prefix + "sliding_window", f"is set, but which layers slide is not known for "
-                         f"model_type {_show(model_type)}; add layer_types to the config")
+                         f"model_type {show(model_type)}; add layer_types to the config")
     return kinds
 
 
-def _assigned_kinds(f: _Fields, model_type: str, n: int, attention_kind: str):
+def _assigned_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str):
     """Layer kinds from an explicit per-layer layout, or None when the config has none."""
     cfg = f.cfg
     types = cfg.get("layer_types")
@@ -387,7 +331,7 @@ def _assigned_kinds(f: _Fields, model_type: str, n: int, attention_kind: str):
         symbols = {"M": "state", "*": attention_kind, "-": "none", "E": "none"}
         unknown = set(pattern) - set(symbols)
         if unknown:
-            raise InputError(f.prefix + "hybrid_override_pattern", f"unknown symbols {_show(''.join(sorted(unknown)))}")
+            raise InputError(f.prefix + "hybrid_override_pattern", f"unknown symbols {show(''.join(sorted(unknown)))}")
         return [symbols[c] for c in pattern]
 
     if f.has("full_attention_interval"):       # Qwen3-Next: every k-th layer is full attention
@@ -420,7 +364,7 @@ def _assigned_kinds(f: _Fields, model_type: str, n: int, attention_kind: str):
     return None
 
 
-def _window(f: _Fields, model_type: str = "") -> int | None:
+def _window(f: ConfigFields, model_type: str = "") -> int | None:
     if not f.has("sliding_window") or isinstance(f.cfg["sliding_window"], bool):
         return None
     use = f.cfg.get("use_sliding_window")
@@ -430,9 +374,9 @@ def _window(f: _Fields, model_type: str = "") -> int | None:
     return f.int("sliding_window", maximum=1 << 40)
 
 
-def _kind_of(name, f: _Fields, attention_kind: str) -> str:
+def _kind_of(name, f: ConfigFields, attention_kind: str) -> str:
     if not isinstance(name, str):
-        raise InputError(f.prefix + "layer_types", f"each entry must be a string, got {_show(name)}")
+        raise InputError(f.prefix + "layer_types", f"each entry must be a string, got {show(name)}")
     key = name.lower()
     if "sliding" in key or key in ("local", "local_attention"):
         return "sliding"
@@ -442,11 +386,11 @@ def _kind_of(name, f: _Fields, attention_kind: str) -> str:
         return "state"
     if key in ("full_attention", "attention", "global", "global_attention", "full"):
         return attention_kind
-    raise InputError(f.prefix + "layer_types", f"unknown layer type {_show(name)}; known: "
+    raise InputError(f.prefix + "layer_types", f"unknown layer type {show(name)}; known: "
                      "full_attention, sliding_attention, chunked_attention, linear_attention, mamba")
 
 
-def _build_layer(kind: str, f: _Fields, attention: dict, model_type: str = ""):
+def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = ""):
     if kind == "none":
         return NoCache()
     if kind == "state":
@@ -473,7 +417,7 @@ def _build_layer(kind: str, f: _Fields, attention: dict, model_type: str = ""):
     return SlidingWindowAttention(heads, dim, window=f.int("sliding_window", maximum=1 << 40))
 
 
-def _ssm_dtype(f: _Fields, model_type: str) -> str | None:
+def _ssm_dtype(f: ConfigFields, model_type: str) -> str | None:
     """Precision of the recurrent state where it differs from the model's: the config's
     mamba_ssm_cache_dtype, else float32 for Nemotron-H (vLLM NemotronHForCausalLMConfig)."""
     value = f.cfg.get("mamba_ssm_cache_dtype")
@@ -482,7 +426,7 @@ def _ssm_dtype(f: _Fields, model_type: str) -> str | None:
     return "fp32" if model_type == "nemotron_h" else None
 
 
-def _state_layer(f: _Fields, model_type: str = "") -> StateSpaceLayer:
+def _state_layer(f: ConfigFields, model_type: str = "") -> StateSpaceLayer:
     if f.has("linear_num_value_heads"):
         # Gated DeltaNet (Qwen3-Next): conv over q, k and v channels; ssm state v_heads x dk x dv.
         k_heads = f.int("linear_num_key_heads")

@@ -11,11 +11,12 @@ from fractions import Fraction
 from functools import lru_cache
 
 from . import engines, presets
+from .config_fields import InvalidValue
 from .errors import InputError
 from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
-from .params import InvalidValue, count_params
+from .params import count_params
 from .precision import precision
 from .sizing import Deployment, Result, Workload, compute
 from .timing import time_bounds

@@ -9,6 +9,7 @@ routed top-k plus shared experts in the active count.
 
 from dataclasses import dataclass
 
+from .config_fields import ConfigFields, InvalidValue
 from .errors import InputError
 
 
@@ -56,11 +57,6 @@ class ParamCount:
         return self.active != self.total
 
 
-class InvalidValue(InputError):
-    """A key the config does set, to something no model has: the config is refused, where a key
-    that is only missing leaves the parameter count unknown."""
-
-
 # Physical bounds on what a config may say: far past any real model, close enough that an
 # absurd value is refused before it is multiplied into a parameter count.
 MAX_WIDTH = 1 << 24          # hidden, MLP and vocabulary sizes
@@ -68,64 +64,14 @@ MAX_LAYERS = 10_000
 MAX_EXPERTS = 1 << 16
 
 
-class _Config:
-    def __init__(self, cfg: dict, prefix: str, model_type: str):
-        self.cfg, self.prefix, self.model_type = cfg, prefix, model_type
-
-    def int(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_WIDTH,
-            also: tuple = ()) -> int:
-        """A whole number within [minimum, maximum] from the first of `key`, *also* that is set,
-        else `default`; whatever the config holds there is checked, never passed on."""
-        for name in (key, *also):
-            value = self.cfg.get(name)
-            if value is not None:
-                key = name
-                break
-        else:
-            if default is not None:
-                return default
-            raise InputError(self.prefix + key, f"is missing from config.json, and a {self.model_type} "
-                                                "model's parameter count needs it")
-        if isinstance(value, float) and value.is_integer() and abs(value) < 1 << 53:
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidValue(self.prefix + key, f"expected a whole number, got {_shown(value)}")
-        if not minimum <= value <= maximum:
-            raise InvalidValue(self.prefix + key, f"{_shown(value)} is out of range; allowed {minimum:,} "
-                                                f"to {maximum:,}")
-        return value
-
-    def flag(self, key: str | None, default: bool = False) -> bool:
-        if key is None:
-            return default
-        value = self.cfg.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise InvalidValue(self.prefix + key, f"expected true or false, got {_shown(value)}")
-        return value
-
-    def layer_set(self, key: str, layers: int) -> frozenset:
-        """Layer indices listed under `key` (Qwen MoE's mlp_only_layers), each within the model."""
-        value = self.cfg.get(key)
-        if value is None:
-            return frozenset()
-        if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                  and 0 <= i < layers for i in value):
-            raise InvalidValue(self.prefix + key, f"expected a list of layer indices from 0 to {layers - 1}, "
-                                                f"got {_shown(value)}")
-        return frozenset(value)
-
-    def top_k(self, experts: int, key: str = "num_experts_per_tok", also: tuple = ()) -> int:
-        """Experts each token is routed to: at least one, at most all of them."""
-        return self.int(key, maximum=experts, also=also)
+def _reader(cfg: dict, prefix: str, model_type: str) -> ConfigFields:
+    return ConfigFields(cfg, prefix, maximum=MAX_WIDTH,
+                        missing=f"is missing from config.json, and a {model_type} model's parameter count needs it")
 
 
-def _shown(value) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return "a number too large to show"
-    text = repr(value) if isinstance(value, (str, list, dict, float, int)) else type(value).__name__
-    return text if len(text) <= 30 else text[:27] + "..."
+def _top_k(c: ConfigFields, experts: int, also: tuple = ()) -> int:
+    """Experts each token is routed to: at least one, at most all of them."""
+    return c.int("num_experts_per_tok", maximum=experts, also=also)
 
 
 def count_params(cfg: dict) -> ParamCount:
@@ -133,9 +79,9 @@ def count_params(cfg: dict) -> ParamCount:
     inner = cfg.get("text_config")
     text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
-    c = _Config(text, prefix, model_type or "unknown")
+    c = _reader(text, prefix, model_type or "unknown")
     if model_type in FALCON_TYPES:
-        return _falcon(c)
+        return _falcon(c, model_type)
     family = FAMILIES.get(model_type)
     if family is None:
         raise InputError(prefix + "model_type", f"the parameter count of a {model_type or 'unnamed'!r} model "
@@ -156,7 +102,7 @@ def count_params(cfg: dict) -> ParamCount:
     return ParamCount(total, active, embedding)
 
 
-def _attention(c: _Config, family: Family, hidden: int) -> int:
+def _attention(c: ConfigFields, family: Family, hidden: int) -> int:
     heads = c.int("num_attention_heads")
     kv_heads = c.int("num_key_value_heads", heads, maximum=heads)
     head_dim = c.int("head_dim") if c.cfg.get("head_dim") else hidden // heads
@@ -170,7 +116,7 @@ def _attention(c: _Config, family: Family, hidden: int) -> int:
     return weights + biases + (2 * head_dim if family.qk_norm else 0) + (heads if family.sinks else 0)
 
 
-def _mla(c: _Config, hidden: int) -> int:
+def _mla(c: ConfigFields, hidden: int) -> int:
     """DeepSeek's multi-head latent attention projections (transformers DeepseekV3Attention)."""
     heads = c.int("num_attention_heads")
     nope, rope = c.int("qk_nope_head_dim"), c.int("qk_rope_head_dim")
@@ -186,21 +132,21 @@ def _mla(c: _Config, hidden: int) -> int:
     return query + kv + heads * v_dim * hidden
 
 
-def _mlp(c: _Config, family: Family, hidden: int, index: int, layers: int) -> tuple[int, int]:
+def _mlp(c: ConfigFields, family: Family, hidden: int, index: int, layers: int) -> tuple[int, int]:
     """(total, active) parameters of layer `index`'s feed-forward block."""
     def gated(width: int, bias: bool = False) -> int:
         return 3 * hidden * width + ((2 * width + hidden) if bias else 0)
 
     if family.moe == "mixtral":
         experts = c.int("num_local_experts", maximum=MAX_EXPERTS)
-        top_k = c.top_k(experts)
+        top_k = _top_k(c, experts)
         expert = gated(c.int("intermediate_size"))
         router = hidden * experts
         return router + experts * expert, router + top_k * expert
     if family.moe == "gpt_oss":
         # transformers GptOssExperts: fused gate_up and down projections, each with a bias; a biased router
         experts = c.int("num_local_experts", maximum=MAX_EXPERTS)
-        top_k = c.top_k(experts, also=("experts_per_token",))
+        top_k = _top_k(c, experts, also=("experts_per_token",))
         expert = gated(c.int("intermediate_size"), bias=True)
         router = hidden * experts + experts
         return router + experts * expert, router + top_k * expert
@@ -209,7 +155,7 @@ def _mlp(c: _Config, family: Family, hidden: int, index: int, layers: int) -> tu
         dense_only = c.layer_set("mlp_only_layers", layers)
         experts = c.int("num_experts", 0, minimum=0, maximum=MAX_EXPERTS)
         if experts and index not in dense_only and (index + 1) % sparse_step == 0:
-            top_k = c.top_k(experts)
+            top_k = _top_k(c, experts)
             expert = gated(c.int("moe_intermediate_size"))
             shared_width = c.int("shared_expert_intermediate_size", 0, minimum=0)
             shared = gated(shared_width) + hidden if shared_width else 0    # with its sigmoid gate
@@ -221,7 +167,7 @@ def _mlp(c: _Config, family: Family, hidden: int, index: int, layers: int) -> tu
         first_dense = c.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
         frequency = c.int("moe_layer_freq", 1, maximum=MAX_LAYERS)
         if experts and index >= first_dense and index % frequency == 0:
-            top_k = c.top_k(experts)
+            top_k = _top_k(c, experts)
             expert = gated(c.int("moe_intermediate_size"))
             shared = c.int("n_shared_experts", 0, minimum=0, maximum=MAX_EXPERTS) * expert
             # noaux_tc routing adds a learned bias per expert (e_score_correction_bias)
@@ -233,14 +179,14 @@ def _mlp(c: _Config, family: Family, hidden: int, index: int, layers: int) -> tu
     return total, total
 
 
-def _falcon(c: _Config) -> ParamCount:
+def _falcon(c: ConfigFields, model_type: str) -> ParamCount:
     """transformers FalconModel: fused QKV, a plain 4h MLP, LayerNorms with biases, tied head."""
     hidden = c.int("hidden_size")
     vocab = c.int("vocab_size")
     layers = c.int("num_hidden_layers", maximum=MAX_LAYERS, also=("n_layer",))
     heads = c.int("num_attention_heads", maximum=hidden, also=("n_head",))
     head_dim = hidden // heads
-    new_arch = c.flag("new_decoder_architecture") or (c.model_type != "falcon" and hidden == 8192)
+    new_arch = c.flag("new_decoder_architecture") or (model_type != "falcon" and hidden == 8192)
     if new_arch:
         kv_heads = c.int("num_kv_heads", heads, maximum=heads, also=("n_head_kv",))
     else:
