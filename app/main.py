@@ -3,15 +3,31 @@ starts. Every figure comes from the engine (`kvcalc`, the same package the CLI r
 
 from pyscript import document, window
 
-from web.generated_code import precompiled
+window.performance.mark("kvcalc-python")      # the boot script's watchdog: Python is running
 
-# The engine's dataclass methods come compiled with the build (web/generated_code.py).
-with precompiled():
-    from kvcalc import link
 
-    from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
-    from web import files as files_module
-    from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
+def failed(exc: BaseException) -> None:
+    """Python's own failure: the boot script's "failed" state, with the reason and the Reload
+    button (the stylesheet shows it), never "loading" forever."""
+    document.documentElement.dataset.state = "failed"
+    document.getElementById("status").hidden = False
+    document.getElementById("status-text").textContent = \
+        f"The calculator failed to start: {type(exc).__name__}: {exc}. Reload to try again."
+
+
+try:
+    from web.generated_code import precompiled
+
+    # The engine's dataclass methods come compiled with the build (web/generated_code.py).
+    with precompiled():
+        from kvcalc import link
+
+        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
+        from web import files as files_module
+        from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
+except Exception as exc:
+    failed(exc)
+    raise
 
 
 def on_user_input(event) -> None:
@@ -146,6 +162,7 @@ def wire() -> None:
 
 def main() -> None:
     typed = early.take()
+    early.forget_preview()         # the boot script's view of the link; share.load reads it here
     wire()
     form.sync()
     fragment = share.current_fragment()
@@ -176,6 +193,5 @@ def main() -> None:
 try:
     main()
 except Exception as exc:   # the page must say it failed, not sit in "loading" forever
-    HTML.dataset.state = "error"
-    put("#status-text", f"The calculator failed to start: {exc}")
+    failed(exc)
     raise

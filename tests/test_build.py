@@ -1,6 +1,8 @@
 """The build: dist/ holds exactly what a static host needs, the default view is rendered into
 the HTML by the engine, and the offline copy is versioned by content."""
 
+import base64
+import hashlib
 import html
 import json
 import re
@@ -45,6 +47,42 @@ def test_csp_allows_only_this_origin_and_the_boot_flag():
     assert directives["script-src"] == ["'self'", "'unsafe-eval'", f"'{build.BOOT_HASH}'"]
     assert [d for d, sources in directives.items() if any("unsafe" in x for x in sources)] == ["script-src"]
     assert all(x in ("'self'", "'none'") for d, sources in directives.items() if d != "script-src" for x in sources)
+    # The hash is of the script exactly as the page carries it (the watchdog and the link's
+    # preview live in it now), and nothing is allowed inline any other way.
+    inline = re.search(r"<script>(.*?)</script>", text, re.S).group(1)
+    assert "sha256-" + base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode() == build.BOOT_HASH
+    assert "unsafe-inline" not in build.CSP and not re.search(r"<[^>]+\son\w+=", text)
+
+
+def test_headers_file_carries_the_same_policy_and_what_a_meta_tag_cannot(tmp_path):
+    site = tmp_path / "site"
+    (site / "static" / "vendor" / "pyscript").mkdir(parents=True)
+    (site / "index.html").write_text("<!doctype html>")
+    (site / "static" / "vendor" / "pyscript" / "core-C9KDLldu.js").write_text("//")
+    (site / "static" / "vendor" / "pyscript" / "core.js").write_text("//")
+    build.write_headers(site)
+    sys.path.insert(0, str(ROOT / "tools"))
+    from serve import parse_headers_file, rule_matches
+    rules = parse_headers_file((site / "_headers").read_text())
+
+    def headers(path):
+        found = {}
+        for pattern, values in rules:
+            if rule_matches(pattern, path):
+                found.update(values)
+        return found
+    assert build.HEADER_CSP == build.CSP + "; frame-ancestors 'none'"
+    for path in ("/", "/index.html"):
+        assert headers(path)["Content-Security-Policy"] == build.HEADER_CSP, path
+    assert "Content-Security-Policy" not in headers("/static/vendor/pyscript/core.js")
+    assert headers("/static/vendor/pyscript/core-C9KDLldu.js")["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert "Cache-Control" not in headers("/static/vendor/pyscript/core.js")      # its name never changes
+    for path in ("/", "/sw.js", "/app/kvcalc.zip"):
+        assert headers(path)["X-Content-Type-Options"] == "nosniff" and headers(path)["Referrer-Policy"] == "no-referrer"
+        assert headers(path)["X-Frame-Options"] == "DENY"
+    # Not one of the site's files: the offline copy leaves it out.
+    build.write_service_worker(site)
+    assert "_headers" not in (site / "sw.js").read_text()
 
 
 def test_service_worker_lists_every_file_and_changes_with_content(tmp_path):
@@ -60,6 +98,11 @@ def test_service_worker_lists_every_file_and_changes_with_content(tmp_path):
     build.write_service_worker(site)
     version = re.compile(r'const CACHE = PREFIX \+ "([0-9a-f]{16})"')
     assert version.search(first).group(1) != version.search((site / "sw.js").read_text()).group(1)
+    # The page knows its own version (to tell a new one from itself): index.html carries it.
+    (site / "index.html").write_text('<meta name="kvcalc-version" content="@VERSION@">')
+    build.write_service_worker(site)
+    own = re.search(r'content="([0-9a-f]{16})"', (site / "index.html").read_text()).group(1)
+    assert own == version.search((site / "sw.js").read_text()).group(1)
 
 
 def test_manifest_works_from_a_sub_path():

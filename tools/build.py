@@ -30,22 +30,128 @@ from kvcalc.report import page_texts  # noqa: E402
 from kvcalc.options import OPTIONS  # noqa: E402
 from kvcalc.precision import PRECISIONS  # noqa: E402
 
+# The inline boot script, run before first paint; allowed by its hash alone (a separate file cost a
+# round trip, ~70 ms, before PyScript could start). It computes nothing: it does only what Python
+# cannot do because Python is not running yet.
+# - A shared link: the figures in the HTML are the default view's, so the page is marked and the
+#   stylesheet shows "computing…" until Python has computed the link's own numbers. Once the page
+#   is parsed, the link's plain key=value entries are written into the controls of that name, to
+#   be seen at once (a preset model by its name; hf-config and pins are left to Python). The ids
+#   written and their values before are kept (kvcalcStart.preview): Python puts them back and
+#   loads the link itself (app/web/early.py), so these never count as typed and Python's reading
+#   wins.
+# - Typing before Python is ready: the ids edited are kept (kvcalcEdited), and Python computes
+#   them once it starts (app/web/early.py); the status line says they will be.
+# - The start's watchdog: a fetch that fails or answers an error, a script that does not load, an
+#   uncaught error or rejection while loading sets <html data-state="failed"> at once and says
+#   what failed in #status-text, with a Reload button (the stylesheet shows it); after 30 s still
+#   loading, it says so too, naming the stage (the performance marks) and the files still
+#   awaited. A start that completes after all still becomes "ready" (app/main.py sets it).
+# - Messages from the service worker (a new version) are kept until Python reads them: the
+#   browser delivers them once the page is parsed, before Python runs (app/web/privacy.py).
+BOOT_SOURCE = r"""
+(() => {
+const root = document.documentElement, hash = location.hash.slice(1);
+if (hash) root.classList.add("from-link");
+window.kvcalcEdited = [];
+addEventListener("input", e => { if (window.kvcalcEdited && e.target.id) { kvcalcEdited.push(e.target.id); root.dataset.typed = "true"; } }, true);
+const start = window.kvcalcStart = {pending: [], preview: [], messages: [], failed: "", late: false};
+const loading = () => root.dataset.state === "loading";
+const name = url => String(url).split(/[?#]/)[0].split("/").pop();
+const what = file => (/^(pyodide|python_stdlib)/.test(file) ? "The Python runtime" :
+  /^(core|toml|error)[-.]|^pyscript\./.test(file) ? "PyScript" : file === "kvcalc.zip" ? "The calculator's code" :
+  file === "early.mjs" ? "The start-up script" : "A file the page needs") + " (" + file + ")";
+const show = () => { const text = document.getElementById("status-text"); if (text && start.failed) text.textContent = start.failed; };
+const fail = (why, late) => {
+  if (!(loading() || (root.dataset.state === "failed" && start.late && !late))) return;
+  start.failed = why; start.late = !!late; root.dataset.state = "failed"; show();
+};
+start.fail = fail;
+const reason = error => String(error && error.message || error);
+const realFetch = window.fetch;
+window.fetch = (...args) => {
+  const fetched = realFetch(...args);
+  if (loading()) {
+    const url = String(args[0] && args[0].url || args[0]);
+    start.pending.push(new URL(url, location.href).href);
+    fetched.then(r => { if (!r.ok) fail(what(name(url)) + " could not be loaded: the server answered " + r.status + "."); },
+                 e => fail(what(name(url)) + " could not be loaded: " + reason(e) + "."));
+  }
+  return fetched;
+};
+const missing = () => performance.getEntriesByType("resource").filter(r => !r.transferSize && !r.decodedBodySize).map(r => name(r.name));
+addEventListener("error", e => {
+  const t = e.target;
+  if (t && t.tagName === "SCRIPT") {
+    const files = missing();
+    fail(what(name(t.src)) + " could not be loaded" + (files.length ? ": " + files.join(", ") + " did not arrive." : "."));
+  } else if (!(t && t.tagName) && !/^ResizeObserver loop/.test(e.message)) fail("The start failed: " + reason(e.error || e.message) + ".");
+}, true);
+addEventListener("unhandledrejection", e => fail("The start failed: " + reason(e.reason) + "."));
+const marked = mark => performance.getEntriesByName(mark).length > 0;
+const stage = () => marked("kvcalc-python") ? "the calculator's Python code started but has not finished its first computation" :
+  marked("kvcalc-pyodide-loaded") ? (marked("kvcalc-pyodide-handed-over") ? "PyScript is still setting up Python and the calculator's code" :
+    "the Python runtime is ready but PyScript has not asked for it") :
+  marked("kvcalc-pyodide-start") ? "the Python runtime (Pyodide) is still starting" : "the start-up scripts have not run";
+const waiting = () => {
+  const done = new Set(performance.getEntriesByType("resource").map(r => r.name));
+  const left = start.pending.filter(url => !done.has(url)).map(name);
+  return left.length ? "; still waiting for " + left.join(", ") : "";
+};
+setTimeout(() => { if (loading()) fail("The calculator has not started after 30 seconds: " + stage() + waiting() + ". Reload to try again.", true); }, 30000);
+addEventListener("click", e => { if (e.target.closest && e.target.closest("#status-reload")) location.reload(); });
+if (navigator.serviceWorker) navigator.serviceWorker.addEventListener("message", e => start.messages.push(e.data));
+const edited = id => (window.kvcalcEdited || []).includes(id);
+const keep = el => start.preview.push({id: el.id, value: el.value, checked: el.checked});
+const put = (key, value) => {
+  if (key === "model") {
+    const wanted = value.toLowerCase();
+    const preset = [...document.querySelectorAll("#model-list [data-value]")]
+      .find(o => o.dataset.value.toLowerCase() === wanted || o.dataset.name.toLowerCase() === wanted);
+    for (const [id, shown] of [["model", preset ? preset.dataset.value : value], ["model-search", preset ? preset.dataset.name : value]]) {
+      const el = document.getElementById(id);
+      if (el && !edited(id)) { keep(el); el.value = shown; }
+    }
+    return;
+  }
+  const controls = [...document.querySelectorAll("[data-option]")].filter(el => el.dataset.option === key && !edited(el.id));
+  const radios = controls.filter(el => el.type === "radio");
+  if (radios.some(el => el.value === value)) for (const el of radios) { keep(el); el.checked = el.value === value; }
+  for (const el of controls) {
+    if (el.tagName === "SELECT" ? [...el.options].some(o => o.value === value) : el.tagName === "INPUT" && el.type === "text") {
+      keep(el); el.value = value;
+    }
+  }
+};
+const preview = () => {
+  if (!hash.includes("=") || hash.length > 262144) return;
+  const seen = new Set();
+  for (const pair of hash.split("&").filter(Boolean).slice(0, 64)) {
+    const at = pair.indexOf("=");
+    let key, value;
+    try { key = decodeURIComponent(pair.slice(0, at < 0 ? pair.length : at)); value = at < 0 ? "" : decodeURIComponent(pair.slice(at + 1)); }
+    catch (error) { continue; }
+    if (!value || seen.has(key)) continue;
+    seen.add(key);
+    put(key, value);
+  }
+};
+document.addEventListener("readystatechange", () => { if (document.readyState === "interactive") { show(); preview(); } });
+})();
+"""
+BOOT = "\n".join(line.strip() for line in BOOT_SOURCE.strip().splitlines())
+BOOT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(BOOT.encode()).digest()).decode()
 # The minimum PyScript on Pyodide needs: 'unsafe-eval' (PyScript builds functions from strings,
 # and it also lets Pyodide compile its WebAssembly); everything else is this origin only.
-# Before first paint: the figures in the HTML are the default view's. A shared link shows other
-# inputs, so mark the page and let the stylesheet show "computing…" until Python has computed
-# the link's own numbers. Inline, allowed by its hash alone: a separate file cost a round trip
-# (~70 ms) before PyScript could start. It reads no input and computes nothing.
-# Before Python is ready the form already takes input: the ids edited are kept here, and Python
-# computes them once it starts (app/web/early.py); the status line then says they will be.
-BOOT = ('if (location.hash.length > 1) document.documentElement.classList.add("from-link");'
-        'window.kvcalcEdited = [];'
-        'addEventListener("input", e => { if (window.kvcalcEdited && e.target.id) {'
-        ' kvcalcEdited.push(e.target.id); document.documentElement.dataset.typed = "true"; } }, true);')
-BOOT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(BOOT.encode()).digest()).decode()
 CSP = (f"default-src 'none'; script-src 'self' 'unsafe-eval' '{BOOT_HASH}'; "
        "style-src 'self'; img-src 'self'; connect-src 'self'; manifest-src 'self'; "
        "base-uri 'none'; form-action 'none'; object-src 'none'")
+# The same policy as a header, which can also forbid framing (a meta tag cannot carry
+# frame-ancestors); with the other headers a static host should send. dist/_headers holds them
+# (Netlify and Cloudflare Pages read it; tools/serve.py sends what it says).
+HEADER_CSP = CSP + "; frame-ancestors 'none'"
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
+IMMUTABLE = "public, max-age=31536000, immutable"
 DEFAULTS = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
 WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "int4", "q8_0", "q4_0")
 
@@ -158,7 +264,8 @@ def render_index() -> str:
         text = re.sub(rf'(<(?:input|select|textarea)[^>]*\bid="{re.escape(o.name)}"[^>]*?)(\s*/?>)',
                       rf'\1 aria-describedby="{described}"\2', text, count=1)
     text = prerender(text)
-    left = re.findall(r"@[A-Z_]+@", text)
+    # @VERSION@ is the offline copy's, known once every file is written (write_service_worker).
+    left = [m for m in re.findall(r"@[A-Z_]+@", text) if m != "@VERSION@"]
     if left:
         sys.exit(f"index.html has unfilled markers: {left}")
     return text
@@ -225,20 +332,49 @@ def build(dist: Path) -> None:
     (dist / "app" / "kvcalc.zip").write_bytes(engine_zip())
     precompile_app(dist / "app" / "kvcalc.zip", vendor)
     shutil.copytree(ROOT / "static", dist / "static", ignore=shutil.ignore_patterns("sw.js", ".ready"))
+    write_headers(dist)
     write_service_worker(dist)
 
 
+def write_headers(dist: Path) -> None:
+    """dist/_headers: the Content-Security-Policy on every HTML page (the meta tag's policy plus
+    frame-ancestors), the other security headers on everything, a year's caching for the files
+    whose names carry a hash of their content (the others revalidate: every host's default)."""
+    lines = ["# The headers to send with this site, written by tools/build.py: Netlify and Cloudflare",
+             "# Pages read this file; tools/serve.py sends what it says."]
+    pages = sorted(p.relative_to(dist).as_posix() for p in dist.rglob("*.html"))
+    for page in pages:
+        paths = [f"/{page}"] + ([f"/{page[:-len('index.html')]}"] if page.endswith("index.html") else [])
+        for path in sorted(paths):
+            lines += [path, f"  Content-Security-Policy: {HEADER_CSP}"]
+    lines.append("/*")
+    lines += [f"  {name}: {value}" for name, value in SECURITY_HEADERS.items()]
+    for path in sorted((dist / "static" / "vendor" / "pyscript").glob("*-*.js")):
+        if re.fullmatch(r"[\w-]+-[\w-]{8}\.js", path.name):
+            lines += [f"/{path.relative_to(dist).as_posix()}", f"  Cache-Control: {IMMUTABLE}"]
+    (dist / "_headers").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# Not part of the page: the host's configuration.
+NOT_CACHED = {"_headers"}
+
+
 def write_service_worker(dist: Path) -> None:
-    """dist/sw.js with this build's file list and a version that changes with any file."""
-    files = sorted(p for p in dist.rglob("*") if p.is_file())
+    """dist/sw.js with this build's file list and a version that changes with any file; the
+    version also goes into index.html, so the page knows which release it is."""
+    files = sorted(p for p in dist.rglob("*") if p.is_file() and p.name not in NOT_CACHED)
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(dist)).encode())
         digest.update(path.read_bytes())
     names = ["./"] + [f"./{p.relative_to(dist).as_posix()}" for p in files]
+    version = digest.hexdigest()[:16]
     text = (ROOT / "static" / "sw.js").read_text(encoding="utf-8")
-    text = text.replace("@VERSION@", digest.hexdigest()[:16]).replace("@FILES@", json.dumps(names))
+    text = text.replace("@VERSION@", version).replace("@FILES@", json.dumps(names))
     (dist / "sw.js").write_text(text, encoding="utf-8")
+    index = dist / "index.html"
+    if index.exists():
+        index.write_text(index.read_text(encoding="utf-8").replace("@VERSION@", version), encoding="utf-8")
 
 
 if __name__ == "__main__":
