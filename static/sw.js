@@ -11,11 +11,17 @@ self.addEventListener("install", (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(requests)).then(() => self.skipWaiting()));
 });
 
+// Replacing another release's copy, it tells every open page of this site: a page of another
+// version then says "A new version is ready" with a Reload button (app/web/privacy.py).
 self.addEventListener("activate", (event) => {
-  event.waitUntil(
-    caches.keys()
-      .then((keys) => Promise.all(keys.filter((k) => k.startsWith(PREFIX) && k !== CACHE).map((k) => caches.delete(k))))
-      .then(() => self.clients.claim()));
+  event.waitUntil((async () => {
+    const old = (await caches.keys()).filter((k) => k.startsWith(PREFIX) && k !== CACHE);
+    await Promise.all(old.map((k) => caches.delete(k)));
+    await self.clients.claim();
+    if (!old.length) return;
+    const pages = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+    for (const page of pages) page.postMessage({ kvcalc: "updated", version: CACHE.slice(PREFIX.length) });
+  })());
 });
 
 // Cache first, for this origin only; the page never talks to any other.

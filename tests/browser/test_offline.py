@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from pagekit import metrics, open_page, settle
 from support import ROOT
 
 DIST = ROOT / "dist"
+READY = "document.documentElement.dataset.state === 'ready'"
 
 
 def test_prerendered_figures_equal_what_python_computes(page, site):
@@ -110,10 +110,11 @@ def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
         version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
         (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
         page.reload()         # still release A, from the cache; the browser checks sw.js
-        deadline = time.monotonic() + 60
-        while page.evaluate("caches.keys()") != [caches_before[0].rsplit(":", 1)[0] + ":" + "b" * len(version)]:
-            assert time.monotonic() < deadline, page.evaluate("caches.keys()")
-            time.sleep(0.2)
+        expected = [caches_before[0].rsplit(":", 1)[0] + ":" + "b" * len(version)]
+        # Each poll asks the cache again and looks at the answer the poll before got.
+        page.wait_for_function("""expected => { caches.keys().then(keys => { window.__keys = JSON.stringify(keys); });
+                                                 return window.__keys === JSON.stringify(expected); }""",
+                               arg=expected, timeout=60_000)
         page.reload()
         assert page.title().startswith("Release B: ")
         context.set_offline(True)
@@ -122,6 +123,47 @@ def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
         assert page.title().startswith("Release B: ")
     finally:
         context.set_offline(False)
+        context.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
+    # Release A is open (served by its offline copy) when the host starts serving release B: the
+    # browser installs B's worker, and the tab of A says, politely, that a new version is ready,
+    # with a button that reloads into B.
+    root = tmp_path / "host"
+    shutil.copytree(DIST, root)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    base = proc.stdout.readline().split()[-1]
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        open_page(page, base)
+        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        page.reload()
+        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        # One version only so far: nothing to say (the first copy is this very page).
+        assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
+        assert page.get_attribute("#update", "role") == "status"        # a polite live region
+        index = (root / "index.html").read_text()
+        (root / "index.html").write_text(index.replace("<title>", "<title>Release B: ", 1))
+        worker = (root / "sw.js").read_text()
+        version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
+        (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
+        page.reload()         # still release A, from its copy; the browser finds B's sw.js
+        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_selector("#update-reload", state="visible", timeout=60_000)
+        assert page.inner_text("#update-text") == "A new version is ready."
+        assert not page.title().startswith("Release B: ")
+        with page.expect_navigation():
+            page.click("#update-reload")
+        page.wait_for_function(READY, timeout=90_000)
+        assert page.title().startswith("Release B: ")
+        assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
+    finally:
         context.close()
         proc.terminate()
         proc.wait(timeout=10)
