@@ -131,3 +131,52 @@ def test_no_gzip_sends_every_file_as_it_is(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_security_headers_come_from_the_headers_file_build_writes(tmp_path):
+    # The policy is written once (tools/build.py CSP, into dist/_headers); serve.py sends what
+    # that file says: the CSP with frame-ancestors on the HTML pages, the rest everywhere.
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build
+    (tmp_path / "index.html").write_text("<!doctype html>" + "<p>figures</p>" * 200)
+    (tmp_path / "sw.js").write_text("//")
+    (tmp_path / "static" / "vendor" / "pyscript").mkdir(parents=True)
+    (tmp_path / "static" / "vendor" / "pyscript" / "core-C9KDLldu.js").write_text("//")
+    build.write_headers(tmp_path)
+    proc, base = _serve(tmp_path)
+    try:
+        for path, offer in (("", {}), ("index.html", {}), ("", {"Accept-Encoding": "gzip"})):
+            status, headers, _ = _get(base + path, **offer)
+            assert status == 200 and headers["Content-Security-Policy"] == build.HEADER_CSP, (path, offer)
+            assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+            assert headers.get_all("X-Content-Type-Options") == ["nosniff"]       # once, not twice
+            assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Frame-Options"] == "DENY"
+        status, headers, _ = _get(base + "sw.js")
+        assert headers["Content-Security-Policy"] is None and headers["X-Frame-Options"] == "DENY"
+        assert headers["Cache-Control"] == "no-cache"
+        assert _get(base + "static/vendor/pyscript/core-C9KDLldu.js")[1].get_all("Cache-Control") == \
+            ["public, max-age=31536000, immutable"]
+        # A rebuilt site is served with its own policy (the file is read again when it changes).
+        (tmp_path / "_headers").write_text("/\n  Content-Security-Policy: default-src 'none'\n")
+        os.utime(tmp_path / "_headers", (time.time() + 10, time.time() + 10))
+        assert _get(base)[1]["Content-Security-Policy"] == "default-src 'none'"
+        assert _get(base + "index.html")[1]["Content-Security-Policy"] is None
+        # Errors carry them too, and a site without the file gets serve.py's own two.
+        (tmp_path / "_headers").unlink()
+        status, headers, _ = _get(base + "missing.html")
+        assert status == 404 and headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Content-Security-Policy"] is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_headers_file_rules():
+    sys.path.insert(0, str(ROOT / "tools"))
+    from serve import parse_headers_file, rule_matches
+    rules = parse_headers_file("# comment\n/\n  A: 1\n  B: x: y\n\n/static/*\n  C: 2\n/*.js\n  D: 3\n")
+    assert rules == [("/", {"A": "1", "B": "x: y"}), ("/static/*", {"C": "2"}), ("/*.js", {"D": "3"})]
+    assert rule_matches("/", "/") and not rule_matches("/", "/index.html")
+    assert rule_matches("/static/*", "/static/a/b.js") and not rule_matches("/static/*", "/app/static/x")
+    assert rule_matches("/*.js", "/static/a.js") and not rule_matches("/*.js", "/a.json")
+    assert rule_matches("/a.b", "/a.b") and not rule_matches("/a.b", "/axb")        # dots are literal

@@ -15,6 +15,10 @@
 * gzip for text, JavaScript, JSON and WebAssembly when the browser accepts it (Pyodide's
   9.6 MB wasm travels as 3.6 MB), compressed once per file version and kept in memory; zips and
   images are already compressed and go as they are.
+* The headers in DIR/_headers, which tools/build.py writes for static hosts (Netlify's and
+  Cloudflare Pages' format): the Content-Security-Policy on the HTML pages (the meta tag's
+  policy, plus frame-ancestors), X-Content-Type-Options, Referrer-Policy... Read again whenever
+  the file changes, so a rebuilt dist/ is served with its own policy.
 * Threaded; per-request logging is off (errors still go to stderr).
 """
 
@@ -32,6 +36,7 @@ import re
 import socket
 import sys
 import threading
+import urllib.parse
 
 MIME_TYPES = {
     "": "application/octet-stream",
@@ -73,6 +78,55 @@ HASHED_NAME = re.compile(r"/static/vendor/pyscript/[\w-]+-[\w-]{8}\.js$")
 def cache_control(path: str) -> str:
     path = path.split("?", 1)[0].split("#", 1)[0]
     return "public, max-age=31536000, immutable" if HASHED_NAME.search(path) else "no-cache"
+
+
+def parse_headers_file(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The rules of a `_headers` file: a path (`*` matches any run of characters) and the
+    indented `Name: value` lines under it; `#` starts a comment."""
+    rules: list[tuple[str, dict[str, str]]] = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            rules.append((line.strip(), {}))
+        elif rules and ":" in line:
+            name, _, value = line.strip().partition(":")
+            rules[-1][1][name.strip()] = value.strip()
+    return rules
+
+
+def rule_matches(pattern: str, path: str) -> bool:
+    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), path) is not None
+
+
+class HeadersFile:
+    """DIR/_headers, parsed once per version of the file (none: no rules)."""
+
+    def __init__(self):
+        self._cache: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+
+    def for_path(self, root: str, path: str) -> dict[str, str]:
+        name = os.path.join(root, "_headers")
+        try:
+            stat = os.stat(name)
+        except OSError:
+            return {}
+        key = (stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            cached = self._cache.get(name)
+            if cached is None or cached[0] != key:
+                with open(name, encoding="utf-8") as file:
+                    cached = self._cache[name] = (key, parse_headers_file(file.read()))
+        path = urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0])
+        found: dict[str, str] = {}
+        for pattern, headers in cached[1]:
+            if rule_matches(pattern, path):
+                found.update(headers)
+        return found
+
+
+HEADERS_FILE = HeadersFile()
 
 
 # Already-compressed formats (zips, images, fonts) gain nothing from gzip.
@@ -180,8 +234,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             # One URL, two bodies: caches must key on Accept-Encoding.
             self.send_header("Vary", "Accept-Encoding")
         self._vary = False
-        self.send_header("Cache-Control", cache_control(self.path))
-        self.send_header("X-Content-Type-Options", "nosniff")
+        extra = HEADERS_FILE.for_path(self.directory, self.path)
+        self.send_header("Cache-Control", extra.pop("Cache-Control", cache_control(self.path)))
+        extra.setdefault("X-Content-Type-Options", "nosniff")
+        for name, value in extra.items():
+            self.send_header(name, value)
         super().end_headers()
 
     def log_message(self, format, *args):  # quiet access log
