@@ -57,9 +57,12 @@ def test_link_with_a_field_in_error_keeps_the_last_valid_value(page, site):
     assert "batch=4" in url_of(page)
     page.fill("#batch", "4x")
     page.wait_for_selector("#error-batch:not(:empty)")
+    before = page.inner_text("#copy-status")
     page.click("#copy-link")
     settle(page)
     assert "batch=4&" in page.url + "&" and "4x" not in page.url
+    # The status is written when the clipboard's promise settles, after the click returns.
+    page.wait_for_function("before => document.getElementById('copy-status').textContent !== before", arg=before)
     assert "left out" in page.inner_text("#copy-status") or "last valid" in page.inner_text("#copy-status")
 
 
