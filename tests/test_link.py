@@ -106,3 +106,22 @@ def test_unquote_matches_the_standard_library(text):
     import urllib.parse
     from kvcalc.link import unquote
     assert unquote(text) == urllib.parse.unquote(text, errors="replace")
+
+
+def test_a_bad_choice_is_refused_as_the_link_is_read_without_evaluating(monkeypatch):
+    """Engine, precisions, GPU and unit are typed at the edge: a link with `kv-dtype=fp8x` or
+    `engine=tgi` loses those entries, each with its reason, as it is decoded; nothing is computed."""
+    import kvcalc.options
+    from kvcalc import link
+
+    def never(*_):
+        raise AssertionError("the scenario was evaluated")
+    monkeypatch.setattr(kvcalc.options, "build_scenario", never)
+    raw, ignored = link.decode("model=meta-llama/Llama-3.1-8B&kv-dtype=fp8x&engine=tgi&gpu=h1000&unit=tb"
+                               "&weights-dtype=int3&kv-dtype-v=Q8_0&context=4096")
+    reasons = dict(ignored)
+    assert set(reasons) == {"kv-dtype", "engine", "gpu", "unit", "weights-dtype"}
+    assert reasons["kv-dtype"].startswith("unknown precision 'fp8x'")
+    assert reasons["engine"].startswith("unknown engine 'tgi'")
+    assert reasons["unit"] == "expected gib or gb, got 'tb'"
+    assert raw == {"model": "meta-llama/Llama-3.1-8B", "kv-dtype-v": "Q8_0", "context": "4096"}

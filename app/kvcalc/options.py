@@ -27,12 +27,32 @@ from .units import GIB, ceil_div
 @dataclass(frozen=True)
 class Option:
     name: str
-    kind: str            # int, decimal, text, config
+    kind: str            # int, decimal, count, text, list, config
     group: str           # model, workload, deployment, view
     help: str
     minimum: Fraction | int | None = None
     maximum: Fraction | int | None = None
     default: str | None = None
+    choice: object = None  # a text option's parser: (text, name) -> the canonical spelling, or InputError
+
+
+def _precision_name(text: str, name: str) -> str:
+    return precision(text, field=name).name
+
+
+def _engine_name(text: str, name: str) -> str:
+    return engines.engine_name(text)
+
+
+def _gpu_id(text: str, name: str) -> str:
+    return presets.gpu(text, field=name).id
+
+
+def _unit(text: str, name: str) -> str:
+    unit = text.strip().lower()
+    if unit not in UNITS:
+        raise InputError(name, f"expected gib or gb, got {_clip(text)!r}")
+    return unit
 
 
 OPTIONS = (
@@ -52,7 +72,8 @@ OPTIONS = (
            1, 1 << 22),
     Option("context", "int", "workload", "Tokens per request: prompt plus generated.", 1, 1 << 34, "8192"),
     Option("batch", "int", "workload", "Concurrent requests, each with its own cache.", 1, 1 << 34, "1"),
-    Option("kv-dtype", "text", "workload", "Precision the cache is stored in (default: the model's dtype)."),
+    Option("kv-dtype", "text", "workload", "Precision the cache is stored in (default: the model's dtype).",
+           choice=_precision_name),
     Option("block-size", "int", "workload", "PagedAttention block size in tokens; each layer rounds up to whole blocks (vLLM default 16).", 1, 1 << 20),
     Option("prefix-tokens", "int", "workload", "A prompt prefix shared by every request, cached once.", 0, 1 << 34, "0"),
     Option("prompt-tokens", "int", "workload", "The prompt's share of the context, for prefill time and time to "
@@ -60,10 +81,11 @@ OPTIONS = (
     Option("gpus", "int", "deployment", "GPUs serving one copy of the model (tp x pp).", 1, 1 << 20, "1"),
     Option("tp", "int", "deployment", "Tensor-parallel size (default gpus / pp).", 1, 1 << 20),
     Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 10_000, "1"),
-    Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth."),
+    Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth.", choice=_gpu_id),
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
-    Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype)."),
+    Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype).",
+           choice=_precision_name),
     Option("params", "count", "deployment", "Parameter count, like 7.6B, 70e9 or 8030261248 (overrides the "
            "preset's).", 10 ** 6, 10 ** 15),
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
@@ -74,13 +96,15 @@ OPTIONS = (
            "pipeline stages carry their own layers."),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
     Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
-           "(default: the exact ideal, no engine's rules)."),
+           "(default: the exact ideal, no engine's rules).", choice=_engine_name),
     Option("kv-memory-gib", "decimal", "engine", "KV cache memory per GPU the engine reported (vLLM's \"Available "
            "KV cache memory\"); skips the overhead estimate.", Fraction(1, 1024), 1 << 20),
     Option("prefill-chunk", "int", "engine", "Tokens per prefill step: vLLM --max-num-batched-tokens, SGLang "
            "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
-    Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv)."),
-    Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib"),
+    Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
+           choice=_precision_name),
+    Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib",
+           choice=_unit),
 )
 OPTION_BY_NAME = {o.name: o for o in OPTIONS}
 MANUAL_FIELDS = ("layers", "kv-heads", "head-dim", "attention-heads", "mla-rank", "mla-rope-dim", "sliding-window",
@@ -165,7 +189,7 @@ def parse_value(option: Option, raw):
             raise InputError(name, "expected text")
         if len(text) > 200:
             raise InputError(name, "is longer than 200 characters")
-        return text
+        return option.choice(text, name) if option.choice else text
     if option.minimum is not None and value < option.minimum:
         raise InputError(name, f"{_num(value)} is too small; allowed {_num(option.minimum)} to {_num(option.maximum)}")
     if option.maximum is not None and value > option.maximum:
@@ -510,8 +534,6 @@ def evaluate(raw: dict) -> Evaluation:
     if errors:
         return Evaluation(values, tuple(errors))
     try:
-        if "unit" in values and values["unit"].lower() not in UNITS:
-            raise InputError("unit", f"expected gib or gb, got {_clip(values['unit'])!r}")
         scenario = build_scenario(values)
         result = compute(scenario.model, scenario.workload, scenario.deployment)
         if "engine" in values:
