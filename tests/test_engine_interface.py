@@ -21,12 +21,12 @@ def toy_engine() -> types.ModuleType:
     toy.KV_MEMORY_LOGGED, toy.SEPARATE_V = False, False
     toy.TOKENS_LABEL, toy.REFUSED_MAX_LEN_WORDS, toy.USABLE_WORDS = "pages x 1,000", "", ""
     toy.default_chunk = lambda dep: 4096
-    toy.usable_memory = lambda dep, values, chunk, notes, ideal: ideal
+    toy.usable_memory = lambda dep, settings, chunk, notes, ideal: ideal
     toy.estimate_overhead = lambda model, tp, chunk, notes: (None, 1 << 30)      # a flat 1 GiB
     toy.stores = lambda precision: precision.name in ("bf16", "fp16")
     toy.explain = lambda scenario, out: ["Toy keeps whole pages of 1,000 tokens."]
 
-    def size(scenario, values, chunk, budget, notes):
+    def size(scenario, chunk, budget, notes):
         if budget.kv_bytes_per_gpu is None:
             return without_budget(toy.NAME, toy.TITLE, PAGE, chunk, budget, notes)
         work = scenario.workload

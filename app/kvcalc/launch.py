@@ -12,7 +12,6 @@ from .engines import ENGINES, default_prefill_chunk
 from .engines.llamacpp import GGML_TYPES, N_BATCH
 from .engines.vllm import BLOCK_SIZES as VLLM_BLOCK_SIZES
 from .options import Scenario
-from .precision import precision
 
 
 # vLLM --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.
@@ -89,7 +88,7 @@ def _requests(scenario: Scenario, result, engine: str, flag: str, notes: list) -
         chosen = result.engine is not None and result.engine.engine == engine
         capacity = result.engine.max_concurrency if chosen else result.max_concurrency
         fitting = None if capacity is None else int(capacity)
-    if "batch" in scenario.values:
+    if scenario.settings.batch_given:
         if fitting is not None and fitting > work.batch:
             notes.append(f"{flag} {work.batch:,}: your concurrent requests; {fitting:,} of "
                          f"{work.context_tokens:,} tokens fit, so raise it to serve more")
@@ -119,7 +118,7 @@ def _utilization(scenario: Scenario, flag: str, notes: list, engine_default: str
 def _prefill_chunk(scenario: Scenario, engine: str, flag: str, notes: list) -> list:
     """The prefill chunk flag when one was chosen; otherwise say the engine's default for this GPU."""
     default = default_prefill_chunk(engine, scenario.deployment)
-    chosen = scenario.values.get("prefill-chunk")
+    chosen = scenario.settings.prefill_chunk
     if chosen is None:
         notes.append(f"no {flag}: the engine's default for this GPU applies ({default:,})")
         return []
@@ -189,10 +188,9 @@ def llama_cpp(scenario: Scenario, result=None) -> Launch:
         return Launch("llama.cpp", None, (f"llama.cpp cannot store the KV cache as {kv}; its cache types: "
                                           f"{', '.join(LLAMA_CPP_KV)}",))
     cache = LLAMA_CPP_KV[kv]
-    v_name = scenario.values.get("kv-dtype-v")
     v_cache = cache
-    if v_name is not None:
-        v_name = precision(v_name, field="kv-dtype-v").name
+    if scenario.settings.v_precision is not None:
+        v_name = scenario.settings.v_precision.name
         if v_name not in LLAMA_CPP_KV:
             return Launch("llama.cpp", None, (f"llama.cpp cannot store the V cache as {v_name}; its cache types: "
                                               f"{', '.join(LLAMA_CPP_KV)}",))

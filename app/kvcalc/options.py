@@ -17,7 +17,7 @@ from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
 from .params import count_params
-from .precision import precision
+from .precision import Precision, precision
 from .sizing import Deployment, Result, Workload, compute
 from .timing import time_bounds
 from .units import GIB, ceil_div
@@ -229,12 +229,41 @@ def parse_options(raw: dict) -> tuple[dict, list[InputError]]:
 
 
 @dataclass(frozen=True)
+class Settings:
+    """How the deployment is served, typed once from the inputs: the engine and what overrides
+    its defaults. Engine rules, launch commands and time bounds read these, never the inputs."""
+    engine: str | None = None                  # the engine sized as (None: the exact ideal)
+    prefill_chunk: int | None = None           # given; else each engine's default
+    kv_memory_gib: Fraction | None = None      # the KV memory a log printed
+    overhead_given: bool = False               # an overhead above 0 that replaces the engine's estimate
+    utilization_given: bool = False
+    gpu_memory_given: bool = False             # a memory typed over the GPU preset's
+    block_size: int | None = None              # as given (None: the engine's default)
+    v_precision: Precision | None = None       # llama.cpp's V cache type, when not K's
+    batch_given: bool = False                  # concurrent requests chosen, not the default one
+    prompt_tokens: int | None = None
+    weights_dtype: str | None = None           # given; else the model's
+
+
+def settings_from(values: dict) -> Settings:
+    return Settings(
+        engine=values.get("engine"), prefill_chunk=values.get("prefill-chunk"),
+        kv_memory_gib=values.get("kv-memory-gib"), overhead_given=values.get("overhead-gib", 0) > 0,
+        utilization_given="memory-utilization" in values, gpu_memory_given="gpu-memory-gib" in values,
+        block_size=values.get("block-size"),
+        v_precision=precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else None,
+        batch_given="batch" in values, prompt_tokens=values.get("prompt-tokens"),
+        weights_dtype=values.get("weights-dtype"))
+
+
+@dataclass(frozen=True)
 class Scenario:
     model: Model
     workload: Workload
     deployment: Deployment
-    values: dict                       # the typed inputs it was built from
+    values: dict                       # the typed inputs it was built from (for links and exports)
     warnings: tuple[str, ...] = field(default=())
+    settings: Settings = field(default=Settings())
 
 
 def resolve_model(values: dict) -> tuple[Model, list[str]]:
@@ -407,7 +436,7 @@ def build_scenario(values: dict) -> Scenario:
         notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
                      "weights' size (weights-gib) to size "
                      "the memory budget (KV figures need neither)")
-    return Scenario(model, workload, deployment, values, tuple(notes))
+    return Scenario(model, workload, deployment, values, tuple(notes), settings_from(values))
 
 
 def _deployment(values: dict, model: Model) -> Deployment:
@@ -536,9 +565,9 @@ def evaluate(raw: dict) -> Evaluation:
     try:
         scenario = build_scenario(values)
         result = compute(scenario.model, scenario.workload, scenario.deployment)
-        if "engine" in values:
-            result = _with_engine(scenario, result, values)
-        result = _with_timing(scenario, result, values)
+        if scenario.settings.engine:
+            result = _with_engine(scenario, result)
+        result = _with_timing(scenario, result)
         check_figures(result)
     except InputError as e:
         return Evaluation(values, (e,))
@@ -589,17 +618,17 @@ def _figures(result, prefix: str = ""):
             yield prefix + f.name, value
 
 
-def _with_engine(scenario: Scenario, result: Result, values: dict) -> Result:
+def _with_engine(scenario: Scenario, result: Result) -> Result:
     """The result with the engine's figures, its capacity taking the place of the ideal one."""
-    engine = engines.size(scenario, result, values)
+    engine = engines.size(scenario, result)
     concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
     return replace(result, engine=engine, max_concurrency=concurrency)
 
 
-def _with_timing(scenario: Scenario, result: Result, values: dict) -> Result:
+def _with_timing(scenario: Scenario, result: Result) -> Result:
     """The result with its time bounds, or the reason there are none."""
-    work, dep, model = scenario.workload, scenario.deployment, scenario.model
-    prompt = values.get("prompt-tokens", work.context_tokens)
+    work, dep, model, settings = scenario.workload, scenario.deployment, scenario.model, scenario.settings
+    prompt = settings.prompt_tokens or work.context_tokens
     if prompt > work.context_tokens:
         raise InputError("prompt-tokens", f"a prompt of {prompt:,} tokens is longer than the context of "
                                           f"{work.context_tokens:,}; the context holds the prompt and what is generated")
@@ -609,7 +638,7 @@ def _with_timing(scenario: Scenario, result: Result, values: dict) -> Result:
                "the parameter count" if not (model.params or model.active_params) else None)
     if missing:
         return replace(result, timing_missing=f"time bounds need {missing}")
-    chunk = values.get("prefill-chunk")
+    chunk = settings.prefill_chunk
     if chunk is None:
         chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
     return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))

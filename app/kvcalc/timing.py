@@ -90,7 +90,7 @@ def query_heads(model) -> int:
 
 def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks: dict) -> Timing:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    precision = compute_precision(scenario.values.get("weights-dtype", model.weights_dtype), peaks)
+    precision = compute_precision(scenario.settings.weights_dtype or model.weights_dtype, peaks)
     peak, bandwidth = peaks[precision], dep.bandwidth_bytes_per_s
     tp = dep.tp
     matmul, embedding_known = matmul_params(model)

@@ -37,37 +37,38 @@ def default_prefill_chunk(engine: str, deployment) -> int:
     return REGISTRY[engine].default_chunk(deployment)
 
 
-def _budget(engine, scenario, result, values: dict, chunk: int, notes: list) -> Budget:
+def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     """The KV memory per GPU: from a log, or what the engine leaves beside the weights and its overhead."""
-    dep = scenario.deployment
-    if "kv-memory-gib" in values:
-        return Budget(int(values["kv-memory-gib"] * GIB), None, None, "kv-memory-gib")
+    dep, settings = scenario.deployment, scenario.settings
+    if settings.kv_memory_gib is not None:
+        return Budget(int(settings.kv_memory_gib * GIB), None, None, "kv-memory-gib")
     if result.usable_bytes_per_gpu is None or result.weights_bytes_per_gpu is None:
         return Budget(None, None, None, "none")
-    usable = engine.usable_memory(dep, values, chunk, notes, result.usable_bytes_per_gpu)
-    if "overhead-gib" in values and values["overhead-gib"] > 0:
+    usable = engine.usable_memory(dep, settings, chunk, notes, result.usable_bytes_per_gpu)
+    if settings.overhead_given:
         return Budget(usable - result.weights_bytes_per_gpu - dep.overhead_bytes, None, dep.overhead_bytes,
                       "overhead-gib")
     activation, overhead = engine.estimate_overhead(scenario.model, dep.tp, chunk, notes)
     return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, "estimate")
 
 
-def size(scenario, result, values: dict) -> EngineResult:
-    name = engine_name(values["engine"])
+def size(scenario, result) -> EngineResult:
+    settings = scenario.settings
+    name = engine_name(settings.engine)
     engine, work = REGISTRY[name], scenario.workload
     if not engine.stores(work.kv_precision):
         raise InputError("kv-dtype", f"{name} cannot store the KV cache as {work.kv_precision.name}")
-    if "kv-dtype-v" in values and not engine.SEPARATE_V:
+    if settings.v_precision is not None and not engine.SEPARATE_V:
         raise InputError("kv-dtype-v", f"only llama.cpp stores V in another type than K; {name} uses kv-dtype for both")
-    chunk = values.get("prefill-chunk") or engine.default_chunk(scenario.deployment)
+    chunk = settings.prefill_chunk or engine.default_chunk(scenario.deployment)
     notes = []
-    budget = _budget(engine, scenario, result, values, chunk, notes)
-    out = engine.size(scenario, values, chunk, budget, notes)
+    budget = _budget(engine, scenario, result, chunk, notes)
+    out = engine.size(scenario, chunk, budget, notes)
     spread = None
-    memory = values.get("kv-memory-gib")
+    memory = settings.kv_memory_gib
     if memory is not None and engine.KV_MEMORY_LOGGED and (memory * 100).denominator == 1:
         # Both ends of what a log's two decimals stand for, as the tests feed real logs.
-        ends = [engine.size(scenario, values, chunk, replace(budget, kv_bytes_per_gpu=int((memory + d) * GIB)), [])
+        ends = [engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=int((memory + d) * GIB)), [])
                 for d in (Fraction(-1, 200), Fraction(1, 200))]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
-from ..precision import precision
 from ..units import GIB, ceil_div
 from .result import Budget, EngineResult
 
@@ -177,7 +176,7 @@ def default_chunk(dep) -> int:
     return DEFAULT_UBATCH
 
 
-def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
     return ideal_usable             # it allocates what it is asked for, within the GPU's memory
 
 
@@ -186,9 +185,9 @@ def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, in
     return None, 0
 
 
-def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    v_precision = precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else work.kv_precision
+    v_precision = scenario.settings.v_precision or work.kv_precision
     pool = allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
     on_gpu = bytes_on_busiest_gpu(model, pool, dep.gpus)
     compute = compute_buffer_bytes(model, pool, chunk)

@@ -45,10 +45,10 @@ def without_budget(name: str, title: str, block_size: int, chunk: int, budget: B
         notes=tuple(notes + [f"Give a GPU and the weights, or the KV memory from a log, for {title}'s figures."]))
 
 
-def torch_total(dep, values: dict, notes: list) -> int:
+def torch_total(dep, settings, notes: list) -> int:
     """The GPU's total as PyTorch reports it, which vLLM and SGLang multiply: a few hundred MiB
     under nvidia-smi's; nvidia-smi's when PyTorch's is not on record (said in a note)."""
-    if dep.torch_memory_bytes is None and "gpu-memory-gib" not in values:
+    if dep.torch_memory_bytes is None and not settings.gpu_memory_given:
         notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
                      "a few hundred MiB high.")
     return dep.torch_memory_bytes or dep.gpu_memory_bytes

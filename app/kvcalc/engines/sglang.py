@@ -156,11 +156,11 @@ def default_chunk(dep) -> int:
     return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp)[0]
 
 
-def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
     """What is free after its CUDA context, times mem_fraction_static (given, or as it derives it)."""
-    memory = torch_total(dep, values, notes) - CONTEXT_BYTES
+    memory = torch_total(dep, settings, notes) - CONTEXT_BYTES
     _, _, fraction = defaults(memory, dep.tp, dep.pp, chunk)
-    if "memory-utilization" in values:
+    if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
         return int(memory * dep.memory_utilization)
@@ -174,9 +174,9 @@ def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, in
     return None, 0
 
 
-def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    page = values.get("block-size") or 1
+    page = scenario.settings.block_size or 1
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes)
     pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page)

@@ -314,10 +314,10 @@ def default_chunk(dep) -> int:
     return default_prefill_chunk(dep.gpu_memory_bytes, dep.gpu_name)
 
 
-def usable_memory(dep, values: dict, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
     """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
-    memory = torch_total(dep, values, notes)
-    if "memory-utilization" in values:
+    memory = torch_total(dep, settings, notes)
+    if settings.utilization_given:
         return int(memory * dep.memory_utilization)
     notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
                  "set a memory utilization to change it).")
@@ -339,9 +339,9 @@ def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[int, int
     return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
 
 
-def size(scenario, values: dict, chunk: int, budget: Budget, notes: list) -> EngineResult:
+def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    block, why = block_size_for(model, dep.gpu_name, values.get("block-size"))
+    block, why = block_size_for(model, dep.gpu_name, scenario.settings.block_size)
     if why:
         notes.append(why)
     if budget.kv_bytes_per_gpu is None:
