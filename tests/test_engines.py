@@ -85,7 +85,8 @@ def test_vllm_sliding_window_hybrid_refuses_like_the_log():
     assert engine.starts is False and "(4.54 GiB KV cache is needed" in engine.refusal
     assert "available KV cache memory (1.71 GiB)" in engine.refusal
     assert text.count("4.54 GiB KV cache is needed") == 1
-    assert evaluate(raw).result.max_concurrency == 0
+    assert evaluate(raw).result.capacity == 0          # as vLLM sizes it: it refuses
+    assert evaluate(raw).result.max_concurrency == 4   # the exact ideal, kept beside it
 
 
 @pytest.mark.parametrize("gib, estimate", [("48.66", 205728), ("55.65", 235296)])

@@ -134,7 +134,7 @@ def assert_sane(raw: dict) -> None:
     memory_bar(result, scenario)
     if result.timing is not None:
         roofline_series(result.timing)
-        series = batch_series(scenario, result, result.timing, result.max_concurrency)
+        series = batch_series(scenario, result, result.timing, result.capacity)
         assert all(len(v) <= 4096 for v in series.values() if isinstance(v, list))
 
 

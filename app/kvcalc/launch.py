@@ -86,7 +86,7 @@ def _requests(scenario: Scenario, result, engine: str, flag: str, notes: list) -
     fitting = None
     if result is not None:
         chosen = result.engine is not None and result.engine.engine == engine
-        capacity = result.engine.max_concurrency if chosen else result.max_concurrency
+        capacity = result.engine.max_concurrency if chosen else result.capacity
         fitting = None if capacity is None else int(capacity)
     if scenario.settings.batch_given:
         if fitting is not None and fitting > work.batch:

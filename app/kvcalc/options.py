@@ -619,10 +619,8 @@ def _figures(result, prefix: str = ""):
 
 
 def _with_engine(scenario: Scenario, result: Result) -> Result:
-    """The result with the engine's figures, its capacity taking the place of the ideal one."""
-    engine = engines.size(scenario, result)
-    concurrency = None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
-    return replace(result, engine=engine, max_concurrency=concurrency)
+    """The result with the engine's figures beside the exact ideal's."""
+    return replace(result, engine=engines.size(scenario, result))
 
 
 def _with_timing(scenario: Scenario, result: Result) -> Result:

@@ -17,6 +17,7 @@ JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total",
 
 def to_json(scenario: Scenario, result: Result) -> dict:
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
+    out["max_concurrency"] = result.capacity          # as the chosen engine sizes it
     judged = verdict(scenario, result)
     timing = result.timing
     # A decode speed only means something for a deployment that fits.
@@ -117,7 +118,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
         if stage_private and result.kv_budget_bytes_per_gpu >= 0:
             shared_text = f"({size(result.kv_budget_bytes_per_gpu, unit)} - {size(stage_shared, unit)} shared)" \
                 if stage_shared else size(result.kv_budget_bytes_per_gpu, unit)
-            ideal = result.engine.ideal_max_concurrency if result.engine is not None else result.max_concurrency
+            ideal = result.max_concurrency
             lines.append(f"Max concurrency = floor({shared_text} / {size(stage_private, unit)} per request per GPU)"
                          f" = {ideal:,}" + (" (the exact ideal; the engine's rules are below)" if result.engine else ""))
         if result.max_context is not None:
@@ -167,8 +168,8 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("Weights (all GPUs)", weights(result.weights_bytes)),
         ("Weights per GPU", weights(result.weights_bytes_per_gpu)),
         (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
-         "n/a (needs GPU memory and the weights' size)" if result.max_concurrency is None
-         else f"{result.max_concurrency:,}"),
+         "n/a (needs GPU memory and the weights' size)" if result.capacity is None
+         else f"{result.capacity:,}"),
         (f"Max context ({requests})", _max_context_text(result)),
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
@@ -332,7 +333,7 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             memory += rules.USABLE_WORDS
         why.append(memory)
     why.extend(rules.explain(scenario, engine))
-    ideal_concurrency = engine.ideal_max_concurrency
+    ideal_concurrency = result.max_concurrency
     if ideal_concurrency is not None and conc is not None:
         why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "
                    f"{name} {float(conc):,.2f}.")

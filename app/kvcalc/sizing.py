@@ -159,6 +159,15 @@ class Result:
     timing: object = None              # timing.Timing: time bounds, where the GPU's peaks are known
     timing_missing: str | None = None  # why there are none, in words
 
+    @property
+    def capacity(self) -> int | None:
+        """The requests that fit as the chosen rules size them: the engine's (0 when it refuses,
+        None when it cannot tell) when one was chosen, else the exact ideal's max_concurrency."""
+        engine = self.engine
+        if engine is None:
+            return self.max_concurrency
+        return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
+
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:
     """Everything for one configuration. `searches=False` skips the two context searches

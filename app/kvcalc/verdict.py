@@ -61,7 +61,7 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
                         f"{size(-budget, unit)} more than the {size(result.usable_bytes_per_gpu, unit)} usable")
         reasons.append("weights")
     elif result.kv_bytes_per_gpu > budget:
-        most = result.max_concurrency or 0
+        most = result.capacity or 0
         room = f"at most {plural(most, 'request')} of {ctx:,} tokens fit" if most else \
             f"not even one request of {ctx:,} tokens fits"
         problems.append(f"{requests} {'need' if batch > 1 else 'needs'} {size(result.kv_bytes_per_gpu, unit)} of KV "
@@ -71,8 +71,8 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
         reasons.append("kv")
     if problems:
         return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
-    spare = f"; up to {plural(result.max_concurrency, 'request')} would fit" \
-        if result.max_concurrency and result.max_concurrency > batch else ""
+    spare = f"; up to {plural(result.capacity, 'request')} would fit" \
+        if result.capacity and result.capacity > batch else ""
     return Verdict(True, f"Fits: {requests} {'take' if batch > 1 else 'takes'} {size(result.kv_bytes_per_gpu, unit)} of the "
                          f"{size(budget, unit)} KV budget per GPU{spare}.", ())
 

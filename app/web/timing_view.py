@@ -43,7 +43,7 @@ def render(texts: dict, scenario, result, fits) -> None:
                              ("this decode step", "flops", roof["decode"], "dot"),
                              ("this prefill", "flops", roof["prefill"], "dot")],
          TERA, _intensity, _flops_value, x_log=10)
-    series = batch_series(scenario, result, timing, result.max_concurrency)
+    series = batch_series(scenario, result, timing, result.capacity)
     plot("chart-batch", "batch (requests decoding)", series["batches"], "tokens/s",
          [("in total", "speed", series["total"], False), ("per request", "speed", series["per_request"], False)],
          1, _batch, _speed_value)

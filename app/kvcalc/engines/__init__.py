@@ -72,4 +72,4 @@ def size(scenario, result) -> EngineResult:
                 for d in (Fraction(-1, 200), Fraction(1, 200))]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)
-    return replace(out, ideal_max_concurrency=result.max_concurrency, kv_tokens_range=spread)
+    return replace(out, kv_tokens_range=spread)

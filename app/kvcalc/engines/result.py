@@ -21,7 +21,6 @@ class EngineResult:
     budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate" or "none"
     log: tuple[str, ...]
     notes: tuple[str, ...]
-    ideal_max_concurrency: int | None = None   # the exact ideal's, for saying how they differ
     # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
     kv_tokens_range: tuple[int, int] | None = None
 
