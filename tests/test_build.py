@@ -13,7 +13,8 @@ from support import ROOT
 sys.path.insert(0, str(ROOT / "tools"))
 import build  # noqa: E402
 
-from kvcalc.options import evaluate, form_values  # noqa: E402
+from kvcalc.evaluation import evaluate  # noqa: E402
+from kvcalc.form_fields import form_values  # noqa: E402
 from kvcalc.report import page_texts  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.hfconfig import model_from_config
-from kvcalc.options import evaluate
+from kvcalc.evaluation import evaluate
 from kvcalc.engines import llamacpp, sglang, vllm
 from kvcalc.precision import precision
 from support import FIXTURES, cli, hf_fixture

@@ -19,8 +19,9 @@ from kvcalc import presets
 from kvcalc.compare import attention_variants, precision_rows
 from kvcalc.errors import InputError
 from kvcalc.export import export
-from kvcalc.launch import ENGINES, launch
-from kvcalc.options import Unexpected, evaluate
+from kvcalc.engines import ENGINES
+from kvcalc.launch import launch
+from kvcalc.evaluation import Unexpected, evaluate
 from kvcalc.report import page_texts, table, to_json
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 from kvcalc.timing import batch_series, roofline_series

@@ -7,7 +7,8 @@ ignored and why.
 from hypothesis import given, settings, strategies as st
 
 from kvcalc.link import decode, decode_config, encode, encode_config, evaluate_link
-from kvcalc.options import OPTIONS, evaluate, parse_options
+from kvcalc.evaluation import evaluate
+from kvcalc.options import OPTIONS, parse_options
 
 from support import hf_fixture
 
@@ -111,12 +112,12 @@ def test_unquote_matches_the_standard_library(text):
 def test_a_bad_choice_is_refused_as_the_link_is_read_without_evaluating(monkeypatch):
     """Engine, precisions, GPU and unit are typed at the edge: a link with `kv-dtype=fp8x` or
     `engine=tgi` loses those entries, each with its reason, as it is decoded; nothing is computed."""
-    import kvcalc.options
+    import kvcalc.evaluation
     from kvcalc import link
 
     def never(*_):
         raise AssertionError("the scenario was evaluated")
-    monkeypatch.setattr(kvcalc.options, "build_scenario", never)
+    monkeypatch.setattr(kvcalc.evaluation, "build_scenario", never)
     raw, ignored = link.decode("model=meta-llama/Llama-3.1-8B&kv-dtype=fp8x&engine=tgi&gpu=h1000&unit=tb"
                                "&weights-dtype=int3&kv-dtype-v=Q8_0&context=4096")
     reasons = dict(ignored)

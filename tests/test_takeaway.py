@@ -131,7 +131,7 @@ def test_context_past_the_model_limit_carries_the_override_it_needs():
 
 def test_launch_never_throttles_below_what_fits():
     # Issue 11: the default one request passed as --max-num-seqs 1 throttled a server that holds 31.
-    from kvcalc.options import form_values
+    from kvcalc.form_fields import form_values
     e = evaluate(form_values({"model": "meta-llama/Llama-3.1-8B", "batch": "1", "context": "65536",
                               "gpu": "h100-sxm-80gb"}))
     fits = e.result.max_concurrency

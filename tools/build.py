@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT / "app"))
 from html.parser import HTMLParser  # noqa: E402
 
 from kvcalc import presets  # noqa: E402
-from kvcalc.options import evaluate, form_values  # noqa: E402
+from kvcalc.evaluation import evaluate  # noqa: E402
+from kvcalc.form_fields import form_values  # noqa: E402
 from kvcalc.report import page_texts  # noqa: E402
 from kvcalc.options import OPTIONS  # noqa: E402
 from kvcalc.precision import PRECISIONS  # noqa: E402

@@ -8,10 +8,13 @@ from . import gguf, link, presets
 from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import MODEL_INPUTS, OPTIONS, evaluate, parse_options, resolve_model, unexpected
+from .evaluation import evaluate, unexpected
+from .options import MODEL_INPUTS, OPTIONS, parse_options
+from .scenario import resolve_model
 from .safetensors import layer_list
 from .export import FORMATS, export
-from .launch import ENGINES, launch
+from .engines import ENGINES
+from .launch import launch
 from .report import table
 
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass, replace
 
 from .errors import InputError
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
-from .options import Scenario
+from .scenario import Scenario
 from .precision import PRECISIONS
 from .sizing import Result, compute
 

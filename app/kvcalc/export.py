@@ -2,7 +2,7 @@
 
 import json
 
-from .options import Scenario
+from .scenario import Scenario
 from .report import size, to_json
 from .sizing import Result
 

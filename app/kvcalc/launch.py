@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .engines import ENGINES, default_prefill_chunk
+from .engines import default_prefill_chunk
 from .engines.llamacpp import GGML_TYPES, N_BATCH
 from .engines.vllm import BLOCK_SIZES as VLLM_BLOCK_SIZES
-from .options import Scenario
+from .scenario import Scenario
 
 
 # vLLM --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.

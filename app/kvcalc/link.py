@@ -11,7 +11,8 @@ from fractions import Fraction
 
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, Evaluation, evaluate, parse_value
+from .evaluation import Evaluation, evaluate
+from .options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, parse_value
 
 # Percent-encoding (RFC 3986) by hand: urllib.parse takes ~50 ms to import in Pyodide, a third
 # of the page's own start-up, for two small functions.

@@ -4,7 +4,8 @@ from collections import Counter
 from fractions import Fraction
 
 from . import engines
-from .options import Evaluation, Scenario
+from .evaluation import Evaluation
+from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
 from .time_report import timing_json, timing_lines, timing_texts
 from .verdict import verdict

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from .compare import attention_variants_models
-from .options import Scenario
+from .scenario import Scenario
 from .precision import PRECISIONS
 from .sizing import _max_concurrency, batch_bytes
 

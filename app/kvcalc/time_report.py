@@ -1,6 +1,6 @@
 """The time bounds in words and JSON: each figure with its arithmetic, said to be a lower bound."""
 
-from .options import Scenario
+from .scenario import Scenario
 from .words import plural, rate, size
 from .units import ceil_div
 

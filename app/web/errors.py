@@ -3,7 +3,8 @@ the results marked stale (the last valid figures stay, in words and style)."""
 
 import re
 
-from kvcalc.options import OPTION_BY_NAME, OPTIONS, unexpected
+from kvcalc.evaluation import unexpected
+from kvcalc.options import OPTION_BY_NAME, OPTIONS
 
 from web import state
 from web.dom import absent, el, on_fault, q, put

@@ -7,7 +7,8 @@ from pyscript import document
 
 from kvcalc.errors import InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES
-from kvcalc.options import MANUAL_FIELDS, MLA_ONLY, OPTION_BY_NAME, OPTIONS, canonical_value, form_values, parse_value
+from kvcalc.form_fields import MLA_ONLY, form_values
+from kvcalc.options import MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
 
 from web import model_picker, state
 from web.dom import absent, el

@@ -5,7 +5,7 @@ next task, and the link once edits pause."""
 from pyscript import window
 
 from kvcalc.compare import attention_variants, precision_rows
-from kvcalc.options import evaluate
+from kvcalc.evaluation import evaluate
 from kvcalc.report import page_texts
 from kvcalc.words import size
 

@@ -6,7 +6,8 @@ from pyscript import document
 from pyscript.ffi import to_js
 
 from kvcalc.export import export
-from kvcalc.launch import ENGINES, launch
+from kvcalc.engines import ENGINES
+from kvcalc.launch import launch
 
 from web import state
 from web.dom import copy_text, el, js_obj, lines_of, put, view

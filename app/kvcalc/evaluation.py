@@ -1,0 +1,110 @@
+"""One evaluation: parse, build the scenario, size it (the exact ideal, the chosen engine's rules
+and the time bounds side by side). The one boundary: it never raises; what goes wrong comes back
+as refusals naming the fields."""
+
+from dataclasses import dataclass, fields, is_dataclass, replace
+from fractions import Fraction
+
+from . import engines
+from .errors import InputError
+from .options import MODEL_INPUTS, parse_options
+from .scenario import Scenario, build_scenario
+from .sizing import Result, compute
+from .timing import time_bounds
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    values: dict
+    errors: tuple[InputError, ...]
+    scenario: Scenario | None = None
+    result: Result | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and not self.errors
+
+
+def evaluate(raw: dict) -> Evaluation:
+    """Parse, build and compute. Never raises InputError: it comes back in `errors`."""
+    values, errors = parse_options(raw)
+    if errors:
+        return Evaluation(values, tuple(errors))
+    try:
+        scenario = build_scenario(values)
+        result = compute(scenario.model, scenario.workload, scenario.deployment)
+        if scenario.settings.engine:
+            result = _with_engine(scenario, result)
+        result = _with_timing(scenario, result)
+        check_figures(result)
+    except InputError as e:
+        return Evaluation(values, (e,))
+    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
+        return Evaluation(values, (unexpected(e, values),))
+    return Evaluation(values, (), scenario, result)
+
+
+class Unexpected(InputError):
+    """A refusal the engine did not foresee: shown like any other, and told apart by the tests,
+    for which every one is a bug (an input that validation let through)."""
+
+
+def unexpected(error: BaseException, values: dict) -> InputError:
+    """A fault inside the engine as the refusal every entry shows: the model input it came from
+    (a config, a checkpoint's list, a preset) and that no figure is shown rather than a wrong one."""
+    field = next((name for name in ("hf-config", "layer-weights-bytes", "weights-bytes") if name in values),
+                 None) or next((name for name in MODEL_INPUTS if name in values), "model")
+    detail = str(error).splitlines()[0][:80] if str(error) else ""
+    return Unexpected(field, f"these inputs reach a case the calculator cannot size ({type(error).__name__}"
+                             f"{': ' + detail if detail else ''}); no figures rather than wrong ones")
+
+
+def check_figures(result: Result) -> None:
+    """Refuse a result with a negative or non-finite figure: no valid input gives one, so one
+    seen here is a value that slipped past validation, and showing it would be a lie."""
+    for name, value in _figures(result):
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, float) and value != value or isinstance(value, float) and value in (
+                float("inf"), float("-inf")):
+            raise InputError("model", f"{name} came out as {value}; no figures rather than wrong ones")
+        if isinstance(value, (int, Fraction, float)) and value < 0 and name not in SIGNED_FIGURES:
+            raise InputError("model", f"{name} came out negative ({value}); no figures rather than wrong ones")
+
+
+# Figures that are negative by meaning: what is left for the cache after the weights (a
+# deployment that does not fit has less than nothing).
+SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_per_gpu", "engine.budget_bytes"})
+
+
+def _figures(result, prefix: str = ""):
+    for f in fields(result):
+        value = getattr(result, f.name)
+        if is_dataclass(value) and not isinstance(value, type):
+            yield from _figures(value, f"{prefix}{f.name}.")
+        elif isinstance(value, (int, float, Fraction)):
+            yield prefix + f.name, value
+
+
+def _with_engine(scenario: Scenario, result: Result) -> Result:
+    """The result with the engine's figures beside the exact ideal's."""
+    return replace(result, engine=engines.size(scenario, result))
+
+
+def _with_timing(scenario: Scenario, result: Result) -> Result:
+    """The result with its time bounds, or the reason there are none."""
+    work, dep, model, settings = scenario.workload, scenario.deployment, scenario.model, scenario.settings
+    prompt = settings.prompt_tokens or work.context_tokens
+    if prompt > work.context_tokens:
+        raise InputError("prompt-tokens", f"a prompt of {prompt:,} tokens is longer than the context of "
+                                          f"{work.context_tokens:,}; the context holds the prompt and what is generated")
+    missing = ("a GPU preset (its bandwidth and peak FLOP/s)" if not dep.bandwidth_bytes_per_s else
+               "this GPU's peak FLOP/s, which is not on record" if not dep.peak_flops else
+               "the weights' size" if result.weights_bytes is None else
+               "the parameter count" if not (model.params or model.active_params) else None)
+    if missing:
+        return replace(result, timing_missing=f"time bounds need {missing}")
+    chunk = settings.prefill_chunk
+    if chunk is None:
+        chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
+    return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))
