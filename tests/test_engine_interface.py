@@ -7,6 +7,7 @@ import json
 import types
 
 from kvcalc import engines
+from kvcalc.command_line import Launch, requests, shell_join
 from kvcalc.engines.result import EngineResult, without_budget
 from kvcalc.sizing import cache_bytes
 from kvcalc.units import ceil_div
@@ -41,6 +42,12 @@ def toy_engine() -> types.ModuleType:
             overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
             log=(f"toy: {fits} requests",), notes=tuple(notes))
     toy.size = size
+
+    def launch(scenario, result=None):
+        notes = []
+        slots = requests(scenario, result, "toy", "--slots", notes)
+        return Launch("toy", shell_join(["toy-serve", "--slots", str(slots)]), tuple(notes))
+    toy.launch = launch
     return toy
 
 
@@ -63,6 +70,9 @@ def test_a_registered_engine_sizes_through_the_cli(monkeypatch):
     assert code == 0 and out == "toy: 57 requests\n"
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--engine", "toy")
     assert code == 0 and "Toy" in out
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--engine", "toy",
+                         "--launch", "toy")
+    assert code == 0 and out == "toy-serve --slots 57\n", err
 
 
 def test_a_registered_engine_refuses_what_it_cannot_store(monkeypatch):

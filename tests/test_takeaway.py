@@ -168,8 +168,8 @@ def test_cli_output_flags_that_conflict():
 @given(st.lists(st.text(max_size=12), min_size=1, max_size=5))
 def test_shell_quoting_matches_shlex(args):
     import shlex
-    from kvcalc.launch import _shell_join
-    assert _shell_join(args) == shlex.join(args)
+    from kvcalc.command_line import shell_join
+    assert shell_join(args) == shlex.join(args)
 
 
 @settings(max_examples=300, deadline=None)

@@ -13,7 +13,7 @@ from .options import MODEL_INPUTS, OPTIONS, parse_options
 from .scenario import resolve_model
 from .safetensors import layer_list
 from .export import FORMATS, export
-from .engines import ENGINES
+from .engines import REGISTRY
 from .launch import launch
 from .report import table
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--format", choices=("table", "log") + FORMATS, default="table",
                      help="table (default), json, csv, markdown, or log: the lines the chosen --engine "
                           "prints at start-up, with these numbers")
-    out.add_argument("--launch", choices=ENGINES, help="print the serving engine's launch command instead")
+    out.add_argument("--launch", choices=tuple(REGISTRY), help="print the serving engine's launch command instead")
     out.add_argument("--link", metavar="URL", help="read the inputs from a share link (its #fragment); "
                                                   "@FILE reads the link from a file and - from standard "
                                                   "input (a long link is past the command line's limit); "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ..units import GIB, ceil_div
 from .result import Budget, EngineResult
 
@@ -227,3 +228,42 @@ def stores(kv_precision) -> bool:
 def explain(scenario, out: EngineResult) -> list[str]:
     return ["llama.cpp allocates exactly the cache it is asked for: -c cells padded to 256, one stream per "
             "sequence unless unified, sliding layers in their own smaller cache."]
+
+
+def launch(scenario, result=None) -> Launch:
+    """`llama-server` with the flags that size this deployment."""
+    work, dep, notes = scenario.workload, scenario.deployment, []
+    kv = scenario.workload.kv_precision.name
+    if kv not in GGML_TYPES:
+        return Launch(NAME, None, (f"llama.cpp cannot store the KV cache as {kv}; its cache types: "
+                                          f"{', '.join(GGML_TYPES)}",))
+    cache = GGML_TYPES[kv]
+    v_cache = cache
+    if scenario.settings.v_precision is not None:
+        v_name = scenario.settings.v_precision.name
+        if v_name not in GGML_TYPES:
+            return Launch(NAME, None, (f"llama.cpp cannot store the V cache as {v_name}; its cache types: "
+                                              f"{', '.join(GGML_TYPES)}",))
+        v_cache = GGML_TYPES[v_name]
+    model = f"{scenario.model.hf_repo.split('/')[-1]}.gguf" if scenario.model.hf_repo else "MODEL.gguf"
+    # -c is the whole cache, shared by the -np parallel slots: context x requests.
+    slots = requests(scenario, result, "llama.cpp", "-np", notes) or 1
+    args = ["llama-server", "-m", model, "-c", str(work.context_tokens * slots), "-np", str(slots),
+            "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
+    if past_limit(scenario):
+        notes.append(f"the context is past the model's training context ({scenario.model.max_context_tokens:,}): "
+                     "llama.cpp starts, warns that n_ctx_per_seq > n_ctx_train, and quality past it may suffer")
+    ubatch = prefill_chunk(scenario, default_chunk(scenario.deployment), "-ub", notes)
+    if ubatch and int(ubatch[1]) > N_BATCH:
+        args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to N_BATCH
+    args += ubatch
+    if v_cache not in ("f32", "f16", "bf16"):
+        args += ["-fa", "on"]
+        notes.append("a quantized V cache needs flash attention (-fa on)")
+    notes.append("point -m at a GGUF conversion of the model")
+    if dep.gpus > 1:
+        notes.append(f"llama.cpp has no tensor parallelism: over {dep.gpus} GPUs it splits layers "
+                     "(--split-mode layer, the default)")
+    if work.block_size_tokens > 1 or work.prefix_tokens:
+        notes.append("llama.cpp has no block-size or shared-prefix flag; those inputs are not in this command")
+    return Launch(NAME, shell_join(args), tuple(notes))

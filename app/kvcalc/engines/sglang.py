@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB
 from .result import Budget, EngineResult, torch_total, without_budget
 
@@ -198,3 +199,29 @@ def stores(kv_precision) -> bool:
 def explain(scenario, out: EngineResult) -> list[str]:
     return ["SGLang pools single tokens (page size 1 by default): every layer's K and V for one token "
             "make one cell, and the pool holds as many cells as the memory allows."]
+
+
+# --kv-cache-dtype choices (server_args.py) by our precision name.
+LAUNCH_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
+
+
+def launch(scenario, result=None) -> Launch:
+    """`python -m sglang.launch_server` with the flags that size this deployment."""
+    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang")
+    kv, why = kv_flag(scenario, LAUNCH_KV, "SGLang")
+    if why:
+        return Launch(NAME, None, (why,))
+    args = env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
+                                        "--context-length", str(work.context_tokens)]
+    running = requests(scenario, result, "sglang", "--max-running-requests", notes)
+    args += ["--max-running-requests", str(running)] if running else []
+    args += ["--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp)]
+    fraction = utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
+    if fraction:
+        args += fraction
+        notes.append("SGLang's --mem-fraction-static is the share for weights and the KV pool, set here to "
+                     "the memory utilization; activations need the rest")
+    if work.block_size_tokens > 1:
+        args += ["--page-size", str(work.block_size_tokens)]
+    args += prefill_chunk(scenario, default_chunk(scenario.deployment), "--chunked-prefill-size", notes)
+    return Launch(NAME, shell_join(args), tuple(notes))

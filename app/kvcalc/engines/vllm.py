@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB, ceil_div
 from .result import Budget, EngineResult, torch_total, without_budget
 
@@ -383,3 +384,36 @@ def explain(scenario, out: EngineResult) -> list[str]:
     why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
                "printed unrounded.")
     return why
+
+
+# --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.
+LAUNCH_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16"}
+# Its MLA backends on NVIDIA (FlashInfer MLA, FlashMLA) take no fp8_e5m2 cache.
+MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
+
+
+def launch(scenario, result=None) -> Launch:
+    """`vllm serve` with the flags that size this deployment."""
+    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "vLLM")
+    kv, why = kv_flag(scenario, LAUNCH_KV, "vLLM")
+    if why:
+        return Launch(NAME, None, (why,))
+    if kv != "auto" and any(layer.kind == "mla" for layer in scenario.model.layers) and \
+            scenario.workload.kv_precision.name not in MLA_KV:
+        return Launch(NAME, None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
+    args = env(scenario, "vLLM") + ["vllm", "serve", repo(scenario, notes), "--max-model-len",
+                                      str(work.context_tokens)]
+    seqs = requests(scenario, result, "vllm", "--max-num-seqs", notes)
+    args += ["--max-num-seqs", str(seqs)] if seqs else []
+    args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
+    args += utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
+    args += prefill_chunk(scenario, default_chunk(scenario.deployment), "--max-num-batched-tokens", notes)
+    if work.block_size_tokens > 1:
+        if work.block_size_tokens not in BLOCK_SIZES:
+            return Launch(NAME, None, (f"vLLM block sizes are {', '.join(map(str, BLOCK_SIZES))}; "
+                                         f"not {work.block_size_tokens}",))
+        args += ["--block-size", str(work.block_size_tokens)]
+    else:
+        notes.append("vLLM pages the cache in blocks of 16 tokens by default; set the block size to 16 "
+                     "to see its rounding in the figures")
+    return Launch(NAME, shell_join(args), tuple(notes))
