@@ -51,7 +51,6 @@ class Scenario:
     model: Model
     workload: Workload
     deployment: Deployment
-    values: dict                       # the typed inputs it was built from (for links and exports)
     warnings: tuple[str, ...] = field(default=())
     settings: Settings = field(default=Settings())
 
@@ -226,7 +225,7 @@ def build_scenario(values: dict) -> Scenario:
         notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
                      "weights' size (weights-gib) to size "
                      "the memory budget (KV figures need neither)")
-    return Scenario(model, workload, deployment, values, tuple(notes), settings_from(values))
+    return Scenario(model, workload, deployment, tuple(notes), settings_from(values))
 
 
 def _deployment(values: dict, model: Model) -> Deployment:
