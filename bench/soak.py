@@ -2,7 +2,8 @@
 """Soak: many cold loads of the page under CPU load, to catch a start that never becomes ready.
 
     .venv/bin/python bench/soak.py [--loads 100] [--service-workers allow|block] [--timeout 60]
-                                   [--site DIR] [--hogs 2] [--throttle] [--json OUT]
+                                   [--site DIR] [--hogs 2] [--throttle] [--cut] [--reload-midway]
+                                   [--json OUT]
 
 Serves a copy of DIR (default dist/) with tools/serve.py on 127.0.0.1 and loads the page N times,
 each in a fresh browser context (a cold load: no HTTP cache, no service worker yet), alternating
@@ -23,6 +24,10 @@ a summary and one block per bad load, and asserts nothing.
 
 import argparse
 import json
+import os
+import random
+import signal
+import statistics
 import shutil
 import subprocess
 import sys
@@ -57,7 +62,19 @@ def serve(site: Path):
 
 
 def cpu_load(seconds: int, count: int):
-    return [subprocess.Popen(["timeout", str(seconds), "yes"], stdout=subprocess.DEVNULL) for _ in range(count)]
+    """`count` busy loops, each `timeout SECONDS yes > /dev/null` in a process group of its own:
+    stop_load kills the group (killing `timeout` alone would leave its `yes` running)."""
+    return [subprocess.Popen(["timeout", str(seconds), "yes"], stdout=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(count)]
+
+
+def stop_load(hogs) -> None:
+    for hog in hogs:
+        try:
+            os.killpg(hog.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        hog.wait()
 
 
 def evaluate_bounded(page, script, arg, seconds=10):
@@ -79,7 +96,21 @@ def evaluate_bounded(page, script, arg, seconds=10):
 THROTTLE = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 5e6 / 8}
 
 
-def one_load(browser, url: str, service_workers: str, timeout_s: float, throttle: bool = False) -> dict:
+def cut_short(browser, url: str, service_workers: str, rng) -> None:
+    """A load abandoned mid-start (a tab closed while it starts): its context is closed after a
+    random 0-3 s, whatever the page was doing."""
+    context = browser.new_context(service_workers=service_workers)
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="commit")
+        page.wait_for_timeout(rng.uniform(0, 3000))
+    except PlaywrightError:
+        pass
+    context.close()
+
+
+def one_load(browser, url: str, service_workers: str, timeout_s: float, throttle: bool = False,
+             reload_after_ms: float | None = None) -> dict:
     context = browser.new_context(service_workers=service_workers)
     page = context.new_page()
     if throttle:
@@ -102,6 +133,10 @@ def one_load(browser, url: str, service_workers: str, timeout_s: float, throttle
     record = {"url": url, "service_workers": service_workers}
     try:
         page.goto(url, timeout=timeout_s * 1000)
+        if reload_after_ms is not None:       # a reload while it starts: the judged load is the second
+            page.wait_for_timeout(reload_after_ms)
+            record["reloaded_after_ms"] = round(reload_after_ms)
+            page.reload(timeout=timeout_s * 1000)
         page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=timeout_s * 1000)
         record["state"] = page.evaluate("document.documentElement.dataset.state")
         record["ms"] = page.evaluate("Math.round(performance.getEntriesByName('kvcalc-ready')[0]?.startTime ?? -1)")
@@ -131,6 +166,11 @@ def main():
     parser.add_argument("--site", type=Path, default=ROOT / "dist", help="the built site (default dist/)")
     parser.add_argument("--hogs", type=int, default=2, help="busy `yes` loops meanwhile (default 2, 0 for none)")
     parser.add_argument("--throttle", action="store_true", help="through Chromium's 20 Mbit/s network emulation")
+    parser.add_argument("--cut", action="store_true",
+                        help="before each load, another one in its own context closed after a random 0-3 s")
+    parser.add_argument("--reload-midway", action="store_true",
+                        help="reload each page after a random 0-3 s of its start; the reload is judged")
+    parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--json", type=Path, help="write every load's record here")
     args = parser.parse_args()
 
@@ -139,6 +179,7 @@ def main():
     server, base = serve(site / "site")
     hogs = cpu_load(int(args.loads * (args.timeout + 15) + 120), args.hogs)
     records = []
+    rng = random.Random(args.seed)
     started = time.monotonic()
     try:
         with sync_playwright() as p:
@@ -146,7 +187,10 @@ def main():
             browser.new_page().goto(base)          # the server gzips each file on its first request
             for n in range(args.loads):
                 url = base + (LINK if n % 2 else "")
-                record = one_load(browser, url, args.service_workers, args.timeout, args.throttle)
+                if args.cut:
+                    cut_short(browser, url, args.service_workers, rng)
+                record = one_load(browser, url, args.service_workers, args.timeout, args.throttle,
+                                  rng.uniform(0, 3000) if args.reload_midway else None)
                 records.append(record)
                 mark = "." if record["state"] == "ready" else "X"
                 print(mark, end="\n" if (n + 1) % 50 == 0 else "", flush=True)
@@ -154,21 +198,20 @@ def main():
                     print(f"\nload {n + 1}: {json.dumps(record, indent=1)}", flush=True)
             browser.close()
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_load(hogs)
         server.terminate()
         server.wait(timeout=10)
         shutil.rmtree(site, ignore_errors=True)
     ready = [r for r in records if r["state"] == "ready"]
     times = sorted(r["ms"] for r in ready)
     print(f"\n{len(records)} cold loads, service workers {args.service_workers}, "
-          f"{args.hogs} busy loops{', throttled' if args.throttle else ''}, {time.monotonic() - started:.0f} s: "
+          f"{args.hogs} busy loops{', throttled' if args.throttle else ''}{', each after one cut short' if args.cut else ''}"
+          f"{', reloaded midway' if args.reload_midway else ''}, {time.monotonic() - started:.0f} s: "
           f"{len(ready)} ready, {len(records) - len(ready)} not "
           f"({', '.join(sorted({r['state'] for r in records if r['state'] != 'ready'})) or 'none'})")
     if times:
-        print(f"ready at (ms): median {times[len(times) // 2]}, p95 {times[int(0.95 * (len(times) - 1))]}, "
-              f"max {times[-1]}")
+        print(f"ready at (ms): median {statistics.median(times):.0f}, "
+              f"p95 {times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]}, max {times[-1]}")
     noisy = [r for r in ready if r["problems"]]
     if noisy:
         print(f"{len(noisy)} ready loads logged errors, e.g. {noisy[0]['problems'][:3]}")
