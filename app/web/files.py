@@ -10,11 +10,12 @@ never freezes the page; #files-status counts the bytes read. A file that is refu
 model and the figures as they were."""
 
 import asyncio
+import json
 import time
 
 from kvcalc import gguf, safetensors
 from kvcalc.errors import PAUSE, InputError
-from kvcalc.hfconfig import MAX_CONFIG_BYTES, parse_config_text
+from kvcalc.hfconfig import MAX_CONFIG_BYTES, model_from_config, parse_config_text
 
 from web import model_picker, state
 from web.dom import el, put
@@ -200,7 +201,6 @@ async def read_files(files: list, generation: int | None = None) -> tuple[dict, 
         values["weights-bytes"] = str(weights)
     layers = found["layers"]
     if complete and config is not None and not found["gguf_bytes"]:
-        from kvcalc.hfconfig import model_from_config
         layers = safetensors.layer_list([w for _, w in found["shards"]], len(model_from_config(config).layers))
     if layers:
         values["layer-weights-bytes"] = layers
@@ -210,7 +210,6 @@ async def read_files(files: list, generation: int | None = None) -> tuple[dict, 
 async def open_files(files, then) -> None:
     """Read the files, write what they give into the form, then `then()`. A file refused
     leaves the model and the figures as they were, with "Not read: why" in #files-status."""
-    import json
     _generation[0] += 1
     generation = _generation[0]
     put("#files-status", "Reading the headers here in this tab…")
