@@ -6,6 +6,7 @@ field the cache depends on is missing and no documented default applies, we refu
 """
 
 import json
+import re
 
 from .config_fields import ConfigFields, show
 from .errors import InputError
@@ -86,7 +87,7 @@ def _text_config(cfg: dict) -> tuple[dict, str]:
 
 
 # vLLM ModelConfig.is_deepseek_mla: only these model types run kv_lora_rank as a latent cache.
-MLA_MODEL_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "kimi_vl",
+MLA_MODEL_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "kimi_vl", "kimi_linear",
                    "longcat_flash", "pangu_ultra_moe", "pangu_ultra_moe_mtp", "glm4_moe_lite",
                    "glm_moe_dsa", "mistral_large_3"}
 # Model types whose sliding_window, with no per-layer pattern, applies to every layer.
@@ -95,10 +96,39 @@ UNIFORM_WINDOW_TYPES = {"mistral", "mixtral", "phi3", "phimoe", "starcoder2", "m
 DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4}
 # Fields that describe a layout we do not model yet: refuse rather than guess.
 UNSUPPORTED_FIELDS = {
-    "linear_attn_config": "Kimi-Linear style linear attention layers",
-    "attn_type_list": "MiniMax style mixed attention layers",
-    "global_head_dim": "per-layer-kind head dims (Gemma 4 style)",
-    "num_global_key_value_heads": "per-layer-kind kv heads (Gemma 4 style)",
+    "global_head_dim": "per-layer-kind head dims with K/V sharing (Gemma 4 style; vLLM gemma4.py not read)",
+    "num_global_key_value_heads": "per-layer-kind kv heads with K/V sharing (Gemma 4 style; vLLM gemma4.py not read)",
+    "compress_ratios": "DeepSeek-V4 compressed sparse attention layers",
+}
+# Model types whose vLLM attention takes a V head dim of its own (mimo_v2_flash.py head_size_v).
+SEPARATE_V_MODEL_TYPES = {"mimo_v2_flash", "mimo_v2"}
+# vLLM MODELS_CONFIG_MAP (vllm/model_executor/models/config.py): Qwen3_5ForConditionalGenerationConfig
+# copies text_config.mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype for these only.
+SSM_DTYPE_ARCHITECTURES = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+# vLLM minimax_text_01.py: attn_type_list 0 is lightning (linear) attention, 1 softmax attention.
+LIGHTNING_ARCHITECTURES = {"MiniMaxText01ForCausalLM", "MiniMaxForCausalLM", "MiniMaxVL01ForConditionalGeneration"}
+
+# Keys shaped like a cache dimension (a head dim, a head count, a window, a layer list): one the
+# reader below does not know may change the cache, so a config carrying it is refused, naming it.
+CACHE_SHAPED = re.compile(r"head_dim|^num_.*heads$|_heads$|window|_layers$|layer_types$|kv_lora|_kv_|kv_heads")
+# Cache-shaped keys this reader reads (or checks) itself.
+READ_KEYS = {
+    "head_dim", "attention_head_dim", "hidden_size_per_head", "v_head_dim", "qk_nope_head_dim",
+    "qk_rope_head_dim", "kv_lora_rank", "index_head_dim", "num_attention_heads", "num_heads", "n_heads",
+    "num_key_value_heads", "num_kv_heads", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_key_head_dim", "linear_value_head_dim", "mamba_num_heads", "mamba_n_heads", "mamba_head_dim",
+    "mamba_d_head", "sliding_window", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
+    "_sliding_window_pattern", "sliding_window_size", "num_hidden_layers", "num_layers", "n_layers",
+    "layer_types", "no_rope_layers", "num_kv_shared_layers", "swa_head_dim", "swa_v_head_dim", "swa_num_key_value_heads",
+}
+# Cache-shaped keys that change no cache, each for a reason.
+HARMLESS_KEYS = {
+    "num_nextn_predict_layers": "MTP draft layers: outside num_hidden_layers, used only with speculative decoding",
+    "mtp_num_hidden_layers": "MTP draft layers: outside num_hidden_layers, used only with speculative decoding",
+    "mlp_only_layers": "which layers use a dense MLP instead of experts (weights, not cache)",
+    "swa_num_attention_heads": "query heads of MiMo-V2 window layers (no cache of their own)",
+    "full_attn_layers": "Kimi-Linear: the complement of kda_layers, checked against it",
+    "kda_layers": "Kimi-Linear: read",
 }
 # The context limit a config class supplies when the published config.json leaves it out: what
 # transformers (and so vLLM) reads. vLLM's _get_and_verify_max_len falls back to 2048 when no
@@ -126,6 +156,10 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     for key, what in UNSUPPORTED_FIELDS.items():
         if f.has(key):
             raise InputError(prefix + key, f"{what} are not modelled yet; no number rather than a wrong one")
+    _refuse_unknown_keys(f)
+    architectures = cfg.get("architectures")
+    architecture = architectures[0][:100] if isinstance(architectures, list) and architectures and \
+        isinstance(architectures[0], str) else None
     if model_type == "falcon_h1":
         raise InputError(prefix + "model_type", "falcon_h1 runs attention and Mamba-2 in every layer; "
                                                 "not modelled yet")
@@ -136,12 +170,15 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         attention = _attention_dims(f, model_type)
 
     n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers", maximum=MAX_LAYERS)
-    kinds = _layer_kinds(f, model_type, n_layers)
+    kinds = _layer_kinds(f, model_type, n_layers, architecture)
     shared = f.int("num_kv_shared_layers", minimum=0, maximum=n_layers) if f.has("num_kv_shared_layers") else 0
     if shared:
         # Gemma 3n: the last layers reuse an earlier layer's cache (vLLM kv_sharing_target_layer_name).
         kinds = kinds[:n_layers - shared] + ["none"] * shared
-    layers = tuple(_build_layer(kind, f, attention, model_type) for kind in kinds)
+    ssm_dtype = _ssm_dtype(f, model_type, architecture) if any(k in ("state", "kda", "lightning") for k in kinds) \
+        else None
+    built = {kind: _build_layer(kind, f, attention, model_type, ssm_dtype) for kind in set(kinds)}
+    layers = tuple(built[kind] for kind in kinds)
 
     notes = []
     dtype_name = text.get("torch_dtype") or text.get("dtype") or "bfloat16"
@@ -169,9 +206,6 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         extra.setdefault("mla_head_dims", (f.int("qk_nope_head_dim") + attention["mla"][1], f.int("v_head_dim")))
     hidden_key = f.first("hidden_size", "d_model", "n_embd", "n_embed")
     vocab_key = f.first("vocab_size", "padded_vocab_size", "n_vocab")
-    architectures = cfg.get("architectures")
-    architecture = architectures[0][:100] if isinstance(architectures, list) and architectures and \
-        isinstance(architectures[0], str) else None
     return Model(
         name=name or extra.get("hf_repo") or str(cfg.get("_name_or_path") or model_type or "custom")[:100],
         layers=layers, dtype=dtype, attention_heads=attention.get("q_heads"),
@@ -207,6 +241,9 @@ def _attention_dims(f: ConfigFields, model_type: str) -> dict:
     q_heads = f.int(heads_key)
     out["q_heads"] = q_heads
     out["kv_heads"] = kv = _kv_heads(f, model_type, q_heads)
+    if kv > q_heads:
+        raise InputError(f.prefix + "num_key_value_heads",
+                         f"{kv} kv heads are more than the {q_heads} attention heads; no model has that")
     if q_heads % kv:
         raise InputError(f.prefix + "num_key_value_heads",
                          f"{kv} kv heads do not divide {q_heads} attention heads")
@@ -234,6 +271,12 @@ def _attention_dims(f: ConfigFields, model_type: str) -> dict:
                                                     f"multiple of {q_heads} attention heads")
         head_dim = hidden // q_heads
     out["head_dim"] = head_dim
+    if f.has("v_head_dim") and f.cfg["v_head_dim"] != head_dim:
+        # K and V sized apart only where vLLM's model code passes head_size_v to its Attention.
+        if model_type not in SEPARATE_V_MODEL_TYPES:
+            raise InputError(f.prefix + "v_head_dim", f"differs from head_dim {head_dim}, and how vLLM sizes V "
+                             f"for model_type {show(model_type)} is not known; refusing to guess")
+        out["v_head_dim"] = f.int("v_head_dim")
     return out
 
 
@@ -286,10 +329,21 @@ def _mpt(f: ConfigFields) -> dict:
     return {"q_heads": q_heads, "kv_heads": kv, "head_dim": d_model // q_heads}
 
 
-def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> list[str]:
-    """One of full / sliding / chunked / mla / state / none for each layer."""
+def _refuse_unknown_keys(f: ConfigFields) -> None:
+    """A cache-shaped key this reader does not know could change the cache: refuse, naming it."""
+    for key in f.cfg:
+        if isinstance(key, str) and CACHE_SHAPED.search(key) and key not in READ_KEYS \
+                and key not in HARMLESS_KEYS and f.cfg[key] is not None:
+            raise InputError(f.prefix + key, "a cache-shaped key this calculator does not read: it may change "
+                                             "the KV cache, so no number is given rather than a wrong one")
+
+
+def _layer_kinds(f: ConfigFields, model_type: str, n: int, architecture: str | None = None) -> list[str]:
+    """One of full / sliding / swa / chunked / mla / state / kda / lightning / none for each layer."""
     attention_kind = "mla" if f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES else "full"
-    kinds = _assigned_kinds(f, model_type, n, attention_kind)
+    kinds = _special_kinds(f, model_type, n, attention_kind, architecture)
+    if kinds is None:
+        kinds = _assigned_kinds(f, model_type, n, attention_kind)
     if kinds is None:
         if any(f.has(key) for key in STATE_FIELDS):
             raise InputError(f.prefix + "layer_types", "the config has state-space fields but no layout this "
@@ -313,6 +367,74 @@ def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> list[str]:
         raise InputError(f.prefix + "sliding_window", f"is set, but which layers slide is not known for "
                          f"model_type {show(model_type)}; add layer_types to the config")
     return kinds
+
+
+def _special_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str, architecture: str | None):
+    """Layouts named by one family's own key (MiniMax, Kimi-Linear, MiMo-V2, Nemotron-H), or None."""
+    cfg = f.cfg
+    types = cfg.get("attn_type_list")
+    if types is not None:
+        # vLLM minimax_m2.py builds softmax attention in every layer; minimax_text_01.py builds
+        # lightning attention where the entry is 0 and softmax attention where it is 1.
+        flags = _flag_list(f, "attn_type_list", n)
+        if all(flags):
+            return [attention_kind] * n
+        if architecture not in LIGHTNING_ARCHITECTURES:
+            raise InputError(f.prefix + "attn_type_list", f"has linear (0) layers, but architecture "
+                             f"{show(architecture)} is not one vLLM runs with lightning attention "
+                             f"({', '.join(sorted(LIGHTNING_ARCHITECTURES))})")
+        return [attention_kind if flag else "lightning" for flag in flags]
+
+    linear = cfg.get("linear_attn_config")
+    if linear is not None:
+        # Kimi-Linear (vLLM KimiLinearConfig.is_kda_layer): kda_layers lists 1-based layer numbers;
+        # the rest are MLA layers.
+        if not isinstance(linear, dict):
+            raise InputError(f.prefix + "linear_attn_config", f"expected an object, got {show(linear)}")
+        inner = ConfigFields(linear, f.prefix + "linear_attn_config.")
+        _refuse_unknown_keys(inner)
+        kda = _number_set(inner, "kda_layers", n)
+        if inner.has("full_attn_layers"):
+            full = _number_set(inner, "full_attn_layers", n)
+            if full & kda or len(full | kda) != n:
+                raise InputError(inner.prefix + "full_attn_layers", "with kda_layers it must name every layer "
+                                                                    "from 1 to num_hidden_layers exactly once")
+        return ["kda" if i + 1 in kda else attention_kind for i in range(n)]
+
+    pattern = cfg.get("hybrid_layer_pattern")
+    if pattern is not None:
+        # MiMo-V2 (vLLM mimo_v2_flash.py is_compressed_softmax_layer): 1 is a window layer with the
+        # swa_* dims and sliding_window_size, 0 a full attention layer.
+        return ["swa" if flag else "full" for flag in _flag_list(f, "hybrid_layer_pattern", n)]
+
+    blocks = cfg.get("layers_block_type")
+    if blocks is not None:
+        # Nemotron-H's spelled-out layout (vLLM NemotronHConfig: M mamba, * attention, - mlp, E moe).
+        names = {"mamba": "state", "attention": attention_kind, "mlp": "none", "moe": "none"}
+        if not isinstance(blocks, list) or len(blocks) != n:
+            raise InputError(f.prefix + "layers_block_type", f"expected a list of {n} block types, one per layer")
+        unknown = [b for b in blocks if b not in names]
+        if unknown:
+            raise InputError(f.prefix + "layers_block_type", f"unknown block type {show(unknown[0])}; known: "
+                                                             "mamba, attention, mlp, moe")
+        return [names[b] for b in blocks]
+    return None
+
+
+def _flag_list(f: ConfigFields, key: str, n: int) -> list[int]:
+    value = f.cfg[key]
+    if not isinstance(value, list) or len(value) != n or \
+            not all(v in (0, 1) and not isinstance(v, bool) for v in value):
+        raise InputError(f.prefix + key, f"expected a list of {n} entries of 0 or 1, one per layer")
+    return value
+
+
+def _number_set(f: ConfigFields, key: str, n: int) -> set:
+    value = f.cfg.get(key)
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n
+                                              for i in value) or len(set(value)) != len(value):
+        raise InputError(f.prefix + key, f"expected a list of distinct layer numbers from 1 to {n}")
+    return set(value)
 
 
 def _assigned_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str):
@@ -390,11 +512,37 @@ def _kind_of(name, f: ConfigFields, attention_kind: str) -> str:
                      "full_attention, sliding_attention, chunked_attention, linear_attention, mamba")
 
 
-def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = ""):
+def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = "", ssm_dtype: str | None = None):
     if kind == "none":
         return NoCache()
     if kind == "state":
-        return _state_layer(f, model_type)
+        return _state_layer(f, model_type, ssm_dtype)
+    if kind == "kda":
+        # Kimi Delta Attention (vLLM MambaStateShapeCalculator.kda_state_shape, kda_state_dtype): q, k
+        # and v short convolutions of heads x head_dim channels each, in the model's dtype, and a
+        # heads x head_dim x head_dim recurrent state in float32.
+        inner = ConfigFields(f.cfg["linear_attn_config"], f.prefix + "linear_attn_config.")
+        heads, dim = inner.int("num_heads"), inner.int("head_dim")
+        kernel = inner.int("short_conv_kernel_size", minimum=2)
+        return StateSpaceLayer((kernel - 1) * 3 * heads * dim, heads * dim * dim, heads=heads, label="kda",
+                               ssm_dtype="fp32")
+    if kind == "lightning":
+        # MiniMax lightning attention (vLLM linear_attention_state_shape / _state_dtype): one
+        # heads x head_dim x head_dim state, in the cache's dtype, no convolution.
+        if "head_dim" not in attention:
+            raise InputError(f.prefix + "head_dim", "missing for the lightning attention layers")
+        heads, dim = attention["q_heads"], attention["head_dim"]
+        return StateSpaceLayer(0, heads * dim * dim, heads=heads, label="lightning attention")
+    if kind == "swa":
+        heads = f.int("swa_num_key_value_heads")
+        q_heads = f.int("swa_num_attention_heads") if f.has("swa_num_attention_heads") else attention.get("q_heads")
+        if q_heads and (heads > q_heads or q_heads % heads):
+            raise InputError(f.prefix + "swa_num_key_value_heads",
+                             f"{heads} kv heads do not divide {q_heads} window-layer attention heads")
+        dim = f.int("swa_head_dim")
+        v_dim = f.int("swa_v_head_dim") if f.has("swa_v_head_dim") else dim
+        window = f.int("sliding_window_size", maximum=1 << 40)
+        return SlidingWindowAttention(heads, dim, v_dim if v_dim != dim else None, window=window)
     if kind == "mla":
         if "mla" not in attention:
             raise InputError(f.prefix + "kv_lora_rank", "missing for an MLA layer")
@@ -408,8 +556,9 @@ def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = 
     if "kv_heads" not in attention:
         raise InputError(f.prefix + "num_attention_heads", "missing from config.json")
     heads, dim = attention["kv_heads"], attention["head_dim"]
+    v_dim = attention.get("v_head_dim")
     if kind == "full":
-        return FullAttention(heads, dim)
+        return FullAttention(heads, dim, v_dim)
     if kind == "chunked":
         return ChunkedLocalAttention(heads, dim, window=f.int("attention_chunk_size", maximum=1 << 40))
     if not f.has("sliding_window"):
@@ -417,16 +566,34 @@ def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = 
     return SlidingWindowAttention(heads, dim, window=f.int("sliding_window", maximum=1 << 40))
 
 
-def _ssm_dtype(f: ConfigFields, model_type: str) -> str | None:
-    """Precision of the recurrent state where it differs from the model's: the config's
-    mamba_ssm_cache_dtype, else float32 for Nemotron-H (vLLM NemotronHForCausalLMConfig)."""
+def _ssm_dtype(f: ConfigFields, model_type: str, architecture: str | None = None) -> str | None:
+    """Precision of the recurrent state where it differs from the model's, from every key vLLM
+    reads (vllm/model_executor/models/config.py): mamba_ssm_cache_dtype (float32 by default for
+    Nemotron-H, NemotronHForCausalLMConfig), and Qwen3.5's text_config.mamba_ssm_dtype
+    (Qwen3_5ForConditionalGenerationConfig, for its two architectures only)."""
     value = f.cfg.get("mamba_ssm_cache_dtype")
     if isinstance(value, str) and value != "auto":
-        return precision(value, field=f.prefix + "mamba_ssm_cache_dtype").name
+        return _dtype_name(f, "mamba_ssm_cache_dtype", value)
+    value = f.cfg.get("mamba_ssm_dtype")
+    if value is not None:
+        if architecture not in SSM_DTYPE_ARCHITECTURES:
+            raise InputError(f.prefix + "mamba_ssm_dtype", f"vLLM copies it into the state's dtype only for "
+                             f"{', '.join(sorted(SSM_DTYPE_ARCHITECTURES))}, not {show(architecture)}; whether "
+                             "this model's state is kept in it is not known")
+        if not isinstance(value, str):
+            raise InputError(f.prefix + "mamba_ssm_dtype", f"expected a dtype name, got {show(value)}")
+        return None if value == "auto" else _dtype_name(f, "mamba_ssm_dtype", value)
     return "fp32" if model_type == "nemotron_h" else None
 
 
-def _state_layer(f: ConfigFields, model_type: str = "") -> StateSpaceLayer:
+def _dtype_name(f: ConfigFields, key: str, value: str) -> str:
+    name = precision(value, field=f.prefix + key).name
+    if name not in ("fp32", "fp16", "bf16"):
+        raise InputError(f.prefix + key, f"unexpected state dtype {show(value)}; expected float32, float16 or bfloat16")
+    return name
+
+
+def _state_layer(f: ConfigFields, model_type: str = "", ssm_dtype: str | None = None) -> StateSpaceLayer:
     if f.has("linear_num_value_heads"):
         # Gated DeltaNet (Qwen3-Next): conv over q, k and v channels; ssm state v_heads x dk x dv.
         k_heads = f.int("linear_num_key_heads")
@@ -434,7 +601,7 @@ def _state_layer(f: ConfigFields, model_type: str = "") -> StateSpaceLayer:
         dk, dv = f.int("linear_key_head_dim"), f.int("linear_value_head_dim")
         kernel = f.int("linear_conv_kernel_dim")
         conv = (kernel - 1) * (2 * k_heads * dk + v_heads * dv)
-        return StateSpaceLayer(conv, v_heads * dk * dv, heads=v_heads, label="gated deltanet")
+        return StateSpaceLayer(conv, v_heads * dk * dv, heads=v_heads, label="gated deltanet", ssm_dtype=ssm_dtype)
     if f.has("mamba_n_heads") or f.has("mamba_num_heads"):
         # Mamba-2 (Nemotron-H, Granite 4, Bamba, Falcon-H1).
         heads = f.int(f.first("mamba_n_heads", "mamba_num_heads"))
@@ -445,7 +612,7 @@ def _state_layer(f: ConfigFields, model_type: str = "") -> StateSpaceLayer:
         d_inner = heads * head_dim
         conv = (kernel - 1) * (d_inner + 2 * groups * d_state)
         return StateSpaceLayer(conv, heads * head_dim * d_state, heads=heads, label="mamba2",
-                               ssm_dtype=_ssm_dtype(f, model_type))
+                               ssm_dtype=ssm_dtype)
     if f.has("mamba_d_state"):
         # Mamba-1 (Jamba): d_inner = expand x hidden; conv (d_conv-1) x d_inner, ssm d_inner x d_state.
         hidden = f.int("hidden_size", maximum=1 << 24)
@@ -453,6 +620,6 @@ def _state_layer(f: ConfigFields, model_type: str = "") -> StateSpaceLayer:
         d_state = f.int("mamba_d_state")
         kernel = f.int("mamba_d_conv")
         return StateSpaceLayer((kernel - 1) * d_inner, d_inner * d_state, heads=d_inner, label="mamba",
-                               ssm_dtype=_ssm_dtype(f, model_type))
+                               ssm_dtype=ssm_dtype)
     raise InputError(f.prefix + "layer_types", "linear or state-space layers whose state size this "
                      "config does not give (no linear_* or mamba_* fields)")
