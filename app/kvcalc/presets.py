@@ -26,6 +26,7 @@ class GPU:
     torch_memory_source: str | None = None
     peak_flops: dict | None = None          # dense tensor FLOP/s per compute precision (bf16, fp8, fp4, int8)
     peak_flops_source: str | None = None
+    unified_memory: bool = False            # memory shared with the CPU and OS (Apple M-series, DGX Spark GB10)
 
 
 @lru_cache(maxsize=None)
