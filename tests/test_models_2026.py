@@ -262,3 +262,31 @@ def test_bad_input_one_refusal_naming_the_field(change, field):
     with pytest.raises(InputError) as e:
         model_from_config(cfg)
     assert e.value.field == field
+
+
+def test_keys_of_real_configs_that_change_no_cache_are_read_not_refused():
+    """Keys shaped like cache dimensions that real configs carry and that change no cache: a
+    re-saved Llama 4 config's moe_layers, DeepSeek-V3.2's index_n_heads (the indexer caches one
+    128-wide fp8 key per token, 61 x (576 x 2 + 128 + 4) = 78,324 B per token in bf16), and
+    Command R7B's order_of_interleaved_layers, whose only value is the layout its pattern gives."""
+    from kvcalc.hfconfig import model_from_config
+    from kvcalc.precision import precision
+    from kvcalc.sizing import bytes_per_token
+    from support import hf_fixture
+    v32 = dict(hf_fixture("deepseek-ai__DeepSeek-V3.json"), model_type="deepseek_v32", index_head_dim=128,
+               index_n_heads=64, index_topk=2048)
+    model = model_from_config(v32)
+    assert bytes_per_token(model.layer_counts(), precision("bf16")) == 61 * (576 * 2 + 128 + 4) == 78_324
+    scout = {"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 40, "num_key_value_heads": 8,
+        "head_dim": 128, "hidden_size": 5120, "attention_chunk_size": 8192, "moe_layers": [0, 1, 2, 3]}}
+    assert [layer.kind for layer in model_from_config(scout).layers] == ["chunked"] * 3 + ["full"]
+    r7b = {"model_type": "cohere2", "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "hidden_size": 4096, "sliding_window": 4096, "sliding_window_pattern": 4,
+           "order_of_interleaved_layers": "local_attn_first"}
+    assert [layer.kind for layer in model_from_config(r7b).layers] == (["sliding"] * 3 + ["full"]) * 2
+    import pytest
+    from kvcalc.errors import InputError
+    with pytest.raises(InputError) as refused:
+        model_from_config(dict(r7b, order_of_interleaved_layers="global_attn_first"))
+    assert refused.value.field == "order_of_interleaved_layers"

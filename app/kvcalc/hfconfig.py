@@ -129,6 +129,11 @@ HARMLESS_KEYS = {
     "swa_num_attention_heads": "query heads of MiMo-V2 window layers (no cache of their own)",
     "full_attn_layers": "Kimi-Linear: the complement of kda_layers, checked against it",
     "kda_layers": "Kimi-Linear: read",
+    # transformers Llama4TextConfig writes the MoE layers' list into a re-saved config.json.
+    "moe_layers": "which layers use experts (weights, not cache)",
+    # DeepSeek-V3.2 / GLM DSA: the indexer's query heads; its cache is one key of index_head_dim per token.
+    "index_n_heads": "the sparse-attention indexer's query heads (its cache is one key per token)",
+    "order_of_interleaved_layers": "Cohere2: read (only local_attn_first, the layout its pattern gives)",
 }
 # The context limit a config class supplies when the published config.json leaves it out: what
 # transformers (and so vLLM) reads. vLLM's _get_and_verify_max_len falls back to 2048 when no
@@ -354,6 +359,11 @@ def _layer_kinds(f: ConfigFields, model_type: str, n: int, architecture: str | N
             return [attention_kind] * n
         pattern_key = f.first("sliding_window_pattern", "_sliding_window_pattern")
         pattern = f.int(pattern_key) if pattern_key else DEFAULT_WINDOW_PATTERN.get(model_type)
+        order = f.cfg.get("order_of_interleaved_layers")
+        if order is not None and order != "local_attn_first":
+            # Command R7B's config: "local_attn_first", (pattern - 1) local layers then one global.
+            raise InputError(f.prefix + "order_of_interleaved_layers", f"{show(order)} is not a layout this "
+                             "calculator knows (local_attn_first: the window layers before each global one)")
         if pattern:                            # Gemma 3, Cohere2: (pattern-1) local then 1 global
             return ["sliding" if (i + 1) % pattern else "full" for i in range(n)]
         if model_type == "gemma2":             # transformers Gemma2Config: even layers slide
