@@ -152,3 +152,16 @@ def test_a_unified_gpu_still_sizes_and_a_gpu_without_peaks_says_so():
     assert spark.ok and spark.result.max_concurrency > 0
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-6000-ada-48gb", "--json")
     assert code == 0
+
+
+def test_a_unified_memory_device_says_the_system_shares_it():
+    """DGX Spark's 128 GiB of LPDDR5x holds the OS and the CPU's work too: the figures say so,
+    unless the memory given is what the machine leaves free."""
+    from kvcalc.evaluation import evaluate
+    shared = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "dgx-spark-128gb"}).scenario.warnings
+    assert any("128 GiB of unified memory shared with the CPU and the operating system" in w for w in shared)
+    given = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "dgx-spark-128gb",
+                      "gpu-memory-gib": "100"}).scenario.warnings
+    assert not any("unified memory" in w for w in given)
+    assert not any("unified memory" in w for w in evaluate(
+        {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}).scenario.warnings)

@@ -135,3 +135,12 @@ def test_more_batch_never_lowers_the_step_and_a_bigger_chunk_never_cheapens_its_
                        "prefill-chunk": str(chunk + 1)}).result.timing
     if chunk < context:
         assert bigger.chunked_step_seconds >= t.chunked_step_seconds
+
+
+def test_a_gpu_with_only_a_4_bit_peak_on_record_has_no_time_bounds_not_a_crash():
+    """A GPU whose datasheet gives only an fp4 peak (DGX Spark: "1 PFLOP FP4 with sparsity") has
+    no 16-bit peak to time a bf16 model's step with: the time bounds say so."""
+    from kvcalc.timing import compute_precision
+    assert compute_precision("bf16", {"fp4": 10 ** 15}) is None
+    assert compute_precision("fp8", {"fp8": 2, "bf16": 1}) == "fp8"
+    assert compute_precision("bf16", {"fp16": 1}) == "fp16"

@@ -10,7 +10,7 @@ from .errors import InputError
 from .options import MODEL_INPUTS, parse_options
 from .scenario import Scenario, build_scenario
 from .sizing import Result, compute
-from .timing import time_bounds
+from .timing import compute_precision, time_bounds
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ def _with_timing(scenario: Scenario, result: Result) -> Result:
         raise InputError("prompt-tokens", f"a prompt of {prompt:,} tokens is longer than the context of "
                                           f"{work.context_tokens:,}; the context holds the prompt and what is generated")
     missing = ("a GPU preset (its bandwidth and peak FLOP/s)" if not dep.bandwidth_bytes_per_s else
-               "this GPU's peak FLOP/s, which is not on record" if not dep.peak_flops else
+               "this GPU's peak FLOP/s, which is not on record" if compute_precision(
+                   settings.weights_dtype or model.weights_dtype, dict(dep.peak_flops)) is None else
                "the weights' size" if result.weights_bytes is None else
                "the parameter count" if not (model.params or model.active_params) else None)
     if missing:

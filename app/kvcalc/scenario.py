@@ -216,6 +216,10 @@ def build_scenario(values: dict) -> Scenario:
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
+    if "gpu" in values and "gpu-memory-gib" not in values and presets.gpu(values["gpu"]).unified_memory:
+        notes.append(f"{deployment.gpu_name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
+                     "with the CPU and the operating system, so less than that is free for weights and KV cache: "
+                     "set the GPU memory (or an overhead) to what the machine leaves free")
     if model.checkpoint_bytes and deployment.weights_bytes == model.checkpoint_bytes:
         notes = [n for n in notes if "quantized" not in n] + [
             f"weights are the published checkpoint's {model.checkpoint_bytes:,} bytes (its "

@@ -58,11 +58,11 @@ class Timing:
         return 1 / self.decode_step_seconds
 
 
-def compute_precision(weights_dtype: str | None, peaks: dict) -> str:
+def compute_precision(weights_dtype: str | None, peaks: dict) -> str | None:
     """The tensor cores a step runs on: the weights' own where the GPU has them, else 16 bits
-    (fp16 on GPUs without bf16: V100, T4)."""
+    (fp16 on GPUs without bf16: V100, T4); None when no such peak is on record."""
     wanted = COMPUTE_FOR_WEIGHTS.get(weights_dtype or "", "bf16")
-    return wanted if wanted in peaks else "bf16" if "bf16" in peaks else "fp16"
+    return next((p for p in (wanted, "bf16", "fp16") if p in peaks), None)
 
 
 def matmul_params(model) -> tuple[int, bool]:
