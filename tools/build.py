@@ -48,6 +48,9 @@ from kvcalc.precision import PRECISIONS  # noqa: E402
 #   what failed in #status-text, with a Reload button (the stylesheet shows it); after 30 s still
 #   loading, it says so too, naming the stage (the performance marks) and the files still
 #   awaited. A start that completes after all still becomes "ready" (app/main.py sets it).
+#   PyScript 0.7.31 opens an IndexedDB store (its packages cache) before it asks for Python and
+#   waits for it with no timeout and no "blocked" handler: the opens made while loading are
+#   counted, so a browser whose storage never answers is named as the stage.
 # - Messages from the service worker (a new version) are kept until Python reads them: the
 #   browser delivers them once the page is parsed, before Python runs (app/web/privacy.py).
 BOOT_SOURCE = r"""
@@ -80,6 +83,19 @@ window.fetch = (...args) => {
   }
   return fetched;
 };
+if (window.indexedDB) {
+  const open = indexedDB.open.bind(indexedDB);
+  indexedDB.open = (...args) => {
+    const request = open(...args);
+    if (loading()) {
+      start.storage = (start.storage || 0) + 1;
+      const answered = () => { start.storage--; };
+      request.addEventListener("success", answered, {once: true});
+      request.addEventListener("error", answered, {once: true});
+    }
+    return request;
+  };
+}
 const missing = () => performance.getEntriesByType("resource").filter(r => !r.transferSize && !r.decodedBodySize).map(r => name(r.name));
 addEventListener("error", e => {
   const t = e.target;
@@ -91,6 +107,7 @@ addEventListener("error", e => {
 addEventListener("unhandledrejection", e => fail("The start failed: " + reason(e.reason) + "."));
 const marked = mark => performance.getEntriesByName(mark).length > 0;
 const stage = () => marked("kvcalc-python") ? "the calculator's Python code started but has not finished its first computation" :
+  start.storage > 0 ? "the browser's storage (IndexedDB), which PyScript opens before it starts Python, has not answered (if reloading does not help, restart the browser)" :
   marked("kvcalc-pyodide-loaded") ? (marked("kvcalc-pyodide-handed-over") ? "PyScript is still setting up Python and the calculator's code" :
     "the Python runtime is ready but PyScript has not asked for it") :
   marked("kvcalc-pyodide-start") ? "the Python runtime (Pyodide) is still starting" : "the start-up scripts have not run";

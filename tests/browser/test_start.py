@@ -111,11 +111,22 @@ def test_a_stalled_start_says_where_it_stopped_and_still_becomes_ready(page, sit
     assert metrics(page)["kv_bytes_per_token"] == str(to_json(*_evaluated(LINK))["kv_bytes_per_token"])
 
 
+def test_storage_that_never_answers_is_named(page, site):
+    # PyScript opens IndexedDB before it asks for Python and waits with no timeout: a browser
+    # whose storage is wedged would leave the page starting for ever. Here it never answers.
+    page.add_init_script("indexedDB.open = () => new EventTarget();")
+    page.goto(site + LINK)
+    page.wait_for_function(FAILED, timeout=60_000)
+    text = page.inner_text("#status-text")
+    assert "has not started after 30 seconds" in text and "storage (IndexedDB)" in text, text
+    assert "restart the browser" in text and shown_as_not_computed(page)
+
+
 def test_a_normal_start_never_passes_through_failed_and_sends_the_csp_header(page, site):
     response = page.goto(site + LINK)
     recorder_state = page.wait_for_function(f"{STATE} !== 'loading'", timeout=90_000)
     assert recorder_state and page.evaluate(STATE) == "ready"
-    assert page.evaluate("kvcalcStart.failed") == ""
+    assert page.evaluate("kvcalcStart.failed") == "" and page.evaluate("kvcalcStart.storage") == 0
     # The policy as a header too, with what a meta tag cannot carry; the same hash for the boot script.
     assert response.headers["content-security-policy"] == build.HEADER_CSP == build.CSP + "; frame-ancestors 'none'"
     assert page.get_attribute('meta[http-equiv="Content-Security-Policy"]', "content") == build.CSP
