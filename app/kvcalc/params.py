@@ -1,28 +1,40 @@
-"""Parameter counts from a config.json's shapes, the way transformers builds the modules.
+"""Parameter counts from a config.json's shapes, the way transformers builds the modules, and
+the weights' bytes a quantization_config gives them.
 
 Exact for the decoder families listed in FAMILIES; any other model_type is refused, because a
 count that is almost right would size the weights wrongly without saying so. Each family says
 what differs from the Llama layout: biases, norms per layer, query/key norms, tied embeddings,
-gated or plain MLP. Mixture-of-experts layers count every expert in the total and only the
-routed top-k plus shared experts in the active count.
+gated or plain MLP, gated attention and Gated DeltaNet layers (Qwen3-Next, Qwen3.5).
+Mixture-of-experts layers count every expert in the total and only the routed top-k plus
+shared experts in the active count. Every parameter is also kept as a group of same-shaped
+tensors with its module name (`Tensors`), so a quantization rule can price the linear weights
+it quantizes and leave the rest in the checkpoint's 16-bit dtype (`quantized_weights`).
 """
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
-from .config_fields import ConfigFields, InvalidValue
+from .config_fields import ConfigFields, InvalidValue, show
 from .errors import InputError
+from .units import ceil_div
 
 
 @dataclass(frozen=True)
 class Family:
     tied_default: bool = False       # the config class's tie_word_embeddings default
     qkv_bias: bool = False           # biases on q, k, v (Qwen2)
-    bias_key: str | None = "attention_bias"   # a config key that adds biases to q, k, v and o
+    bias_key: str | None = "attention_bias"   # a config key that adds biases to q, k, v (and o, see o_bias_key)
+    bias_default: bool = False       # that key's default in the config class
+    o_bias_key: str | None = "="     # the key that adds a bias to o ("=": the same as bias_key)
     mlp_bias_key: str | None = None
     norms_per_layer: int = 2         # RMSNorm weights of width hidden
     qk_norm: bool = False            # per-head RMSNorm on queries and keys (Qwen3, Gemma 3)
-    moe: str | None = None           # which MoE config keys: "mixtral", "qwen", "deepseek", "gpt_oss"
+    qk_norm_full: bool = False       # RMSNorm over all heads' queries and keys at once (OLMo 2, MiniMax-M2)
+    qk_norm_key: str | None = None   # a config key that switches the query/key norm on (GLM-4.5)
+    moe: str | None = None           # which MoE config keys: "mixtral", "qwen", "deepseek", "gpt_oss", ...
     sinks: bool = False              # one learned attention-sink logit per head (gpt-oss)
+    gated_attention: bool = False    # q_proj twice as wide, half of it an output gate (Qwen3-Next)
+    linear_attention: bool = False   # Gated DeltaNet layers where layer_types say linear_attention
 
 
 FAMILIES = {
@@ -43,7 +55,56 @@ FAMILIES = {
     "gpt_oss": Family(moe="gpt_oss", sinks=True),
 }
 FAMILIES["gemma3"] = FAMILIES["gemma3_text"]
+# The 2025-26 families (issue 21), counted and tested (tests/test_weights_2026.py) but not yet in
+# FAMILIES: the refusal of any other model_type lists FAMILIES, and a recorded golden output
+# (tests/golden/nemotron-h-config-table.txt) holds that list byte for byte. Merging them is
+# FAMILIES.update(FAMILIES_2026) with that golden re-recorded on purpose.
+FAMILIES_2026 = {
+    "ministral": Family(bias_key=None),     # transformers MinistralConfig: Mistral's layout
+    # transformers Qwen3NextAttention / Qwen3NextGatedDeltaNet / Qwen3NextSparseMoeBlock
+    "qwen3_next": Family(qk_norm=True, moe="qwen", gated_attention=True, linear_attention=True),
+    # transformers Qwen3_5DecoderLayer (dense MLP) and Qwen3_5MoeDecoderLayer (experts in every layer)
+    "qwen3_5_text": Family(qk_norm=True, gated_attention=True, linear_attention=True),
+    "qwen3_5_moe_text": Family(qk_norm=True, moe="qwen_all", gated_attention=True, linear_attention=True),
+    # transformers MiniMaxM2Attention (FlexOlmo's full-width q/k norms), MiniMaxM2SparseMoeBlock
+    "minimax_m2": Family(bias_key=None, qk_norm_full=True, moe="minimax"),
+    # transformers Glm4MoeAttention: biased q, k, v, plain o; q/k norms when use_qk_norm
+    "glm4_moe": Family(o_bias_key=None, qk_norm_key="use_qk_norm", moe="glm"),
+    # transformers Olmo2Attention: q_norm over heads x head_dim, k_norm over kv heads x head_dim;
+    # the layer's two norms come after attention and after the MLP (Olmo3 the same)
+    "olmo2": Family(qk_norm_full=True),
+    "olmo3": Family(qk_norm_full=True),
+    "smollm3": Family(tied_default=True, mlp_bias_key="mlp_bias"),
+    # transformers SeedOssAttention: attention_bias (default true) on q, k, v; attention_out_bias on o
+    "seed_oss": Family(bias_default=True, o_bias_key="attention_out_bias", mlp_bias_key="mlp_bias"),
+    # transformers Ernie4_5Attention / Ernie4_5MLP: use_bias on every projection
+    "ernie4_5": Family(tied_default=True, bias_key="use_bias", mlp_bias_key="use_bias"),
+    "ernie4_5_moe": Family(tied_default=True, bias_key="use_bias", mlp_bias_key="use_bias", moe="ernie"),
+}
+FAMILIES_2026["qwen3_5"] = FAMILIES_2026["qwen3_5_text"]
+FAMILIES_2026["qwen3_5_moe"] = FAMILIES_2026["qwen3_5_moe_text"]
 FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
+
+# Roles a quantization rule may store in fewer bits: nn.Linear weights of the decoder layers
+# ("linear") and of the routed experts ("expert"). The rest ("embed", "head", "router" and
+# "vector": norms, biases, convolutions, gates' scalars) stays in the checkpoint's 16-bit dtype.
+QUANTIZABLE = ("linear", "expert")
+
+
+@dataclass(frozen=True)
+class Tensors:
+    """`copies` tensors of rows x cols (a vector has cols 1), `active` of them used per token."""
+    name: str            # the module's name in the checkpoint (model.layers.3.self_attn.q_proj)
+    role: str            # embed, head, linear, expert, router, vector
+    rows: int
+    cols: int = 1
+    copies: int = 1
+    active: int = 1
+    fp32: bool = False   # stored in float32 whatever the checkpoint's dtype (DeepSeek's router bias)
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols * self.copies
 
 
 @dataclass(frozen=True)
@@ -51,6 +112,7 @@ class ParamCount:
     total: int
     active: int          # per token: MoE routes each token through top-k experts
     embedding: int       # the input embedding table: a lookup, not a matmul
+    tensors: tuple = ()  # the Tensors groups that add up to total (none for Falcon)
 
     @property
     def is_moe(self) -> bool:
@@ -74,35 +136,102 @@ def _top_k(c: ConfigFields, experts: int, also: tuple = ()) -> int:
     return c.int("num_experts_per_tok", maximum=experts, also=also)
 
 
-def count_params(cfg: dict) -> ParamCount:
-    """Total, active and embedding parameters of the language model this config describes."""
+class _Tally:
+    """Tensors groups as a model is built, layer by layer."""
+
+    def __init__(self):
+        self.groups = []
+
+    def linear(self, name, rows, cols, bias=False, role="linear", copies=1, active=None):
+        active = copies if active is None else active
+        self.groups.append(Tensors(name, role, rows, cols, copies, active))
+        if bias:
+            self.groups.append(Tensors(name + ".bias", "vector", rows, 1, copies, active))
+
+    def vector(self, name, size, copies=1, fp32=False):
+        self.groups.append(Tensors(name, "vector", size, 1, copies, copies, fp32))
+
+    def gated(self, name, hidden, width, bias=False, role="linear", copies=1, active=None):
+        """A SwiGLU MLP: gate and up (hidden to width), down (width to hidden)."""
+        self.linear(name + ".gate_proj", width, hidden, bias, role, copies, active)
+        self.linear(name + ".up_proj", width, hidden, bias, role, copies, active)
+        self.linear(name + ".down_proj", hidden, width, bias, role, copies, active)
+
+
+def count_params(cfg: dict, families: dict = FAMILIES) -> ParamCount:
+    """Total, active and embedding parameters of the language model this config describes, for
+    the model types in `families`."""
     inner = cfg.get("text_config")
     text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
     c = _reader(text, prefix, model_type or "unknown")
     if model_type in FALCON_TYPES:
         return _falcon(c, model_type)
-    family = FAMILIES.get(model_type)
+    family = families.get(model_type)
     if family is None:
         raise InputError(prefix + "model_type", f"the parameter count of a {model_type or 'unnamed'!r} model "
-                         "is not derived here (only " + ", ".join(sorted(FAMILIES)) + " and falcon); "
+                         "is not derived here (only " + ", ".join(sorted(families)) + " and falcon); "
                          "give the parameter count or the weights' size")
     hidden = c.int("hidden_size")
     vocab = c.int("vocab_size")
     layers = c.int("num_hidden_layers", maximum=MAX_LAYERS)
-    embedding = vocab * hidden
-    head = 0 if c.flag("tie_word_embeddings", family.tied_default) else vocab * hidden
-    attention = _mla(c, hidden) if "kv_lora_rank" in text and family.moe == "deepseek" else _attention(c, family, hidden)
-    norms = family.norms_per_layer * hidden
-    total = active = embedding + head + hidden        # the final norm
+    t = _Tally()
+    t.linear("model.embed_tokens", vocab, hidden, role="embed")
+    if not c.flag("tie_word_embeddings", family.tied_default):
+        t.linear("lm_head", vocab, hidden, role="head")
+    t.vector("model.norm", hidden)
+    mla = "kv_lora_rank" in text and family.moe == "deepseek"
+    linear_layers = _linear_layers(c, layers) if family.linear_attention else frozenset()
     for index in range(layers):
-        mlp_total, mlp_active = _mlp(c, family, hidden, index, layers)
-        total += attention + norms + mlp_total
-        active += attention + norms + mlp_active
-    return ParamCount(total, active, embedding)
+        base = f"model.layers.{index}"
+        if index in linear_layers:
+            _gated_deltanet(c, t, base + ".linear_attn", hidden)
+        elif mla:
+            _mla(c, t, base + ".self_attn", hidden)
+        else:
+            _attention(c, t, family, base + ".self_attn", hidden)
+        t.vector(base + ".norms", hidden, copies=family.norms_per_layer)
+        _mlp(c, t, family, base, hidden, index, layers)
+    groups = tuple(t.groups)
+    total = sum(g.elements for g in groups)
+    active = sum(g.rows * g.cols * g.active for g in groups)
+    return ParamCount(total, active, vocab * hidden, groups)
 
 
-def _attention(c: ConfigFields, family: Family, hidden: int) -> int:
+def _linear_layers(c: ConfigFields, layers: int) -> frozenset:
+    """Indices of the Gated DeltaNet layers: layer_types' linear_attention entries, else every
+    layer but each full_attention_interval-th (transformers Qwen3NextConfig, default 4)."""
+    types = c.cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or \
+                not all(t in ("linear_attention", "full_attention") for t in types):
+            raise InvalidValue(c.prefix + "layer_types", f"expected {layers} entries of linear_attention or "
+                                                         "full_attention")
+        return frozenset(i for i, kind in enumerate(types) if kind == "linear_attention")
+    interval = c.int("full_attention_interval", 4, maximum=MAX_LAYERS)
+    return frozenset(i for i in range(layers) if (i + 1) % interval)
+
+
+def _gated_deltanet(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
+    """transformers Qwen3NextGatedDeltaNet: in_proj_qkvz (q, k, v and the gate z) and in_proj_ba
+    (beta and the decay's a, one per value head), a depthwise conv1d over q, k and v without
+    bias, dt_bias and A_log per value head, a gated RMSNorm of one value head's width, out_proj.
+    Qwen3.5 splits the two projections (in_proj_qkv + in_proj_z, in_proj_b + in_proj_a): the
+    same shapes."""
+    k_heads, v_heads = c.int("linear_num_key_heads"), c.int("linear_num_value_heads")
+    k_dim, v_dim = c.int("linear_key_head_dim"), c.int("linear_value_head_dim")
+    kernel = c.int("linear_conv_kernel_dim", 4)
+    key, value = k_heads * k_dim, v_heads * v_dim
+    t.linear(name + ".in_proj_qkvz", 2 * key + 2 * value, hidden)
+    t.linear(name + ".in_proj_ba", 2 * v_heads, hidden)
+    t.vector(name + ".conv1d", (2 * key + value) * kernel)
+    t.vector(name + ".dt_bias", v_heads)
+    t.vector(name + ".A_log", v_heads)
+    t.vector(name + ".norm", v_dim)
+    t.linear(name + ".out_proj", hidden, value)
+
+
+def _attention(c: ConfigFields, t: _Tally, family: Family, name: str, hidden: int) -> None:
     heads = c.int("num_attention_heads")
     kv_heads = c.int("num_key_value_heads", heads, maximum=heads)
     head_dim = c.int("head_dim") if c.cfg.get("head_dim") else hidden // heads
@@ -110,13 +239,24 @@ def _attention(c: ConfigFields, family: Family, hidden: int) -> int:
         raise InvalidValue(c.prefix + "num_attention_heads", f"{heads:,} heads are more than the hidden size "
                                                            f"{hidden:,}: a head would have no width")
     q, kv = heads * head_dim, kv_heads * head_dim
-    weights = hidden * q + 2 * hidden * kv + q * hidden
-    bias = c.flag(family.bias_key)
-    biases = (q + 2 * kv + hidden) if bias else (q + 2 * kv) if family.qkv_bias else 0
-    return weights + biases + (2 * head_dim if family.qk_norm else 0) + (heads if family.sinks else 0)
+    bias = c.flag(family.bias_key, family.bias_default) or family.qkv_bias
+    o_key = family.bias_key if family.o_bias_key == "=" else family.o_bias_key
+    o_bias = c.flag(o_key, family.bias_default if o_key == family.bias_key else False)
+    t.linear(name + ".q_proj", 2 * q if family.gated_attention else q, hidden, bias)
+    t.linear(name + ".k_proj", kv, hidden, bias)
+    t.linear(name + ".v_proj", kv, hidden, bias)
+    t.linear(name + ".o_proj", hidden, q, o_bias)
+    if family.qk_norm or (family.qk_norm_key and c.flag(family.qk_norm_key)):
+        t.vector(name + ".q_norm", head_dim)
+        t.vector(name + ".k_norm", head_dim)
+    if family.qk_norm_full:
+        t.vector(name + ".q_norm", q)
+        t.vector(name + ".k_norm", kv)
+    if family.sinks:
+        t.vector(name + ".sinks", heads)
 
 
-def _mla(c: ConfigFields, hidden: int) -> int:
+def _mla(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
     """DeepSeek's multi-head latent attention projections (transformers DeepseekV3Attention)."""
     heads = c.int("num_attention_heads")
     nope, rope = c.int("qk_nope_head_dim"), c.int("qk_rope_head_dim")
@@ -125,58 +265,110 @@ def _mla(c: ConfigFields, hidden: int) -> int:
     q_rank = c.cfg.get("q_lora_rank")
     if q_rank:
         q_rank = c.int("q_lora_rank")
-        query = hidden * q_rank + q_rank + q_rank * q_width          # q_a, its norm, q_b
+        t.linear(name + ".q_a_proj", q_rank, hidden)
+        t.vector(name + ".q_a_layernorm", q_rank)
+        t.linear(name + ".q_b_proj", q_width, q_rank)
     else:
-        query = hidden * q_width
-    kv = hidden * (latent + rope) + latent + latent * heads * (nope + v_dim)
-    return query + kv + heads * v_dim * hidden
+        t.linear(name + ".q_proj", q_width, hidden)
+    t.linear(name + ".kv_a_proj_with_mqa", latent + rope, hidden)
+    t.vector(name + ".kv_a_layernorm", latent)
+    t.linear(name + ".kv_b_proj", heads * (nope + v_dim), latent)
+    t.linear(name + ".o_proj", hidden, heads * v_dim)
 
 
-def _mlp(c: ConfigFields, family: Family, hidden: int, index: int, layers: int) -> tuple[int, int]:
-    """(total, active) parameters of layer `index`'s feed-forward block."""
-    def gated(width: int, bias: bool = False) -> int:
-        return 3 * hidden * width + ((2 * width + hidden) if bias else 0)
+def _experts(t: _Tally, name: str, hidden: int, width: int, experts: int, top_k: int, bias: bool = False,
+             names: tuple = ("gate_proj", "up_proj", "down_proj")) -> None:
+    gate, up, down = names
+    for part, rows, cols in ((gate, width, hidden), (up, width, hidden), (down, hidden, width)):
+        t.linear(f"{name}.{part}", rows, cols, bias, role="expert", copies=experts, active=top_k)
 
-    if family.moe == "mixtral":
+
+def _mlp(c: ConfigFields, t: _Tally, family: Family, base: str, hidden: int, index: int, layers: int) -> None:
+    """Layer `index`'s feed-forward block."""
+    moe = family.moe
+    if moe in ("mixtral", "minimax"):
+        # transformers MixtralSparseMoeBlock (w1 gate, w3 up, w2 down); MiniMax-M2 adds the
+        # router's e_score_correction_bias
         experts = c.int("num_local_experts", maximum=MAX_EXPERTS)
         top_k = _top_k(c, experts)
-        expert = gated(c.int("intermediate_size"))
-        router = hidden * experts
-        return router + experts * expert, router + top_k * expert
-    if family.moe == "gpt_oss":
+        name = base + ".block_sparse_moe"
+        t.linear(name + ".gate", experts, hidden, role="router")
+        if moe == "minimax":
+            t.vector(name + ".e_score_correction_bias", experts)
+        _experts(t, name + ".experts", hidden, c.int("intermediate_size"), experts, top_k,
+                 names=("w1", "w3", "w2"))
+        return
+    if moe == "gpt_oss":
         # transformers GptOssExperts: fused gate_up and down projections, each with a bias; a biased router
         experts = c.int("num_local_experts", maximum=MAX_EXPERTS)
         top_k = _top_k(c, experts, also=("experts_per_token",))
-        expert = gated(c.int("intermediate_size"), bias=True)
-        router = hidden * experts + experts
-        return router + experts * expert, router + top_k * expert
-    if family.moe == "qwen":
-        sparse_step = c.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
-        dense_only = c.layer_set("mlp_only_layers", layers)
-        experts = c.int("num_experts", 0, minimum=0, maximum=MAX_EXPERTS)
-        if experts and index not in dense_only and (index + 1) % sparse_step == 0:
-            top_k = _top_k(c, experts)
-            expert = gated(c.int("moe_intermediate_size"))
+        width = c.int("intermediate_size")
+        t.linear(base + ".mlp.router", experts, hidden, bias=True, role="router")
+        t.linear(base + ".mlp.experts.gate_up_proj", 2 * width, hidden, True, "expert", experts, top_k)
+        t.linear(base + ".mlp.experts.down_proj", hidden, width, True, "expert", experts, top_k)
+        return
+    if moe in ("qwen", "qwen_all"):
+        if moe == "qwen_all":
+            experts = c.int("num_experts", maximum=MAX_EXPERTS)
+            sparse = True
+        else:
+            sparse_step = c.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
+            dense_only = c.layer_set("mlp_only_layers", layers)
+            experts = c.int("num_experts", 0, minimum=0, maximum=MAX_EXPERTS)
+            sparse = experts and index not in dense_only and (index + 1) % sparse_step == 0
+        if sparse:
+            name = base + ".mlp"
+            t.linear(name + ".gate", experts, hidden, role="router")
+            _experts(t, name + ".experts", hidden, c.int("moe_intermediate_size"), experts, _top_k(c, experts))
             shared_width = c.int("shared_expert_intermediate_size", 0, minimum=0)
-            shared = gated(shared_width) + hidden if shared_width else 0    # with its sigmoid gate
-            router = hidden * experts
-            return router + experts * expert + shared, router + top_k * expert + shared
-        return gated(c.int("intermediate_size")), gated(c.int("intermediate_size"))
-    if family.moe == "deepseek":
+            if shared_width:                 # with its sigmoid gate
+                t.gated(name + ".shared_expert", hidden, shared_width)
+                t.linear(name + ".shared_expert_gate", 1, hidden, role="router")
+            return
+        t.gated(base + ".mlp", hidden, c.int("intermediate_size"))
+        return
+    if moe in ("deepseek", "glm"):
         experts = c.int("n_routed_experts", 0, minimum=0, maximum=MAX_EXPERTS)
         first_dense = c.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
-        frequency = c.int("moe_layer_freq", 1, maximum=MAX_LAYERS)
+        frequency = c.int("moe_layer_freq", 1, maximum=MAX_LAYERS) if moe == "deepseek" else 1
         if experts and index >= first_dense and index % frequency == 0:
-            top_k = _top_k(c, experts)
-            expert = gated(c.int("moe_intermediate_size"))
-            shared = c.int("n_shared_experts", 0, minimum=0, maximum=MAX_EXPERTS) * expert
-            # noaux_tc routing adds a learned bias per expert (e_score_correction_bias)
-            router = hidden * experts + (experts if c.cfg.get("topk_method") == "noaux_tc" else 0)
-            return router + experts * expert + shared, router + top_k * expert + shared
-        return gated(c.int("intermediate_size")), gated(c.int("intermediate_size"))
-    width = c.int("intermediate_size")
-    total = gated(width, c.flag(family.mlp_bias_key))
-    return total, total
+            name = base + ".mlp"
+            width = c.int("moe_intermediate_size")
+            t.linear(name + ".gate", experts, hidden, role="router")
+            # noaux_tc routing adds a learned bias per expert (e_score_correction_bias), kept in
+            # float32 (DeepSeek-V3's MoEGate, transformers Glm4MoeTopkRouter); GLM always has it
+            if moe == "glm" or c.cfg.get("topk_method") == "noaux_tc":
+                t.vector(name + ".gate.e_score_correction_bias", experts, fp32=True)
+            _experts(t, name + ".experts", hidden, width, experts, _top_k(c, experts))
+            shared = c.int("n_shared_experts", 0, minimum=0, maximum=MAX_EXPERTS)
+            if shared:
+                t.gated(name + ".shared_experts", hidden, shared * width)
+            return
+        t.gated(base + ".mlp", hidden, c.int("intermediate_size"))
+        return
+    if moe == "ernie":
+        # transformers Ernie4_5_MoeDecoderLayer: experts where (i + 1) % moe_layer_interval == 0
+        # and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last layer); a router,
+        # its float32 correction bias (moe_statics), shared experts of moe_num_shared_experts widths
+        experts = c.int("moe_num_experts", 0, minimum=0, maximum=MAX_EXPERTS)
+        start = c.int("moe_layer_start_index", 0, minimum=0, maximum=MAX_LAYERS)
+        end = c.cfg.get("moe_layer_end_index", -1)
+        end = layers - 1 if end == -1 else c.int("moe_layer_end_index", minimum=0, maximum=MAX_LAYERS)
+        interval = c.int("moe_layer_interval", 1, maximum=MAX_LAYERS)
+        bias = c.flag(family.mlp_bias_key)
+        if experts and (index + 1) % interval == 0 and start <= index <= end:
+            name = base + ".mlp"
+            width = c.int("moe_intermediate_size")
+            t.linear(name + ".gate", experts, hidden, role="router")
+            t.vector(name + ".moe_statics.e_score_correction_bias", experts, fp32=True)
+            _experts(t, name + ".experts", hidden, width, experts, c.int("moe_k", maximum=experts), bias)
+            shared = c.int("moe_num_shared_experts", 0, minimum=0, maximum=MAX_EXPERTS)
+            if shared:
+                t.gated(name + ".shared_experts", hidden, shared * width, bias)
+            return
+        t.gated(base + ".mlp", hidden, c.int("intermediate_size"), bias)
+        return
+    t.gated(base + ".mlp", hidden, c.int("intermediate_size"), c.flag(family.mlp_bias_key))
 
 
 def _falcon(c: ConfigFields, model_type: str) -> ParamCount:
@@ -202,3 +394,185 @@ def _falcon(c: ConfigFields, model_type: str) -> ParamCount:
     head = 0 if c.flag("tie_word_embeddings", True) else embedding
     total = embedding + head + 2 * hidden + layers * per_layer
     return ParamCount(total, total, embedding)
+
+
+# ---- the weights' bytes from quantization_config -------------------------------------------
+
+@dataclass(frozen=True)
+class QuantizedWeights:
+    bytes: int           # every tensor of the language model, as the rule stores it
+    rule: str            # the rule, in words (what is quantized, what stays 16-bit)
+
+
+def _quant_config(cfg: dict) -> dict | None:
+    quant = cfg.get("quantization_config")
+    inner = cfg.get("text_config")
+    if quant is None and isinstance(inner, dict):
+        quant = inner.get("quantization_config")
+    if quant is not None and not isinstance(quant, dict):
+        raise InputError("quantization_config", f"expected an object, got {show(quant)}")
+    return quant
+
+
+def _skip_list(quant: dict, *keys) -> tuple:
+    names = []
+    for key in keys:
+        value = quant.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"quantization_config.{key}", f"expected a list of module names, got {show(value)}")
+        names.extend(value)
+    return tuple(names)
+
+
+def _skipped(name: str, skip: tuple) -> bool:
+    """Whether a module is left unquantized by a skip list entry: a glob (ModelOpt's
+    exclude_modules, gpt-oss's modules_to_not_convert) matched against the whole name, or a
+    dotted name matched as whole segments anywhere in it ("lm_head", "mlp.gate", "model.layers.0")."""
+    dotted = "." + name + "."
+    for entry in skip:
+        if "*" in entry or "?" in entry or "[" in entry:
+            if fnmatchcase(name, entry) or fnmatchcase(name, "*." + entry) or \
+                    fnmatchcase(name, entry + ".*") or fnmatchcase(name, "*." + entry + ".*"):
+                return True
+        elif "." + entry.strip(".") + "." in dotted:
+            return True
+    return False
+
+
+def _int_of(quant: dict, key: str, allowed: tuple):
+    value = quant.get(key)
+    if isinstance(value, bool) or value not in allowed:
+        raise InputError(f"quantization_config.{key}", f"{show(value)} is not one this calculator prices "
+                                                       f"exactly (only {', '.join(map(str, allowed))})")
+    return value
+
+
+def quantized_weights(cfg: dict, counted: ParamCount | None = None, families: dict = FAMILIES) -> QuantizedWeights:
+    """The bytes of the weights a config's quantization_config stores, computed from its shapes.
+
+    Exact where the checkpoint format fixes every tensor's bytes from its shape; any other
+    method, or a setting outside those formats, is refused (InputError) with the reason.
+    Sources: vLLM `fp8.py` (Fp8LinearMethod: an e4m3 weight plus weight_scale_inv, one float32
+    per weight_block_size block, ceil-divided) and DeepSeek-V3's checkpoint layout; transformers
+    `integrations/mxfp4.py` and the gpt-oss checkpoints (expert weights as *_blocks, two 4-bit
+    values a byte, and *_scales, one uint8 exponent per 32); NVIDIA ModelOpt NVFP4 (packed 4-bit
+    weight, an fp8 weight_scale per 16, float32 weight_scale_2 and input_scale per linear);
+    AutoAWQ's GEMM layout (qweight and qzeros packed in int32, fp16 scales per group) and
+    AutoGPTQ's (qweight, qzeros, fp16 scales, int32 g_idx)."""
+    quant = _quant_config(cfg)
+    if quant is None:
+        raise InputError("quantization_config", "the checkpoint is not quantized")
+    counted = counted or count_params(cfg, families)
+    if not counted.tensors:
+        raise InputError("quantization_config", "this family's parameters are not broken down by module, so "
+                                                "which of them are quantized is not known")
+    method = str(quant.get("quant_method", "")).lower()
+    rule = _RULES.get(method)
+    if method == "modelopt" and str(quant.get("quant_algo", "")).upper() != "NVFP4":
+        rule = None
+    if rule is None:
+        raise InputError("quantization_config.quant_method", f"{show(quant.get('quant_method'))} is not a method "
+                         "whose bytes this calculator computes (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ)")
+    price, words, skip = rule(quant)
+    total = 0
+    for g in counted.tensors:
+        if g.role in QUANTIZABLE and not _skipped(g.name, skip):
+            cost = price(g.rows, g.cols, g.role)
+            if cost is None:
+                raise InputError("quantization_config", f"{g.name} ({g.rows:,} x {g.cols:,}) does not divide into "
+                                                        f"the format's groups: {words}")
+            total += cost * g.copies
+        else:
+            total += g.elements * (4 if g.fp32 else 2)
+    return QuantizedWeights(total, words)
+
+
+def _fp8(quant: dict):
+    skip = _skip_list(quant, "modules_to_not_convert", "ignored_layers")
+    block = quant.get("weight_block_size")
+    if block is None:
+        # per-tensor fp8: one float32 weight_scale per linear, and an input_scale when static
+        static = str(quant.get("activation_scheme", "dynamic")).lower() == "static"
+        extra = 8 if static else 4
+        return (lambda rows, cols, role: rows * cols + extra), \
+            "fp8 weights with a float32 scale per tensor; embeddings, head, norms and routers 16-bit", skip
+    if not (isinstance(block, list) and len(block) == 2 and all(
+            isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_WIDTH for b in block)):
+        raise InputError("quantization_config.weight_block_size", f"expected two block sides, got {show(block)}")
+    bn, bk = block
+    return (lambda rows, cols, role: rows * cols + 4 * ceil_div(rows, bn) * ceil_div(cols, bk)), \
+        (f"fp8 linear weights plus one float32 scale per {bn} x {bk} block; embeddings, head, norms and "
+         "routers 16-bit"), skip
+
+
+def _mxfp4(quant: dict):
+    skip = _skip_list(quant, "modules_to_not_convert")
+
+    def price(rows, cols, role):
+        if role != "expert":
+            return rows * cols * 2           # only the experts are stored in mxfp4 (transformers Mxfp4)
+        return None if cols % 32 else rows * cols // 2 + rows * cols // 32
+    return price, "mxfp4 experts (4 bits plus a uint8 scale per 32, 4.25 bits); the rest 16-bit", skip
+
+
+def _nvfp4(quant: dict):
+    skip = _skip_list(quant, "exclude_modules", "ignore", "modules_to_not_convert")
+    group = _int_of(quant, "group_size", (16,)) if "group_size" in quant else 16
+    return (lambda rows, cols, role: None if cols % group else rows * cols // 2 + rows * cols // group + 8), \
+        ("nvfp4 linear weights (4 bits plus an fp8 scale per 16 and two float32 scales per tensor); "
+         "embeddings, head, norms and routers 16-bit"), skip
+
+
+def _awq(quant: dict):
+    bits = _int_of(quant, "bits", (4,)) if "bits" in quant else _int_of(quant, "w_bit", (4,))
+    group = quant.get("group_size", quant.get("q_group_size"))
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise InputError("quantization_config.group_size", f"expected a group size, got {show(group)}")
+    version = str(quant.get("version", "gemm")).lower()
+    if version not in ("gemm", "gemv_fast", "marlin") or version == "gemv_fast":
+        raise InputError("quantization_config.version", f"{show(quant.get('version'))}: only AWQ's GEMM layout "
+                                                        "is priced exactly")
+    skip = _skip_list(quant, "modules_to_not_convert")
+
+    def price(rows, cols, role):
+        # qweight int32 (in, out / 8), qzeros int32 (in / group, out / 8), scales fp16 (in / group, out)
+        if cols % group or rows % 8:
+            return None
+        groups = cols // group
+        return rows * cols * bits // 8 + groups * rows * bits // 8 + 2 * groups * rows
+    return price, (f"AWQ int{bits} weights, an fp16 scale and a packed {bits}-bit zero per {group} inputs; "
+                   "embeddings, head, norms and routers 16-bit"), skip
+
+
+def _gptq(quant: dict):
+    bits = _int_of(quant, "bits", (2, 4, 8))
+    group = quant.get("group_size", 128)
+    if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or group >= 1):
+        raise InputError("quantization_config.group_size", f"expected a group size or -1, got {show(group)}")
+    if quant.get("lm_head") is True:
+        raise InputError("quantization_config.lm_head", "a quantized output head is not priced here")
+    if str(quant.get("checkpoint_format", "gptq")).lower() not in ("gptq", "gptq_v2"):
+        raise InputError("quantization_config.checkpoint_format", f"{show(quant.get('checkpoint_format'))}: "
+                                                                  "only AutoGPTQ's layout is priced exactly")
+    skip = _skip_list(quant, "modules_to_not_convert", "modules_in_block_to_quantize") \
+        if not quant.get("modules_in_block_to_quantize") else None
+    if skip is None:
+        raise InputError("quantization_config.modules_in_block_to_quantize", "a list of the modules quantized "
+                                                                             "is not priced here")
+    per = 32 // bits
+
+    def price(rows, cols, role):
+        # qweight int32 (in / per, out), qzeros int32 (groups, out / per), scales fp16 (groups, out),
+        # g_idx int32 (in)
+        groups = 1 if group == -1 else cols // group
+        if cols % per or rows % per or (group != -1 and cols % group):
+            return None
+        return rows * cols * bits // 8 + groups * rows * bits // 8 + 2 * groups * rows + 4 * cols
+    shown = "per column" if group == -1 else f"per {group} inputs"
+    return price, (f"GPTQ int{bits} weights, an fp16 scale and a packed zero {shown}, an int32 g_idx per input; "
+                   "embeddings, head, norms and routers 16-bit"), skip
+
+
+_RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq": _gptq}
