@@ -261,3 +261,20 @@ def test_counted_weights_are_plausible_bits_per_parameter(quant):
         assert low <= Fraction(8 * weights, counted.total) <= high, name
         checked += 1
     assert checked >= 10
+
+
+def test_a_pasted_quantized_config_sizes_with_its_computed_weights():
+    """A config.json alone now sizes a quantized checkpoint: gpt-oss-120b's mxfp4 experts give
+    65,248,815,744 B (its published index total_size), DeepSeek-V3's fp8 blocks 673,150,611,808 B,
+    each said to be computed from the config; a checkpoint's own bytes, given, still win."""
+    from kvcalc.evaluation import evaluate
+    from support import hf_fixture
+    oss = evaluate({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "gpu": "h100-sxm-80gb"})
+    assert oss.result.weights_bytes == 65_248_815_744
+    assert any("computed from the config's quantization_config" in w for w in oss.scenario.warnings)
+    assert not any("give the weights precision" in w for w in oss.scenario.warnings)
+    v3 = evaluate({"hf-config": hf_fixture("deepseek-ai__DeepSeek-V3.json"), "gpu": "h200-141gb", "gpus": "8"})
+    assert v3.result.weights_bytes == 673_150_611_808
+    given = evaluate({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "gpu": "h100-sxm-80gb",
+                      "weights-bytes": "65248815000"})
+    assert given.result.weights_bytes == 65_248_815_000

@@ -31,6 +31,8 @@ class Model:
     architecture: str | None = None          # config.json architectures[0]: engines special-case some
     vocab_size: int | None = None            # the logits' width (llama.cpp's compute buffer)
     checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
+    config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes
+    config_weights_rule: str | None = None   # how (what is quantized, what stays 16-bit), in words
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

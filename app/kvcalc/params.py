@@ -55,10 +55,7 @@ FAMILIES = {
     "gpt_oss": Family(moe="gpt_oss", sinks=True),
 }
 FAMILIES["gemma3"] = FAMILIES["gemma3_text"]
-# The 2025-26 families (issue 21), counted and tested (tests/test_weights_2026.py) but not yet in
-# FAMILIES: the refusal of any other model_type lists FAMILIES, and a recorded golden output
-# (tests/golden/nemotron-h-config-table.txt) holds that list byte for byte. Merging them is
-# FAMILIES.update(FAMILIES_2026) with that golden re-recorded on purpose.
+# The 2025-26 families (issue 21), each tested in tests/test_weights_2026.py.
 FAMILIES_2026 = {
     "ministral": Family(bias_key=None),     # transformers MinistralConfig: Mistral's layout
     # transformers Qwen3NextAttention / Qwen3NextGatedDeltaNet / Qwen3NextSparseMoeBlock
@@ -83,6 +80,7 @@ FAMILIES_2026 = {
 }
 FAMILIES_2026["qwen3_5"] = FAMILIES_2026["qwen3_5_text"]
 FAMILIES_2026["qwen3_5_moe"] = FAMILIES_2026["qwen3_5_moe_text"]
+FAMILIES.update(FAMILIES_2026)
 FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 
 # Roles a quantization rule may store in fewer bits: nn.Linear weights of the decoder layers

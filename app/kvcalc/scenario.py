@@ -12,7 +12,7 @@ from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
 from .options import MANUAL_FIELDS, SHAPE_FIELDS
-from .params import count_params
+from .params import count_params, quantized_weights
 from .precision import Precision, precision
 from .sizing import Deployment, Workload
 from .units import GIB, ceil_div
@@ -137,7 +137,29 @@ def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
         return model
     active = f", {counted.active:,} active per token" if counted.is_moe else ""
     notes.append(f"parameters counted from the config's shapes: {counted.total:,}{active}")
-    return replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
+    model = replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
+    return _with_quantized_weights(model, cfg, counted, notes)
+
+
+def _with_quantized_weights(model: Model, cfg: dict, counted, notes: list) -> Model:
+    """A quantized checkpoint's exact bytes from its quantization_config and shapes, labelled as
+    computed from the config (a checkpoint's own headers, given, still win)."""
+    if not _has_quantization(cfg):
+        return model
+    try:
+        computed = quantized_weights(cfg, counted)
+    except InvalidValue:
+        raise
+    except InputError as e:
+        notes.append(f"weights not computed from the quantization_config ({e.field}: {e.message})")
+        return model
+    return replace(model, config_weights_bytes=computed.bytes, config_weights_rule=computed.rule)
+
+
+def _has_quantization(cfg: dict) -> bool:
+    inner = cfg.get("text_config")
+    return cfg.get("quantization_config") is not None or (
+        isinstance(inner, dict) and inner.get("quantization_config") is not None)
 
 
 def _manual_model(values: dict) -> Model:
@@ -220,6 +242,11 @@ def build_scenario(values: dict) -> Scenario:
         notes.append(f"{deployment.gpu_name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
                      "with the CPU and the operating system, so less than that is free for weights and KV cache: "
                      "set the GPU memory (or an overhead) to what the machine leaves free")
+    if model.config_weights_bytes and deployment.weights_bytes == model.config_weights_bytes:
+        # The reader's note asked for the weights' precision or size: these are them.
+        notes = [n for n in notes if "quantized" not in n and "(quantization_config)" not in n] + [
+            f"weights computed from the config's quantization_config and shapes: {model.config_weights_bytes:,} "
+            f"bytes ({model.config_weights_rule}); the checkpoint's own headers (Open files) give them exactly"]
     if model.checkpoint_bytes and deployment.weights_bytes == model.checkpoint_bytes:
         notes = [n for n in notes if "quantized" not in n] + [
             f"weights are the published checkpoint's {model.checkpoint_bytes:,} bytes (its "
@@ -267,6 +294,8 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = ceil_div(values["weights-gib"] * GIB, 1)
     elif model.checkpoint_bytes and "params" not in values and "weights-dtype" not in values:
         weights = model.checkpoint_bytes          # the published checkpoint's own bytes (quantized ones too)
+    elif model.config_weights_bytes and "params" not in values and "weights-dtype" not in values:
+        weights = model.config_weights_bytes      # computed from the quantization_config (said in a note)
     else:
         params = values.get("params", model.params)
         dtype = values.get("weights-dtype", model.weights_dtype)
