@@ -9,17 +9,25 @@ class Recorder:
         page.on("request", lambda r: self.requests.append(r.url))
         page.on("console", self._console)
         page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
+        page.on("crash", lambda *_: self.problems.append("crash: the page's renderer crashed"))
 
     def _console(self, message):
-        # Playwright's own note when a test blocks the page's service worker is not the page's.
-        if message.type in ("error", "warning") and "blocked by Playwright" not in message.text:
-            self.problems.append(f"{message.type}: {message.text}")
+        # Playwright's own note when a test blocks the page's service worker is not the page's;
+        # nor is Chromium's hint that a preloaded file was used more than a few seconds after the
+        # load event, which says only how busy the machine was (it comes and goes with the load).
+        text = message.text
+        if message.type in ("error", "warning") and "blocked by Playwright" not in text and not (
+                "was preloaded using link preload but not used within a few seconds" in text):
+            self.problems.append(f"{message.type}: {text}")
 
 
 def open_page(page, url: str) -> Recorder:
     recorder = Recorder(page)
+    crashed = []
+    page.on("crash", lambda *_: crashed.append(True))
     page.goto(url)
     page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
+    assert not crashed, "the page's renderer crashed while starting"
     assert page.evaluate("document.documentElement.dataset.state") == "ready", recorder.problems
     return recorder
 
