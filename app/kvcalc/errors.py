@@ -43,41 +43,39 @@ FIRST_READ = 1 << 20          # a checkpoint's header usually fits; more is read
 CHUNK_BYTES = 1 << 20         # each further read: a header costs its own size plus at most this
 
 
-def parse_bytes(parser, data):
-    """Run `parser` on `data`, the start of the file (the whole file, or a prefix of it: then
-    NeedMore says how long a prefix the parser needs)."""
-    view = memoryview(data)
+def drive(parser, read):
+    """Run a header parser, answering each (start, end) it asks for with read(start, end): the
+    bytes from start to at least end (more is fine, up to a chunk)."""
     request = next(parser)
     while True:
-        reply = None
-        if request is not PAUSE:
-            start, end = request
-            if end > len(view):
-                parser.close()
-                raise NeedMore(end)
-            reply = view[start:]
+        reply = None if request is PAUSE else read(*request)
         try:
             request = parser.send(reply)
         except StopIteration as done:
             return done.value
+
+
+def parse_bytes(parser, data):
+    """Run `parser` on `data`, the start of the file (the whole file, or a prefix of it: then
+    NeedMore says how long a prefix the parser needs)."""
+    view = memoryview(data)
+
+    def read(start: int, end: int):
+        if end > len(view):
+            parser.close()
+            raise NeedMore(end)
+        return view[start:]
+    return drive(parser, read)
 
 
 def read_header_from(fh, file_size: int, parse, chunk: int = CHUNK_BYTES):
     """The header of an open binary file, parsed by `parse(file_size)` (gguf.parse,
     safetensors.parse): each byte the parser needs is read once, in reads of about `chunk`
     bytes, and the bytes it steps over (a skipped array) are never read."""
-    parser = parse(file_size)
-    request = next(parser)
-    while True:
-        reply = None
-        if request is not PAUSE:
-            start, end = request
-            fh.seek(start)
-            reply = fh.read(min(file_size, max(end, start + chunk)) - start)
-        try:
-            request = parser.send(reply)
-        except StopIteration as done:
-            return done.value
+    def read(start: int, end: int) -> bytes:
+        fh.seek(start)
+        return fh.read(min(file_size, max(end, start + chunk)) - start)
+    return drive(parse(file_size), read)
 
 
 class Window:
