@@ -12,6 +12,7 @@ from .evaluation import evaluate, unexpected
 from .options import MODEL_INPUTS, OPTIONS, parse_options
 from .scenario import resolve_model
 from .safetensors import layer_list
+from .units import GIB
 from .export import FORMATS, export
 from .engines import REGISTRY
 from .launch import launch
@@ -116,7 +117,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             return 0
         if args.pop("list_gpus"):
             for gpu in presets.gpus().values():
-                print(f"{gpu.id:20} {gpu.name:32} {gpu.memory_bytes / 2 ** 30:8.2f} GiB "
+                print(f"{gpu.id:20} {gpu.name:32} {gpu.memory_bytes / GIB:8.2f} GiB "
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0
         as_json, link_url = args.pop("json"), args.pop("link")

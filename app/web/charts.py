@@ -2,13 +2,14 @@
 requests that fit against context for each KV precision. The series come from the engine's
 sweep; drawing is web.plot's."""
 
+from kvcalc.units import GB, GIB
 from kvcalc.words import size
 from kvcalc.sweep import concurrency_series, context_points, memory_series
 
 from web.dom import put
 from web.plot import plot
 
-UNIT_SCALE = {"gib": (1 << 30, "GiB"), "gb": (10 ** 9, "GB")}
+UNIT_SCALE = {"gib": (GIB, "GiB"), "gb": (GB, "GB")}
 _now = {"unit": "gib"}
 
 
