@@ -116,8 +116,10 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 print(f"{entry['id']:48} {entry['name']}", file=stdout)
             return 0
         if args.pop("list_gpus"):
-            for gpu in presets.gpus().values():
-                print(f"{gpu.id:20} {gpu.name:32} {gpu.memory_bytes / GIB:8.2f} GiB "
+            table = list(presets.gpus().values())
+            ids, names = max(len(g.id) for g in table), max(len(g.name) for g in table)
+            for gpu in table:
+                print(f"{gpu.id:{ids}} {gpu.name:{names}} {gpu.memory_bytes / GIB:8.2f} GiB "
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0
         as_json, link_url = args.pop("json"), args.pop("link")
