@@ -3,6 +3,7 @@ and a sub-path host."""
 
 import html as html_module
 import re
+from contextlib import contextmanager
 import shutil
 import subprocess
 import sys
@@ -86,52 +87,10 @@ def test_works_from_a_sub_path(page, sub_site):
     assert start == sub_site
 
 
-def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
-    # A visit installs release A; the host then serves release B (new files, a new sw.js
-    # version). The next visit finds the new worker, which caches B and deletes A's cache, and
-    # the visit after is B's page, offline too.
-    root = tmp_path / "host"
-    shutil.copytree(DIST, root)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
-    base = proc.stdout.readline().split()[-1]
-    context = browser.new_context()
-    try:
-        page = context.new_page()
-        open_page(page, base)
-        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
-        page.reload()
-        page.wait_for_function("navigator.serviceWorker.controller !== null")
-        caches_before = page.evaluate("caches.keys()")
-        assert len(caches_before) == 1
-        index = (root / "index.html").read_text()
-        (root / "index.html").write_text(index.replace("<title>", "<title>Release B: ", 1))
-        worker = (root / "sw.js").read_text()
-        version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
-        (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
-        page.reload()         # still release A, from the cache; the browser checks sw.js
-        expected = [caches_before[0].rsplit(":", 1)[0] + ":" + "b" * len(version)]
-        # Each poll asks the cache again and looks at the answer the poll before got.
-        page.wait_for_function("""expected => { caches.keys().then(keys => { window.__keys = JSON.stringify(keys); });
-                                                 return window.__keys === JSON.stringify(expected); }""",
-                               arg=expected, timeout=60_000)
-        page.reload()
-        assert page.title().startswith("Release B: ")
-        context.set_offline(True)
-        page.reload()
-        page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
-        assert page.title().startswith("Release B: ")
-    finally:
-        context.set_offline(False)
-        context.close()
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
-    # Release A is open (served by its offline copy) when the host starts serving release B: the
-    # browser installs B's worker, and the tab of A says, politely, that a new version is ready,
-    # with a button that reloads into B.
+@contextmanager
+def release_a(browser, tmp_path):
+    """A host serving a copy of dist/ (release A) and a tab that has installed its offline copy
+    and is controlled by it: (the host's folder, the page)."""
     root = tmp_path / "host"
     shutil.copytree(DIST, root)
     proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), str(root), "--port", "0"],
@@ -145,14 +104,55 @@ def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
         page.reload()
         page.wait_for_function(READY, timeout=90_000)
         page.wait_for_function("navigator.serviceWorker.controller !== null")
+        yield root, page
+    finally:
+        context.set_offline(False)
+        context.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def publish_release_b(root) -> str:
+    """The host starts serving release B: a new title and a new sw.js version. Its version."""
+    index = (root / "index.html").read_text()
+    (root / "index.html").write_text(index.replace("<title>", "<title>Release B: ", 1))
+    worker = (root / "sw.js").read_text()
+    version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
+    (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
+    return "b" * len(version)
+
+
+def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
+    # A visit installs release A; the host then serves release B (new files, a new sw.js
+    # version). The next visit finds the new worker, which caches B and deletes A's cache, and
+    # the visit after is B's page, offline too.
+    with release_a(browser, tmp_path) as (root, page):
+        caches_before = page.evaluate("caches.keys()")
+        assert len(caches_before) == 1
+        version = publish_release_b(root)
+        page.reload()         # still release A, from the cache; the browser checks sw.js
+        expected = [caches_before[0].rsplit(":", 1)[0] + ":" + version]
+        # Each poll asks the cache again and looks at the answer the poll before got.
+        page.wait_for_function("""expected => { caches.keys().then(keys => { window.__keys = JSON.stringify(keys); });
+                                                 return window.__keys === JSON.stringify(expected); }""",
+                               arg=expected, timeout=60_000)
+        page.reload()
+        assert page.title().startswith("Release B: ")
+        page.context.set_offline(True)
+        page.reload()
+        page.wait_for_function(READY, timeout=90_000)
+        assert page.title().startswith("Release B: ")
+
+
+def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
+    # Release A is open (served by its offline copy) when the host starts serving release B: the
+    # browser installs B's worker, and the tab of A says, politely, that a new version is ready,
+    # with a button that reloads into B.
+    with release_a(browser, tmp_path) as (root, page):
         # One version only so far: nothing to say (the first copy is this very page).
         assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
         assert page.get_attribute("#update", "role") == "status"        # a polite live region
-        index = (root / "index.html").read_text()
-        (root / "index.html").write_text(index.replace("<title>", "<title>Release B: ", 1))
-        worker = (root / "sw.js").read_text()
-        version = re.search(r'const CACHE = PREFIX \+ "([0-9a-f]+)";', worker).group(1)
-        (root / "sw.js").write_text(worker.replace(version, "b" * len(version)))
+        publish_release_b(root)
         page.reload()         # still release A, from its copy; the browser finds B's sw.js
         page.wait_for_function(READY, timeout=90_000)
         page.wait_for_selector("#update-reload", state="visible", timeout=60_000)
@@ -163,7 +163,3 @@ def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
         page.wait_for_function(READY, timeout=90_000)
         assert page.title().startswith("Release B: ")
         assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
-    finally:
-        context.close()
-        proc.terminate()
-        proc.wait(timeout=10)
