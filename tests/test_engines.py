@@ -491,3 +491,21 @@ def test_vllm_hybrid_pool_on_a_real_qwen3_next_log():
         # v0.13 printed num_blocks // groups x block size (current vLLM prints concurrency x max_model_len).
         seen.add((pool.num_blocks // pool.groups * pool.block_size, f"{float(pool.max_concurrency):.2f}"))
     assert (logged_tokens, logged_concurrency) in seen
+
+
+def test_what_one_request_reserves_is_given_whenever_the_model_and_context_are_known():
+    """Issue 22's short check: the engine's per-request figure needs no GPU and stays when the
+    engine refuses. vLLM, Llama 3.1 8B at 8,192 tokens in 16-token blocks: 512 blocks x 32 layers x
+    16 x 4,096 B = 1,073,741,824 B; SGLang's single-token pool the same bytes; gpt-oss-120b at
+    131,072 tokens, the refusal's own "4.54 GiB KV cache is needed"."""
+    from kvcalc.report import to_json
+    for engine in ("vllm", "sglang", "llama.cpp"):
+        e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": engine, "context": "8192"})
+        assert e.ok and to_json(e.scenario, e.result)["engine_kv_bytes_per_request"] is not None, engine
+    assert evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "context": "8192"}
+                    ).result.engine.kv_bytes_per_request == 512 * 32 * 16 * 4096 == 1_073_741_824
+    assert evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "context": "8192"}
+                    ).result.engine.kv_bytes_per_request == 8192 * 131_072
+    refused = evaluate({"model": "openai/gpt-oss-120b", "context": "131072", "engine": "vllm", "prefill-chunk": "1024",
+                        "gpu": "h100-sxm-80gb", "kv-memory-gib": "1.71"}).result.engine
+    assert refused.starts is False and f"{refused.kv_bytes_per_request / GIB:.2f}" == "4.54"

@@ -34,11 +34,13 @@ class Budget:
     source: str                        # "kv-memory-gib", "overhead-gib", "estimate" or "none"
 
 
-def without_budget(name: str, title: str, block_size: int, chunk: int, budget: Budget, notes: list) -> EngineResult:
-    """An engine's answer when there is no memory to size in: its settings, no figures."""
+def without_budget(name: str, title: str, block_size: int, chunk: int, budget: Budget, notes: list,
+                   kv_bytes_per_request: int | None = None) -> EngineResult:
+    """An engine's answer when there is no memory to size in: its settings and what one request
+    reserves (that needs no memory), no capacity."""
     return EngineResult(
         engine=name, block_size=block_size, prefill_chunk=chunk, kv_budget_bytes_per_gpu=None,
-        kv_bytes_per_request=None, kv_tokens=None, max_concurrency=None, starts=None, max_model_len=None,
+        kv_bytes_per_request=kv_bytes_per_request, kv_tokens=None, max_concurrency=None, starts=None, max_model_len=None,
         refusal=None, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source, log=(),
         notes=tuple(notes + [f"Give a GPU and the weights, or the KV memory from a log, for {title}'s figures."]))

@@ -90,12 +90,38 @@ def _kv_split(layer, precision, tp: int) -> tuple[int, int]:
     return precision.bytes_for(heads * layer.head_dim), precision.bytes_for(heads * (layer.v_head_dim or layer.head_dim))
 
 
-def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1) -> Pool:
+def _swa_pool_layers(model) -> list:
+    """The sliding layers SGLang gives a pool of their own (is_hybrid_swa_model); none for the
+    other models, whose one pool holds every token in every layer."""
+    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    hybrid = sliding and len(sliding) < len(model.layers) and any(
+        name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES)
+    return sliding if hybrid else []
+
+
+def _request_bytes(first_stage, sliding: list, precision, tp: int, context: int) -> int:
+    return sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
+                                                       if sliding and layer.kind == "sliding" else context)
+               for layer in first_stage if layer.held_range(1) is not None)
+
+
+def request_bytes(model, precision, tp: int, pp: int, context: int) -> int:
+    """What one request of `context` tokens takes in the first stage's pool: the model and the
+    context decide it, not the memory."""
+    _check_modelled(model)
+    return _request_bytes(_stage_layers(model, pp)[0], _swa_pool_layers(model), precision, tp, context)
+
+
+def _check_modelled(model) -> None:
     if any(layer.kind == "state" for layer in model.layers):
         raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are not modelled yet, so "
                                    "engine figures for this model are refused")
     if any(layer.kind == "chunked" for layer in model.layers):
         raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
+
+
+def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1) -> Pool:
+    _check_modelled(model)
     stages = _stage_layers(model, pp)
     tokens = None
     for layers in stages:
@@ -108,11 +134,7 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
         raise InputError("engine", "the model keeps no KV cache, so SGLang allocates no token pool")
     first = stages[0]
     swa_tokens = None
-    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
-    hybrid = sliding and len(sliding) < len(model.layers) and any(
-        name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES)
-    if not hybrid:
-        sliding = []          # one pool: every layer holds every token
+    sliding = _swa_pool_layers(model)
     full_tokens = tokens
     if sliding:
         full_n, swa_n = len(model.layers) - len(sliding), len(sliding)
@@ -128,9 +150,7 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
         rows = (swa_tokens if sliding and layer.kind == "sliding" else full_tokens) + page_size
         k_bytes += rows * k
         v_bytes += rows * v
-    per_request = sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
-                                                              if sliding and layer.kind == "sliding" else context)
-                      for layer in first if layer.held_range(1) is not None)
+    per_request = _request_bytes(first, sliding, precision, tp, context)
     concurrency = Fraction(full_tokens, context)
     if swa_tokens is not None:
         window = max(layer.window for layer in sliding)
@@ -179,7 +199,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     page = scenario.settings.block_size or 1
     if budget.kv_bytes_per_gpu is None:
-        return without_budget(NAME, TITLE, page, chunk, budget, notes)
+        return without_budget(NAME, TITLE, page, chunk, budget, notes,
+                              request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens))
     pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page)
     starts = pool.kv_tokens > 0
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."

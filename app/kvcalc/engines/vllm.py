@@ -201,13 +201,8 @@ def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
     return page, group_size, group_size * page * blocks
 
 
-def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
-             block_size: int, available_bytes: int, state_precision=None,
-             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple:
-    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
-
-    Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
-    while it sizes a hybrid's pages)."""
+def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
+    """(specs, block size, config lines, groups, padding, each worker's cached layers)."""
     specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
                                                state_pages)
     groups, padding = kv_groups(specs)
@@ -217,6 +212,26 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
         stages.append(set(range(start, start + size)))
         start += size
     stages = [s for s in stages if any(specs[i] is not None for i in s)]
+    return specs, block_size, config_lines, groups, padding, stages
+
+
+def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int, block_size: int,
+                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES) -> int:
+    """What one request at max_model_len reserves on the fullest worker ("X GiB KV cache is
+    needed"): it depends on the model and the context, not on the memory."""
+    specs, _, _, groups, _, stages = _layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    return max(_worker_need(groups, specs, stage, model_len, prefill_chunk)[2] for stage in stages)
+
+
+def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
+             block_size: int, available_bytes: int, state_precision=None,
+             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple:
+    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
+
+    Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
+    while it sizes a hybrid's pages)."""
+    specs, block_size, config_lines, groups, padding, stages = _layout(
+        model, kv_precision, state_precision, tp, pp, block_size, state_pages)
 
     def longest_on(workers) -> int:
         """vLLM's binary search for the longest max_model_len these workers hold."""
@@ -346,13 +361,17 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if why:
         notes.append(why)
     if budget.kv_bytes_per_gpu is None:
-        return without_budget(NAME, TITLE, block, chunk, budget, notes)
+        return without_budget(NAME, TITLE, block, chunk, budget, notes, request_bytes(
+            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision))
     available = budget.kv_bytes_per_gpu
     pool, refusal, longest, config_lines = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
                                                     chunk, block, available, work.state_precision)
+    # A refusal still quotes what one request needs ("X GiB KV cache is needed").
+    needed = pool.bytes_per_request if pool is not None else request_bytes(
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
-        kv_budget_bytes_per_gpu=available, kv_bytes_per_request=None if pool is None else pool.bytes_per_request,
+        kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,
         kv_tokens=None if pool is None else pool.kv_tokens,
         max_concurrency=None if pool is None else pool.max_concurrency, starts=pool is not None,
         max_model_len=work.context_tokens if pool is not None else longest, refusal=refusal,
