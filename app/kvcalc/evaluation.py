@@ -2,6 +2,7 @@
 and the time bounds side by side). The one boundary: it never raises; what goes wrong comes back
 as refusals naming the fields."""
 
+import math
 from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 
@@ -65,8 +66,7 @@ def check_figures(result: Result) -> None:
     for name, value in _figures(result):
         if isinstance(value, bool) or value is None:
             continue
-        if isinstance(value, float) and value != value or isinstance(value, float) and value in (
-                float("inf"), float("-inf")):
+        if isinstance(value, float) and not math.isfinite(value):
             raise InputError("model", f"{name} came out as {value}; no figures rather than wrong ones")
         if isinstance(value, (int, Fraction, float)) and value < 0 and name not in SIGNED_FIGURES:
             raise InputError("model", f"{name} came out negative ({value}); no figures rather than wrong ones")
@@ -74,7 +74,7 @@ def check_figures(result: Result) -> None:
 
 # Figures that are negative by meaning: what is left for the cache after the weights (a
 # deployment that does not fit has less than nothing).
-SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_per_gpu", "engine.budget_bytes"})
+SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_per_gpu"})
 
 
 def _figures(result, prefix: str = ""):

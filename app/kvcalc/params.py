@@ -156,19 +156,18 @@ class _Tally:
         self.linear(name + ".down_proj", hidden, width, bias, role, copies, active)
 
 
-def count_params(cfg: dict, families: dict = FAMILIES) -> ParamCount:
-    """Total, active and embedding parameters of the language model this config describes, for
-    the model types in `families`."""
+def count_params(cfg: dict) -> ParamCount:
+    """Total, active and embedding parameters of the language model this config describes."""
     inner = cfg.get("text_config")
     text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
     c = _reader(text, prefix, model_type or "unknown")
     if model_type in FALCON_TYPES:
         return _falcon(c, model_type)
-    family = families.get(model_type)
+    family = FAMILIES.get(model_type)
     if family is None:
         raise InputError(prefix + "model_type", f"the parameter count of a {model_type or 'unnamed'!r} model "
-                         "is not derived here (only " + ", ".join(sorted(families)) + " and falcon); "
+                         "is not derived here (only " + ", ".join(sorted(FAMILIES)) + " and falcon); "
                          "give the parameter count or the weights' size")
     hidden = c.int("hidden_size")
     vocab = c.int("vocab_size")
@@ -447,7 +446,7 @@ def _int_of(quant: dict, key: str, allowed: tuple):
     return value
 
 
-def quantized_weights(cfg: dict, counted: ParamCount | None = None, families: dict = FAMILIES) -> QuantizedWeights:
+def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> QuantizedWeights:
     """The bytes of the weights a config's quantization_config stores, computed from its shapes.
 
     Exact where the checkpoint format fixes every tensor's bytes from its shape; any other
@@ -462,7 +461,7 @@ def quantized_weights(cfg: dict, counted: ParamCount | None = None, families: di
     quant = _quant_config(cfg)
     if quant is None:
         raise InputError("quantization_config", "the checkpoint is not quantized")
-    counted = counted or count_params(cfg, families)
+    counted = counted or count_params(cfg)
     if not counted.tensors:
         raise InputError("quantization_config", "this family's parameters are not broken down by module, so "
                                                 "which of them are quantized is not known")
