@@ -273,3 +273,83 @@ def test_a_pasted_quantized_config_sizes_with_its_computed_weights():
     given = evaluate({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "gpu": "h100-sxm-80gb",
                       "weights-bytes": "65248815000"})
     assert given.result.weights_bytes == 65_248_815_000
+
+
+def qwen3_vl_8b(**text):
+    """Qwen3-VL-8B-Instruct's shapes as its model card and config give them (not a verbatim file)."""
+    vision = {"model_type": "qwen3_vl", "depth": 27, "hidden_size": 1152, "intermediate_size": 4304,
+              "num_heads": 16, "out_hidden_size": 4096, "patch_size": 16, "num_position_embeddings": 2304,
+              "deepstack_visual_indexes": [8, 16, 24], "temporal_patch_size": 2, "spatial_merge_size": 2,
+              "in_channels": 3}
+    text_config = {"model_type": "qwen3_vl_text", "hidden_size": 4096, "intermediate_size": 12288,
+                   "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                   "vocab_size": 151936, **text}
+    return {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+            "text_config": text_config, "vision_config": vision, "tie_word_embeddings": False}
+
+
+def test_qwen3_vl_counts_its_vision_tower_and_deepstack_mergers():
+    """transformers Qwen3VLVisionModel, hidden h = 1,152, MLP 4,304, 27 blocks:
+    a block: norms 4h = 4,608; qkv 3h x h + 3h = 3,984,768; proj h x h + h = 1,328,256;
+    fc1 4,304 x h + 4,304 = 4,962,512; fc2 h x 4,304 + h = 4,959,360; 15,239,504 x 27 = 411,466,608.
+    Patch embedding 3 x 2 x 16 x 16 x h + h = 1,770,624; positions 2,304 x h = 2,654,208.
+    Merger on 4 patches (4,608 wide): norm 2h = 2,304, fc1 4,608^2 + 4,608 = 21,238,272,
+    fc2 4,608 x 4,096 + 4,096 = 18,878,464: 40,119,040; each of 3 DeepStack mergers norms the
+    merged width (9,216): 40,125,952 x 3 = 120,377,856. Tower: 576,388,336.
+    Text, Qwen3-8B's shapes untied: 8,190,735,360. Total 8,767,123,696, the safetensors total of
+    Qwen/Qwen3-VL-8B-Instruct (8.77B on its model page)."""
+    counted = count_params(qwen3_vl_8b())
+    assert counted.total == 8_767_123_696
+    vision = sum(g.elements for g in counted.tensors if g.role == "vision")
+    assert vision == 576_388_336
+    # The wrapper's tie_word_embeddings rules when text_config has none (Qwen3-VL-2B and 4B tie).
+    tied = qwen3_vl_8b()
+    tied["tie_word_embeddings"] = True
+    assert count_params(tied).total == 8_767_123_696 - 151_936 * 4_096
+
+
+def test_qwen35_tower_has_no_deepstack_mergers():
+    """Qwen3_5VisionModel builds Qwen3-VL's blocks and merger but no DeepStack list, whatever the
+    config says: the tower above less 120,377,856."""
+    cfg = qwen3_vl_8b()
+    cfg["model_type"] = "qwen3_5"
+    cfg["text_config"]["model_type"] = "qwen3_vl_text"
+    assert count_params(cfg).total == 8_767_123_696 - 120_377_856
+
+
+def gemma3_27b():
+    """google/gemma-3-27b-it's text and vision shapes as its config.json publishes them (not a verbatim file)."""
+    return {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+            "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 62, "num_attention_heads": 32,
+                            "num_key_value_heads": 16, "head_dim": 128, "hidden_size": 5376,
+                            "intermediate_size": 21504, "vocab_size": 262208, "sliding_window": 1024},
+            "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                              "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                              "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}}
+
+
+def test_gemma3_counts_siglip_and_its_projector():
+    """SigLIP, h = 1,152: a layer has the same 15,239,504 as Qwen3-VL's block (q, k, v, out biased),
+    x 27 = 411,466,608; patch embedding 3 x 14 x 14 x h + h = 678,528; positions (896 / 14)^2 = 4,096
+    x h = 4,718,592; post norm 2,304: 416,866,032. Projector: 1,152 x 5,376 + 1,152 = 6,194,304.
+    Text: embeddings 262,208 x 5,376 = 1,409,630,208 (tied); a layer: q and o 2 x 4,096 x 5,376,
+    k and v 2 x 2,048 x 5,376 = 66,060,288, q/k norms 256, 4 norms 21,504, MLP 3 x 5,376 x 21,504
+    = 346,816,512: 412,898,560 x 62 = 25,599,710,720; final norm 5,376: 27,009,346,304.
+    Total 27,432,406,640: gemma-3-27b-it's safetensors total (27.4B)."""
+    assert count_params(gemma3_27b()).total == 27_432_406_640
+    # SigLIP's attention-pooling head, where the config keeps it (SiglipVisionConfig's default):
+    # probe h, in_proj 3h^2 + 3h, out_proj h^2 + h, norm 2h, MLP 2 x 4,304 x h + 4,304 + h.
+    cfg = gemma3_27b()
+    del cfg["vision_config"]["vision_use_head"]
+    h = 1152
+    head = h + 3 * h * h + 3 * h + h * h + h + 2 * h + 2 * 4304 * h + 4304 + h
+    assert count_params(cfg).total == 27_432_406_640 + head
+
+
+def test_an_unknown_vision_tower_is_refused_not_left_out():
+    cfg = gemma3_27b()
+    cfg["model_type"] = "mistral3"
+    cfg["text_config"]["model_type"] = "gemma3_text"
+    with pytest.raises(InputError) as e:
+        count_params(cfg)
+    assert e.value.field == "vision_config" and "mistral3" in e.value.message

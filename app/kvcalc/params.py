@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 from .config_fields import ConfigFields, InvalidValue, show
 from .errors import InputError
 from .units import ceil_div
+from .vision_params import vision_groups
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ FAMILIES_2026 = {
     # transformers Ernie4_5Attention / Ernie4_5MLP: use_bias on every projection
     "ernie4_5": Family(tied_default=True, bias_key="use_bias", mlp_bias_key="use_bias"),
     "ernie4_5_moe": Family(tied_default=True, bias_key="use_bias", mlp_bias_key="use_bias", moe="ernie"),
+    # transformers Qwen3VLTextDecoderLayer / Qwen3VLMoeTextSparseMoeBlock: Qwen3's and Qwen3-MoE's shapes
+    "qwen3_vl_text": Family(qk_norm=True),
+    "qwen3_vl_moe_text": Family(qk_norm=True, moe="qwen"),
 }
 FAMILIES_2026["qwen3_5"] = FAMILIES_2026["qwen3_5_text"]
 FAMILIES_2026["qwen3_5_moe"] = FAMILIES_2026["qwen3_5_moe_text"]
@@ -84,8 +88,9 @@ FAMILIES.update(FAMILIES_2026)
 FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 
 # Roles a quantization rule may store in fewer bits: nn.Linear weights of the decoder layers
-# ("linear") and of the routed experts ("expert"). The rest ("embed", "head", "router" and
-# "vector": norms, biases, convolutions, gates' scalars) stays in the checkpoint's 16-bit dtype.
+# ("linear") and of the routed experts ("expert"). The rest ("embed", "head", "router",
+# "vector": norms, biases, convolutions, gates' scalars, and "vision": the tower the quantizers
+# of these formats leave out) stays in the checkpoint's 16-bit dtype.
 QUANTIZABLE = ("linear", "expert")
 
 
@@ -93,7 +98,7 @@ QUANTIZABLE = ("linear", "expert")
 class Tensors:
     """`copies` tensors of rows x cols (a vector has cols 1), `active` of them used per token."""
     name: str            # the module's name in the checkpoint (model.layers.3.self_attn.q_proj)
-    role: str            # embed, head, linear, expert, router, vector
+    role: str            # embed, head, linear, expert, router, vector, vision (tower and projector)
     rows: int
     cols: int = 1
     copies: int = 1
@@ -157,7 +162,8 @@ class _Tally:
 
 
 def count_params(cfg: dict) -> ParamCount:
-    """Total, active and embedding parameters of the language model this config describes."""
+    """Total, active and embedding parameters of the model this config describes: the language
+    model and, for a multimodal wrapper, its vision tower and projector (vision_params)."""
     inner = cfg.get("text_config")
     text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")
@@ -174,7 +180,12 @@ def count_params(cfg: dict) -> ParamCount:
     layers = c.int("num_hidden_layers", maximum=MAX_LAYERS)
     t = _Tally()
     t.linear("model.embed_tokens", vocab, hidden, role="embed")
-    if not c.flag("tie_word_embeddings", family.tied_default):
+    # A wrapper's tie_word_embeddings sits beside text_config (Qwen3-VL's, Gemma 3's) and rules when
+    # text_config has none, as transformers ties the wrapper's output embeddings.
+    wrapper_tied = cfg.get("tie_word_embeddings") if text is not cfg else None
+    tied_default = family.tied_default if wrapper_tied is None else \
+        ConfigFields(cfg).flag("tie_word_embeddings", family.tied_default)
+    if not c.flag("tie_word_embeddings", tied_default):
         t.linear("lm_head", vocab, hidden, role="head")
     t.vector("model.norm", hidden)
     mla = "kv_lora_rank" in text and family.moe == "deepseek"
@@ -189,6 +200,9 @@ def count_params(cfg: dict) -> ParamCount:
             _attention(c, t, family, base + ".self_attn", hidden)
         t.vector(base + ".norms", hidden, copies=family.norms_per_layer)
         _mlp(c, t, family, base, hidden, index, layers)
+    if text is not cfg:
+        for name, rows, cols in vision_groups(cfg, hidden):
+            t.linear(name, rows, cols, role="vision")
     groups = tuple(t.groups)
     total = sum(g.elements for g in groups)
     active = sum(g.rows * g.cols * g.active for g in groups)

@@ -1,0 +1,126 @@
+"""The vision tower and projector of a multimodal wrapper, counted from its vision_config the way
+transformers builds the modules.
+
+A wrapper config (architectures ...ForConditionalGeneration with a vision_config) loads the
+tower's weights beside the language model's, so they take GPU memory too. Two towers are known:
+- Qwen3-VL's (Qwen3VLVisionModel; Qwen3.5 and 3.6 reuse it without the DeepStack mergers): a
+  Conv3d patch embedding with bias, a learned position table, `depth` pre-norm blocks (LayerNorm,
+  fused qkv, proj, a biased two-layer MLP), the patch merger (LayerNorm over one patch, then two
+  biased linears on spatial_merge_size^2 patches side by side) and, for Qwen3-VL, one more merger
+  per deepstack_visual_indexes entry with its LayerNorm over the merged width.
+- SigLIP's (SiglipVisionModel, Gemma 3): a Conv2d patch embedding with bias, a position table of
+  (image_size / patch_size)^2 rows, encoder layers (two LayerNorms, biased q, k, v, out and
+  fc1, fc2), a post LayerNorm and, where vision_use_head, the attention-pooling head; Gemma 3's
+  projector adds mm_input_projection_weight (vision width x text width) and its RMSNorm.
+Any other vision_config is refused: a parameter count that leaves a tower out sizes the weights low.
+Each function returns (name, rows, cols) groups; params.py turns them into its Tensors.
+"""
+
+from .config_fields import ConfigFields
+from .errors import InputError
+
+MAX_WIDTH = 1 << 24
+MAX_DEPTH = 10_000
+
+# The wrapper's model_type -> the tower its modeling code builds.
+QWEN3_VL_TOWER = {"qwen3_vl": True, "qwen3_vl_moe": True, "qwen3_5": False, "qwen3_5_moe": False}
+# transformers SiglipVisionConfig's defaults, which apply to a key Gemma 3's vision_config leaves out.
+SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
+                   "image_size": 224, "patch_size": 16}
+
+
+def vision_groups(cfg: dict, text_hidden: int) -> list:
+    """The (name, rows, cols) groups of cfg's vision tower and projector; [] for a text-only config."""
+    vision = cfg.get("vision_config")
+    if vision is None:
+        return []
+    if not isinstance(vision, dict):
+        raise InputError("vision_config", "expected an object")
+    wrapper = str(cfg.get("model_type") or "")
+    c = ConfigFields(vision, "vision_config.", maximum=MAX_WIDTH,
+                     missing="is missing from config.json, and the vision tower's parameter count needs it")
+    if wrapper in QWEN3_VL_TOWER:
+        return _qwen3_vl(c, deepstack=QWEN3_VL_TOWER[wrapper])
+    if wrapper == "gemma3":
+        return _siglip(c) + _gemma3_projector(c, text_hidden)
+    raise InputError("vision_config", f"the vision tower of a {wrapper or 'unnamed'!r} wrapper is not counted here "
+                                      "(only Qwen3-VL, Qwen3.5 and Gemma 3 towers); give the parameter count or "
+                                      "the weights' size")
+
+
+def _linear(name, rows, cols):
+    return [(name, rows, cols), (name + ".bias", rows, 1)]
+
+
+def _layer_norm(name, width):
+    return [(name + ".weight", width, 1), (name + ".bias", width, 1)]
+
+
+def _qwen3_vl(c: ConfigFields, deepstack: bool) -> list:
+    hidden, width = c.int("hidden_size"), c.int("intermediate_size")
+    depth = c.int("depth", maximum=MAX_DEPTH)
+    patch, frames = c.int("patch_size"), c.int("temporal_patch_size")
+    channels = c.int("in_channels", 3)
+    merged = hidden * c.int("spatial_merge_size") ** 2
+    out = c.int("out_hidden_size")
+    groups = _linear("visual.patch_embed.proj", hidden, channels * frames * patch * patch)
+    groups.append(("visual.pos_embed", c.int("num_position_embeddings"), hidden))
+    block = "visual.blocks"
+    for i in range(depth):
+        name = f"{block}.{i}"
+        groups += _layer_norm(name + ".norm1", hidden) + _layer_norm(name + ".norm2", hidden)
+        groups += _linear(name + ".attn.qkv", 3 * hidden, hidden) + _linear(name + ".attn.proj", hidden, hidden)
+        groups += _linear(name + ".mlp.linear_fc1", width, hidden) + _linear(name + ".mlp.linear_fc2", hidden, width)
+    groups += _merger("visual.merger", hidden, merged, out)
+    if deepstack:
+        indexes = c.cfg.get("deepstack_visual_indexes", [8, 16, 24])   # Qwen3VLVisionConfig's default
+        if not isinstance(indexes, list) or len(indexes) > depth:
+            raise InputError("vision_config.deepstack_visual_indexes", f"expected a list of at most {depth} "
+                                                                       "block indices")
+        for i in range(len(indexes)):
+            groups += _merger(f"visual.deepstack_merger_list.{i}", merged, merged, out)
+    return groups
+
+
+def _merger(name, norm_width, merged, out):
+    return _layer_norm(name + ".norm", norm_width) + _linear(name + ".linear_fc1", merged, merged) + \
+        _linear(name + ".linear_fc2", out, merged)
+
+
+def _siglip(c: ConfigFields) -> list:
+    d = SIGLIP_DEFAULTS
+    hidden, width = c.int("hidden_size", d["hidden_size"]), c.int("intermediate_size", d["intermediate_size"])
+    layers = c.int("num_hidden_layers", d["num_hidden_layers"], maximum=MAX_DEPTH)
+    channels, patch = c.int("num_channels", d["num_channels"]), c.int("patch_size", d["patch_size"])
+    side = c.int("image_size", d["image_size"])
+    if side % patch:
+        raise InputError("vision_config.image_size", f"{side:,} is not a multiple of patch_size {patch:,}")
+    base = "vision_tower.vision_model"
+    groups = _linear(base + ".embeddings.patch_embedding", hidden, channels * patch * patch)
+    groups.append((base + ".embeddings.position_embedding", (side // patch) ** 2, hidden))
+    for i in range(layers):
+        groups += _siglip_layer(f"{base}.encoder.layers.{i}", hidden, width)
+    groups += _layer_norm(base + ".post_layernorm", hidden)
+    if c.flag("vision_use_head", True):
+        # SiglipMultiheadAttentionPoolingHead: a probe, torch's MultiheadAttention, a LayerNorm, an MLP
+        head = base + ".head"
+        groups.append((head + ".probe", hidden, 1))
+        groups += _linear(head + ".attention.in_proj", 3 * hidden, hidden)
+        groups += _linear(head + ".attention.out_proj", hidden, hidden)
+        groups += _layer_norm(head + ".layernorm", hidden)
+        groups += _linear(head + ".mlp.fc1", width, hidden) + _linear(head + ".mlp.fc2", hidden, width)
+    return groups
+
+
+def _siglip_layer(name, hidden, width):
+    groups = _layer_norm(name + ".layer_norm1", hidden) + _layer_norm(name + ".layer_norm2", hidden)
+    for part in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        groups += _linear(f"{name}.self_attn.{part}", hidden, hidden)
+    return groups + _linear(name + ".mlp.fc1", width, hidden) + _linear(name + ".mlp.fc2", hidden, width)
+
+
+def _gemma3_projector(c: ConfigFields, text_hidden: int) -> list:
+    # Gemma3MultiModalProjector: one weight matrix (no bias) and the soft-embedding RMSNorm.
+    hidden = c.int("hidden_size", SIGLIP_DEFAULTS["hidden_size"])
+    return [("multi_modal_projector.mm_input_projection_weight", hidden, text_hidden),
+            ("multi_modal_projector.mm_soft_emb_norm", hidden, 1)]
