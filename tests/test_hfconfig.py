@@ -13,7 +13,7 @@ from kvcalc import InputError, evaluate, model_from_config, parse_config_text
 from kvcalc.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention, StateSpaceLayer
 from kvcalc.precision import precision
 
-from support import FIXTURES, hf_fixture
+from support import FIXTURES, fixture_names, hf_fixture
 
 BF16 = precision("bf16")
 
@@ -46,8 +46,8 @@ def test_real_configs_bytes_per_token(name, bytes_per_token):
 
 
 def test_every_fixture_imports():
-    names = sorted(p.name for p in (FIXTURES / "hf").glob("*.json"))
-    assert len(names) >= 14
+    names = fixture_names()
+    assert len(names) >= 35
     for name in names:
         model = model_from_config(hf_fixture(name))
         assert model.layers and per_token(model) > 0

@@ -25,7 +25,7 @@ from kvcalc.evaluation import Unexpected, evaluate
 from kvcalc.report import page_texts, table, to_json
 from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
 from kvcalc.timing import batch_series, roofline_series
-from support import FIXTURES, cli, hf_fixture
+from support import FIXTURES, cli, fixture_names, hf_fixture
 
 HOSTILE = (-1000, -1, 0, 0.5, 2.5, "4", [4], {"n": 4}, True, 10 ** 400, float("nan"), float("inf"), 1 << 62,
            1, 7, 64.0, 1 << 20)
@@ -37,7 +37,7 @@ SIGNED = {"kv_budget_bytes_per_gpu", "engine_kv_budget_bytes_per_gpu"}
 
 def family_configs() -> dict:
     """Every real config.json among the fixtures, and one preset config per model_type besides."""
-    chosen = {path.stem: hf_fixture(path.name) for path in sorted((FIXTURES / "hf").glob("*.json"))}
+    chosen = {name[:-len(".json")]: hf_fixture(name) for name in fixture_names()}
     for entry in presets.model_entries():
         cfg = entry["config"]
         kind = (cfg.get("text_config") or cfg).get("model_type") or cfg.get("model_type") or entry["id"]

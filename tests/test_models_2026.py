@@ -13,7 +13,7 @@ import pytest
 from kvcalc import InputError, evaluate, model_from_config
 from kvcalc.precision import precision
 
-from support import FIXTURES, hf_fixture
+from support import FIXTURES, fixture_names, hf_fixture
 
 BF16 = precision("bf16")
 
@@ -222,7 +222,7 @@ def test_families_not_modelled_are_refused(key, value, family):
     assert e.value.field == key
 
 
-SUPPORTED = [p.name for p in sorted((FIXTURES / "hf").glob("*.json"))]
+SUPPORTED = fixture_names()
 UNKNOWN_KEYS = ["local_head_dim", "num_local_kv_heads", "num_global_heads", "attention_window",
                 "chunk_window", "sink_layers", "extra_kv_heads", "compressed_layer_types"]
 

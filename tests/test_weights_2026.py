@@ -16,7 +16,7 @@ from kvcalc import InputError
 from kvcalc.params import FAMILIES, FAMILIES_2026, count_params, quantized_weights
 from kvcalc.scenario import PLAUSIBLE_BITS_PER_PARAM
 
-from support import FIXTURES, hf_fixture
+from support import FIXTURES, fixture_names, hf_fixture
 from test_models_2026 import qwen35_moe
 
 assert FAMILIES_2026.items() <= FAMILIES.items()      # the 2025-26 families are registered
@@ -221,7 +221,7 @@ def test_other_quantizations_are_refused_with_the_reason(quant, field):
 
 
 FAMILY_CONFIGS = [olmo2_7b, smollm3_3b, seed_oss_36b, minimax_m2, glm45_air, ernie45_21b, qwen35_35b]
-FIXTURE_NAMES = [p.name for p in sorted((FIXTURES / "hf").glob("*.json"))]
+FIXTURE_NAMES = fixture_names()
 QUANTS = [None, {"quant_method": "fp8", "weight_block_size": [128, 128]}, {"quant_method": "mxfp4"},
           {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16},
           {"quant_method": "awq", "bits": 4, "group_size": 64, "version": "gemm"},

@@ -10,7 +10,7 @@ import re
 
 from .config_fields import ConfigFields, show
 from .errors import InputError
-from .layers import (ChunkedLocalAttention, FullAttention, MLAAttention, NoCache,
+from .layers import (ChunkedLocalAttention, FullAttention, IndexedAttention, MLAAttention, NoCache,
                      SlidingWindowAttention, StateSpaceLayer)
 from .model import Model
 from .precision import precision
@@ -93,24 +93,34 @@ MLA_MODEL_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp",
 # Model types whose sliding_window, with no per-layer pattern, applies to every layer.
 UNIFORM_WINDOW_TYPES = {"mistral", "mixtral", "phi3", "phimoe", "starcoder2", "mistral3", "ministral"}
 # transformers' default sliding_window_pattern where the config may leave it out.
-DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4, "gemma4": 6, "gemma4_text": 6}
 # Fields that describe a layout we do not model yet: refuse rather than guess.
 UNSUPPORTED_FIELDS = {
-    "global_head_dim": "per-layer-kind head dims with K/V sharing (Gemma 4 style; vLLM gemma4.py not read)",
-    "num_global_key_value_heads": "per-layer-kind kv heads with K/V sharing (Gemma 4 style; vLLM gemma4.py not read)",
-    "compress_ratios": "DeepSeek-V4 compressed sparse attention layers",
+    "compress_ratios": "DeepSeek-V4's compressed sparse attention layers (a window cache, a cache compressed "
+                       "4 or 128 times with its compressor state and an indexer, each in pages aligned to 576 B, "
+                       "and how vLLM unifies those pages was not established from its code)",
 }
+# Gemma 4 (vLLM gemma4.py, Gemma4Attention; transformers Gemma4TextConfig): full-attention layers
+# take their own head dim and, with attention_k_eq_v, their own kv heads; K and V are both kept.
+GEMMA4_TYPES = {"gemma4", "gemma4_text"}
+GEMMA4_ONLY = ("global_head_dim", "num_global_key_value_heads")
 # Model types whose vLLM attention takes a V head dim of its own (mimo_v2_flash.py head_size_v).
 SEPARATE_V_MODEL_TYPES = {"mimo_v2_flash", "mimo_v2"}
 # vLLM MODELS_CONFIG_MAP (vllm/model_executor/models/config.py): Qwen3_5ForConditionalGenerationConfig
 # copies text_config.mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype for these only.
 SSM_DTYPE_ARCHITECTURES = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+# vLLM minimax_m3 (MiniMaxM3SparseAttention, MiniMaxM3IndexerCache): where sparse_attention_freq is
+# not 0, a layer caches one bf16 index key of sparse_index_dim per token beside K and V.
+SPARSE_INDEX_ARCHITECTURES = {"MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM"}
+SPARSE_INDEX_KEYS = {"sparse_attention_freq", "sparse_index_dim", "sparse_num_index_heads", "sparse_topk_blocks",
+                     "sparse_block_size", "sparse_init_block", "sparse_local_block", "sparse_score_type"}
 # vLLM minimax_text_01.py: attn_type_list 0 is lightning (linear) attention, 1 softmax attention.
 LIGHTNING_ARCHITECTURES = {"MiniMaxText01ForCausalLM", "MiniMaxForCausalLM", "MiniMaxVL01ForConditionalGeneration"}
 
 # Keys shaped like a cache dimension (a head dim, a head count, a window, a layer list): one the
 # reader below does not know may change the cache, so a config carrying it is refused, naming it.
-CACHE_SHAPED = re.compile(r"head_dim|^num_.*heads$|_heads$|window|_layers$|layer_types$|kv_lora|_kv_|kv_heads")
+CACHE_SHAPED = re.compile(r"head_dim|^num_.*heads$|_heads$|window|_layers$|layer_types$|kv_lora|_kv_|kv_heads"
+                          r"|^index_|^indexer|_types$|_pattern$|sparse_attention|compress")
 # Cache-shaped keys this reader reads (or checks) itself.
 READ_KEYS = {
     "head_dim", "attention_head_dim", "hidden_size_per_head", "v_head_dim", "qk_nope_head_dim",
@@ -120,6 +130,9 @@ READ_KEYS = {
     "mamba_d_head", "sliding_window", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
     "_sliding_window_pattern", "sliding_window_size", "num_hidden_layers", "num_layers", "n_layers",
     "layer_types", "no_rope_layers", "num_kv_shared_layers", "swa_head_dim", "swa_v_head_dim", "swa_num_key_value_heads",
+    "global_head_dim", "num_global_key_value_heads", "hybrid_override_pattern", "hybrid_layer_pattern",
+    "layers_block_type", "qk_head_dim", "pruned_heads", "indexer_types", "index_topk_freq",
+    "index_skip_topk_offset", "index_topk_pattern", "sparse_attention_config",
 }
 # Cache-shaped keys that change no cache, each for a reason.
 HARMLESS_KEYS = {
@@ -134,6 +147,14 @@ HARMLESS_KEYS = {
     # DeepSeek-V3.2 / GLM DSA: the indexer's query heads; its cache is one key of index_head_dim per token.
     "index_n_heads": "the sparse-attention indexer's query heads (its cache is one key per token)",
     "order_of_interleaved_layers": "Cohere2: read (only local_attn_first, the layout its pattern gives)",
+    "mtp_transformer_layers": "MiniMax-M2.5 MTP draft layers: outside num_hidden_layers, speculative decoding only",
+    "num_mtp_modules": "MTP draft modules: outside num_hidden_layers, speculative decoding only",
+    "mtp_layers_block_type": "Nemotron 3's MTP draft layers: outside num_hidden_layers, speculative decoding only",
+    "mtp_hybrid_override_pattern": "Nemotron 3's MTP draft layers: outside num_hidden_layers, speculative decoding only",
+    "mlp_layer_types": "which layers use a dense MLP or experts (weights, not cache)",
+    "index_topk": "how many tokens the sparse-attention indexer selects (compute, not cache)",
+    "indexer_rope_interleave": "the indexer's RoPE layout (compute, not cache)",
+    "index_share_for_mtp_iteration": "the MTP draft reuses the indexer's choice (speculative decoding only)",
 }
 # The context limit a config class supplies when the published config.json leaves it out: what
 # transformers (and so vLLM) reads. vLLM's _get_and_verify_max_len falls back to 2048 when no
@@ -174,15 +195,34 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     else:
         attention = _attention_dims(f, model_type)
 
-    n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers", maximum=MAX_LAYERS)
+    blocks = text.get("layers_block_type")
+    if not any(f.has(k) for k in ("num_hidden_layers", "num_layers", "n_layer", "n_layers")) and \
+            isinstance(blocks, list) and 0 < len(blocks) <= MAX_LAYERS:
+        # transformers 5's NemotronHConfig: the layer count is the spelled-out layout's length.
+        n_layers = len(blocks)
+    else:
+        n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers", maximum=MAX_LAYERS)
     kinds = _layer_kinds(f, model_type, n_layers, architecture)
+    per_kind = {}
+    if model_type in GEMMA4_TYPES:
+        kinds, per_kind = _gemma4(f, kinds, attention)
+    else:
+        for key in GEMMA4_ONLY:
+            if f.has(key):
+                raise InputError(prefix + key, f"per-layer-kind head dims are read for Gemma 4 only, not model_type "
+                                               f"{show(model_type)}; no number rather than a wrong one")
     shared = f.int("num_kv_shared_layers", minimum=0, maximum=n_layers) if f.has("num_kv_shared_layers") else 0
     if shared:
-        # Gemma 3n: the last layers reuse an earlier layer's cache (vLLM kv_sharing_target_layer_name).
+        # Gemma 3n and 4: the last layers reuse an earlier layer's cache of the same type (vLLM
+        # kv_sharing_target_layer_name), so they allocate nothing.
+        for kind in set(kinds[n_layers - shared:]):
+            if kind not in kinds[:n_layers - shared]:
+                raise InputError(prefix + "num_kv_shared_layers", f"a shared {kind} layer has no earlier {kind} "
+                                                                  "layer to share with")
         kinds = kinds[:n_layers - shared] + ["none"] * shared
     ssm_dtype = _ssm_dtype(f, model_type, architecture) if any(k in ("state", "kda", "lightning") for k in kinds) \
         else None
-    built = {kind: _build_layer(kind, f, attention, model_type, ssm_dtype) for kind in set(kinds)}
+    built = {kind: _build_layer(kind, f, per_kind.get(kind, attention), model_type, ssm_dtype) for kind in set(kinds)}
     layers = tuple(built[kind] for kind in kinds)
 
     notes = []
@@ -336,11 +376,35 @@ def _mpt(f: ConfigFields) -> dict:
 
 def _refuse_unknown_keys(f: ConfigFields) -> None:
     """A cache-shaped key this reader does not know could change the cache: refuse, naming it."""
+    _refuse_unread_values(f)
     for key in f.cfg:
         if isinstance(key, str) and CACHE_SHAPED.search(key) and key not in READ_KEYS \
                 and key not in HARMLESS_KEYS and f.cfg[key] is not None:
             raise InputError(f.prefix + key, "a cache-shaped key this calculator does not read: it may change "
                                              "the KV cache, so no number is given rather than a wrong one")
+
+
+def _refuse_unread_values(f: ConfigFields) -> None:
+    """Keys read only for the one value that changes nothing; any other value is refused."""
+    cfg = f.cfg
+    if cfg.get("pruned_heads") not in (None, {}):
+        raise InputError(f.prefix + "pruned_heads", "pruned attention heads change the cache, and vLLM does not "
+                                                    "read them; no number rather than a wrong one")
+    if cfg.get("qk_head_dim") is not None and f.has("qk_nope_head_dim") and f.has("qk_rope_head_dim") and \
+            cfg["qk_head_dim"] != f.int("qk_nope_head_dim", minimum=0) + f.int("qk_rope_head_dim", minimum=0):
+        raise InputError(f.prefix + "qk_head_dim", "must equal qk_nope_head_dim + qk_rope_head_dim")
+    if cfg.get("qk_head_dim") is not None and not f.has("kv_lora_rank"):
+        raise InputError(f.prefix + "qk_head_dim", "is read only beside an MLA latent (kv_lora_rank)")
+    types = cfg.get("indexer_types")
+    if types is not None and (not isinstance(types, list) or any(t != "full" for t in types)):
+        # GLM-5.2: "shared" layers reuse an earlier layer's top-k; which layers then keep index
+        # keys in vLLM's cache was not established from its code.
+        raise InputError(f.prefix + "indexer_types", "layers that share another layer's indexer (GLM-5.2 style) "
+                                                     "are not modelled yet; no number rather than a wrong one")
+    for key, trivial in (("index_topk_freq", 1), ("index_skip_topk_offset", 0), ("index_topk_pattern", None)):
+        if cfg.get(key, trivial) != trivial:
+            raise InputError(f.prefix + key, "an indexer run on only some layers is not modelled yet; no number "
+                                             "rather than a wrong one")
 
 
 def _layer_kinds(f: ConfigFields, model_type: str, n: int, architecture: str | None = None) -> list[str]:
@@ -395,6 +459,10 @@ def _special_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str
                              f"({', '.join(sorted(LIGHTNING_ARCHITECTURES))})")
         return [attention_kind if flag else "lightning" for flag in flags]
 
+    sparse = cfg.get("sparse_attention_config")
+    if sparse is not None:
+        return _sparse_index_kinds(f, n, attention_kind, architecture)
+
     linear = cfg.get("linear_attn_config")
     if linear is not None:
         # Kimi-Linear (vLLM KimiLinearConfig.is_kda_layer): kda_layers lists 1-based layer numbers;
@@ -429,6 +497,28 @@ def _special_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str
                                                              "mamba, attention, mlp, moe")
         return [names[b] for b in blocks]
     return None
+
+
+def _sparse_index_kinds(f: ConfigFields, n: int, attention_kind: str, architecture: str | None) -> list[str]:
+    """MiniMax-M3: "indexed" where sparse_attention_freq is not 0 (vLLM _sparse_attention_layer_ids)."""
+    sparse = f.cfg["sparse_attention_config"]
+    field = f.prefix + "sparse_attention_config"
+    if architecture not in SPARSE_INDEX_ARCHITECTURES:
+        raise InputError(field, f"an index-key cache is read for {', '.join(sorted(SPARSE_INDEX_ARCHITECTURES))} "
+                                f"only, not {show(architecture)}; no number rather than a wrong one")
+    if not isinstance(sparse, dict):
+        raise InputError(field, f"expected an object, got {show(sparse)}")
+    unknown = sorted(k for k in sparse if k not in SPARSE_INDEX_KEYS)
+    if unknown:
+        raise InputError(f"{field}.{unknown[0][:60]}", "a key of the sparse attention this calculator does not "
+                                                       "read: it may change the cache")
+    freq = sparse.get("sparse_attention_freq")
+    if freq is None:
+        return [attention_kind] * n
+    if not isinstance(freq, list) or len(freq) != n or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in freq):
+        raise InputError(field + ".sparse_attention_freq", f"expected a list of {n} whole numbers, one per layer")
+    return ["indexed" if v else attention_kind for v in freq]
 
 
 def _flag_list(f: ConfigFields, key: str, n: int) -> list[int]:
@@ -494,6 +584,31 @@ def _assigned_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: st
         step = f.int("no_rope_layer_interval") if f.has("no_rope_layer_interval") else 4
         return ["full" if (i + 1) % step == 0 else "chunked" for i in range(n)]
     return None
+
+
+def _gemma4(f: ConfigFields, kinds: list, attention: dict) -> tuple[list, dict]:
+    """Gemma 4's layer kinds and the full layers' own dims (vLLM gemma4.py Gemma4Attention,
+    transformers Gemma4TextConfig): the last layer always attends fully; full layers take
+    global_head_dim (512 when absent, the config class's default) and, with attention_k_eq_v,
+    num_global_key_value_heads (num_key_value_heads when absent, as vLLM's gemma4_layer_config)."""
+    n = len(kinds)
+    if f.cfg.get("layer_types") is None:
+        kinds = ["sliding" if (i + 1) % 6 else "full" for i in range(n)]
+    if kinds and kinds[-1] != "full":
+        kinds = kinds[:-1] + ["full"]
+    window = f.int("sliding_window", maximum=1 << 40) if f.cfg.get("sliding_window") is not None else 512
+    if f.cfg.get("use_bidirectional_attention") == "all":
+        window = window // 2 + 1
+    head_dim = f.int("global_head_dim") if f.cfg.get("global_head_dim") is not None else 512
+    kv_heads = attention["kv_heads"]
+    if f.flag("attention_k_eq_v") and f.cfg.get("num_global_key_value_heads") is not None:
+        kv_heads = f.int("num_global_key_value_heads")
+        q_heads = attention["q_heads"]
+        if kv_heads > q_heads or q_heads % kv_heads:
+            raise InputError(f.prefix + "num_global_key_value_heads", f"{kv_heads} kv heads do not divide "
+                                                                      f"{q_heads} attention heads")
+    return kinds, {"full": dict(attention, head_dim=head_dim, kv_heads=kv_heads, v_head_dim=None),
+                   "sliding": dict(attention, window=window)}
 
 
 def _window(f: ConfigFields, model_type: str = "") -> int | None:
@@ -569,8 +684,13 @@ def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = 
     v_dim = attention.get("v_head_dim")
     if kind == "full":
         return FullAttention(heads, dim, v_dim)
+    if kind == "indexed":
+        inner = ConfigFields(f.cfg["sparse_attention_config"], f.prefix + "sparse_attention_config.")
+        return IndexedAttention(heads, dim, v_dim, index_row_bytes=2 * inner.int("sparse_index_dim"))
     if kind == "chunked":
         return ChunkedLocalAttention(heads, dim, window=f.int("attention_chunk_size", maximum=1 << 40))
+    if "window" in attention:
+        return SlidingWindowAttention(heads, dim, window=attention["window"])
     if not f.has("sliding_window"):
         raise InputError(f.prefix + "sliding_window", "layers slide but no sliding_window is set")
     return SlidingWindowAttention(heads, dim, window=f.int("sliding_window", maximum=1 << 40))

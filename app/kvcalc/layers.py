@@ -148,6 +148,28 @@ class ChunkedLocalAttention(SlidingWindowAttention):
 
 
 @dataclass(frozen=True)
+class IndexedAttention(FullAttention):
+    """Full attention plus a sparse-attention index key per token (MiniMax-M3's sparse layers,
+    vLLM MiniMaxM3IndexerCache): one bf16 vector of the index dim, whatever the KV precision, and
+    not split by tensor parallelism. Engines that do not model the index cache refuse it."""
+    index_row_bytes: int = 0
+
+    title = "full attention + index keys"
+
+    def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        return super().row_bytes(precision, tp) + self.index_row_bytes
+
+    def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
+        row = self.row_bytes(kv)
+        return (f"{self.title}: 2 x {self.head_dim} x {self.kv_heads} kv heads x {bytes_each(kv)} + "
+                f"{self.index_row_bytes:,} B of index key = {row:,} B per token per layer; x {count} layers "
+                f"= {row * count:,} B")
+
+    def tp_note(self, tp: int) -> str:
+        return super().tp_note(tp) + "; the index key is kept whole on every GPU"
+
+
+@dataclass(frozen=True)
 class MLAAttention:
     """Multi-head latent attention: one compressed latent plus a shared RoPE key per token.
 
@@ -283,4 +305,5 @@ class NoCache:
         return None
 
 
-KINDS = (FullAttention, SlidingWindowAttention, ChunkedLocalAttention, MLAAttention, StateSpaceLayer, NoCache)
+KINDS = (FullAttention, SlidingWindowAttention, ChunkedLocalAttention, IndexedAttention, MLAAttention,
+         StateSpaceLayer, NoCache)

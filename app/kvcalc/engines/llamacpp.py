@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..layers import IndexedAttention
 from ..command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ..units import GIB, ceil_div
 from .result import Budget, EngineResult
@@ -81,8 +82,8 @@ def ggml_type(precision, field: str) -> str:
 def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: bool = False,
              ubatch: int = DEFAULT_UBATCH) -> Pool:
     k_type, v_type = ggml_type(k_precision, "kv-dtype"), ggml_type(v_precision, "kv-dtype-v")
-    if any(layer.kind in ("mla", "state", "chunked") for layer in model.layers):
-        raise InputError("engine", "llama.cpp's caches for MLA, recurrent and chunked-attention layers are "
+    if any(layer.kind in ("mla", "state", "chunked") or isinstance(layer, IndexedAttention) for layer in model.layers):
+        raise InputError("engine", "llama.cpp's caches for MLA, recurrent, chunked-attention and index-key layers are "
                                    "not modelled yet, so llama.cpp figures for this model are refused")
     if seqs > LLAMA_MAX_SEQ:
         raise InputError("batch", f"llama.cpp serves at most {LLAMA_MAX_SEQ} parallel sequences (-np)")

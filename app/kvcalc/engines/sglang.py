@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
+from ..layers import IndexedAttention
 from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB
 from .result import Budget, EngineResult, torch_total, without_budget
@@ -118,6 +119,8 @@ def _check_modelled(model) -> None:
                                    "engine figures for this model are refused")
     if any(layer.kind == "chunked" for layer in model.layers):
         raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
+    if any(isinstance(layer, IndexedAttention) for layer in model.layers):
+        raise InputError("engine", "SGLang's cache for sparse-attention index keys (MiniMax-M3) is not modelled yet")
 
 
 def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1) -> Pool:
