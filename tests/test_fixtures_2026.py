@@ -780,15 +780,15 @@ def test_fp8_cache_of_the_kv_scheme_checkpoints_when_asked(name, fp8_bytes):
     assert request(cfg, 4096, kv="fp8") == fp8_bytes
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "calculator ignores quantization_config.kv_cache_scheme: vLLM resolve_kv_cache_dtype_string "
-    "turns --kv-cache-dtype auto into fp8 for a ModelOpt kv_cache_scheme {dynamic false, num_bits 8, "
-    "type float}, but kvcalc's default KV precision is the model dtype (bf16), so its default per "
-    "request is the bf16 figure (e.g. MiniMax-M2.5-NVFP4 at 4,096 tokens 1,040,187,392 B, not "
-    "520,093,696 B)"))
 @pytest.mark.parametrize("name, fp8_bytes", KV_SCHEME_FP8)
 def test_modelopt_kv_cache_scheme_makes_auto_fp8(name, fp8_bytes):
+    """vLLM resolve_kv_cache_dtype_string turns --kv-cache-dtype auto into fp8 for a ModelOpt
+    kv_cache_scheme {dynamic false, num_bits 8, type float}: with no KV precision given, the
+    default is the fp8 figure (MiniMax-M2.5-NVFP4 at 4,096 tokens 520,093,696 B, not the bf16
+    1,040,187,392 B), and the result says why."""
     assert request(cfg_of(name), 4096) == fp8_bytes
+    r = evaluate({"model": "custom", "hf-config": cfg_of(name), "context": "4096"})
+    assert any("kv_cache_scheme" in note for note in r.scenario.warnings)
 
 
 # ---------------------------------------------------------------------------------------------

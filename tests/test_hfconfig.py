@@ -58,9 +58,11 @@ def test_qwen25_use_sliding_window_false_means_no_window():
     assert cfg["sliding_window"] and cfg["use_sliding_window"] is False
     model = model_from_config(cfg)
     assert set(kinds(model)) == {"full"}
-    # Turned on, transformers Qwen2Config slides from max_window_layers on.
-    model = model_from_config({**cfg, "use_sliding_window": True, "max_window_layers": 20})
-    assert kinds(model) == ["full"] * 20 + ["sliding"] * 8
+    # Turned on, transformers Qwen2Config slides from max_window_layers on while vLLM's Qwen2Model
+    # applies the window to every layer (and asserts against a window on only some): refused.
+    with pytest.raises(InputError) as e:
+        model_from_config({**cfg, "use_sliding_window": True, "max_window_layers": 20})
+    assert e.value.field == "use_sliding_window"
 
 
 def test_gemma2_alternates_even_layers_slide():

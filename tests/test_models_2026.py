@@ -80,10 +80,15 @@ def test_qwen35_tp2_splits_heads_and_state():
 def test_mamba_ssm_dtype_on_another_architecture_is_refused():
     """vLLM reads mamba_ssm_dtype only for the two Qwen3.5 architectures; elsewhere it is unknown."""
     cfg = qwen35_moe()
-    cfg["architectures"] = ["Qwen3_5MoeForCausalLM"]
+    cfg["architectures"] = ["Qwen3NextForCausalLM"]
     with pytest.raises(InputError) as e:
         model_from_config(cfg)
     assert e.value.field == "text_config.mamba_ssm_dtype"
+    # A name outside vLLM's registry is refused by the architecture itself.
+    cfg["architectures"] = ["Qwen3_5MoeForCausalLM"]
+    with pytest.raises(InputError) as e:
+        model_from_config(cfg)
+    assert e.value.field == "architectures"
 
 
 def minimax_m2(**overrides):

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from . import gguf, link, presets
+from . import architectures, gguf, link, presets
 from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "options given here override it")
     out.add_argument("--list-models", action="store_true", help="list the model presets")
     out.add_argument("--list-gpus", action="store_true", help="list the GPU presets")
+    out.add_argument("--list-architectures", action="store_true",
+                     help="list the config.json architectures read (vLLM's registry): exact, refused or not yet")
     return parser
 
 
@@ -114,6 +116,13 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if args.pop("list_models"):
             for entry in presets.model_entries():
                 print(f"{entry['id']:48} {entry['name']}", file=stdout)
+            return 0
+        if args.pop("list_architectures"):
+            table = architectures.rows()
+            width = max(len(name) for name, _ in table)
+            for name, row in table:
+                what = row.get("layout") if row["status"] == "exact" else row.get("why")
+                print(f"{name:{width}} {row['status']:8} {what}", file=stdout)
             return 0
         if args.pop("list_gpus"):
             table = list(presets.gpus().values())

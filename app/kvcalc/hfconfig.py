@@ -8,6 +8,7 @@ field the cache depends on is missing and no documented default applies, we refu
 import json
 import re
 
+from . import architectures as known_architectures
 from .config_fields import ConfigFields, show
 from .errors import InputError
 from .layers import (ChunkedLocalAttention, FullAttention, IndexedAttention, MLAAttention, NoCache,
@@ -183,9 +184,15 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         if f.has(key):
             raise InputError(prefix + key, f"{what} are not modelled yet; no number rather than a wrong one")
     _refuse_unknown_keys(f)
-    architectures = cfg.get("architectures")
-    architecture = architectures[0][:100] if isinstance(architectures, list) and architectures and \
-        isinstance(architectures[0], str) else None
+    architecture = _architecture(cfg, "architectures")
+    known_architectures.check(architecture)
+    if text is not cfg:
+        # A wrapper whose vLLM module builds the model text_config names (LLaVA, InternVL, ...).
+        known_architectures.check(_architecture(text, prefix + "architectures"), prefix + "architectures")
+    if text.get("use_cla"):
+        # Hunyuan's cross-layer attention: vLLM builds the sharing layers as encoder-decoder
+        # attention, which its KV cache spec refuses.
+        raise InputError(prefix + "use_cla", "cross-layer KV sharing (CLA) is refused by vLLM's cache; no number")
     if model_type == "falcon_h1":
         raise InputError(prefix + "model_type", "falcon_h1 runs attention and Mamba-2 in every layer; "
                                                 "not modelled yet")
@@ -241,6 +248,10 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     weights_dtype, quant_note = _weights_dtype(text, dtype)
     if quant_note:
         notes.append(quant_note)
+    kv_dtype = _kv_cache_scheme(cfg.get("quantization_config") or text.get("quantization_config"))
+    if kv_dtype:
+        notes.append("the checkpoint's quantization_config.kv_cache_scheme stores the cache in 8-bit floats, so vLLM's "
+                     "--kv-cache-dtype auto allocates fp8 (resolve_kv_cache_dtype_string); that is the default here")
     lengths = [f.int(k, maximum=1 << 40) for k in ("max_position_embeddings", "n_positions", "max_seq_len",
                "seq_length", "max_sequence_length", "max_seq_length", "seq_len") if f.has(k)]
     if not lengths and model_type in CONFIG_DEFAULT_CONTEXT:
@@ -257,7 +268,28 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         hidden_size=f.int(hidden_key, maximum=1 << 24) if hidden_key else None, architecture=architecture,
         vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else CONFIG_DEFAULT_VOCAB.get(model_type),
         max_context_tokens=min(lengths) if lengths else None,   # vLLM takes the smallest
-        weights_dtype=weights_dtype, notes=tuple(notes), **extra)
+        weights_dtype=weights_dtype, kv_dtype=kv_dtype, notes=tuple(notes), **extra)
+
+
+def _kv_cache_scheme(quant) -> str | None:
+    """fp8 where a checkpoint's quantization_config carries an 8-bit float kv_cache_scheme (ModelOpt,
+    compressed-tensors), which vLLM's Attention turns "auto" into; any other scheme is refused."""
+    scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
+    if scheme is None:
+        return None
+    if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+        return "fp8"
+    raise InputError("quantization_config.kv_cache_scheme", f"{show(scheme)} is not a KV scheme this calculator "
+                                                            "knows (8-bit float only)")
+
+
+def _architecture(cfg: dict, field: str) -> str | None:
+    value = cfg.get("architectures")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not isinstance(value[0], str):
+        raise InputError(field, f"expected a list of architecture names, got {show(value)}")
+    return value[0][:100]
 
 
 def _weights_dtype(cfg: dict, dtype: str):
@@ -618,6 +650,11 @@ def _window(f: ConfigFields, model_type: str = "") -> int | None:
     # transformers Qwen2Config / MiniCPM: use_sliding_window defaults to false.
     if use is False or (use is None and (model_type.startswith("qwen") or model_type.startswith("minicpm"))):
         return None
+    if use is True and model_type.startswith("qwen") and not isinstance(f.cfg.get("layer_types"), list):
+        # transformers slides the layers from max_window_layers on; vLLM's Qwen2Model applies the
+        # window to every layer and asserts "Sliding window for some but all layers is not supported".
+        raise InputError(f.prefix + "use_sliding_window", "true: vLLM and transformers disagree on which layers "
+                                                          "slide (max_window_layers), so no number is given")
     return f.int("sliding_window", maximum=1 << 40)
 
 

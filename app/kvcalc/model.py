@@ -22,6 +22,7 @@ class Model:
     name: str
     layers: tuple[Layer, ...]
     dtype: str = "bf16"                      # the serving dtype: default KV precision
+    kv_dtype: str | None = None              # the checkpoint's own KV precision (a kv_cache_scheme), when set
     weights_dtype: str | None = "bf16"       # None when the checkpoint's bits per weight vary
     attention_heads: int | None = None       # query heads, which tensor parallelism must divide
     params: int | None = None

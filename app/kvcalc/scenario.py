@@ -228,7 +228,7 @@ def build_scenario(values: dict) -> Scenario:
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
                      "so its real block size differs from block-size")
-    kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.dtype)
+    kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.kv_dtype or model.dtype)
     state = precision(model.dtype)
     context = values.get("context", 8192)
     if model.past_limit(context):
