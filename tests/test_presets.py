@@ -117,3 +117,29 @@ def test_every_preset_knows_its_context_limit():
     assert gemma.max_context_tokens == 131_072
     assert any("Gemma3TextConfig default" in note for note in gemma.notes)
     assert preset_model("tiiuae/falcon-7b").max_context_tokens == 2048
+
+
+def test_2025_26_presets_are_their_verbatim_fixtures():
+    """Issue 21: presets of models released in 2025-26 carry the whole published config.json, the
+    same file the fixtures hold (tests/fixtures/hf/SOURCES.md, "2026 pass 2"), so preset and fixture
+    cannot drift. None is a config the calculator refuses."""
+    import json
+    import re
+    from support import REFUSED_FIXTURES
+    section = (FIXTURES / "hf" / "SOURCES.md").read_text(encoding="utf-8").split("## 2026 pass 2 (issue 21)")[1]
+    found = []
+    for entry in model_entries():
+        named = re.search(r"tests/fixtures/hf/([\w.-]+\.json)", entry["source"])
+        if not named or f"| `{named.group(1)}` |" not in section:
+            continue
+        name = named.group(1)
+        assert name not in REFUSED_FIXTURES, name
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
+        url = re.search(r"https://github\.com/\S+/blob/[0-9a-f]{40}/\S+?(?= \|)", row).group(0)
+        assert entry["source"].startswith(f"verbatim config.json of {entry['id']} as copied in {url}"), entry["id"]
+        assert f"| {entry['id']} |" in row, entry["id"]          # the fixture is that repo's file
+        with open(FIXTURES / "hf" / name, encoding="utf-8") as fh:
+            assert entry["config"] == json.load(fh), entry["id"]
+        assert preset_model(entry["id"]).max_context_tokens
+        found.append(name)
+    assert len(found) == len(set(found)) >= 15, found
