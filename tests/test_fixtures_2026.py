@@ -419,7 +419,10 @@ def test_deepseek_v32():
     DeepseekV32IndexerCache, uint8): 1,284 B per layer; x 61 = 78,324 B per token.
     At 4,096 tokens: 78,324 x 4,096 = 320,815,104 B.
     tp 8: latent and indexer key both whole on every GPU: 78,324 B per token.
-    Parameters: deepseek_v32 is not a counted family: refused, field model_type.
+    Parameters: DeepSeek-V3's 671,026,419,200 plus the lightning indexer of each of 61 layers:
+    wq_b 64 x 128 x 1,536 = 12,582,912, wk 128 x 7,168 = 917,504, k_norm 2 x 128 = 256,
+    weights_proj 64 x 7,168 = 458,752; 13,959,424 x 61 = 851,524,864: 671,877,944,064 (DeepSeek's
+    card: 671B total).
     """
     cfg = cfg_of("deepseek-ai__DeepSeek-V3.2.json")
     model = model_from_config(cfg)
@@ -429,7 +432,7 @@ def test_deepseek_v32():
     assert per_token(model) == 78_324
     assert request(cfg, 4096) == 320_815_104
     assert per_token(model, tp=8) == 78_324
-    assert count_refusal(cfg) == "model_type"
+    assert count_params(cfg).total == 671_026_419_200 + 61 * 13_959_424 == 671_877_944_064
 
 
 def test_kimi_k25():
@@ -480,7 +483,12 @@ def check_glm5(cfg):
     assert per_token(model) == 100_152
     assert request(cfg, 4096) == 410_222_592
     assert per_token(model, tp=8) == 100_152
-    assert count_refusal(cfg) == "model_type"
+    # GLM-5's indexer per layer: wq_b 32 x 128 x 2,048 = 8,388,608, wk 128 x 6,144 = 786,432,
+    # k_norm 256, weights_proj 32 x 6,144 = 196,608: 9,371,904 x 78 = 731,008,512 of the total.
+    counted = count_params(cfg)
+    indexer = sum(g.elements for g in counted.tensors if ".indexer." in g.name)
+    assert indexer == 78 * 9_371_904 == 731_008_512
+    assert counted.total == 743_911_218_432 and near_card(counted.total, 744e9)   # Z.ai: 744B
 
 
 def test_glm5():
@@ -493,7 +501,7 @@ def test_glm5():
     x 78 = 100,152 B per token.
     At 4,096 tokens: 100,152 x 4,096 = 410,222,592 B.
     tp 8: latent and indexer key whole on every GPU: 100,152 B per token.
-    Parameters: glm_moe_dsa is not a counted family: refused, field model_type.
+    Parameters: 743,911,218,432 counted (the indexer's share below), Z.ai's 744B.
     """
     check_glm5(cfg_of("zai-org__GLM-5.json"))
 
@@ -508,7 +516,7 @@ def test_glm5_fp8():
     x 78 = 100,152 B per token.
     At 4,096 tokens: 100,152 x 4,096 = 410,222,592 B.
     tp 8: latent and indexer key whole on every GPU: 100,152 B per token.
-    Parameters: refused, field model_type.
+    Parameters: as GLM-5's.
     """
     check_glm5(cfg_of("zai-org__GLM-5-FP8.json"))
 
@@ -521,7 +529,7 @@ def test_glm51():
     132 B indexer key = 1,284 B; x 78 = 100,152 B per token.
     At 4,096 tokens: 100,152 x 4,096 = 410,222,592 B.
     tp 8: whole on every GPU: 100,152 B per token.
-    Parameters: refused, field model_type.
+    Parameters: as GLM-5's.
     """
     check_glm5(cfg_of("zai-org__GLM-5.1.json"))
 

@@ -53,6 +53,8 @@ FAMILIES = {
     "deepseek_v2": Family(moe="deepseek"),
     "deepseek_v3": Family(moe="deepseek"),
     "kimi_k2": Family(moe="deepseek"),
+    "deepseek_v32": Family(moe="deepseek"),     # DeepSeek-V3's layout plus the indexer (_mla)
+    "glm_moe_dsa": Family(moe="deepseek"),      # GLM-5: DeepSeek-V3.2's (vLLM runs it as deepseek_v2)
     "gpt_oss": Family(moe="gpt_oss", sinks=True),
 }
 FAMILIES["gemma3"] = FAMILIES["gemma3_text"]
@@ -285,6 +287,17 @@ def _mla(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
     t.vector(name + ".kv_a_layernorm", latent)
     t.linear(name + ".kv_b_proj", heads * (nope + v_dim), latent)
     t.linear(name + ".o_proj", hidden, heads * v_dim)
+    if c.cfg.get("index_head_dim") is not None:
+        # DeepSeek-V3.2's lightning indexer (GLM-5's the same): its queries from the q latent,
+        # one shared key, a LayerNorm with bias on that key, and a weight per indexer head.
+        dim, index_heads = c.int("index_head_dim"), c.int("index_n_heads")
+        if not q_rank:
+            raise InvalidValue(c.prefix + "q_lora_rank", "the sparse-attention indexer reads its queries from "
+                                                         "the q latent, so q_lora_rank is needed")
+        t.linear(name + ".indexer.wq_b", index_heads * dim, q_rank)
+        t.linear(name + ".indexer.wk", dim, hidden)
+        t.vector(name + ".indexer.k_norm", 2 * dim)
+        t.linear(name + ".indexer.weights_proj", index_heads, hidden)
 
 
 def _experts(t: _Tally, name: str, hidden: int, width: int, experts: int, top_k: int, bias: bool = False,
@@ -413,6 +426,12 @@ def _falcon(c: ConfigFields, model_type: str) -> ParamCount:
 class QuantizedWeights:
     bytes: int           # every tensor of the language model, as the rule stores it
     rule: str            # the rule, in words (what is quantized, what stays 16-bit)
+
+
+def has_quantization(cfg: dict) -> bool:
+    inner = cfg.get("text_config")
+    return cfg.get("quantization_config") is not None or (
+        isinstance(inner, dict) and inner.get("quantization_config") is not None)
 
 
 def _quant_config(cfg: dict) -> dict | None:

@@ -3,12 +3,14 @@
 import json
 import re
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from .config_fields import InvalidValue
 from .errors import InputError
 from .hfconfig import model_from_config
 from .model import Model
+from .params import has_quantization, quantized_weights
 
 DATA = os.path.join(os.path.dirname(__file__), "data")   # os.path: pathlib costs ~10 ms to import in Pyodide
 
@@ -51,9 +53,26 @@ def find_model_entry(model_id: str) -> dict | None:
 @lru_cache(maxsize=None)
 def _model_from_entry(model_id: str) -> Model:
     entry = _model_index()[model_id]
-    return model_from_config(entry["config"], name=entry["name"], hf_repo=entry["id"],
-                             params=entry.get("params"), active_params=entry.get("active_params"),
-                             source=entry.get("source"), checkpoint_bytes=entry.get("checkpoint_bytes"))
+    model = model_from_config(entry["config"], name=entry["name"], hf_repo=entry["id"],
+                              params=entry.get("params"), active_params=entry.get("active_params"),
+                              source=entry.get("source"), checkpoint_bytes=entry.get("checkpoint_bytes"))
+    return with_config_weights(model, entry["config"])
+
+
+def with_config_weights(model: Model, cfg: dict, notes: list | None = None, counted=None) -> Model:
+    """A quantized checkpoint's bytes computed from its quantization_config and shapes (a
+    checkpoint's own headers, given, still win); unchanged where the rule or the count is refused."""
+    if not has_quantization(cfg):
+        return model
+    try:
+        computed = quantized_weights(cfg, counted)
+    except InvalidValue:
+        raise
+    except InputError as e:
+        if notes is not None:
+            notes.append(f"weights not computed from the quantization_config ({e.field}: {e.message})")
+        return model
+    return replace(model, config_weights_bytes=computed.bytes, config_weights_rule=computed.rule)
 
 
 def preset_model(model_id: str, field: str = "model") -> Model:

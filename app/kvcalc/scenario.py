@@ -12,7 +12,7 @@ from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
 from .options import MANUAL_FIELDS, SHAPE_FIELDS
-from .params import count_params, quantized_weights
+from .params import count_params
 from .precision import Precision, precision
 from .sizing import Deployment, Workload
 from .units import GIB, ceil_div
@@ -101,7 +101,8 @@ def _read_config(cfg: dict) -> tuple[Model, tuple[str, ...]]:
         preset = presets.preset_model(entry["id"])
         if _same_shapes(model, cfg, preset, entry["config"]):
             model = replace(model, params=preset.params, active_params=preset.active_params,
-                             hf_repo=preset.hf_repo)
+                             hf_repo=preset.hf_repo, config_weights_bytes=preset.config_weights_bytes,
+                             config_weights_rule=preset.config_weights_rule)
             return model, (f"parameter count taken from the {preset.name} preset",)
     model = _with_counted_params(model, cfg, notes)
     return model, tuple(notes)
@@ -138,28 +139,7 @@ def _with_counted_params(model: Model, cfg: dict, notes: list) -> Model:
     active = f", {counted.active:,} active per token" if counted.is_moe else ""
     notes.append(f"parameters counted from the config's shapes: {counted.total:,}{active}")
     model = replace(model, params=counted.total, active_params=counted.active if counted.is_moe else None)
-    return _with_quantized_weights(model, cfg, counted, notes)
-
-
-def _with_quantized_weights(model: Model, cfg: dict, counted, notes: list) -> Model:
-    """A quantized checkpoint's exact bytes from its quantization_config and shapes, labelled as
-    computed from the config (a checkpoint's own headers, given, still win)."""
-    if not _has_quantization(cfg):
-        return model
-    try:
-        computed = quantized_weights(cfg, counted)
-    except InvalidValue:
-        raise
-    except InputError as e:
-        notes.append(f"weights not computed from the quantization_config ({e.field}: {e.message})")
-        return model
-    return replace(model, config_weights_bytes=computed.bytes, config_weights_rule=computed.rule)
-
-
-def _has_quantization(cfg: dict) -> bool:
-    inner = cfg.get("text_config")
-    return cfg.get("quantization_config") is not None or (
-        isinstance(inner, dict) and inner.get("quantization_config") is not None)
+    return presets.with_config_weights(model, cfg, notes, counted)
 
 
 def _manual_model(values: dict) -> Model:
