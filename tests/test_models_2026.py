@@ -295,3 +295,37 @@ def test_keys_of_real_configs_that_change_no_cache_are_read_not_refused():
     with pytest.raises(InputError) as refused:
         model_from_config(dict(r7b, order_of_interleaved_layers="global_attn_first"))
     assert refused.value.field == "order_of_interleaved_layers"
+
+
+def lfm2_1b(**overrides):
+    """LFM2-1.2B's fields as transformers Lfm2Config and its model card give them (not a verbatim
+    file): 16 layers, 6 of them full attention, short convolutions elsewhere."""
+    cfg = {"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 2048,
+           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "conv_L_cache": 3,
+           "conv_dim": 2048, "vocab_size": 65536, "max_position_embeddings": 128000, "torch_dtype": "bfloat16",
+           "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv",
+                           "full_attention", "conv", "full_attention", "conv", "full_attention", "conv",
+                           "full_attention", "conv"]}
+    cfg.update(overrides)
+    return cfg
+
+
+def test_lfm2_short_convolutions_keep_a_small_state():
+    """vLLM lfm2.py: "conv" layers keep MambaStateShapeCalculator.short_conv_state_shape,
+    (conv_L_cache - 1) x conv_dim in the model's dtype, conv_dim split by tp; the attention
+    layers' head dim is hidden / heads = 2,048 / 32 = 64.
+    Attention, 6 layers: 2 x 8 kv x 64 x 2 B = 2,048 B; x 6 = 12,288 B per token.
+    Short conv, 10 layers: (3 - 1) x 2,048 x 2 B = 8,192 B; x 10 = 81,920 B per request
+    (40,960 B per GPU at tp 2).
+    At 4,096 tokens: 12,288 x 4,096 + 81,920 = 50,331,648 + 81,920 = 50,413,568 B."""
+    model = model_from_config(lfm2_1b())
+    assert per_token(model) == 12_288
+    assert state(model) == 81_920 and state(model, tp=2) == 40_960
+    assert per_request(lfm2_1b()) == 50_413_568
+    # transformers Lfm2Config builds layer_types from full_attn_idxs when a config gives only those.
+    spelled = lfm2_1b(layer_types=None, full_attn_idxs=[2, 5, 8, 10, 12, 14])
+    del spelled["layer_types"]
+    assert model_from_config(spelled).layers == model.layers
+    with pytest.raises(InputError) as e:
+        model_from_config(lfm2_1b(layer_types=["conv", "mamba"] * 8))
+    assert e.value.field == "layer_types"

@@ -115,6 +115,9 @@ SSM_DTYPE_ARCHITECTURES = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCond
 SPARSE_INDEX_ARCHITECTURES = {"MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM"}
 SPARSE_INDEX_KEYS = {"sparse_attention_freq", "sparse_index_dim", "sparse_num_index_heads", "sparse_topk_blocks",
                      "sparse_block_size", "sparse_init_block", "sparse_local_block", "sparse_score_type"}
+# vLLM lfm2.py / lfm2_moe.py: layer_types' "conv" layers keep a short-convolution state
+# (MambaStateShapeCalculator.short_conv_state_shape), "full_attention" layers a KV cache.
+SHORT_CONV_ARCHITECTURES = {"Lfm2ForCausalLM", "Lfm2MoeForCausalLM"}
 # vLLM minimax_text_01.py: attn_type_list 0 is lightning (linear) attention, 1 softmax attention.
 LIGHTNING_ARCHITECTURES = {"MiniMaxText01ForCausalLM", "MiniMaxForCausalLM", "MiniMaxVL01ForConditionalGeneration"}
 
@@ -491,6 +494,9 @@ def _special_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str
                              f"({', '.join(sorted(LIGHTNING_ARCHITECTURES))})")
         return [attention_kind if flag else "lightning" for flag in flags]
 
+    if architecture in SHORT_CONV_ARCHITECTURES:
+        return _short_conv_kinds(f, n, attention_kind)
+
     sparse = cfg.get("sparse_attention_config")
     if sparse is not None:
         return _sparse_index_kinds(f, n, attention_kind, architecture)
@@ -529,6 +535,20 @@ def _special_kinds(f: ConfigFields, model_type: str, n: int, attention_kind: str
                                                              "mamba, attention, mlp, moe")
         return [names[b] for b in blocks]
     return None
+
+
+def _short_conv_kinds(f: ConfigFields, n: int, attention_kind: str) -> list[str]:
+    """LFM2: layer_types, or (transformers Lfm2Config builds it so) full attention at full_attn_idxs."""
+    types = f.cfg.get("layer_types")
+    if types is None:
+        full = f.cfg.get("full_attn_idxs")
+        if not isinstance(full, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+                                                 for i in full):
+            raise InputError(f.prefix + "layer_types", f"missing (nor full_attn_idxs, indices from 0 to {n - 1})")
+        return [attention_kind if i in set(full) else "shortconv" for i in range(n)]
+    if not isinstance(types, list) or len(types) != n or any(t not in ("conv", "full_attention") for t in types):
+        raise InputError(f.prefix + "layer_types", f"expected {n} entries of conv or full_attention")
+    return ["shortconv" if t == "conv" else attention_kind for t in types]
 
 
 def _sparse_index_kinds(f: ConfigFields, n: int, attention_kind: str, architecture: str | None) -> list[str]:
@@ -679,6 +699,10 @@ def _build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = 
         return NoCache()
     if kind == "state":
         return _state_layer(f, model_type, ssm_dtype)
+    if kind == "shortconv":
+        # vLLM short_conv_state_shape: (conv_L_cache - 1) x conv_dim, in the model's dtype, conv_dim split by tp.
+        dim, kernel = f.int("conv_dim"), f.int("conv_L_cache", minimum=2)
+        return StateSpaceLayer((kernel - 1) * dim, 0, heads=dim, label="short conv")
     if kind == "kda":
         # Kimi Delta Attention (vLLM MambaStateShapeCalculator.kda_state_shape, kda_state_dtype): q, k
         # and v short convolutions of heads x head_dim channels each, in the model's dtype, and a
