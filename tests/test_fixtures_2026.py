@@ -85,6 +85,22 @@ def qwen35_layers_follow_layer_types(cfg, model):
 # (kernel - 1); temporal state value heads x value dim x key dim.
 # ---------------------------------------------------------------------------------------------
 
+def check_qwen35(cfg, layers, elements, token, fixed, requests, tp8, total, card):
+    """layers (full, Gated DeltaNet), the DeltaNet (conv, ssm) elements, bytes per token, the
+    fixed state, {context: bytes per request}, (per token, state) per GPU at tp 8, the counted
+    parameters and the card's rounded total."""
+    model = model_from_config(cfg)
+    assert kinds(model) == {"full": layers[0], "state": layers[1]}
+    qwen35_layers_follow_layer_types(cfg, model)
+    gdn = only(model, "state")
+    assert (gdn.conv_elements, gdn.ssm_elements) == elements
+    assert (per_token(model), state(model)) == (token, fixed)
+    assert {context: request(cfg, context) for context in requests} == requests
+    assert (per_token(model, tp=8), state(model, tp=8)) == tp8
+    counted = count_params(cfg).total
+    assert counted == total and near_card(counted, card)
+
+
 def test_qwen35_27b():
     """Qwen/Qwen3.5-27B: tests/fixtures/hf/Qwen__Qwen3.5-27B.json, from
     https://github.com/ai-dynamo/aiconfigurator/blob/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3.5-27B_config.json
@@ -106,18 +122,8 @@ def test_qwen35_27b():
     not built). Qwen: "27B". Within 2%.
     """
     cfg = cfg_of("Qwen__Qwen3.5-27B.json")
-    model = model_from_config(cfg)
-    assert kinds(model) == {"full": 16, "state": 48}
-    qwen35_layers_follow_layer_types(cfg, model)
-    gdn = only(model, "state")
-    assert (gdn.conv_elements, gdn.ssm_elements) == (30_720, 786_432)
-    assert per_token(model) == 65_536
-    assert state(model) == 153_944_064
-    assert request(cfg, 4096) == 422_379_520
-    assert per_token(model, tp=8) == 16_384
-    assert state(model, tp=8) == 19_243_008
-    total = count_params(cfg).total
-    assert total == 27_356_728_560 and near_card(total, 27e9)
+    check_qwen35(cfg, (16, 48), (30_720, 786_432), 65_536, 153_944_064, {4096: 422_379_520},
+                 (16_384, 19_243_008), 27_356_728_560, 27e9)
 
 
 def test_qwen35_35b_a3b():
@@ -136,18 +142,8 @@ def test_qwen35_35b_a3b():
     Parameters: 35,107,181,936 counted (with the vision tower). Qwen: "35B" total. Within 2%.
     """
     cfg = cfg_of("Qwen__Qwen3.5-35B-A3B.json")
-    model = model_from_config(cfg)
-    assert kinds(model) == {"full": 10, "state": 30}
-    qwen35_layers_follow_layer_types(cfg, model)
-    gdn = only(model, "state")
-    assert (gdn.conv_elements, gdn.ssm_elements) == (24_576, 524_288)
-    assert per_token(model) == 20_480
-    assert state(model) == 64_389_120
-    assert request(cfg, 4096) == 148_275_200
-    assert per_token(model, tp=8) == 10_240
-    assert state(model, tp=8) == 8_048_640
-    total = count_params(cfg).total
-    assert total == 35_107_181_936 and near_card(total, 35e9)
+    check_qwen35(cfg, (10, 30), (24_576, 524_288), 20_480, 64_389_120, {4096: 148_275_200},
+                 (10_240, 8_048_640), 35_107_181_936, 35e9)
 
 
 def test_qwen35_122b_a10b():
@@ -167,19 +163,8 @@ def test_qwen35_122b_a10b():
     (0.46%).
     """
     cfg = cfg_of("Qwen__Qwen3.5-122B-A10B.json")
-    model = model_from_config(cfg)
-    assert kinds(model) == {"full": 12, "state": 36}
-    qwen35_layers_follow_layer_types(cfg, model)
-    gdn = only(model, "state")
-    assert (gdn.conv_elements, gdn.ssm_elements) == (36_864, 1_048_576)
-    assert per_token(model) == 24_576
-    assert state(model) == 153_649_152
-    assert request(cfg, 4096) == 254_312_448
-    assert request(cfg, 32768) == 958_955_520
-    assert per_token(model, tp=8) == 12_288
-    assert state(model, tp=8) == 19_206_144
-    total = count_params(cfg).total
-    assert total == 122_562_817_776 and near_card(total, 122e9)
+    check_qwen35(cfg, (12, 36), (36_864, 1_048_576), 24_576, 153_649_152, {4096: 254_312_448, 32768: 958_955_520},
+                 (12_288, 19_206_144), 122_562_817_776, 122e9)
 
 
 def test_qwen35_397b_a17b():
@@ -196,18 +181,8 @@ def test_qwen35_397b_a17b():
     Parameters: 396,802,360,816 counted (with the vision tower). Qwen: "397B" total. Within 2%.
     """
     cfg = cfg_of("Qwen__Qwen3.5-397B-A17B.json")
-    model = model_from_config(cfg)
-    assert kinds(model) == {"full": 15, "state": 45}
-    qwen35_layers_follow_layer_types(cfg, model)
-    gdn = only(model, "state")
-    assert (gdn.conv_elements, gdn.ssm_elements) == (36_864, 1_048_576)
-    assert per_token(model) == 30_720
-    assert state(model) == 192_061_440
-    assert request(cfg, 4096) == 317_890_560
-    assert per_token(model, tp=8) == 15_360
-    assert state(model, tp=8) == 24_007_680
-    total = count_params(cfg).total
-    assert total == 396_802_360_816 and near_card(total, 397e9)
+    check_qwen35(cfg, (15, 45), (36_864, 1_048_576), 30_720, 192_061_440, {4096: 317_890_560},
+                 (15_360, 24_007_680), 396_802_360_816, 397e9)
 
 
 def test_qwen36_35b_a3b():
@@ -541,11 +516,21 @@ def test_glm51():
 # mamba_ssm_cache_dtype (float32 in all three configs). n_groups 8 divides tp 8: no group padding.
 # ---------------------------------------------------------------------------------------------
 
-def check_nemotron(model, mamba, attention, moe):
+def check_nemotron(cfg, layers, elements, token, fixed, requests, tp8):
+    """layers (mamba, attention, moe), the Mamba-2 (conv, ssm) elements, bytes per token, the
+    fixed state, {context: bytes per request}, and (per token, state) per GPU at tp 8."""
+    model = model_from_config(cfg)
+    mamba, attention, moe = layers
     assert kinds(model) == {"state": mamba, "full": attention, "none": moe}
     assert {layer.ssm_dtype for layer in model.layers if layer.kind == "state"} == {"fp32"}
     full = only(model, "full")
     assert (full.kv_heads, full.head_dim) == (2, 128)
+    layer = only(model, "state")
+    assert (layer.conv_elements, layer.ssm_elements) == elements
+    assert (per_token(model), state(model)) == (token, fixed)
+    assert {context: request(cfg, context) for context in requests} == requests
+    assert (per_token(model, tp=8), state(model, tp=8)) == tp8
+    assert count_refusal(cfg) == "model_type"
 
 
 def test_nemotron3_nano_30b_a3b():
@@ -568,16 +553,8 @@ def test_nemotron3_nano_30b_a3b():
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json")
     pattern = cfg["hybrid_override_pattern"]
     assert (len(pattern), pattern.count("M"), pattern.count("*"), pattern.count("E")) == (52, 23, 6, 23)
-    model = model_from_config(cfg)
-    check_nemotron(model, 23, 6, 23)
-    mamba = only(model, "state")
-    assert (mamba.conv_elements, mamba.ssm_elements) == (18_432, 524_288)
-    assert per_token(model) == 6_144
-    assert state(model) == 49_082_368
-    assert request(cfg, 4096) == 74_248_192
-    assert per_token(model, tp=8) == 3_072
-    assert state(model, tp=8) == 6_135_296
-    assert count_refusal(cfg) == "model_type"
+    check_nemotron(cfg, (23, 6, 23), (18_432, 524_288), 6_144, 49_082_368, {4096: 74_248_192},
+                   (3_072, 6_135_296))
 
 
 def test_nemotron3_super_120b_a12b_fp8():
@@ -599,16 +576,8 @@ def test_nemotron3_super_120b_a12b_fp8():
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json")
     pattern = cfg["hybrid_override_pattern"]
     assert (len(pattern), pattern.count("M"), pattern.count("*"), pattern.count("E")) == (88, 40, 8, 40)
-    model = model_from_config(cfg)
-    check_nemotron(model, 40, 8, 40)
-    mamba = only(model, "state")
-    assert (mamba.conv_elements, mamba.ssm_elements) == (30_720, 1_048_576)
-    assert per_token(model) == 8_192
-    assert state(model) == 170_229_760
-    assert request(cfg, 4096) == 203_784_192
-    assert per_token(model, tp=8) == 4_096
-    assert state(model, tp=8) == 21_278_720
-    assert count_refusal(cfg) == "model_type"
+    check_nemotron(cfg, (40, 8, 40), (30_720, 1_048_576), 8_192, 170_229_760, {4096: 203_784_192},
+                   (4_096, 21_278_720))
 
 
 def test_nemotron3_ultra_550b_a55b():
@@ -632,17 +601,8 @@ def test_nemotron3_ultra_550b_a55b():
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json")
     blocks = Counter(cfg["layers_block_type"])
     assert "num_hidden_layers" not in cfg and blocks == {"mamba": 48, "attention": 12, "moe": 48}
-    model = model_from_config(cfg)
-    check_nemotron(model, 48, 12, 48)
-    mamba = only(model, "state")
-    assert (mamba.conv_elements, mamba.ssm_elements) == (55_296, 2_097_152)
-    assert per_token(model) == 12_288
-    assert state(model) == 407_961_600
-    assert request(cfg, 4096) == 458_293_248
-    assert request(cfg, 32768) == 810_614_784
-    assert per_token(model, tp=8) == 6_144
-    assert state(model, tp=8) == 50_995_200
-    assert count_refusal(cfg) == "model_type"
+    check_nemotron(cfg, (48, 12, 48), (55_296, 2_097_152), 12_288, 407_961_600,
+                   {4096: 458_293_248, 32768: 810_614_784}, (6_144, 50_995_200))
 
 
 # ---------------------------------------------------------------------------------------------
