@@ -516,9 +516,10 @@ def test_glm51():
 # mamba_ssm_cache_dtype (float32 in all three configs). n_groups 8 divides tp 8: no group padding.
 # ---------------------------------------------------------------------------------------------
 
-def check_nemotron(cfg, layers, elements, token, fixed, requests, tp8):
+def check_nemotron(cfg, layers, elements, token, fixed, requests, tp8, params, card):
     """layers (mamba, attention, moe), the Mamba-2 (conv, ssm) elements, bytes per token, the
-    fixed state, {context: bytes per request}, and (per token, state) per GPU at tp 8."""
+    fixed state, {context: bytes per request}, (per token, state) per GPU at tp 8, and the
+    (total, active) parameters counted, with the card's (total, active)."""
     model = model_from_config(cfg)
     mamba, attention, moe = layers
     assert kinds(model) == {"state": mamba, "full": attention, "none": moe}
@@ -530,7 +531,10 @@ def check_nemotron(cfg, layers, elements, token, fixed, requests, tp8):
     assert (per_token(model), state(model)) == (token, fixed)
     assert {context: request(cfg, context) for context in requests} == requests
     assert (per_token(model, tp=8), state(model, tp=8)) == tp8
-    assert count_refusal(cfg) == "model_type"
+    counted = count_params(cfg)
+    assert (counted.total, counted.active) == params
+    # Cards give the active count without the input embedding (a lookup, not a matmul).
+    assert near_card(counted.total, card[0]) and near_card(counted.active - counted.embedding, card[1])
 
 
 def test_nemotron3_nano_30b_a3b():
@@ -548,13 +552,15 @@ def test_nemotron3_nano_30b_a3b():
     tp 8: max(1, 2 // 8) = 1 kv head (replicated): 512 B x 6 = 3,072 B per token; state conv
     6,144 / 8 = 768 x 3 = 2,304 x 2 B = 4,608 B, ssm 64 / 8 = 8 x 64 x 128 = 65,536 x 4 B =
     262,144 B; 266,752 B x 23 = 6,135,296 B.
-    Parameters: nemotron_h is not a counted family: refused, field model_type (NVIDIA: 30B total).
+    Parameters (vLLM nemotron_h.py's modules, test_weights_2026 works a layer of each kind):
+    31,577,940,288 total, 3,580,076,352 active with the embeddings; NVIDIA's card: 31.6B total,
+    3.6B active including embeddings (3.2B without).
     """
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json")
     pattern = cfg["hybrid_override_pattern"]
     assert (len(pattern), pattern.count("M"), pattern.count("*"), pattern.count("E")) == (52, 23, 6, 23)
     check_nemotron(cfg, (23, 6, 23), (18_432, 524_288), 6_144, 49_082_368, {4096: 74_248_192},
-                   (3_072, 6_135_296))
+                   (3_072, 6_135_296), (31_577_940_288, 3_580_076_352), (31.6e9, 3.2e9))
 
 
 def test_nemotron3_super_120b_a12b_fp8():
@@ -571,13 +577,13 @@ def test_nemotron3_super_120b_a12b_fp8():
     At 4,096 tokens: 8,192 x 4,096 + 170,229,760 = 33,554,432 + 170,229,760 = 203,784,192 B.
     tp 8: 1 kv head: 512 B x 8 = 4,096 B per token; state conv 10,240 / 8 = 1,280 x 3 = 3,840 x
     2 B = 7,680 B, ssm 16 x 64 x 128 = 131,072 x 4 B = 524,288 B; 531,968 B x 40 = 21,278,720 B.
-    Parameters: refused, field model_type (NVIDIA: 120B total).
+    Parameters: 120,668,707,840 total, 12,770,237,440 active (NVIDIA: 120B, A12B).
     """
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json")
     pattern = cfg["hybrid_override_pattern"]
     assert (len(pattern), pattern.count("M"), pattern.count("*"), pattern.count("E")) == (88, 40, 8, 40)
     check_nemotron(cfg, (40, 8, 40), (30_720, 1_048_576), 8_192, 170_229_760, {4096: 203_784_192},
-                   (4_096, 21_278_720))
+                   (4_096, 21_278_720), (120_668_707_840, 12_770_237_440), (120e9, 12e9))
 
 
 def test_nemotron3_ultra_550b_a55b():
@@ -596,13 +602,14 @@ def test_nemotron3_ultra_550b_a55b():
     tp 8: 1 kv head: 512 B x 12 = 6,144 B per token; state conv 18,432 / 8 = 2,304 x 3 = 6,912 x
     2 B = 13,824 B, ssm 32 x 64 x 128 = 262,144 x 4 B = 1,048,576 B; 1,062,400 B x 48 =
     50,995,200 B.
-    Parameters: refused, field model_type (NVIDIA: 550B total).
+    Parameters: 549,308,993,536 total, 56,058,843,136 active (NVIDIA: 550B, A55B).
     """
     cfg = cfg_of("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json")
     blocks = Counter(cfg["layers_block_type"])
     assert "num_hidden_layers" not in cfg and blocks == {"mamba": 48, "attention": 12, "moe": 48}
     check_nemotron(cfg, (48, 12, 48), (55_296, 2_097_152), 12_288, 407_961_600,
-                   {4096: 458_293_248, 32768: 810_614_784}, (6_144, 50_995_200))
+                   {4096: 458_293_248, 32768: 810_614_784}, (6_144, 50_995_200),
+                   (549_308_993_536, 56_058_843_136), (550e9, 55e9))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -353,3 +353,18 @@ def test_an_unknown_vision_tower_is_refused_not_left_out():
     with pytest.raises(InputError) as e:
         count_params(cfg)
     assert e.value.field == "vision_config" and "mistral3" in e.value.message
+
+
+def test_nemotron_h_counts_mamba2_attention_and_ungated_mlp_layers():
+    """The real Nemotron-H-56B-Base-8K config (vLLM nemotron_h.py, MambaMixer2): hidden 8,192,
+    118 layers by hybrid_override_pattern: 54 M, 10 *, 54 -; each has one RMSNorm (8,192).
+    Mamba-2: 256 heads x 64 = 16,384 inner, 8 groups x 256 state: conv channels 16,384 + 4,096 =
+    20,480; in_proj (16,384 + 20,480 + 256) x 8,192 = 304,087,040; conv1d 20,480 x 4 + 20,480 bias
+    = 102,400; A, D, dt_bias 3 x 256 = 768; gated norm 16,384; out_proj 8,192 x 16,384 =
+    134,217,728: 438,432,512 with the norm.
+    Attention: q and o 2 x 8,192 x 8,192, k and v 2 x 1,024 x 8,192: 150,994,944; 151,003,136.
+    MLP (relu2, no gate): 2 x 32,768 x 8,192 = 536,870,912; 536,879,104.
+    54 x 438,432,512 + 10 x 151,003,136 + 54 x 536,879,104 = 54,176,858,624; embeddings and head
+    2 x 131,072 x 8,192 = 2,147,483,648; norm_f 8,192: 56,324,350,464 (NVIDIA: 56B)."""
+    counted = count_params(hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json"))
+    assert counted.total == counted.active == 56_324_350_464

@@ -172,6 +172,8 @@ def count_params(cfg: dict) -> ParamCount:
     c = _reader(text, prefix, model_type or "unknown")
     if model_type in FALCON_TYPES:
         return _falcon(c, model_type)
+    if model_type == "nemotron_h":
+        return _nemotron_h(c)
     family = FAMILIES.get(model_type)
     if family is None:
         raise InputError(prefix + "model_type", f"the parameter count of a {model_type or 'unnamed'!r} model "
@@ -418,6 +420,97 @@ def _falcon(c: ConfigFields, model_type: str) -> ParamCount:
     head = 0 if c.flag("tie_word_embeddings", True) else embedding
     total = embedding + head + 2 * hidden + layers * per_layer
     return ParamCount(total, total, embedding)
+
+
+NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_h(c: ConfigFields) -> ParamCount:
+    """vLLM nemotron_h.py: one RMSNorm and one mixer per layer, by hybrid_override_pattern (or its
+    spelled-out layers_block_type). Mamba-2 (MambaMixer2): in_proj to 2 x intermediate + 2 x groups
+    x state + heads, a depthwise conv over intermediate + 2 x groups x state channels, A, D and
+    dt_bias per head, a gated norm, out_proj. Attention without biases. MLP and experts are
+    ungated (relu2): up and down only. MoE: a router with its correction bias (float32), the
+    experts (in moe_latent_size, between two latent projections, where the config sets one) and
+    the shared experts."""
+    hidden, vocab = c.int("hidden_size"), c.int("vocab_size")
+    pattern = c.cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        blocks = [NEMOTRON_BLOCKS.get(symbol) for symbol in pattern]
+    else:
+        blocks = c.cfg.get("layers_block_type")
+        if not isinstance(blocks, list):
+            raise InvalidValue(c.prefix + "hybrid_override_pattern", "missing (nor layers_block_type)")
+    if None in blocks or not set(blocks) <= set(NEMOTRON_BLOCKS.values()) or len(blocks) > MAX_LAYERS:
+        raise InvalidValue(c.prefix + "hybrid_override_pattern", "expected M, *, - and E blocks only")
+    t = _Tally()
+    t.linear("backbone.embeddings", vocab, hidden, role="embed")
+    if not c.flag("tie_word_embeddings"):
+        t.linear("lm_head", vocab, hidden, role="head")
+    t.vector("backbone.norm_f", hidden)
+    mlp_index = 0
+    for index, block in enumerate(blocks):
+        base = f"backbone.layers.{index}"
+        t.vector(base + ".norm", hidden)
+        if block == "mamba":
+            _mamba2(c, t, base + ".mixer", hidden)
+        elif block == "attention":
+            heads = c.int("num_attention_heads")
+            kv_heads = c.int("num_key_value_heads", heads, maximum=heads)
+            head_dim = c.int("head_dim") if c.cfg.get("head_dim") else hidden // heads
+            for part, rows, cols in (("q_proj", heads * head_dim, hidden), ("k_proj", kv_heads * head_dim, hidden),
+                                     ("v_proj", kv_heads * head_dim, hidden), ("o_proj", hidden, heads * head_dim)):
+                t.linear(f"{base}.mixer.{part}", rows, cols)
+        elif block == "mlp":
+            width = c.cfg.get("intermediate_size")
+            if isinstance(width, list):          # one width per MLP layer, or one for all
+                width = width[0] if len(width) == 1 else width[mlp_index]
+                width = ConfigFields({"intermediate_size": width}, c.prefix).int("intermediate_size")
+            else:
+                width = c.int("intermediate_size")
+            mlp_index += 1
+            bias = c.flag("mlp_bias")
+            t.linear(base + ".mixer.up_proj", width, hidden, bias)
+            t.linear(base + ".mixer.down_proj", hidden, width, bias)
+        else:
+            _nemotron_moe(c, t, base + ".mixer", hidden)
+    groups = tuple(t.groups)
+    total = sum(g.elements for g in groups)
+    active = sum(g.rows * g.cols * g.active for g in groups)
+    return ParamCount(total, active, vocab * hidden, groups)
+
+
+def _mamba2(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
+    heads, head_dim = c.int("mamba_num_heads"), c.int("mamba_head_dim")
+    groups, state, kernel = c.int("n_groups"), c.int("ssm_state_size"), c.int("conv_kernel")
+    inner = heads * head_dim
+    conv = inner + 2 * groups * state
+    bias = c.flag("use_bias")
+    t.linear(name + ".in_proj", inner + conv + heads, hidden, bias)
+    t.vector(name + ".conv1d", conv * kernel + (conv if c.flag("use_conv_bias", True) else 0))
+    t.vector(name + ".A_D_dt_bias", 3 * heads)
+    t.vector(name + ".norm", inner)
+    t.linear(name + ".out_proj", hidden, inner, bias)
+
+
+def _nemotron_moe(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
+    experts = c.int("n_routed_experts", maximum=MAX_EXPERTS)
+    top_k = _top_k(c, experts)
+    width = c.int("moe_intermediate_size")
+    latent = c.int("moe_latent_size") if c.cfg.get("moe_latent_size") is not None else None
+    inner = latent or hidden
+    t.linear(name + ".gate", experts, hidden, role="router")
+    t.vector(name + ".gate.e_score_correction_bias", experts, fp32=True)
+    t.linear(name + ".experts.up_proj", width, inner, role="expert", copies=experts, active=top_k)
+    t.linear(name + ".experts.down_proj", inner, width, role="expert", copies=experts, active=top_k)
+    shared = c.int("n_shared_experts", 0, minimum=0, maximum=MAX_EXPERTS)
+    if shared:
+        shared_width = c.int("moe_shared_expert_intermediate_size") * shared
+        t.linear(name + ".shared_experts.up_proj", shared_width, hidden, c.flag("mlp_bias"))
+        t.linear(name + ".shared_experts.down_proj", hidden, shared_width, c.flag("mlp_bias"))
+    if latent:
+        t.linear(name + ".fc1_latent_proj", latent, hidden, c.flag("mlp_bias"))
+        t.linear(name + ".fc2_latent_proj", hidden, latent, c.flag("mlp_bias"))
 
 
 # ---- the weights' bytes from quantization_config -------------------------------------------

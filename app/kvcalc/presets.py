@@ -56,6 +56,10 @@ def _model_from_entry(model_id: str) -> Model:
     model = model_from_config(entry["config"], name=entry["name"], hf_repo=entry["id"],
                               params=entry.get("params"), active_params=entry.get("active_params"),
                               source=entry.get("source"), checkpoint_bytes=entry.get("checkpoint_bytes"))
+    if entry.get("weights_unknown"):
+        # The repo's weights are not in the precision its config.json implies (a quantization
+        # kept in a file of its own): unknown until given, rather than sized wrongly.
+        model = replace(model, weights_dtype=None, notes=model.notes + (entry["weights_unknown"],))
     return with_config_weights(model, entry["config"])
 
 
