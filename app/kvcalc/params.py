@@ -464,6 +464,10 @@ def _nemotron_h(c: ConfigFields) -> ParamCount:
         elif block == "mlp":
             width = c.cfg.get("intermediate_size")
             if isinstance(width, list):          # one width per MLP layer, or one for all
+                mlps = blocks.count("mlp")
+                if len(width) not in (1, mlps):
+                    raise InvalidValue(c.prefix + "intermediate_size", f"expected one width, or one per MLP "
+                                                                       f"layer ({mlps})")
                 width = width[0] if len(width) == 1 else width[mlp_index]
                 width = ConfigFields({"intermediate_size": width}, c.prefix).int("intermediate_size")
             else:
