@@ -76,7 +76,7 @@ FAMILIES = dict(family_configs(), **LAYOUTS)
 
 def numeric_paths(cfg: dict, prefix=()):
     """Paths to every number (and every list of numbers) in a config, nested objects included."""
-    for key, value in cfg.items():
+    for key, value in _sampled(cfg):
         if isinstance(value, dict):
             yield from numeric_paths(value, prefix + (key,))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -174,10 +174,18 @@ STRUCTURAL = ("", "x" * 300, None, [], {}, [None], ["full_attention"] * 3, "MMM*
 
 
 def every_path(cfg: dict, prefix=()):
-    for key, value in cfg.items():
+    for key, value in _sampled(cfg):
         yield prefix + (key,)
         if isinstance(value, dict):
             yield from every_path(value, prefix + (key,))
+
+
+def _sampled(node: dict):
+    """A dict's items, but of a table keyed by module names (ModelOpt's quantized_layers, with
+    hundreds of same-shaped entries) only the first three: each shape once, not each module."""
+    items = list(node.items())
+    modules = [item for item in items if "." in str(item[0]) and isinstance(item[1], dict)]
+    return [item for item in items if item not in modules[3:]]
 
 
 def without(cfg: dict, path: tuple) -> dict:

@@ -56,8 +56,8 @@ def test_falcon_7b_from_its_transformers_config():
 
 def test_other_architectures_are_refused_naming_the_field():
     with pytest.raises(InputError) as e:
-        count_params(hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json"))
-    assert e.value.field == "model_type" and "nemotron_h" in e.value.message
+        count_params(hf_fixture("google__gemma-4-26B-A4B.json"))
+    assert e.value.field == "text_config.model_type" and "gemma4_text" in e.value.message
     cfg = dict(hf_fixture("meta-llama__Llama-3.1-8B.json"))
     del cfg["intermediate_size"]
     with pytest.raises(InputError) as e:
@@ -76,9 +76,9 @@ def test_a_pasted_config_reaches_capacity():
 
 
 def test_an_uncounted_config_says_why_weights_are_unknown():
-    ev = evaluate({"hf-config": hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json"), "gpu": "h100-sxm-80gb"})
+    ev = evaluate({"hf-config": hf_fixture("google__gemma-4-26B-A4B.json"), "gpu": "h100-sxm-80gb"})
     assert ev.ok and ev.result.weights_bytes is None
-    assert any("not counted" in w and "nemotron_h" in w for w in ev.scenario.warnings)
+    assert any("not counted" in w and "gemma4_text" in w for w in ev.scenario.warnings)
 
 
 PARAMS = OPTION_BY_NAME["params"]

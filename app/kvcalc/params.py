@@ -12,7 +12,9 @@ it quantizes and leave the rest in the checkpoint's 16-bit dtype (`quantized_wei
 """
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+import fnmatch
+import re
+from functools import lru_cache
 
 from .config_fields import ConfigFields, InvalidValue, show
 from .errors import InputError
@@ -553,19 +555,40 @@ def _skip_list(quant: dict, *keys) -> tuple:
     return tuple(names)
 
 
-def _skipped(name: str, skip: tuple) -> bool:
-    """Whether a module is left unquantized by a skip list entry: a glob (ModelOpt's
-    exclude_modules, gpt-oss's modules_to_not_convert) matched against the whole name, or a
-    dotted name matched as whole segments anywhere in it ("lm_head", "mlp.gate", "model.layers.0")."""
-    dotted = "." + name + "."
+@lru_cache(maxsize=64)
+def _skip_pattern(skip: tuple):
+    """A skip list as (dotted names, one regular expression of its globs). A glob (ModelOpt's
+    exclude_modules, gpt-oss's modules_to_not_convert) matches the whole name or a whole-segment
+    suffix, prefix or middle of it; a dotted name ("lm_head", "mlp.gate", "model.layers.0")
+    matches as whole segments anywhere in it. Built once per list: real lists name hundreds of
+    modules, so the dotted ones are looked up, not scanned."""
+    globs, names = [], set()
     for entry in skip:
         if "*" in entry or "?" in entry or "[" in entry:
-            if fnmatchcase(name, entry) or fnmatchcase(name, "*." + entry) or \
-                    fnmatchcase(name, entry + ".*") or fnmatchcase(name, "*." + entry + ".*"):
-                return True
-        elif "." + entry.strip(".") + "." in dotted:
+            # fnmatch.translate gives (?s:...)\Z (3.11) or (?s:...)\z (3.14): keep the inside
+            inner = re.fullmatch(r"\(\?s:(.*)\)\\[zZ]", fnmatch.translate(entry), re.S)
+            glob = inner.group(1) if inner else _glob_regex(entry)
+            globs.append(rf"(?:.*\.)?(?:{glob})(?:\..*)?")
+        elif entry.strip("."):
+            names.add(entry.strip("."))
+    pattern = re.compile("|".join(f"(?:{g})" for g in globs), re.S) if globs else None
+    return frozenset(names), pattern
+
+
+def _glob_regex(glob: str) -> str:
+    """* and ? as fnmatch reads them, the rest literal (a [set] kept as written)."""
+    return "".join(".*" if c == "*" else "." if c == "?" else c if c in "[]!" else re.escape(c) for c in glob)
+
+
+def _skipped(name: str, skip: tuple) -> bool:
+    """Whether a module is left unquantized by a skip list entry (_skip_pattern)."""
+    names, pattern = _skip_pattern(skip)
+    if names:
+        segments = name.split(".")
+        if any(".".join(segments[a:b]) in names for a in range(len(segments))
+               for b in range(a + 1, len(segments) + 1)):
             return True
-    return False
+    return bool(pattern and pattern.fullmatch(name))
 
 
 def _int_of(quant: dict, key: str, allowed: tuple):
