@@ -329,3 +329,16 @@ def test_lfm2_short_convolutions_keep_a_small_state():
     with pytest.raises(InputError) as e:
         model_from_config(lfm2_1b(layer_types=["conv", "mamba"] * 8))
     assert e.value.field == "layer_types"
+
+
+def test_gemma4_without_layer_types_takes_its_config_class_defaults():
+    """transformers Gemma4TextConfig builds layer_types with pattern 6 (five sliding, one full) and
+    forces the last layer full; the window defaults to 512. 8 layers: S S S S S F S F."""
+    cfg = {"architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "num_hidden_layers": 8,
+           "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_size": 2048}
+    for window in (None, 1024):
+        model = model_from_config(dict(cfg, sliding_window=window) if window else cfg)
+        assert [layer.kind for layer in model.layers] == ["sliding"] * 5 + ["full", "sliding", "full"]
+        assert {layer.window for layer in model.layers if layer.kind == "sliding"} == {window or 512}
+        # Full layers: global_head_dim's default 512, num_key_value_heads (no attention_k_eq_v).
+        assert {(layer.kv_heads, layer.head_dim) for layer in model.layers if layer.kind == "full"} == {(4, 512)}
