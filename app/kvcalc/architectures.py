@@ -50,10 +50,14 @@ def rows() -> list[tuple[str, dict]]:
     return sorted(table()["architectures"].items(), key=lambda item: item[0].lower())
 
 
+def summary(row: dict) -> str:
+    """What an exact row sizes, or why any other row is not sized."""
+    return row.get("layout", "") if row["status"] == "exact" else row.get("why", "")
+
+
 def markdown_table() -> str:
     """The README's table: every architecture, its status and why, and the vLLM module read."""
     lines = ["| Architecture | vLLM module | Status | Cache layout, or why not |", "| --- | --- | --- | --- |"]
     for name, row in rows():
-        what = row.get("layout", "") if row["status"] == "exact" else row.get("why", "")
-        lines.append(f"| `{name}` | `{row['module']}` | {row['status']} | {what} |")
+        lines.append(f"| `{name}` | `{row['module']}` | {row['status']} | {summary(row)} |")
     return "\n".join(lines)

@@ -121,8 +121,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             table = architectures.rows()
             width = max(len(name) for name, _ in table)
             for name, row in table:
-                what = row.get("layout") if row["status"] == "exact" else row.get("why")
-                print(f"{name:{width}} {row['status']:8} {what}", file=stdout)
+                print(f"{name:{width}} {row['status']:8} {architectures.summary(row)}", file=stdout)
             return 0
         if args.pop("list_gpus"):
             table = list(presets.gpus().values())

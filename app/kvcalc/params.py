@@ -158,6 +158,11 @@ class _Tally:
     def vector(self, name, size, copies=1, fp32=False):
         self.groups.append(Tensors(name, "vector", size, 1, copies, copies, fp32))
 
+    def count(self, embedding: int) -> ParamCount:
+        groups = tuple(self.groups)
+        return ParamCount(sum(g.elements for g in groups), sum(g.rows * g.cols * g.active for g in groups),
+                          embedding, groups)
+
     def gated(self, name, hidden, width, bias=False, role="linear", copies=1, active=None):
         """A SwiGLU MLP: gate and up (hidden to width), down (width to hidden)."""
         self.linear(name + ".gate_proj", width, hidden, bias, role, copies, active)
@@ -209,10 +214,7 @@ def count_params(cfg: dict) -> ParamCount:
     if text is not cfg:
         for name, rows, cols in vision_groups(cfg, hidden):
             t.linear(name, rows, cols, role="vision")
-    groups = tuple(t.groups)
-    total = sum(g.elements for g in groups)
-    active = sum(g.rows * g.cols * g.active for g in groups)
-    return ParamCount(total, active, vocab * hidden, groups)
+    return t.count(vocab * hidden)
 
 
 def _linear_layers(c: ConfigFields, layers: int) -> frozenset:
@@ -480,10 +482,7 @@ def _nemotron_h(c: ConfigFields) -> ParamCount:
             t.linear(base + ".mixer.down_proj", hidden, width, bias)
         else:
             _nemotron_moe(c, t, base + ".mixer", hidden)
-    groups = tuple(t.groups)
-    total = sum(g.elements for g in groups)
-    active = sum(g.rows * g.cols * g.active for g in groups)
-    return ParamCount(total, active, vocab * hidden, groups)
+    return t.count(vocab * hidden)
 
 
 def _mamba2(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
