@@ -11,6 +11,19 @@ Read from llama.cpp's sources (2025-2026 master):
 - src/llama-kv-cache-iswa.cpp: the sliding layers get their own cache of
   pad(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch), 256) cells (--swa-full: all).
 - Default -ub (n_ubatch) 512; K and V f16.
+
+Rules that changed between builds, each keyed to the build that changed it (sources and logs in
+docs/research/llamacpp-builds.md):
+- b6325, PR #15434 ("llama: use FA + max. GPU layers by default"): -fa takes on|off|auto and
+  defaults to auto, which src/llama-context.cpp resolves to on when every layer's attention
+  lands on the layer's own device ("Flash Attention was auto, set to enabled"); before it -fa
+  was a bare switch and flash attention was off unless given.
+- b6089, PR #15077 (common/arg.cpp): --n-cpu-moe N keeps the expert tensors (ffn_*_exps) of
+  layers 0..N-1 in CPU memory (tensor buffer-type overrides).
+- The compute buffer's logits rows: every build read here (to b9272, issue #23527) reserves the
+  worst case of n_ubatch output rows (llama_context::sched_reserve passes n_outputs = n_tokens);
+  PR #23861 (after b9272) lets llama-server reserve n_seq_max rows. Builds after b9272 are not
+  modelled, so that rule is not needed yet.
 """
 
 from dataclasses import dataclass
@@ -20,8 +33,15 @@ from ..errors import InputError
 from ..layers import IndexedAttention
 from ..command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ..units import GIB, ceil_div
+from . import releases
 from .result import Budget, EngineResult
 
+# Builds as llama.cpp numbers them (b5192); the rules below were read across these builds: from
+# b4462 (the oldest start-up log checked, tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log)
+# to b9272 (issue #23527: the last build known to reserve n_ubatch logits rows).
+FIRST_RELEASE, NEWEST_RELEASE = "b4462", "b9272"
+VERSION_EXAMPLE, VERSIONS_BY_BUILD = "b5192", True
+parse_version = releases.build_number
 NAME, TITLE = "llama.cpp", "llama.cpp"
 KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not a memory budget
 SEPARATE_V = True            # -ctk and -ctv
@@ -34,6 +54,10 @@ PAD = 256
 DEFAULT_UBATCH = 512
 LLAMA_MAX_SEQ = 256                  # src/llama-cparams.h
 N_BATCH = 2048                       # default -b; n_ubatch = min(n_batch, n_ubatch), so a larger -ub needs -b
+FA_AUTO_BUILD = 6325                 # PR #15434: -fa on|off|auto, default auto (release b6325's notes)
+N_CPU_MOE_BUILD = 6089               # PR #15077: --n-cpu-moe (release b6089)
+OP_OFFLOAD_MIN_BATCH = 32            # ggml-cuda.cu offload_op: CPU-held weights are copied to the GPU for
+                                     # ops of a batch >= 32 (ggml-backend.cpp scheduler, "1.off")
 # Architectures whose sliding layers llama.cpp gives their own cache (LLAMA_SWA_TYPE_STANDARD in
 # src/llama-model.cpp). Others with a window in config.json (Mistral's llama arch, Phi-3, where
 # "Phi SWA is currently disabled") keep every token in every layer.
@@ -126,22 +150,126 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
 # The compute buffer, an estimate: llama_context reserves the graph of one ubatch of
 # min(n_ctx, n_ubatch) tokens, every one an output, and ggml-alloc (ggml/src/ggml-alloc.c)
 # keeps the high-water mark of one layer's live tensors plus the output head. With flash
-# attention (on by default on CUDA, -fa auto) no n_head x n_kv score matrix is built; what
-# remains is the logits (4 B x n_vocab per token), the attention mask (n_kv per token) and a
-# few hidden-width activations. Fitted on published CUDA0 lines: GLM-Z1-32B at 32K 352 vs 353
+# attention (on by default on CUDA from b6325, -fa auto) no n_head x n_kv score matrix is built;
+# what remains is the logits (4 B x n_vocab per token), the attention mask (n_kv per token) and
+# a few hidden-width activations. Fitted on published CUDA0 lines: GLM-Z1-32B at 32K 352 vs 353
 # MiB (ik_llama.cpp PR #370), GLM-4.5-Air at 128K with -ub 4096 3,520 vs 3,584 MiB (PR #689),
 # Qwen2.5-VL-3B at 4K, -ub 4096 2,470 vs 2,470 MiB; across eleven logs within about 15%.
+#
+# Without flash attention (src/llama-graph.cpp build_attn_mha) each layer builds
+# kq = mul_mat(k, q), f32 [n_kv, n_tokens, n_head], and soft_max_ext writes over it in place
+# (ggml-alloc reuses a parent that has no other user), with an f32 mask [n_kv, n_tokens]: the
+# layer's peak is 4 B x n_tokens x n_kv x (n_head + 1) plus four hidden-width rows. On a
+# Mistral-7B-class log (fedora-copr/logdetective PR #106, flash_attn = 0, -ub 512) that is
+# 164.00 MiB at 2,048 cells and 2,144.00 MiB at 32,768, both to the MiB.
 COMPUTE_BUFFER_ERROR = "within about 15%"
 
 
-def compute_buffer_bytes(model, pool: Pool, ubatch: int) -> int | None:
+def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> int | None:
     """llama.cpp's "CUDA0 compute buffer size", estimated; None without the model's widths."""
     if not model.hidden_size or not model.vocab_size:
         return None
     tokens = min(ubatch, pool.kv_tokens * (1 if pool.unified else pool.seqs))
     n_kv = pool.max_context_per_seq
     hidden = 4 * tokens * model.hidden_size
-    return max(4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden, 6 * tokens * n_kv + 5 * hidden)
+    output = 4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden
+    if flash:
+        return max(output, 6 * tokens * n_kv + 5 * hidden)
+    if not model.attention_heads:
+        raise InputError("attention-heads", "llama.cpp without flash attention keeps a heads x context x ubatch "
+                                            "score buffer: it needs the model's query heads (attention-heads), "
+                                            "or set flash-attn on")
+    return max(output, 4 * tokens * n_kv * (model.attention_heads + 1) + 4 * hidden)
+
+
+def output_buffer_bytes(model, seqs: int) -> int | None:
+    """llama.cpp's host "output buffer size": the logits of n_seq_max outputs, f32
+    (llama_context::output_reserve(n_seq_max), in every build read here since PR #6122); it lives
+    in pinned host memory (CUDA_Host), not on the GPU, and grows when a batch asks for more."""
+    if not model.vocab_size:
+        return None
+    return 4 * model.vocab_size * seqs
+
+
+def build_of(settings) -> int:
+    """The llama.cpp build the rules are read for: the one given, else the newest modelled."""
+    release = settings.release if settings.release is not None else releases.release(NEWEST_RELEASE)
+    return release.key[0]
+
+
+def flash_attention(settings, v_type: str) -> tuple[bool, str]:
+    """Whether flash attention runs, and why: given, -fa auto (from b6325, on where the GPU's
+    kernels take the model), or off by default before b6325. A quantized V needs it in every
+    build (src/llama-context.cpp refuses "V cache quantization requires flash_attn")."""
+    quantized_v = v_type not in ("f32", "f16", "bf16")
+    if settings.flash_attn is not None:
+        if settings.flash_attn == "off" and quantized_v:
+            raise InputError("flash-attn", f"llama.cpp refuses a quantized V cache ({v_type}) without flash "
+                                           "attention: set flash-attn on, or a 16-bit kv-dtype-v")
+        return settings.flash_attn == "on", f"-fa {settings.flash_attn}"
+    if build_of(settings) >= FA_AUTO_BUILD:
+        return True, "-fa auto, on where the GPU's kernels take the model (PR #15434, b6325)"
+    if quantized_v:
+        return True, "-fa, which the quantized V cache needs"
+    return False, f"off by default before b{FA_AUTO_BUILD} (PR #15434)"
+
+
+@dataclass(frozen=True)
+class Offload:
+    """Where -ngl puts the layers (src/llama-model.cpp load_tensors): the last `gpu_layers`
+    repeating layers on the GPU (i_gpu_start = n_layer - ngl), the output head too only when
+    ngl > n_layer; each layer's KV cache on its layer's device (src/llama-kv-cache.cpp,
+    model.dev_layer(il), unless --no-kv-offload)."""
+    layers: int
+    gpu_layers: int
+    output_on_gpu: bool
+
+    @property
+    def partial(self) -> bool:
+        return self.gpu_layers < self.layers or not self.output_on_gpu
+
+    @property
+    def first_gpu_layer(self) -> int:
+        return self.layers - self.gpu_layers
+
+
+def offload(model, settings) -> Offload:
+    n_layer = len(model.layers)
+    ngl = settings.n_gpu_layers
+    if ngl is None:
+        return Offload(n_layer, n_layer, True)
+    return Offload(n_layer, min(ngl, n_layer), ngl > n_layer)
+
+
+def _output_head_bytes(model, settings) -> int | None:
+    """The output head's bytes, vocabulary x hidden at the weights' dtype, where both are known."""
+    dtype = settings.weights_dtype or model.weights_dtype
+    if not (model.vocab_size and model.hidden_size and dtype):
+        return None
+    from ..precision import precision
+    return precision(dtype, field="weights-dtype").bytes_for(model.vocab_size * model.hidden_size)
+
+
+def _weights_on_cpu(model, settings, weights: int, place: Offload, notes: list) -> tuple[int, int]:
+    """The weights -ngl leaves in CPU memory, and the largest of them one prompt ubatch copies to
+    the GPU: the CPU layers' even share (as for a split over GPUs: what each layer weighs is not
+    known here) and the output head when it stays there."""
+    head = _output_head_bytes(model, settings)
+    if head is not None and head >= weights:
+        head = None
+    layer = (weights - (head or 0)) // place.layers
+    cpu_layers = place.layers - place.gpu_layers
+    cpu = layer * cpu_layers
+    parts = [f"{cpu_layers} of the {place.layers} layers"] if cpu_layers else []
+    if not place.output_on_gpu and head is not None:
+        cpu += head
+        parts.append("the output head")
+    staging = max(layer if cpu_layers else 0, head if not place.output_on_gpu and head is not None else 0) or layer
+    notes.append(f"-ngl {settings.n_gpu_layers}: llama.cpp keeps {' and '.join(parts) or 'nothing'} in CPU memory "
+                 f"({cpu / GIB:.2f} GiB of weights, an even share per layer"
+                 f"{', and those layers’ KV cache' if cpu_layers else ''}); the GPU holds the last "
+                 f"{place.gpu_layers} layers' weights and cache.")
+    return cpu, staging
 
 
 def compute_buffer_line(compute_bytes: int) -> str:
@@ -174,7 +302,7 @@ def log_lines(pool: Pool) -> list[str]:
     return lines
 
 
-def default_chunk(dep) -> int:
+def default_chunk(scenario) -> int:
     return DEFAULT_UBATCH
 
 
@@ -182,19 +310,75 @@ def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> 
     return ideal_usable             # it allocates what it is asked for, within the GPU's memory
 
 
-def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, int]:
+def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
     # Its compute buffer depends on the cache it allocates: size() subtracts it.
-    return None, 0
+    return None, 0, None
+
+
+def _check_cpu_moe(model, settings, notes: list) -> None:
+    n = settings.n_cpu_moe
+    if not n:
+        return
+    if build_of(settings) < N_CPU_MOE_BUILD:
+        raise InputError("n-cpu-moe", f"--n-cpu-moe came in llama.cpp b{N_CPU_MOE_BUILD} (PR #15077); "
+                                      f"b{build_of(settings)} does not have it")
+    if model.active_params is None:
+        notes.append(f"--n-cpu-moe {n} changes nothing here: this model has no expert tensors (ffn_*_exps) "
+                     "for its overrides to match.")
+        return
+    raise InputError("n-cpu-moe", f"--n-cpu-moe {n} keeps the expert tensors (ffn_*_exps) of layers 0 to "
+                                  f"{n - 1} in CPU memory, and llama.cpp copies the used experts of one layer "
+                                  "to the GPU for each prompt ubatch; what each layer's experts weigh is not "
+                                  "known for this model here, so its GPU figures with n-cpu-moe are refused")
 
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
-    model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    v_precision = scenario.settings.v_precision or work.kv_precision
+    model, work, dep, settings = scenario.model, scenario.workload, scenario.deployment, scenario.settings
+    v_precision = settings.v_precision or work.kv_precision
     pool = allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
-    on_gpu = bytes_on_busiest_gpu(model, pool, dep.gpus)
-    compute = compute_buffer_bytes(model, pool, chunk)
+    flash, why_flash = flash_attention(settings, pool.v_type)
+    if not flash and work.context_tokens % PAD:
+        # Before PR #16812 a cache without flash attention was padded to 32 cells (PR #7257); from
+        # PR #17046 always to 256. Which builds between b4462 and b9272 those are is not pinned here.
+        raise InputError("context", f"without flash attention llama.cpp padded the cache to 32 cells in older "
+                                    f"builds and to 256 in newer ones: give a context that is a multiple of "
+                                    f"{PAD} (or flash-attn on) for figures that hold in every build")
+    _check_cpu_moe(model, settings, notes)
+    place = offload(model, settings)
+    if place.partial and dep.gpus > 1:
+        raise InputError("n-gpu-layers", f"-ngl {settings.n_gpu_layers} over {dep.gpus} GPUs: llama.cpp splits "
+                                         "the offloaded layers by -ts or free memory, which is not modelled; "
+                                         "use one GPU or all layers")
     available, activation, overhead = budget.kv_bytes_per_gpu, budget.activation_bytes_per_gpu, budget.overhead_bytes_per_gpu
+    staging = 0
+    if place.partial:
+        on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
+        weights = dep.weights_bytes
+        if available is not None and budget.source != "kv-memory-gib":
+            if weights is None:
+                raise InputError("n-gpu-layers", "partial offload needs the weights' size (params or weights-gib)")
+            cpu_weights, staging = _weights_on_cpu(model, settings, weights, place, notes)
+            available += cpu_weights
+        else:
+            notes.append(f"-ngl {settings.n_gpu_layers}: the KV cache of the {place.layers - place.gpu_layers} "
+                         "CPU layers stays in CPU memory.")
+    else:
+        on_gpu = bytes_on_busiest_gpu(model, pool, dep.gpus)
+    compute = compute_buffer_bytes(model, pool, chunk, flash)
+    if compute is not None and min(chunk, pool.kv_tokens) >= OP_OFFLOAD_MIN_BATCH:
+        # A prompt ubatch runs the CPU layers' matmuls on the GPU, their weights copied into the
+        # compute buffer one split (layer) at a time (ggml-backend.cpp scheduler, op offload).
+        compute += staging
+    else:
+        staging = 0
     extra_log = []
+    if settings.n_gpu_layers is not None:
+        extra_log.append(f"load_tensors: offloaded {place.gpu_layers + place.output_on_gpu}/{place.layers + 1} "
+                         "layers to GPU")
+    if place.partial:
+        extra_log.append(f"llama_kv_cache: {'CUDA0':>10s} KV buffer size = {on_gpu / MIB:8.2f} MiB")
+        if pool.bytes_total > on_gpu:
+            extra_log.append(f"llama_kv_cache: {'CPU':>10s} KV buffer size = {(pool.bytes_total - on_gpu) / MIB:8.2f} MiB")
     if compute is None:
         notes.append("llama.cpp's compute buffer (a few hundred MiB) is not counted: this model does not give "
                      "its vocabulary size and hidden size.")
@@ -203,8 +387,14 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         if available is not None and budget.source != "overhead-gib":
             available -= compute
             activation = overhead = compute
+        attention = "with flash attention" if flash else \
+            f"without flash attention (its {model.attention_heads} heads x {pool.max_context_per_seq:,} cells score buffer)"
+        if settings.flash_attn is not None or not flash:
+            attention += f", {why_flash}"
+        staged = f", {staging / MIB:,.0f} MiB of it one CPU layer's weights copied in for prompt ubatches" \
+            if staging else ""
         notes.append(f"llama.cpp's compute buffer, estimated at {compute / MIB:,.0f} MiB "
-                     f"({COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} with flash attention, comes out of the "
+                     f"({COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} {attention}{staged}, comes out of the "
                      "memory beside the weights.")
     starts = None if available is None else on_gpu <= available
     if dep.gpus > 1:
@@ -249,18 +439,33 @@ def launch(scenario, result=None) -> Launch:
     model = f"{scenario.model.hf_repo.split('/')[-1]}.gguf" if scenario.model.hf_repo else "MODEL.gguf"
     # -c is the whole cache, shared by the -np parallel slots: context x requests.
     slots = requests(scenario, result, "llama.cpp", "-np", notes) or 1
+    settings = scenario.settings
+    ngl = "999" if settings.n_gpu_layers is None else str(settings.n_gpu_layers)
     args = ["llama-server", "-m", model, "-c", str(work.context_tokens * slots), "-np", str(slots),
-            "-ctk", cache, "-ctv", v_cache, "-ngl", "999"]
+            "-ctk", cache, "-ctv", v_cache, "-ngl", ngl]
     if past_limit(scenario):
         notes.append(f"the context is past the model's training context ({scenario.model.max_context_tokens:,}): "
                      "llama.cpp starts, warns that n_ctx_per_seq > n_ctx_train, and quality past it may suffer")
-    ubatch = prefill_chunk(scenario, default_chunk(scenario.deployment), "-ub", notes)
+    ubatch = prefill_chunk(scenario, default_chunk(scenario), "-ub", notes)
     if ubatch and int(ubatch[1]) > N_BATCH:
         args += ["-b", ubatch[1]]        # llama.cpp takes min(-b, -ub), and -b defaults to N_BATCH
     args += ubatch
-    if v_cache not in ("f32", "f16", "bf16"):
-        args += ["-fa", "on"]
+    # From b6325 (PR #15434) -fa takes on|off|auto; before it, a bare -fa switched it on.
+    valued = build_of(settings) >= FA_AUTO_BUILD
+    if settings.flash_attn is not None:
+        if settings.flash_attn == "off" and v_cache not in ("f32", "f16", "bf16"):
+            return Launch(NAME, None, (f"llama.cpp refuses a quantized V cache ({v_cache}) without flash attention",))
+        if valued:
+            args += ["-fa", settings.flash_attn]
+        elif settings.flash_attn == "on":
+            args += ["-fa"]
+    elif v_cache not in ("f32", "f16", "bf16"):
+        args += ["-fa", "on"] if valued else ["-fa"]
         notes.append("a quantized V cache needs flash attention (-fa on)")
+    if settings.n_cpu_moe:
+        if build_of(settings) < N_CPU_MOE_BUILD:
+            return Launch(NAME, None, (f"--n-cpu-moe came in llama.cpp b{N_CPU_MOE_BUILD} (PR #15077)",))
+        args += ["--n-cpu-moe", str(settings.n_cpu_moe)]
     notes.append("point -m at a GGUF conversion of the model")
     if dep.gpus > 1:
         notes.append(f"llama.cpp has no tensor parallelism: over {dep.gpus} GPUs it splits layers "
