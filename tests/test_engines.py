@@ -11,7 +11,7 @@ import pytest
 
 from kvcalc.hfconfig import model_from_config
 from kvcalc.evaluation import evaluate
-from kvcalc.engines import llamacpp, sglang, vllm
+from kvcalc.engines import llamacpp, releases, sglang, vllm, vllm_release
 from kvcalc.precision import precision
 from support import FIXTURES, cli, hf_fixture
 
@@ -162,9 +162,10 @@ def test_llamacpp_iswa_cells_and_separate_v_type():
 
 
 def test_default_prefill_chunks_and_block_sizes():
-    assert vllm.default_prefill_chunk(80 * GIB, "NVIDIA H100 SXM 80GB") == 8192
-    assert vllm.default_prefill_chunk(80 * GIB, "NVIDIA A100 SXM4 80GB") == 2048
-    assert vllm.default_prefill_chunk(24 * GIB, "NVIDIA L4 24GB") == 2048
+    r = releases.release
+    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, "NVIDIA H100 SXM 80GB", 131072) == (8192, 1024)
+    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, "NVIDIA A100 SXM4 80GB", 131072) == (2048, 256)
+    assert vllm_release.batch_defaults(r("0.19.1"), 24 * GIB, "NVIDIA L4 24GB", 131072) == (2048, 256)
     v3 = evaluate({"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpu": "h200-141gb", "gpus": "8",
                    "kv-memory-gib": "40"}).result.engine
     assert v3.block_size == 64 and v3.kv_tokens % 64 == 0

@@ -107,5 +107,5 @@ def _with_timing(scenario: Scenario, result: Result) -> Result:
         return replace(result, timing_missing=f"time bounds need {missing}")
     chunk = settings.prefill_chunk
     if chunk is None:
-        chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else "vllm", dep)
+        chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else "vllm", scenario)
     return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))

@@ -265,13 +265,32 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         extra.setdefault("mla_head_dims", (f.int("qk_nope_head_dim") + attention["mla"][1], f.int("v_head_dim")))
     hidden_key = f.first("hidden_size", "d_model", "n_embd", "n_embed")
     vocab_key = f.first("vocab_size", "padded_vocab_size", "n_vocab")
+    mlp_key = f.first("intermediate_size", "ffn_hidden_size", "n_inner")
+    moe_key = f.first("moe_intermediate_size", "expert_intermediate_size")
+    topk_key = f.first("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k_experts")
+    # The widths of the MLP activations vLLM's profiling run allocates (its activation peak).
+    experts = _positive(f, f.first("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"))
+    expert_width = _positive(f, moe_key)
+    if expert_width is None and experts and experts > 1:
+        expert_width = _positive(f, mlp_key)       # Mixtral, gpt-oss: intermediate_size is one expert's
+    mlp = {"mlp_size": _positive(f, mlp_key), "moe_mlp_size": expert_width,
+           "experts_per_token": _positive(f, topk_key) if expert_width else None,
+           # A vision tower: vLLM's profiling run also runs its encoder.
+           "multimodal": any(k in cfg for k in ("vision_config", "vision_tower", "mm_vision_tower", "visual",
+                                                "audio_config")) or (architecture or "").endswith("ForConditionalGeneration")}
     return Model(
         name=name or extra.get("hf_repo") or str(cfg.get("_name_or_path") or model_type or "custom")[:100],
         layers=layers, dtype=dtype, attention_heads=attention.get("q_heads"),
         hidden_size=f.int(hidden_key, maximum=1 << 24) if hidden_key else None, architecture=architecture,
         vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else CONFIG_DEFAULT_VOCAB.get(model_type),
         max_context_tokens=min(lengths) if lengths else None,   # vLLM takes the smallest
-        weights_dtype=weights_dtype, kv_dtype=kv_dtype, notes=tuple(notes), **extra)
+        weights_dtype=weights_dtype, kv_dtype=kv_dtype, notes=tuple(notes), **mlp, **extra)
+
+
+def _positive(f, key) -> int | None:
+    """A width, when the config gives one as a positive whole number (some give lists per layer)."""
+    value = f.cfg.get(key) if key else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 24 else None
 
 
 def _kv_cache_scheme(quant) -> str | None:

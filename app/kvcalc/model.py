@@ -31,6 +31,10 @@ class Model:
     hidden_size: int | None = None           # the residual stream's width (engines' activation estimates)
     architecture: str | None = None          # config.json architectures[0]: engines special-case some
     vocab_size: int | None = None            # the logits' width (llama.cpp's compute buffer)
+    mlp_size: int | None = None              # intermediate_size: the dense MLP's width
+    moe_mlp_size: int | None = None          # moe_intermediate_size: one expert's width
+    experts_per_token: int | None = None     # num_experts_per_tok
+    multimodal: bool = False                 # a vision or audio encoder beside the language model
     checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
     config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes
     config_weights_rule: str | None = None   # how (what is quantized, what stays 16-bit), in words

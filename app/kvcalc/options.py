@@ -35,6 +35,20 @@ def _engine_name(text: str, name: str) -> str:
     return engines.engine_name(text)
 
 
+def _version_text(text: str, name: str) -> str:
+    # Which release it names depends on the engine, so scenario.settings_from reads it.
+    if not re.fullmatch(r"[\w.+()\s:-]{1,100}", text):
+        raise InputError(name, f"{_clip(text)!r} is not a version as an engine prints it, e.g. 0.10.2 or b5192")
+    return text.strip()
+
+
+def _on_off(text: str, name: str) -> str:
+    value = text.strip().lower()
+    if value not in ("on", "off"):
+        raise InputError(name, f"expected on or off, got {_clip(text)!r}")
+    return value
+
+
 def _gpu_id(text: str, name: str) -> str:
     return presets.gpu(text, field=name).id
 
@@ -88,12 +102,23 @@ OPTIONS = (
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
     Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
            "(default: the exact ideal, no engine's rules).", choice=_engine_name),
+    Option("engine-version", "text", "engine", "The engine's release as it prints it (vLLM 0.10.2, v0.19.1, "
+           "0.28.1rc1.dev50+g...; SGLang 0.5.2; llama.cpp b5192); default: the newest release modelled.",
+           choice=_version_text),
     Option("kv-memory-gib", "decimal", "engine", "KV cache memory per GPU the engine reported (vLLM's \"Available "
            "KV cache memory\"); skips the overhead estimate.", Fraction(1, 1024), 1 << 20),
     Option("prefill-chunk", "int", "engine", "Tokens per prefill step: vLLM --max-num-batched-tokens, SGLang "
            "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
     Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
            choice=_precision_name),
+    Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "
+           "processes and its CUDA context), in GiB; default its CUDA context.", 0, 1 << 24),
+    Option("flash-attn", "text", "engine", "llama.cpp: flash attention on or off (-fa); off, the attention "
+           "scores take a buffer of heads x context x ubatch x 4 B.", choice=_on_off),
+    Option("n-gpu-layers", "int", "engine", "llama.cpp: layers offloaded to the GPUs (-ngl); the rest, and "
+           "their KV cache, stay on the CPU (default: all).", 0, 100_000),
+    Option("n-cpu-moe", "int", "engine", "llama.cpp: keep the MoE experts of the first N layers on the CPU "
+           "(--n-cpu-moe).", 0, 100_000),
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib",
            choice=_unit),
 )

@@ -49,6 +49,8 @@ def to_json(scenario: Scenario, result: Result) -> dict:
     out.update(timing_json(timing if judged.fits is not False else None, result.timing_missing
                            or ("the configuration does not fit" if timing else None)))
     out.update(engine_json(result.engine))
+    out["engine_version"] = None if scenario.settings.release is None or result.engine is None else \
+        str(scenario.settings.release)
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
     return out
@@ -57,7 +59,7 @@ def to_json(scenario: Scenario, result: Result) -> dict:
 ENGINE_KEYS = ("engine", "engine_block_size", "engine_prefill_chunk", "engine_kv_bytes_per_request",
                "engine_kv_budget_bytes_per_gpu", "engine_kv_tokens", "engine_max_concurrency", "engine_starts",
                "engine_max_model_len", "engine_refusal", "activation_bytes_per_gpu", "engine_budget_source",
-               "engine_kv_tokens_range", "engine_log")
+               "engine_kv_tokens_range", "overhead_band_bytes_per_gpu", "engine_max_concurrency_band", "engine_log")
 
 
 def engine_json(engine) -> dict:
@@ -73,6 +75,11 @@ def engine_json(engine) -> dict:
         "engine_refusal": engine.refusal, "activation_bytes_per_gpu": engine.activation_bytes_per_gpu,
         "engine_budget_source": engine.budget_source,
         "engine_kv_tokens_range": None if engine.kv_tokens_range is None else list(engine.kv_tokens_range),
+        # The estimate's band (lowest, highest overhead) and the concurrency at each end.
+        "overhead_band_bytes_per_gpu": None if not engine.band else
+        [engine.band[1].overhead_bytes_per_gpu, engine.band[0].overhead_bytes_per_gpu],
+        "engine_max_concurrency_band": None if not engine.band else
+        [None if end.max_concurrency is None else float(end.max_concurrency) for end in engine.band],
         "engine_log": list(engine.log),
     }
 
@@ -333,6 +340,13 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         if engine.budget_source == "estimate":
             memory += rules.USABLE_WORDS
         why.append(memory)
+        if engine.band:
+            top, bottom = engine.band
+            top_words, bottom_words = ("refuses" if not end.starts else f"holds {float(end.max_concurrency):,.2f}x"
+                                       for end in (top, bottom))
+            why.append(f"The overhead is an estimate; the logs it was calibrated on put it between "
+                       f"{size(bottom.overhead_bytes_per_gpu, unit)} and {size(top.overhead_bytes_per_gpu, unit)}: "
+                       f"at the top {name} {top_words}, at the bottom it {bottom_words}.")
     why.extend(rules.explain(scenario, engine))
     ideal_concurrency = result.max_concurrency
     if ideal_concurrency is not None and conc is not None:

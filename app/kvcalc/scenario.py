@@ -5,7 +5,9 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from . import presets
+from . import engines, presets
+from .engines import releases
+from .engines.releases import Release
 from .config_fields import InvalidValue
 from .errors import InputError
 from .hfconfig import model_from_config
@@ -33,9 +35,36 @@ class Settings:
     batch_given: bool = False                  # concurrent requests chosen, not the default one
     prompt_tokens: int | None = None
     weights_dtype: str | None = None           # given; else the model's
+    release: Release | None = None             # the engine's release: given, else the newest modelled
+    release_given: bool = False
+    memory_in_use_gib: Fraction | None = None  # SGLang: memory in use before it starts
+    flash_attn: str | None = None              # llama.cpp -fa: "on", "off" (None: its default)
+    n_gpu_layers: int | None = None            # llama.cpp -ngl (None: every layer)
+    n_cpu_moe: int | None = None               # llama.cpp --n-cpu-moe
+
+
+def _release(values: dict) -> Release | None:
+    engine = values.get("engine")
+    if engine is None:
+        if "engine-version" in values:
+            raise InputError("engine-version", "a release belongs to an engine: choose vllm, sglang or llama.cpp "
+                                               "as engine first")
+        return None
+    module = engines.REGISTRY[engine]
+    if not hasattr(module, "NEWEST_RELEASE"):          # an engine whose rules are not keyed by release
+        if "engine-version" in values:
+            raise InputError("engine-version", f"{module.TITLE}'s rules are not kept by release")
+        return None
+    if "engine-version" in values:
+        return releases.parse(module, values["engine-version"])
+    return releases.newest(module)
 
 
 def settings_from(values: dict) -> Settings:
+    for name, engine in (("memory-in-use-gib", "sglang"), ("flash-attn", "llama.cpp"), ("n-gpu-layers", "llama.cpp"),
+                         ("n-cpu-moe", "llama.cpp")):
+        if name in values and values.get("engine") != engine:
+            raise InputError(name, f"applies to {engines.title(engine)} only; choose engine {engine} to use it")
     return Settings(
         engine=values.get("engine"), prefill_chunk=values.get("prefill-chunk"),
         kv_memory_gib=values.get("kv-memory-gib"), overhead_given=values.get("overhead-gib", 0) > 0,
@@ -43,7 +72,9 @@ def settings_from(values: dict) -> Settings:
         block_size=values.get("block-size"),
         v_precision=precision(values["kv-dtype-v"], field="kv-dtype-v") if "kv-dtype-v" in values else None,
         batch_given="batch" in values, prompt_tokens=values.get("prompt-tokens"),
-        weights_dtype=values.get("weights-dtype"))
+        weights_dtype=values.get("weights-dtype"), release=_release(values),
+        release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
+        flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"))
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,12 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
             problems.append(f"{name} holds {float(engine.max_concurrency):,.2f} requests of {ctx:,} tokens at "
                             f"once, not {batch:,}: the rest wait")
             reasons.append("kv")
+        band = _band_words(engine, batch, not problems, unit)
         if problems:
-            return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
+            return Verdict(False, "Does not fit: " + "; ".join(problems) + band + ".", tuple(reasons))
         at_once = "" if engine.max_concurrency is None else \
             f" (up to {float(engine.max_concurrency):,.2f} at once)"
-        return Verdict(True, f"Fits as {name} allocates: {requests}{at_once}.", ())
+        return Verdict(True, f"Fits as {name} allocates: {requests}{at_once}{band}.", ())
 
     budget = result.kv_budget_bytes_per_gpu
     if budget is None:
@@ -75,6 +76,25 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
         if result.capacity and result.capacity > batch else ""
     return Verdict(True, f"Fits: {requests} {'take' if batch > 1 else 'takes'} {size(result.kv_bytes_per_gpu, unit)} of the "
                          f"{size(budget, unit)} KV budget per GPU{spare}.", ())
+
+
+def _holds(end, batch: int) -> bool:
+    return bool(end.starts) and end.max_concurrency is not None and end.max_concurrency >= batch
+
+
+def _band_words(engine, batch: int, fits: bool, unit: str) -> str:
+    """What changes inside the overhead estimate's band, when the answer does."""
+    if not engine.band:
+        return ""
+    top, bottom = engine.band
+    if fits and not _holds(top, batch):
+        return (f"; that is at the estimate: at the top of its range ({size(top.overhead_bytes_per_gpu, unit)} "
+                f"overhead) it does not fit" + ("" if top.max_concurrency is None or not top.starts else
+                                              f", holding {float(top.max_concurrency):,.2f}"))
+    if not fits and _holds(bottom, batch):
+        return (f"; that is at the estimate: at the bottom of its range ({size(bottom.overhead_bytes_per_gpu, unit)} "
+                f"overhead) it fits, holding {float(bottom.max_concurrency):,.2f}")
+    return ""
 
 
 def _unknown(problems, reasons, dep, result, lead) -> Verdict:

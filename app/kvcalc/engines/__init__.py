@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..errors import InputError
 from ..units import GIB
 from . import llamacpp, sglang, vllm
-from .result import Budget, EngineResult
+from .result import Band, Budget, EngineResult
 
 REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}
 ENGINES = tuple(REGISTRY)
@@ -33,8 +33,8 @@ def engine_name(text: str) -> str:
     return name
 
 
-def default_prefill_chunk(engine: str, deployment) -> int:
-    return REGISTRY[engine].default_chunk(deployment)
+def default_prefill_chunk(engine: str, scenario) -> int:
+    return REGISTRY[engine].default_chunk(scenario)
 
 
 def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
@@ -43,13 +43,15 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     if settings.kv_memory_gib is not None:
         return Budget(int(settings.kv_memory_gib * GIB), None, None, "kv-memory-gib")
     if result.usable_bytes_per_gpu is None or result.weights_bytes_per_gpu is None:
-        return Budget(None, None, None, "none")
+        activation, overhead, band = engine.estimate_overhead(scenario, chunk, []) if not settings.overhead_given \
+            else (None, None, None)
+        return Budget(None, activation, overhead, "none", band)
     usable = engine.usable_memory(dep, settings, chunk, notes, result.usable_bytes_per_gpu)
     if settings.overhead_given:
         return Budget(usable - result.weights_bytes_per_gpu - dep.overhead_bytes, None, dep.overhead_bytes,
                       "overhead-gib")
-    activation, overhead = engine.estimate_overhead(scenario.model, dep.tp, chunk, notes)
-    return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, "estimate")
+    activation, overhead, band = engine.estimate_overhead(scenario, chunk, notes)
+    return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, "estimate", band)
 
 
 def size(scenario, result) -> EngineResult:
@@ -60,7 +62,7 @@ def size(scenario, result) -> EngineResult:
         raise InputError("kv-dtype", f"{name} cannot store the KV cache as {work.kv_precision.name}")
     if settings.v_precision is not None and not engine.SEPARATE_V:
         raise InputError("kv-dtype-v", f"only llama.cpp stores V in another type than K; {name} uses kv-dtype for both")
-    chunk = settings.prefill_chunk or engine.default_chunk(scenario.deployment)
+    chunk = settings.prefill_chunk or engine.default_chunk(scenario)
     notes = []
     budget = _budget(engine, scenario, result, chunk, notes)
     out = engine.size(scenario, chunk, budget, notes)
@@ -72,4 +74,18 @@ def size(scenario, result) -> EngineResult:
                 for d in (Fraction(-1, 200), Fraction(1, 200))]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)
-    return replace(out, kv_tokens_range=spread)
+    return replace(out, kv_tokens_range=spread, band=_band(engine, scenario, chunk, budget))
+
+
+def _band(engine, scenario, chunk: int, budget: Budget):
+    """The engine's answer at both ends of its overhead estimate's band: the most overhead the
+    calibration allows (least KV memory) first, then the least."""
+    if budget.source != "estimate" or budget.band is None or budget.kv_bytes_per_gpu is None:
+        return None
+    low, high = budget.band
+    ends = []
+    for overhead in (high, low):
+        kv = budget.kv_bytes_per_gpu + budget.overhead_bytes_per_gpu - overhead
+        out = engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=kv, overhead_bytes_per_gpu=overhead), [])
+        ends.append(Band(overhead, kv, out.starts, out.max_concurrency, out.kv_tokens))
+    return tuple(ends)

@@ -31,6 +31,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..layers import IndexedAttention
+from ..precision import precision
 from ..command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ..units import GIB, ceil_div
 from . import releases
@@ -246,7 +247,6 @@ def _output_head_bytes(model, settings) -> int | None:
     dtype = settings.weights_dtype or model.weights_dtype
     if not (model.vocab_size and model.hidden_size and dtype):
         return None
-    from ..precision import precision
     return precision(dtype, field="weights-dtype").bytes_for(model.vocab_size * model.hidden_size)
 
 

@@ -23,6 +23,18 @@ class EngineResult:
     notes: tuple[str, ...]
     # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
     kv_tokens_range: tuple[int, int] | None = None
+    # An estimated overhead's band: the engine's answer at its top (least KV memory) and bottom.
+    band: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Band:
+    """The engine's answer at one end of the overhead estimate's band."""
+    overhead_bytes_per_gpu: int
+    kv_bytes_per_gpu: int
+    starts: bool | None
+    max_concurrency: Fraction | None
+    kv_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,7 @@ class Budget:
     activation_bytes_per_gpu: int | None
     overhead_bytes_per_gpu: int | None
     source: str                        # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+    band: tuple[int, int] | None = None  # the estimated overhead's (lowest, highest) the calibration allows
 
 
 def without_budget(name: str, title: str, block_size: int, chunk: int, budget: Budget, notes: list,

@@ -19,8 +19,13 @@ from ..errors import InputError
 from ..layers import IndexedAttention
 from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB
+from . import releases
 from .result import Budget, EngineResult, torch_total, without_budget
 
+# The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
+FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
+VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
+parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
 KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
 SEPARATE_V = False
@@ -176,7 +181,8 @@ def log_lines(pool: Pool) -> list[str]:
     return lines
 
 
-def default_chunk(dep) -> int:
+def default_chunk(scenario) -> int:
+    dep = scenario.deployment
     return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp)[0]
 
 
@@ -193,9 +199,9 @@ def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> 
     return int(memory * fraction)
 
 
-def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[None, int]:
+def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
     # Its activations live in what mem_fraction_static leaves: nothing more is subtracted.
-    return None, 0
+    return None, 0, None
 
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
@@ -247,5 +253,5 @@ def launch(scenario, result=None) -> Launch:
                      "the memory utilization; activations need the rest")
     if work.block_size_tokens > 1:
         args += ["--page-size", str(work.block_size_tokens)]
-    args += prefill_chunk(scenario, default_chunk(scenario.deployment), "--chunked-prefill-size", notes)
+    args += prefill_chunk(scenario, default_chunk(scenario), "--chunked-prefill-size", notes)
     return Launch(NAME, shell_join(args), tuple(notes))

@@ -18,35 +18,26 @@ Read from vLLM's sources (paths as of its 2025-2026 main):
   (the refusal and its binary search).
 """
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import InputError
 from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB, ceil_div
+from . import releases, vllm_profile as profile, vllm_release as rules
 from .result import Budget, EngineResult, torch_total, without_budget
 
+# The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
+FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
+VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.10.2 or v0.19.1", False
+parse_version = releases.pep440
 NAME, TITLE = "vllm", "vLLM"
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
 TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count
 REFUSED_MAX_LEN_WORDS = "vLLM's estimate"     # a refusal prints the longest length it estimates
 USABLE_WORDS = ""
-# vllm/config/cache.py gpu_memory_utilization: 0.92 in current releases (the `vllm serve` docs:
-# "If unspecified, will use the default value of 0.92"); 0.9 before.
-DEFAULT_UTILIZATION = Fraction(92, 100)
-# vLLM's start-up overhead, an estimate: the activation peak of its profiling run grows with
-# the prefill chunk and the model's width; non-torch memory (CUDA context, NCCL buffers) grows
-# with tensor parallelism. Calibrated on published H100 runs at max_num_batched_tokens 8192
-# (llm-d's vLLM memory notes: peaks of 4.8 GiB for Llama-3.1-8B, hidden 4096; 5.6 GiB for
-# Qwen3-32B, hidden 5120; non-torch 0.13 GiB at tp 1, 0.55 GiB at tp 2) and the gpt-oss-120b
-# log in tests/fixtures/logs (7.4 GiB over weights at 0.9 of an H100). Per token of the chunk
-# and unit of hidden size: 150 bytes. It lands within 0.3 GiB of the two dense peaks and 4 GiB
-# under gpt-oss-120b's (a 201K vocabulary and MoE buffers), so it is said to be an estimate.
-ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 150
-ACTIVATION_ERROR = "within about 0.5 GiB for dense models, up to 4 GiB low for large-vocabulary MoE models"
-NON_TORCH_BYTES, NON_TORCH_BYTES_TP = 140 << 20, 560 << 20
-
 DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
 
@@ -303,15 +294,6 @@ def _flash_mla_gpu(gpu_name: str) -> bool:
     return any(tag in name for tag in ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200"))
 
 
-def default_prefill_chunk(gpu_memory_bytes: int | None, gpu_name: str | None) -> int:
-    """max_num_batched_tokens for `vllm serve` (vllm/engine/arg_utils.py get_batch_defaults):
-    8192 on GPUs of 70 GiB or more that are not A100s, else 2048."""
-    big = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GIB
-    if big and not (gpu_name and "A100" in gpu_name.upper()):
-        return 8192
-    return 2048
-
-
 def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int,
               config_lines=()) -> list[str]:
     lines = list(config_lines)
@@ -326,8 +308,25 @@ def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, mode
     return lines
 
 
-def default_chunk(dep) -> int:
-    return default_prefill_chunk(dep.gpu_memory_bytes, dep.gpu_name)
+def release_of(scenario):
+    """The release sized as: the user's, else the newest modelled."""
+    return scenario.settings.release or releases.newest(sys.modules[__name__])
+
+
+def default_chunk(scenario) -> int:
+    dep = scenario.deployment
+    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
+                                scenario.workload.context_tokens)[0]
+
+
+def max_num_seqs(scenario) -> int:
+    """--max-num-seqs: the requests asked for when chosen (the launch command sets it), else the
+    release's default for this GPU."""
+    dep = scenario.deployment
+    if scenario.settings.batch_given:
+        return scenario.workload.batch
+    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
+                                scenario.workload.context_tokens)[1]
 
 
 def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
@@ -335,24 +334,21 @@ def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> 
     memory = torch_total(dep, settings, notes)
     if settings.utilization_given:
         return int(memory * dep.memory_utilization)
-    notes.append("vLLM's current default --gpu-memory-utilization 0.92 is used (0.9 in older releases; "
-                 "set a memory utilization to change it).")
-    return int(memory * DEFAULT_UTILIZATION)
+    release = settings.release or releases.newest(sys.modules[__name__])
+    default = rules.default_utilization(release)
+    notes.append(f"vLLM {release}'s default --gpu-memory-utilization {float(default):g} is used (0.9 before "
+                 "0.20.0, 0.92 from it; set a memory utilization to change it).")
+    return int(memory * default)
 
 
-def estimate_overhead(model, tp: int, chunk: int, notes: list) -> tuple[int, int]:
-    """(activation peak, everything subtracted besides the weights) per GPU, estimated."""
-    # CUDA graphs are captured after the KV cache is allocated and are not subtracted by default
-    # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 in vllm/envs.py), so they are not here either.
-    hidden = model.hidden_size
-    if not hidden:
-        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden size, "
-                                         "which this model does not give; give hidden-size, or set overhead-gib "
-                                         "or kv-memory-gib")
-    activation = chunk * hidden * ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN
-    notes.append(f"The overhead is an estimate ({ACTIVATION_ERROR}): paste "
-                 "\"Available KV cache memory\" from your log as kv-memory-gib for exact figures")
-    return activation, activation + (NON_TORCH_BYTES if tp == 1 else NON_TORCH_BYTES_TP)
+def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tuple[int, int]]:
+    """(activation peak, everything subtracted besides the weights, that total's band) per GPU,
+    as vLLM's profiling run and start-up measure them in this release."""
+    estimate = profile.estimate(scenario, release_of(scenario), chunk, max_num_seqs(scenario))
+    notes.append(f"The overhead is an estimate ({estimate.words}; its band {format_gib(estimate.low)}-"
+                 f"{format_gib(estimate.high)} GiB): paste \"Available KV cache memory\" from your log as "
+                 "kv-memory-gib for exact figures")
+    return estimate.activation, estimate.total, (estimate.low, estimate.high)
 
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
@@ -362,13 +358,18 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         notes.append(why)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, request_bytes(
-            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision))
+            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
+            rules.mamba_state_pages(release_of(scenario))))
     available = budget.kv_bytes_per_gpu
+    release = release_of(scenario)
+    pages = rules.mamba_state_pages(release)
     pool, refusal, longest, config_lines = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
-                                                    chunk, block, available, work.state_precision)
+                                                    chunk, block, available, work.state_precision, pages)
+    if pool is not None and not rules.logs_tokens_as_concurrency(release):
+        pool = replace(pool, kv_tokens=pool.num_blocks // pool.groups * pool.block_size)
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else request_bytes(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision)
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
         kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,
@@ -426,7 +427,7 @@ def launch(scenario, result=None) -> Launch:
     args += ["--max-num-seqs", str(seqs)] if seqs else []
     args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
     args += utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
-    args += prefill_chunk(scenario, default_chunk(scenario.deployment), "--max-num-batched-tokens", notes)
+    args += prefill_chunk(scenario, default_chunk(scenario), "--max-num-batched-tokens", notes)
     if work.block_size_tokens > 1:
         if work.block_size_tokens not in BLOCK_SIZES:
             return Launch(NAME, None, (f"vLLM block sizes are {', '.join(map(str, BLOCK_SIZES))}; "

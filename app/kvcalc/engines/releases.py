@@ -1,0 +1,94 @@
+"""Engine releases: a version as the engine prints it, read into the release whose rules apply.
+
+vLLM and SGLang print PEP 440 versions (`0.10.2`, `v0.19.1`, `0.28.1rc1.dev50+g1a2b3c`,
+`0.4.6.post1`); llama.cpp prints its build number (`b5192`, or `version: 5192 (...)`). A
+pre-release or development build of X.Y.Z runs the code before X.Y.Z is released, so it takes the
+rules of the newest release before it; a post release takes its release's rules.
+
+Each engine module lists the releases it models (FIRST and NEWEST, the range read from its
+sources) and keys every rule that changed to the release that changed it, with `at_least`.
+"""
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+# PEP 440 as engines print it: an optional v, release numbers, an optional pre-release, post and
+# dev part, and a local part after "+" (a git hash) that no rule reads.
+_PEP440 = re.compile(r"v?(?P<release>[0-9]{1,4}(?:\.[0-9]{1,4}){0,3})"
+                     r"(?:[.-]?(?P<pre>a|b|rc|alpha|beta|c)[.-]?[0-9]{0,6})?"
+                     r"(?:[.-]?post[.-]?(?P<post>[0-9]{1,6}))?"
+                     r"(?:[.-]?(?P<dev>dev)[.-]?[0-9]{0,9})?"
+                     r"(?:\+[a-z0-9.]{1,80})?", re.IGNORECASE)
+# llama.cpp: "b5192", or "5192" as `llama-cli --version` prints "version: 5192 (4d3b6b2a)".
+_BUILD = re.compile(r"(?:b|build\s*|version:?\s*)?(?P<build>[0-9]{3,6})(?:\s*\([0-9a-f]{6,40}\))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """A version, ordered: `key` is the release numbers and a stage (-1 before the release
+    for a pre-release or dev build, 0 the release, N its postN)."""
+    key: tuple
+    text: str = ""
+
+    def at_least(self, *release: int) -> bool:
+        """Whether this version has the rule first released in `release` (e.g. 0, 20, 0)."""
+        return self.key >= _padded(release) + (0,)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _padded(numbers) -> tuple:
+    return tuple(numbers) + (0,) * (4 - len(numbers))
+
+
+def pep440(text: str) -> Release | None:
+    match = _PEP440.fullmatch(text.strip())
+    if not match:
+        return None
+    numbers = tuple(int(n) for n in match["release"].split("."))
+    stage = -1 if (match["pre"] or match["dev"]) else int(match["post"] or 0)
+    return Release(_padded(numbers) + (stage,), text.strip())
+
+
+def build_number(text: str) -> Release | None:
+    match = _BUILD.fullmatch(text.strip())
+    if not match:
+        return None
+    return Release((int(match["build"]), 0, 0, 0, 0), text.strip())
+
+
+def release(text: str) -> Release:
+    """A modelled release named in a rule (never user input): "0.20.0" or "b5192"."""
+    found = build_number(text) if text.startswith("b") else pep440(text)
+    assert found is not None, text
+    return found
+
+
+def parse(engine_module, text) -> Release:
+    """The release a version names, or the error a user reads: what was wrong and which releases
+    are modelled."""
+    title = engine_module.TITLE
+    first, newest = engine_module.FIRST_RELEASE, engine_module.NEWEST_RELEASE
+    allowed = f"{title} releases modelled: {first} to {newest}"
+    raw = str(text).strip()
+    if not raw or len(raw) > 100:
+        raise InputError("engine-version", f"expected a {title} version as it prints it, e.g. "
+                                           f"{engine_module.VERSION_EXAMPLE}; {allowed}")
+    found = engine_module.parse_version(raw)
+    if found is None:
+        raise InputError("engine-version", f"{raw[:40]!r} is not a {title} version (e.g. "
+                                           f"{engine_module.VERSION_EXAMPLE}); {allowed}")
+    if found < release(first):
+        raise InputError("engine-version", f"{raw[:40]} is older than modelled; {allowed}")
+    top = release(newest)
+    # Patch releases of the newest minor release take its rules; anything later is not read yet.
+    if (found > top) if engine_module.VERSIONS_BY_BUILD else (found.key[:2] > top.key[:2]):
+        raise InputError("engine-version", f"{raw[:40]} is newer than modelled; {allowed}")
+    return found
+
+
+def newest(engine_module) -> Release:
+    return release(engine_module.NEWEST_RELEASE)

@@ -1,0 +1,175 @@
+"""What vLLM's start-up takes besides the weights, estimated as its profiling run measures it.
+
+vLLM sizes the KV cache as total x utilization - (weights + the torch peak of a profiling run +
+non-torch memory) and, from 0.20.0, minus its CUDA-graph estimate (determine_available_memory in
+vllm/v1/worker/gpu_worker.py; V0: vllm/worker/worker.py determine_num_available_blocks). The
+profiling run (gpu_model_runner.py profile_run) is a dummy forward pass over
+max_num_batched_tokens tokens and then a sampler warm-up (_dummy_sampler_run) over min(max_num_seqs,
+max_num_batched_tokens) rows of the vocabulary; the peak is the larger of the two.
+
+The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file and function):
+- Forward, per token of the batch: the layer input, residual and MLP input (3 x hidden; Qwen2-
+  and Gemma-style MLPs keep gate_up alive through down_proj, a fourth, and a fifth for the
+  out-of-place all-reduce under tp), and gate_up plus the activated output (3 x the MLP width /
+  tp), in the model's dtype. Fused MoE holds top-k rows per token of max(2 x expert width / tp,
+  hidden) and expert width / tp, over at most its chunk of tokens.
+- Sampler warm-up: bytes per row and vocabulary entry of the top-k/top-p path the release takes
+  by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6), plus the hidden states
+  it keeps (all of them from 0.9.2). V0 samples only on the driver, over max_num_seqs sequences,
+  and the driver's budget binds.
+- The cuBLAS workspace its first matmul allocates: 32 MiB on Hopper and Blackwell, 8 MiB before.
+
+Calibrated on the real logs in tests/fixtures/logs (vllm-*.log, SOURCES.md; the README's table
+gives the error per release): the band is what those logs support.
+"""
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from . import vllm_release as rules
+
+MIB = 1 << 20
+NATIVE, FUSED, RUNNER_V2 = 38, 14, 6          # sampler bytes per row x vocabulary entry
+# The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32.
+SM_COUNTS = (("H100 PCIE", 114), ("H100", 132), ("H200", 132), ("GH200", 132), ("H800", 132), ("H20", 78),
+             ("B200", 148), ("B300", 148), ("GB200", 152), ("GB300", 160), ("A100", 108), ("A10G", 80),
+             ("L40S", 142), ("L40", 142), ("L4", 58), ("A40", 84), ("A6000", 84), ("6000 ADA", 142),
+             ("PRO 6000", 188), ("4090", 128), ("3090", 82), ("5090", 170), ("T4", 40), ("V100", 80))
+DEFAULT_SMS = 132
+HOPPER_OR_LATER = ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200", "GB300", "5090", "PRO 6000")
+# Architectures whose MLP keeps gate_up alive through down_proj (Qwen2MLP, Gemma3MLP).
+KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
+# When a config gives no MLP width, Llama's ratio (14,336 / 4,096) stands in for it.
+MLP_RATIO_GUESS = 3.5
+# Memory outside PyTorch's allocator that start-up adds (NCCL communicators and custom
+# all-reduce buffers under tensor parallelism; the code reserves only 16-24 MiB of the latter):
+# (estimate, lowest, highest) by tp, as the logs print it.
+NON_TORCH = {1: (150 * MIB, 30 * MIB, 400 * MIB), 2: (500 * MIB, 200 * MIB, 1200 * MIB),
+             4: (1600 * MIB, 400 * MIB, 2500 * MIB)}
+NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
+# The CUDA-graph estimate subtracted from 0.20.0 (profile_cudagraph_memory).
+CUDAGRAPH = (500 * MIB, 100 * MIB, 1500 * MIB)
+# A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
+# encoder pass): not modelled from the vision tower's shapes yet. On the calibration logs it
+# added nothing (LLaVA 1.5) to 2.9 GiB (Qwen3-VL-30B-A3B at tp 2) over the language model's peak,
+# so it widens the band's top and adds nothing to the estimate.
+ENCODER = (0, 0, 3584 * MIB)
+# How far the activation estimate may land from a log, either way: torch.compile's buffer reuse
+# (the eager live set is an upper bound) and what a log does not print.
+ACTIVATION_SLACK = 300 * MIB
+ACTIVATION_SHARE = 0.08
+
+
+@dataclass(frozen=True)
+class Estimate:
+    activation: int       # the torch peak increase of the profiling run
+    non_torch: int
+    cudagraph: int        # what this release subtracts for CUDA graphs (0 where it does not)
+    low: int              # the total's band
+    high: int
+    words: str
+
+    @property
+    def total(self) -> int:
+        return self.activation + self.non_torch + self.cudagraph
+
+
+def _dtype_bytes(model) -> int:
+    return 4 if model.dtype == "fp32" else 2       # activations stay in the model dtype when weights are quantized
+
+
+def _gpu(name: str | None, table, default):
+    upper = (name or "").upper()
+    for tag, value in table:
+        if tag in upper:
+            return value
+    return default
+
+
+def cublas_workspace(gpu_name: str | None) -> int:
+    hopper = any(tag in (gpu_name or "").upper() for tag in HOPPER_OR_LATER)
+    return 32 * MIB if hopper else 4096 * 1024 * 2 + 16 * 1024 * 8
+
+
+def moe_chunk(release, tokens: int) -> int:
+    """VLLM_FUSED_MOE_CHUNK_SIZE: 32768 to 0.11.1, 16384 in 0.12.0-0.17.1, none from 0.18.0."""
+    if release.at_least(0, 18, 0):
+        return tokens
+    return min(tokens, 16384 if release.at_least(0, 12, 0) else 32768)
+
+
+def forward_peak(model, release, tp: int, tokens: int) -> tuple[int, str]:
+    """The dummy forward pass's peak on one rank, and how the MLP width was known."""
+    b, hidden, how = _dtype_bytes(model), model.hidden_size, ""
+    keeps = any(tag in (model.architecture or "") for tag in KEEPS_GATE_UP)
+    rows = 3 + (1 + (tp > 1) if keeps else 0)
+    if model.moe_mlp_size and model.experts_per_token:
+        n = 2 * model.moe_mlp_size // tp
+        m = moe_chunk(release, tokens)
+        return tokens * b * (rows + 1) * hidden + b * m * model.experts_per_token * (max(n, hidden) + n // 2), how
+    mlp = model.mlp_size
+    if not mlp:
+        mlp, how = int(hidden * MLP_RATIO_GUESS), f"the MLP width taken as {MLP_RATIO_GUESS} x hidden"
+    return tokens * b * (3 * mlp // tp + rows * hidden), how
+
+
+def uses_runner_v2(model, release) -> bool:
+    """The V2 model runner is the default for every non-MoE, non-hybrid model in 0.25.0-0.28.0
+    and for every model from 0.29.0 (vllm/config/vllm.py use_v2_model_runner)."""
+    if release.at_least(0, 29, 0):
+        return True
+    moe = bool(model.moe_mlp_size and model.experts_per_token)
+    hybrid = any(layer.kind == "state" for layer in model.layers)
+    return release.at_least(0, 25, 0) and not moe and not hybrid
+
+
+def sampler_bytes(model, release) -> tuple[int, int, str]:
+    """(bytes per row x vocabulary entry, the lowest a default install may use, the path)."""
+    if not rules.v1(release):
+        return NATIVE, NATIVE, "V0's native sort on the driver"
+    if uses_runner_v2(model, release) and not release.at_least(0, 33, 0):
+        return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, without top-k/top-p"
+    if release.at_least(0, 17, 0):
+        return FUSED, FUSED, "Triton top-k/top-p" if not release.at_least(0, 21, 0) else "FlashInfer, then Triton"
+    if release.at_least(0, 9, 0) and not release.at_least(0, 11, 1):
+        # The pip wheel samples natively; the docker image ships FlashInfer, which it then uses.
+        return NATIVE, FUSED, "native top-k/top-p (FlashInfer in the docker image)"
+    return NATIVE, NATIVE, "native top-k/top-p"
+
+
+def sampler_peak(model, release, gpu_name: str | None, tokens: int, rows: int) -> tuple[int, int, str]:
+    """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
+    and at the lowest a default install may take."""
+    b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
+    per, lowest, path = sampler_bytes(model, release)
+    if not rules.v1(release) or release.at_least(0, 9, 2):
+        kept = tokens * hidden * b + 2 * b * rows * hidden
+    else:
+        kept = 2 * b * rows * hidden
+    triton = 4 * _gpu(gpu_name, SM_COUNTS, DEFAULT_SMS) * vocab if per == FUSED and rows >= 8 else 0
+    return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
+
+
+def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
+    model, dep = scenario.model, scenario.deployment
+    if not model.hidden_size or not model.vocab_size:
+        raise InputError("overhead-gib", "vLLM's start-up overhead is estimated from the model's hidden and "
+                                         "vocabulary sizes, which this model does not give; give hidden-size and "
+                                         "vocab-size, or set overhead-gib or kv-memory-gib")
+    forward, how = forward_peak(model, release, dep.tp, chunk)
+    rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu_name, chunk, rows)
+    workspace = cublas_workspace(dep.gpu_name)
+    encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
+    activation = max(forward, sampler) + workspace + encoder
+    lowest = max(forward, sampler_low) + workspace + e_low
+    spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
+    non_torch, nt_low, nt_high = NON_TORCH.get(dep.tp, NON_TORCH_WIDE if dep.tp > 4 else NON_TORCH[4])
+    graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release) and not (
+        uses_runner_v2(model, release) and not release.at_least(0, 29, 0)) else (0, 0, 0)
+    words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows"
+             + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
+    if encoder:
+        words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
+    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
+                    activation - encoder + e_high + spread + nt_high + g_high, words)
