@@ -32,9 +32,10 @@ class Release:
     key: tuple
     text: str = ""
 
-    def at_least(self, *release: int) -> bool:
-        """Whether this version has the rule first released in `release` (e.g. 0, 20, 0)."""
-        return self.key >= _padded(release) + (0,)
+    def at_least(self, *release: int, post: int = 0) -> bool:
+        """Whether this version has the rule first released in `release` (e.g. 0, 20, 0; with
+        post=1 for a rule first in X.Y.Z.post1)."""
+        return self.key >= _padded(release) + (post,)
 
     def __str__(self) -> str:
         return self.text

@@ -12,6 +12,7 @@ mem_cache/memory_pool.py, 2025-2026 main):
   "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB" in GiB (2^30 bytes).
 """
 
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -52,11 +53,36 @@ _TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 
           (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
 
 
-def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None) -> tuple[int, int, Fraction]:
-    """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as SGLang picks them."""
+def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None,
+             release=None) -> tuple[int, int, Fraction]:
+    """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as this SGLang release picks
+    them (python/sglang/srt/server_args.py ServerArgs.__post_init__, then
+    _handle_gpu_memory_settings; docs/research/vllm-release-rules.md Rule 7)."""
+    release = release or releases.newest(sys.modules[__name__])
     if gpu_memory_bytes is None:
         return chunk or 4096, 160, Fraction(88, 100)
     mib = gpu_memory_bytes / MIB
+    parallel = tp * pp
+    if not release.at_least(0, 5, 3):
+        # Before 0.5.3 the chunk was ServerArgs' 8192 and the graph batch 160 by default.
+        chunk, graph_bs = chunk or 8192, 160
+        if release.at_least(0, 4, 7, post=1):
+            # 0.4.7.post1: a reserve by GPU memory (MiB), the rest for weights and the pool.
+            reserved = ((2.8 + parallel / 10) * 1024 if mib < 35 * 1024 else
+                        (9.5 + parallel / 2) * 1024 if mib < 90 * 1024 else
+                        (12 + parallel / 2) * 1024 if mib < 160 * 1024 else 32 * 1024)
+            return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+        by_parallel = (0.79 if parallel >= 16 else (0.82 if not release.at_least(0, 4, 0) else 0.81)
+                       if parallel >= 8 else 0.85 if parallel >= 4 else 0.87 if parallel >= 2 else 0.88)
+        if not release.at_least(0, 4, 7) or mib <= 81920:
+            return chunk, graph_bs, Fraction(str(by_parallel))
+        # 0.4.7: larger GPUs keep more for the pool.
+        if gpu_memory_bytes > 180 * 10 ** 9:
+            return chunk, graph_bs, Fraction(79, 100)
+        fraction = 0.88
+        if mib > 96 * 1024:
+            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
+        return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
     for limit, tier_chunk, small_bs, big_bs in _TIERS:
         if limit is None or mib < limit:
             break
@@ -183,19 +209,28 @@ def log_lines(pool: Pool) -> list[str]:
 
 def default_chunk(scenario) -> int:
     dep = scenario.deployment
-    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp)[0]
+    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, release=scenario.settings.release)[0]
 
 
 def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
-    """What is free after its CUDA context, times mem_fraction_static (given, or as it derives it)."""
-    memory = torch_total(dep, settings, notes) - CONTEXT_BYTES
-    _, _, fraction = defaults(memory, dep.tp, dep.pp, chunk)
+    """The memory free when SGLang starts (the total less what is already in use: its CUDA context
+    by default, or --memory-in-use-gib), times mem_fraction_static (given, or as it derives it)."""
+    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
+    memory = torch_total(dep, settings, notes) - in_use
+    if memory <= 0:
+        raise InputError("memory-in-use-gib", "leaves no free memory on the GPU for SGLang to start in")
+    if settings.memory_in_use_gib is not None:
+        notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
+                     "mem_fraction_static applies to what is free.")
+    _, _, fraction = defaults(torch_total(dep, settings, []) - CONTEXT_BYTES, dep.tp, dep.pp, chunk, settings.release)
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
         return int(memory * dep.memory_utilization)
-    notes.append(f"SGLang derives mem_fraction_static {float(fraction):.3g} from the GPU's memory, the "
-                 "prefill chunk and parallelism (server_args.py).")
+    release = settings.release or releases.newest(sys.modules[__name__])
+    notes.append(f"SGLang {release} derives mem_fraction_static {float(fraction):.3g} from the GPU's memory"
+                 + (", the prefill chunk and parallelism" if release.at_least(0, 5, 3) else
+                    " and parallelism") + " (server_args.py).")
     return int(memory * fraction)
 
 
@@ -254,4 +289,10 @@ def launch(scenario, result=None) -> Launch:
     if work.block_size_tokens > 1:
         args += ["--page-size", str(work.block_size_tokens)]
     args += prefill_chunk(scenario, default_chunk(scenario), "--chunked-prefill-size", notes)
+    engine = None if result is None else result.engine
+    if engine is not None and engine.engine == NAME and engine.starts and engine.kv_tokens:
+        # server_args.py max_total_tokens: the pool's size in tokens, whatever the memory would allow.
+        args += ["--max-total-tokens", str(engine.kv_tokens)]
+        notes.append(f"--max-total-tokens {engine.kv_tokens} pins the token pool computed here; SGLang takes "
+                     "the smaller of it and what its memory allows, so it never allocates more than these figures")
     return Launch(NAME, shell_join(args), tuple(notes))

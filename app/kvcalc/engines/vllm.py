@@ -426,8 +426,10 @@ def launch(scenario, result=None) -> Launch:
     seqs = requests(scenario, result, "vllm", "--max-num-seqs", notes)
     args += ["--max-num-seqs", str(seqs)] if seqs else []
     args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
-    args += utilization(scenario, "--gpu-memory-utilization", notes, "0.9; 0.92 on recent versions")
+    args += utilization(scenario, "--gpu-memory-utilization", notes,
+                        f"{float(rules.default_utilization(release_of(scenario))):g} in vLLM {release_of(scenario)}")
     args += prefill_chunk(scenario, default_chunk(scenario), "--max-num-batched-tokens", notes)
+    args += _pin(scenario, result, notes)
     if work.block_size_tokens > 1:
         if work.block_size_tokens not in BLOCK_SIZES:
             return Launch(NAME, None, (f"vLLM block sizes are {', '.join(map(str, BLOCK_SIZES))}; "
@@ -437,3 +439,21 @@ def launch(scenario, result=None) -> Launch:
         notes.append("vLLM pages the cache in blocks of 16 tokens by default; set the block size to 16 "
                      "to see its rounding in the figures")
     return Launch(NAME, shell_join(args), tuple(notes))
+
+
+def _pin(scenario, result, notes: list) -> list[str]:
+    """--kv-cache-memory-bytes (0.10.2 on, CacheConfig.kv_cache_memory_bytes): the KV memory we
+    computed, so vLLM allocates exactly the pool these figures describe."""
+    engine = None if result is None else result.engine
+    if engine is None or engine.engine != NAME or not engine.starts or not engine.kv_budget_bytes_per_gpu:
+        return []
+    release = release_of(scenario)
+    if not rules.kv_cache_memory_flag(release):
+        notes.append(f"vLLM {release} cannot pin the KV memory (--kv-cache-memory-bytes came in 0.10.2): its own "
+                     "profiling decides it")
+        return []
+    notes.append(f"--kv-cache-memory-bytes {engine.kv_budget_bytes_per_gpu:,} pins the KV memory computed here: vLLM "
+                 "then allocates exactly this pool instead of measuring what is left, so the figures above are "
+                 "what it prints; if its activations need more than the estimate leaves, it runs out of memory "
+                 "at run time instead of starting smaller (drop the flag to let it measure)")
+    return ["--kv-cache-memory-bytes", str(engine.kv_budget_bytes_per_gpu)]

@@ -1,0 +1,160 @@
+"""Issue 22: the engine's release, as it prints it, decides the rules; every rule that changed is
+keyed to the release that changed it (docs/research/vllm-release-rules.md, bisected over every
+vLLM wheel from 0.6.3 to 0.33.0)."""
+
+from fractions import Fraction
+
+import pytest
+
+from kvcalc.engines import releases, sglang, vllm, vllm_profile, vllm_release as rules
+from kvcalc.evaluation import evaluate
+from support import cli
+
+GIB = 1 << 30
+r = releases.release
+
+
+@pytest.mark.parametrize("text, key", [
+    ("0.10.2", (0, 10, 2, 0, 0)), ("v0.19.1", (0, 19, 1, 0, 0)),
+    ("0.28.1rc1.dev50+g1a2b3c4d", (0, 28, 1, 0, -1)),     # a build before 0.28.1: 0.28.0's rules
+    ("0.4.6.post1", (0, 4, 6, 0, 1)), ("0.13.0+faa43dbf.nv26.01", (0, 13, 0, 0, 0))])
+def test_versions_as_the_engines_print_them(text, key):
+    assert releases.pep440(text).key == key
+
+
+def test_a_development_build_takes_the_rules_of_the_release_before_it():
+    dev = releases.pep440("0.20.1rc1.dev7+gabc")
+    assert dev.at_least(0, 20, 0) and not dev.at_least(0, 20, 1)
+    assert releases.pep440("0.20.1").at_least(0, 20, 1)
+
+
+def test_llama_cpp_builds():
+    assert releases.build_number("b5192").key[0] == 5192
+    assert releases.build_number("version: 5192 (4d3b6b2a)").key[0] == 5192
+
+
+@pytest.mark.parametrize("engine, version, words", [
+    ("vllm", "0.5.4", "0.5.4 is older than modelled; vLLM releases modelled: 0.6.4 to 0.33.0"),
+    ("vllm", "0.34.0", "0.34.0 is newer than modelled; vLLM releases modelled: 0.6.4 to 0.33.0"),
+    ("vllm", "latest", "'latest' is not a vLLM version (e.g. 0.10.2 or v0.19.1)"),
+    ("sglang", "0.6.0", "SGLang releases modelled: 0.3.6 to 0.5.23"),
+    ("llama.cpp", "0.10.2", "is not a llama.cpp version (e.g. b5192)")])
+def test_an_unknown_version_lists_the_releases_modelled_and_exits_2(engine, version, words):
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", engine, "--engine-version", version)
+    assert code == 2 and out == "" and "--engine-version" in err and words in err, err
+
+
+def test_the_default_is_the_newest_release_modelled_and_the_json_names_it():
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm"})
+    assert str(e.scenario.settings.release) == vllm.NEWEST_RELEASE == "0.33.0"
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--json")
+    assert code == 0 and '"engine_version": "0.5.23"' in out
+
+
+def test_default_utilization_is_0_9_then_0_92_from_0_20_0():
+    assert rules.default_utilization(r("0.19.1")) == Fraction(9, 10)
+    assert rules.default_utilization(r("0.20.0")) == Fraction(92, 100)
+    # Llama 3.1 8B on an H100 (PyTorch total 85,029,158,912 B): 0.9 and 0.92 of it.
+    for version, util in (("0.19.1", Fraction(9, 10)), ("0.20.0", Fraction(92, 100))):
+        e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": version,
+                      "gpu": "h100-sxm-80gb"})
+        engine = e.result.engine
+        usable = engine.kv_budget_bytes_per_gpu + e.result.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
+        assert usable == int(e.scenario.deployment.torch_memory_bytes * util)
+
+
+@pytest.mark.parametrize("version, memory_gib, gpu, expected", [
+    ("0.6.6", 80, "NVIDIA H100", (8192, 256)),         # V0: a whole 8K prompt, 256 sequences
+    ("0.8.0", 24, "NVIDIA L4", (2048, 1024)),          # V1 default; 1024 sequences on every GPU
+    ("0.8.4", 24, "NVIDIA L4", (2048, 256)),
+    ("0.8.4", 80, "NVIDIA A100-SXM4-80GB", (2048, 256)),   # the tier went by name: H100/H200 only
+    ("0.8.5", 80, "NVIDIA A100-SXM4-80GB", (8192, 1024)),  # then by memory
+    ("0.9.0", 80, "NVIDIA A100-SXM4-80GB", (2048, 256)),   # A100s back on the small tier
+    ("0.27.1", 180, "NVIDIA B200", (8192, 1024)),
+    ("0.28.0", 180, "NVIDIA B200", (16384, 1024)),     # 160 GiB and more: 16,384
+    ("0.33.0", 128, "NVIDIA DGX Spark GB10", (2048, 256))])
+def test_batch_defaults_by_release_and_gpu(version, memory_gib, gpu, expected):
+    assert rules.batch_defaults(r(version), memory_gib * GIB, gpu, 8192) == expected
+
+
+def test_max_num_batched_tokens_never_exceeds_max_num_seqs_whole_requests_from_0_11_1():
+    assert rules.batch_defaults(r("0.11.0"), 80 * GIB, "NVIDIA H100", 4) == (8192, 1024)
+    assert rules.batch_defaults(r("0.11.1"), 80 * GIB, "NVIDIA H100", 4) == (4096, 1024)
+
+
+def test_the_sampler_path_each_release_takes_by_default():
+    llama = evaluate({"model": "meta-llama/Llama-3.1-8B"}).scenario.model
+    moe = evaluate({"model": "google/gemma-4-26B-A4B"}).scenario.model
+    assert vllm_profile.sampler_bytes(llama, r("0.7.3"))[0] == 38        # V0's native sort
+    assert vllm_profile.sampler_bytes(llama, r("0.10.2"))[:2] == (38, 14)  # pip native, docker FlashInfer
+    assert vllm_profile.sampler_bytes(llama, r("0.16.0"))[0] == 38
+    assert vllm_profile.sampler_bytes(llama, r("0.17.0"))[0] == 14        # Triton
+    assert vllm_profile.sampler_bytes(llama, r("0.25.0"))[0] == 6         # the V2 runner for dense models
+    assert vllm_profile.sampler_bytes(moe, r("0.25.0"))[0] == 14          # MoE stays on the V1 runner
+    assert vllm_profile.sampler_bytes(moe, r("0.29.0"))[0] == 6
+    assert vllm_profile.sampler_bytes(llama, r("0.33.0"))[0] == 14        # V2's fp32 top-k/top-p pass
+
+
+def test_cuda_graphs_come_out_of_the_budget_from_0_20_0():
+    def graphs(version, model="Qwen/Qwen3-30B-A3B"):
+        e = evaluate({"model": model, "engine": "vllm", "engine-version": version, "gpu": "h100-sxm-80gb",
+                      "gpus": "2"})
+        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.result.engine.prefill_chunk,
+                                     vllm.max_num_seqs(e.scenario)).cudagraph
+    assert graphs("0.19.1") == 0 and graphs("0.20.0") == vllm_profile.CUDAGRAPH[0]
+    # 0.25-0.28's V2 runner estimated 0 for dense models.
+    assert graphs("0.26.0", "meta-llama/Llama-3.1-8B") == 0 and graphs("0.29.0", "meta-llama/Llama-3.1-8B") > 0
+
+
+def test_the_token_line_by_release():
+    """Before 0.20.1 vLLM printed num_blocks // groups x block size; from it, int(concurrency x
+    max_model_len). Llama 3.1 8B at 1,000 tokens with 10 GiB: 10,240 blocks of 16 (64 blocks a
+    request): 163,840 tokens the old way, int(160 x 1,000) = 160,000 the new."""
+    base = {"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "context": "1000", "kv-memory-gib": "10"}
+    old = evaluate({**base, "engine-version": "0.20.0"}).result.engine
+    new = evaluate({**base, "engine-version": "0.20.1"}).result.engine
+    assert old.max_concurrency == new.max_concurrency == Fraction(10 * GIB // (16 * 131072), 63)
+    assert old.kv_tokens == 10 * GIB // (16 * 131072) * 16 and new.kv_tokens == int(new.max_concurrency * 1000)
+
+
+def test_hybrid_state_pages_two_from_0_26_0():
+    assert rules.mamba_state_pages(r("0.25.1")) == 1 and rules.mamba_state_pages(r("0.26.0")) == 2
+
+
+def test_sglang_memory_fraction_by_release():
+    """Rule 7: 0.4.6 by tp (0.88 at tp 1), 0.4.7.post1 a reserve by GPU memory
+    ((12 + 1/2) GiB on a 139.8 GiB H200: 0.911), 0.5.3 on the chunk-and-graph reserve."""
+    memory = 143_156 * (1 << 20)
+    assert sglang.defaults(memory, 1, 1, release=r("0.4.6"))[2] == Fraction(88, 100)
+    assert sglang.defaults(memory, 8, 1, release=r("0.3.6"))[2] == Fraction(82, 100)
+    assert sglang.defaults(memory, 1, 1, release=r("0.4.7.post1"))[2] == Fraction(round((143156 - 12.5 * 1024) / 143156, 3)).limit_denominator(1000)
+    assert sglang.defaults(memory, 1, 1, release=r("0.5.23")) == sglang.defaults(memory, 1, 1)
+
+
+def test_sglang_counts_from_the_memory_free_at_start():
+    base = {"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "gpu": "h100-sxm-80gb",
+            "memory-utilization": "0.9"}
+    default = evaluate(base).result.engine
+    # 10 GiB in use besides its CUDA context (390 MiB): 0.9 x 10 GiB less pool.
+    busy = evaluate({**base, "memory-in-use-gib": "10.380859375"}).result.engine
+    assert default.kv_budget_bytes_per_gpu - busy.kv_budget_bytes_per_gpu in (9 * GIB, 9 * GIB + 1)
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--memory-in-use-gib", "1")
+    assert code == 2 and "--memory-in-use-gib: applies to SGLang only" in err
+
+
+def test_launch_commands_pin_the_figure_computed():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--gpu", "h100-sxm-80gb",
+                         "--launch", "vllm")
+    out += err
+    budget = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "gpu": "h100-sxm-80gb"}
+                      ).result.engine.kv_budget_bytes_per_gpu
+    assert code == 0 and f"--kv-cache-memory-bytes {budget}" in out and "pins the KV memory" in out
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--engine-version", "0.10.1",
+                         "--gpu", "h100-sxm-80gb", "--launch", "vllm")
+    out += err
+    assert code == 0 and "--kv-cache-memory-bytes" not in out.splitlines()[0] and "came in 0.10.2" in out
+    tokens = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "gpu": "h100-sxm-80gb"}
+                      ).result.engine.kv_tokens
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--gpu", "h100-sxm-80gb",
+                       "--launch", "sglang")
+    assert code == 0 and f"--max-total-tokens {tokens}" in out
