@@ -322,6 +322,16 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
                                  "n/a" if engine.max_model_len is None else plural(engine.max_model_len, "token"),
                                  rules.REFUSED_MAX_LEN_WORDS if engine.refusal else ""),
     }
+    band = engine.band
+    overhead = engine.overhead_bytes_per_gpu
+    metrics["engine_overhead_band"] = (
+        "" if not band else f"{band[1].overhead_bytes_per_gpu},{band[0].overhead_bytes_per_gpu}",
+        ("n/a" if overhead is None else size(overhead, unit) + (" (yours)" if engine.budget_source == "overhead-gib"
+                                                                  else "")) if not band else
+        f"{size(overhead, unit)} (band {size(band[1].overhead_bytes_per_gpu, unit)} to "
+        f"{size(band[0].overhead_bytes_per_gpu, unit)})",
+        "" if not band else f"at the band's ends {float(band[0].max_concurrency or 0):,.2f}x to "
+                            f"{float(band[1].max_concurrency or 0):,.2f}x")
     why = []
     if engine.budget_source == "kv-memory-gib":
         why.append(f"KV memory per GPU: {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it.")
@@ -353,4 +363,9 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "
                    f"{name} {float(conc):,.2f}.")
     why.extend(engine.notes)
-    return {"title": name, "metrics": metrics, "why": why, "log": "\n".join(engine.log)}
+    release = scenario.settings.release
+    if release is not None and not scenario.settings.release_given:
+        why.append(f"These are {name} {release}'s rules, the newest release modelled; give your engine release "
+                   f"(--engine-version) for its own: defaults and overhead differ between releases.")
+    title = name if release is None else f"{name} {release}"
+    return {"title": title, "metrics": metrics, "why": why, "log": "\n".join(engine.log)}

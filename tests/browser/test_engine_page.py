@@ -65,3 +65,20 @@ def test_refusal_is_said_with_vllms_own_words(page, site):
     settle(page)
     assert "4.54 GiB KV cache is needed" in page.inner_text("#engine-log")
     assert metrics(page)["engine_starts"] == "false" and metrics(page)["max_concurrency"] == "0"
+
+
+def test_the_engine_release_beside_size_as(page, site):
+    """Issue 22: the page names the release it sizes as (the newest modelled unless given), takes
+    the release a user runs, and keeps the previous one's figures when the text is not a release."""
+    open_page(page, site + LLAMA_H100 + "&engine=vllm")
+    assert page.inner_text("#engine-title") == "vLLM 0.33.0"
+    assert "newest release modelled" in page.inner_text("#engine-why")
+    page.fill("#engine-version", "v0.19.1")
+    settle(page)
+    assert "engine-version=v0.19.1" in page.url and page.inner_text("#engine-title") == "vLLM v0.19.1"
+    expected = engine_json(page)
+    assert metrics(page)["engine_kv_tokens"] == str(expected["engine_kv_tokens"])
+    before = metrics(page)
+    page.fill("#engine-version", "0.99.0")
+    assert "vLLM releases modelled: 0.6.4 to 0.33.0" in page.inner_text("#error-engine-version")
+    assert page.get_attribute("#summary", "data-stale") == "true" and metrics(page) == before
