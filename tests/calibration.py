@@ -37,6 +37,8 @@ def inputs(row: dict) -> dict:
         values["memory-utilization"] = row["utilization"]
     if "max_num_seqs" in row:
         values["batch"] = str(row["max_num_seqs"])
+    if "entry" in row:
+        values["vllm-entry"] = row["entry"]
     if "max_num_batched_tokens" in row:
         values["prefill-chunk"] = str(row["max_num_batched_tokens"])
     if "weights_gib" in row["printed"]:

@@ -158,3 +158,14 @@ def test_launch_commands_pin_the_figure_computed():
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--gpu", "h100-sxm-80gb",
                        "--launch", "sglang")
     assert code == 0 and f"--max-total-tokens {tokens}" in out
+
+
+def test_the_llm_class_batches_more_tokens_than_vllm_serve():
+    """get_batch_defaults by usage context: LLM() takes 16,384 tokens on a big GPU (serve 8,192),
+    8,192 on a small one (serve 2,048); vllm bench latency runs it (the Gemma 3 4B B200 log)."""
+    assert rules.batch_defaults(r("0.10.2"), 80 * GIB, "NVIDIA H100", 131072, "llm") == (16384, 1024)
+    assert rules.batch_defaults(r("0.10.2"), 24 * GIB, "NVIDIA L4", 131072, "llm") == (8192, 256)
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "vllm-entry": "llm", "gpu": "h100-sxm-80gb"})
+    assert e.result.engine.prefill_chunk == 16384
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--vllm-entry", "llm")
+    assert code == 2 and "applies to vLLM only" in err

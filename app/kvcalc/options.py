@@ -42,6 +42,13 @@ def _version_text(text: str, name: str) -> str:
     return text.strip()
 
 
+def _entry(text: str, name: str) -> str:
+    value = text.strip().lower().replace("()", "")
+    if value not in ("serve", "llm"):
+        raise InputError(name, f"expected serve or llm, got {_clip(text)!r}")
+    return value
+
+
 def _on_off(text: str, name: str) -> str:
     value = text.strip().lower()
     if value not in ("on", "off"):
@@ -111,6 +118,8 @@ OPTIONS = (
            "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
     Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
            choice=_precision_name),
+    Option("vllm-entry", "text", "engine", "vLLM: how it is started, `vllm serve` (serve) or the Python LLM() class "
+           "(llm), whose batch defaults differ (default serve).", choice=_entry),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "
            "processes and its CUDA context), in GiB; default its CUDA context.", 0, 1 << 24),
     Option("flash-attn", "text", "engine", "llama.cpp: flash attention on or off (-fa); off, the attention "

@@ -316,7 +316,7 @@ def release_of(scenario):
 def default_chunk(scenario) -> int:
     dep = scenario.deployment
     return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
-                                scenario.workload.context_tokens)[0]
+                                scenario.workload.context_tokens, scenario.settings.vllm_entry)[0]
 
 
 def max_num_seqs(scenario) -> int:
@@ -326,7 +326,7 @@ def max_num_seqs(scenario) -> int:
     if scenario.settings.batch_given:
         return scenario.workload.batch
     return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
-                                scenario.workload.context_tokens)[1]
+                                scenario.workload.context_tokens, scenario.settings.vllm_entry)[1]
 
 
 def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
@@ -430,6 +430,9 @@ def launch(scenario, result=None) -> Launch:
                         f"{float(rules.default_utilization(release_of(scenario))):g} in vLLM {release_of(scenario)}")
     args += prefill_chunk(scenario, default_chunk(scenario), "--max-num-batched-tokens", notes)
     args += _pin(scenario, result, notes)
+    if scenario.settings.vllm_entry == "llm":
+        notes.append(f"sized for the LLM() class; `vllm serve` batches fewer tokens by default: pass "
+                     f"--max-num-batched-tokens {default_chunk(scenario)} to size it the same")
     if work.block_size_tokens > 1:
         if work.block_size_tokens not in BLOCK_SIZES:
             return Launch(NAME, None, (f"vLLM block sizes are {', '.join(map(str, BLOCK_SIZES))}; "

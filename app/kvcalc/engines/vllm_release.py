@@ -36,15 +36,20 @@ def _big(release, memory_bytes: int | None, gpu_name: str | None) -> bool:
     return not (release.at_least(0, 9, 0) and "A100" in name)
 
 
-def batch_defaults(release, memory_bytes: int | None, gpu_name: str | None, max_model_len: int) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) `vllm serve` picks when neither is given."""
+def batch_defaults(release, memory_bytes: int | None, gpu_name: str | None, max_model_len: int,
+                   entry: str = "serve") -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
+    (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger."""
     if not v1(release):
         # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
         # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
         return (2048 if max_model_len > 32768 else max(max_model_len, 2048)), 256
     big = _big(release, memory_bytes, gpu_name)
     huge = release.at_least(0, 28, 0) and memory_bytes is not None and memory_bytes >= HUGE_GPU_BYTES and big
-    tokens = 16384 if huge else 8192 if big else 2048
+    if entry == "llm":
+        tokens = 16384 if big else 8192
+    else:
+        tokens = 16384 if huge else 8192 if big else 2048
     if release.at_least(0, 8, 4):
         seqs = 1024 if big else 256
     else:
