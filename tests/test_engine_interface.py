@@ -22,7 +22,7 @@ def toy_engine() -> types.ModuleType:
     toy.KV_MEMORY_LOGGED, toy.SEPARATE_V = False, False
     toy.TOKENS_LABEL, toy.REFUSED_MAX_LEN_WORDS, toy.USABLE_WORDS = "pages x 1,000", "", ""
     toy.default_chunk = lambda scenario: 4096
-    toy.usable_memory = lambda dep, settings, chunk, notes, ideal: ideal
+    toy.usable_memory = lambda scenario, chunk, notes, ideal: ideal
     toy.estimate_overhead = lambda scenario, chunk, notes: (None, 1 << 30, None)      # a flat 1 GiB, no band
     toy.stores = lambda precision: precision.name in ("bf16", "fp16")
     toy.explain = lambda scenario, out: ["Toy keeps whole pages of 1,000 tokens."]

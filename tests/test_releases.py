@@ -169,3 +169,19 @@ def test_the_llm_class_batches_more_tokens_than_vllm_serve():
     assert e.result.engine.prefill_chunk == 16384
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--vllm-entry", "llm")
     assert code == 2 and "applies to vLLM only" in err
+
+
+def test_sglang_0_4_4_lowers_the_fraction_for_a_multimodal_model():
+    """tests/fixtures/logs/sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log: Gemma 3 4B on an H200
+    (PyTorch total 139.81 GiB) with --mem-fraction-static 0.88; after 8.13 GiB of weights 131.08 GiB
+    are free, so 0.60 GiB was in use at start. ModelRunner lowers the fraction to 0.88 x 0.95 =
+    0.836 for a multimodal model: (139.21 x 0.836 - 8.13) GiB / 139,264 B a token (34 layers x
+    2 x 4 heads x 256 x 2 B) = 834,616 tokens; the log prints 834,615 from its rounded GiB."""
+    e = evaluate({"model": "google/gemma-3-4b-it", "engine": "sglang", "engine-version": "0.4.4.post2",
+                  "gpu": "h200-141gb", "memory-utilization": "0.88", "weights-gib": "8.13",
+                  "memory-in-use-gib": "0.60"})
+    assert abs(e.result.engine.kv_tokens - 834_615) <= 2
+    assert any("0.95 of itself" in note for note in e.result.engine.notes)
+    text = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "engine-version": "0.4.4.post2",
+                     "gpu": "h200-141gb", "memory-utilization": "0.88"}).result.engine.notes
+    assert not any("0.95 of itself" in note for note in text)

@@ -46,7 +46,7 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
         activation, overhead, band = engine.estimate_overhead(scenario, chunk, []) if not settings.overhead_given \
             else (None, None, None)
         return Budget(None, activation, overhead, "none", band)
-    usable = engine.usable_memory(dep, settings, chunk, notes, result.usable_bytes_per_gpu)
+    usable = engine.usable_memory(scenario, chunk, notes, result.usable_bytes_per_gpu)
     if settings.overhead_given:
         return Budget(usable - result.weights_bytes_per_gpu - dep.overhead_bytes, None, dep.overhead_bytes,
                       "overhead-gib")

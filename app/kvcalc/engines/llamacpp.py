@@ -306,7 +306,7 @@ def default_chunk(scenario) -> int:
     return DEFAULT_UBATCH
 
 
-def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     return ideal_usable             # it allocates what it is asked for, within the GPU's memory
 
 

@@ -212,9 +212,10 @@ def default_chunk(scenario) -> int:
     return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, release=scenario.settings.release)[0]
 
 
-def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The memory free when SGLang starts (the total less what is already in use: its CUDA context
     by default, or --memory-in-use-gib), times mem_fraction_static (given, or as it derives it)."""
+    dep, settings = scenario.deployment, scenario.settings
     in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
     memory = torch_total(dep, settings, notes) - in_use
     if memory <= 0:
@@ -223,15 +224,32 @@ def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> 
         notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
                      "mem_fraction_static applies to what is free.")
     _, _, fraction = defaults(torch_total(dep, settings, []) - CONTEXT_BYTES, dep.tp, dep.pp, chunk, settings.release)
+    release = settings.release or releases.newest(sys.modules[__name__])
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
-        return int(memory * dep.memory_utilization)
-    release = settings.release or releases.newest(sys.modules[__name__])
+        return int(memory * dep.memory_utilization * _multimodal_share(scenario.model, release, notes))
+    fraction *= _multimodal_share(scenario.model, release, notes)
     notes.append(f"SGLang {release} derives mem_fraction_static {float(fraction):.3g} from the GPU's memory"
                  + (", the prefill chunk and parallelism" if release.at_least(0, 5, 3) else
                     " and parallelism") + " (server_args.py).")
     return int(memory * fraction)
+
+
+def _multimodal_share(model, release, notes: list) -> Fraction:
+    """Before 0.5.3 ModelRunner.model_specific_adjustment lowers mem_fraction_static, given or
+    derived, to 0.95 of itself for a multimodal model ("Automatically reduce --mem-fraction-static
+    ... because this is a multimodal model"; the Gemma 3 4B H200 log of 0.4.4 holds 834,615 tokens,
+    0.836 of the memory free at start). Later releases move the adjustment into server_args by a
+    rule not modelled here."""
+    if not model.multimodal:
+        return Fraction(1)
+    if release.at_least(0, 5, 3):
+        notes.append("SGLang lowers mem_fraction_static for multimodal models by a rule not modelled here: give "
+                     "the mem_fraction_static its log prints as the memory utilization.")
+        return Fraction(1)
+    notes.append("SGLang lowers mem_fraction_static to 0.95 of itself for a multimodal model.")
+    return Fraction(95, 100)
 
 
 def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:

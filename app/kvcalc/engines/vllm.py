@@ -329,8 +329,9 @@ def max_num_seqs(scenario) -> int:
                                 scenario.workload.context_tokens, scenario.settings.vllm_entry)[1]
 
 
-def usable_memory(dep, settings, chunk: int, notes: list, ideal_usable: int) -> int:
+def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
+    dep, settings = scenario.deployment, scenario.settings
     memory = torch_total(dep, settings, notes)
     if settings.utilization_given:
         return int(memory * dep.memory_utilization)
