@@ -199,15 +199,25 @@ def test_partial_offload_over_several_gpus_is_refused():
     assert refusal(n_gpu_layers="20", gpus="2").startswith("n-gpu-layers: -ngl 20 over 2 GPUs")
 
 
-def test_n_cpu_moe_is_launched_and_refused_where_the_experts_weights_are_unknown():
-    # PR #15077 (release b6089): --n-cpu-moe N overrides ffn_(up|down|gate)_exps of layers 0..N-1
-    # to the CPU buffer type. A dense model has no such tensors; a MoE model's experts per layer
-    # are not in this calculator's model, so its figures are refused, naming the field.
+def test_n_cpu_moe_moves_the_first_layers_experts_off_the_gpu():
+    """PR #15077 (release b6089): --n-cpu-moe N overrides ffn_(up|down|gate)_exps of layers 0..N-1
+    to the CPU buffer type. A dense model has no such tensors. Qwen3-30B-A3B in bf16 (61,064,245,248 B
+    of weights, 30,532,122,624 parameters: 2 B each): a layer's experts are 128 x 3 x 2,048 x 768 =
+    603,979,776 parameters, 1,207,959,552 B; --n-cpu-moe 8 frees eight of them, 9 GiB, and a prompt
+    ubatch copies one layer's (1.125 GiB) into the compute buffer."""
     out, scenario = engine(n_cpu_moe="4")
     assert any("changes nothing here" in note for note in out.notes)
     assert "--n-cpu-moe 4" in launch(scenario, "llama.cpp").command
-    moe = evaluate(dict(MISTRAL, model="Qwen/Qwen3-30B-A3B", **{"n-cpu-moe": "4"}))
-    assert str(moe.errors[0]).startswith("n-cpu-moe: --n-cpu-moe 4 keeps the expert tensors")
+    base = dict(MISTRAL, model="Qwen/Qwen3-30B-A3B")
+    plain = evaluate(base).result.engine
+    moved = evaluate(dict(base, **{"n-cpu-moe": "8"}))
+    weights = moved.scenario.deployment.weights_bytes
+    per_layer = weights * (128 * 3 * 2048 * 768) // moved.scenario.model.params
+    assert per_layer == 1_207_959_552
+    engine_out = moved.result.engine
+    assert engine_out.kv_budget_bytes_per_gpu - plain.kv_budget_bytes_per_gpu == 8 * per_layer - (
+        engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu)
+    assert engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu == per_layer
     assert refusal(n_cpu_moe="4", engine_version="b6088").startswith("n-cpu-moe: --n-cpu-moe came in llama.cpp b6089")
 
 

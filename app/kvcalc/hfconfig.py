@@ -275,6 +275,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         expert_width = _positive(f, mlp_key)       # Mixtral, gpt-oss: intermediate_size is one expert's
     mlp = {"mlp_size": _positive(f, mlp_key), "moe_mlp_size": expert_width,
            "experts_per_token": _positive(f, topk_key) if expert_width else None,
+           "experts": experts if expert_width else None,
            # A vision tower: vLLM's profiling run also runs its encoder.
            "multimodal": any(k in cfg for k in ("vision_config", "vision_tower", "mm_vision_tower", "visual",
                                                 "audio_config")) or (architecture or "").endswith("ForConditionalGeneration")}

@@ -34,6 +34,7 @@ class Model:
     mlp_size: int | None = None              # intermediate_size: the dense MLP's width
     moe_mlp_size: int | None = None          # moe_intermediate_size: one expert's width
     experts_per_token: int | None = None     # num_experts_per_tok
+    experts: int | None = None               # routed experts per MoE layer
     multimodal: bool = False                 # a vision or audio encoder beside the language model
     checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
     config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes

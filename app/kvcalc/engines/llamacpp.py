@@ -322,14 +322,31 @@ def _check_cpu_moe(model, settings, notes: list) -> None:
     if build_of(settings) < N_CPU_MOE_BUILD:
         raise InputError("n-cpu-moe", f"--n-cpu-moe came in llama.cpp b{N_CPU_MOE_BUILD} (PR #15077); "
                                       f"b{build_of(settings)} does not have it")
-    if model.active_params is None:
+    if model.active_params is None and not model.experts:
         notes.append(f"--n-cpu-moe {n} changes nothing here: this model has no expert tensors (ffn_*_exps) "
                      "for its overrides to match.")
-        return
-    raise InputError("n-cpu-moe", f"--n-cpu-moe {n} keeps the expert tensors (ffn_*_exps) of layers 0 to "
-                                  f"{n - 1} in CPU memory, and llama.cpp copies the used experts of one layer "
-                                  "to the GPU for each prompt ubatch; what each layer's experts weigh is not "
-                                  "known for this model here, so its GPU figures with n-cpu-moe are refused")
+
+
+def experts_on_cpu(model, settings, weights: int | None, notes: list) -> tuple[int, int]:
+    """(expert weights --n-cpu-moe keeps in CPU memory, the largest a prompt ubatch copies to the
+    GPU): layers 0 to N-1's ffn_(gate|up|down)_exps, each experts x 3 x hidden x expert width
+    parameters at the checkpoint's mean bytes per parameter (common/arg.cpp, PR #15077)."""
+    n = settings.n_cpu_moe
+    if not n or not model.experts:
+        return 0, 0
+    if not (model.moe_mlp_size and model.hidden_size and model.params and weights):
+        raise InputError("n-cpu-moe", f"--n-cpu-moe {n} moves each layer's experts to the CPU; this model does not "
+                                      "give its expert count, width and parameter count with the weights' size, so "
+                                      "what they weigh is not known")
+    layer_params = model.experts * 3 * model.hidden_size * model.moe_mlp_size
+    per_layer = weights * layer_params // model.params
+    layers = min(n, len(model.layers))
+    notes.append(f"--n-cpu-moe {n}: the experts of {layers} layers stay in CPU memory, "
+                 f"{per_layer * layers / GIB:.2f} GiB ({model.experts} experts x 3 x {model.hidden_size:,} x "
+                 f"{model.moe_mlp_size:,} parameters a layer at the checkpoint's mean {weights / model.params:.3g} B "
+                 "a parameter, an estimate: quantized files differ per tensor); a prompt ubatch copies one layer's "
+                 "experts to the GPU.")
+    return per_layer * layers, per_layer
 
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
@@ -364,6 +381,14 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                          "CPU layers stays in CPU memory.")
     else:
         on_gpu = bytes_on_busiest_gpu(model, pool, dep.gpus)
+    moe_cpu, moe_staging = experts_on_cpu(model, settings, dep.weights_bytes, notes)
+    if moe_cpu:
+        if dep.gpus > 1:
+            raise InputError("n-cpu-moe", "--n-cpu-moe over several GPUs depends on how llama.cpp splits the "
+                                          "layers left on them, which is not modelled; use one GPU")
+        if available is not None and budget.source != "kv-memory-gib":
+            available += moe_cpu
+        staging = max(staging, moe_staging)
     compute = compute_buffer_bytes(model, pool, chunk, flash)
     if compute is not None and min(chunk, pool.kv_tokens) >= OP_OFFLOAD_MIN_BATCH:
         # A prompt ubatch runs the CPU layers' matmuls on the GPU, their weights copied into the
