@@ -37,6 +37,8 @@ def inputs(row: dict) -> dict:
         values["memory-utilization"] = row["utilization"]
     if "max_num_seqs" in row:
         values["batch"] = str(row["max_num_seqs"])
+    if "engine_variant" in row:
+        values["vllm-engine"] = row["engine_variant"]
     if "entry" in row:
         values["vllm-entry"] = row["entry"]
     if "max_num_batched_tokens" in row:
@@ -78,7 +80,7 @@ def check(row: dict) -> dict:
 
 
 def checked() -> list[dict]:
-    return [check(row) for row in rows() if not row.get("excluded", "").startswith(("the V0", "speculative",
+    return [check(row) for row in rows() if not row.get("excluded", "").startswith(("no KV memory", "speculative",
                                                                                       "GB10", "a pooling"))]
 
 

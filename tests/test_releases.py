@@ -185,3 +185,19 @@ def test_sglang_0_4_4_lowers_the_fraction_for_a_multimodal_model():
     text = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "engine-version": "0.4.4.post2",
                      "gpu": "h200-141gb", "memory-utilization": "0.88"}).result.engine.notes
     assert not any("0.95 of itself" in note for note in text)
+
+
+def test_the_v0_engine_inside_0_8_to_0_10_and_its_lines():
+    """tests/fixtures/logs/vllm-qwen2.5-32b-2xl40s-tp2-10k-v0-v0.8.2.log ran V0 in 0.8.2 (its
+    executor_base.py lines): 7.71 GiB of KV memory over 64 layers x 2 x 4 heads x 128 x 2 B x 16
+    tokens per block gives its 3,947 CUDA blocks, and 4 GiB of swap its 2,048 CPU blocks."""
+    code, out, err = cli("--model", "Qwen/Qwen2.5-32B", "--engine", "vllm", "--engine-version", "0.8.2",
+                         "--vllm-engine", "v0", "--gpus", "2", "--context", "10000", "--kv-memory-gib", "7.71",
+                         "--format", "log")
+    assert code == 0, err
+    assert "# CUDA blocks: 3947, # CPU blocks: 2048" in out.splitlines()
+    assert rules.v1(r("0.8.2")) and not rules.v1(rules.engine_variant(r("0.8.2"), "v0"))
+    for version, variant, words in (("0.11.0", "v0", "has no V0 engine"), ("0.7.3", "v1", "opt-in preview")):
+        code, _, err = cli("--model", "Qwen/Qwen2.5-32B", "--engine", "vllm", "--engine-version", version,
+                           "--vllm-engine", variant)
+        assert code == 2 and "--vllm-engine" in err and words in err, err

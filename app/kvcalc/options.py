@@ -42,6 +42,13 @@ def _version_text(text: str, name: str) -> str:
     return text.strip()
 
 
+def _v0_v1(text: str, name: str) -> str:
+    value = text.strip().lower()
+    if value not in ("v0", "v1"):
+        raise InputError(name, f"expected v0 or v1, got {_clip(text)!r}")
+    return value
+
+
 def _entry(text: str, name: str) -> str:
     value = text.strip().lower().replace("()", "")
     if value not in ("serve", "llm"):
@@ -120,6 +127,8 @@ OPTIONS = (
            choice=_precision_name),
     Option("vllm-entry", "text", "engine", "vLLM: how it is started, `vllm serve` (serve) or the Python LLM() class "
            "(llm), whose batch defaults differ (default serve).", choice=_entry),
+    Option("vllm-engine", "text", "engine", "vLLM 0.8-0.10: the engine it ran, v1 (the default) or v0 "
+           "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_v0_v1),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "
            "processes and its CUDA context), in GiB; default its CUDA context.", 0, 1 << 24),
     Option("flash-attn", "text", "engine", "llama.cpp: flash attention on or off (-fa); off, the attention "

@@ -6,7 +6,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from . import engines, presets
-from .engines import releases
+from .engines import releases, vllm_release
 from .engines.releases import Release
 from .config_fields import InvalidValue
 from .errors import InputError
@@ -56,13 +56,15 @@ def _release(values: dict) -> Release | None:
         if "engine-version" in values:
             raise InputError("engine-version", f"{module.TITLE}'s rules are not kept by release")
         return None
-    if "engine-version" in values:
-        return releases.parse(module, values["engine-version"])
-    return releases.newest(module)
+    release = releases.parse(module, values["engine-version"]) if "engine-version" in values else \
+        releases.newest(module)
+    if "vllm-engine" in values:
+        release = vllm_release.engine_variant(release, values["vllm-engine"])
+    return release
 
 
 def settings_from(values: dict) -> Settings:
-    for name, engine in (("memory-in-use-gib", "sglang"), ("vllm-entry", "vllm"), ("flash-attn", "llama.cpp"), ("n-gpu-layers", "llama.cpp"),
+    for name, engine in (("memory-in-use-gib", "sglang"), ("vllm-entry", "vllm"), ("vllm-engine", "vllm"), ("flash-attn", "llama.cpp"), ("n-gpu-layers", "llama.cpp"),
                          ("n-cpu-moe", "llama.cpp")):
         if name in values and values.get("engine") != engine:
             raise InputError(name, f"applies to {engines.title(engine)} only; choose engine {engine} to use it")

@@ -10,7 +10,7 @@ sources) and keys every rule that changed to the release that changed it, with `
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 
@@ -31,6 +31,9 @@ class Release:
     for a pre-release or dev build, 0 the release, N its postN)."""
     key: tuple
     text: str = ""
+    # vLLM 0.8-0.10 ran the V0 engine with VLLM_USE_V1=0 (or as a fallback): "v0", "v1" or None for
+    # the release's default.
+    variant: str | None = field(default=None, compare=False)
 
     def at_least(self, *release: int, post: int = 0) -> bool:
         """Whether this version has the rule first released in `release` (e.g. 0, 20, 0; with

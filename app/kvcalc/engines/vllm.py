@@ -295,8 +295,10 @@ def _flash_mla_gpu(gpu_name: str) -> bool:
 
 
 def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, model_len: int,
-              config_lines=()) -> list[str]:
+              config_lines=(), release=None, swap_blocks: int | None = None) -> list[str]:
     lines = list(config_lines)
+    if release is not None and not rules.v1(release):
+        return _v0_lines(pool, refusal, available_bytes, model_len, release, swap_blocks)
     lines.append(f"Available KV cache memory: {format_gib(available_bytes)} GiB")
     if pool is not None:
         for added, percent in pool.padding:
@@ -306,6 +308,32 @@ def log_lines(pool: Pool | None, refusal: str | None, available_bytes: int, mode
     if refusal:
         lines.append(refusal)
     return lines
+
+
+def _v0_lines(pool, refusal, available_bytes: int, model_len: int, release, swap_blocks) -> list[str]:
+    """V0's executor_base.py lines: the block counts (GPU, then cuda, then CUDA by release) and
+    num_blocks x block_size / max_model_len as its concurrency."""
+    word = "GPU" if not release.at_least(0, 7, 0) else "cuda" if not release.at_least(0, 8, 0) else "CUDA"
+    blocks = 0 if pool is None else pool.num_blocks
+    # 0.6.5 on (worker.py): "... the rest of the memory reserved for KV Cache is X GiB."
+    lines = [f"the rest of the memory reserved for KV Cache is {available_bytes / GIB:.2f}GiB."] \
+        if release.at_least(0, 6, 5) else []
+    lines.append(f"# {word} blocks: {blocks}, # CPU blocks: {swap_blocks}")
+    block = DEFAULT_BLOCK if pool is None else pool.block_size
+    lines.append(f"Maximum concurrency for {model_len} tokens per request: {blocks * block / model_len:.2f}x")
+    if refusal:
+        lines.append(refusal)
+    return lines
+
+
+SWAP_SPACE_BYTES = 4 * GIB     # V0's --swap-space default: CPU blocks for preempted sequences
+
+
+def _swap_blocks(model, work, dep, block: int) -> int | None:
+    """V0's "# CPU blocks": its 4 GiB swap space over one block of every layer on the rank."""
+    per_block = sum(block * layer.row_bytes(work.kv_precision, dep.tp) for layer in model.layers
+                    if layer.kind in ("full", "sliding", "chunked", "mla") and layer.held_range(1) is not None)
+    return SWAP_SPACE_BYTES // per_block if per_block else None
 
 
 def release_of(scenario):
@@ -378,7 +406,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         max_concurrency=None if pool is None else pool.max_concurrency, starts=pool is not None,
         max_model_len=work.context_tokens if pool is not None else longest, refusal=refusal,
         activation_bytes_per_gpu=budget.activation_bytes_per_gpu, overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu,
-        budget_source=budget.source, log=tuple(log_lines(pool, refusal, available, work.context_tokens, config_lines)),
+        budget_source=budget.source, log=tuple(log_lines(pool, refusal, available, work.context_tokens, config_lines,
+                                                         release, _swap_blocks(model, work, dep, block))),
         notes=tuple(notes))
 
 

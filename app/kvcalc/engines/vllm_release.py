@@ -5,8 +5,10 @@ from 0.6.3 to 0.33.0 (docs/research/vllm-release-rules.md, which gives file and 
 Everything here is pure and takes the release as a value (releases.Release).
 """
 
+from dataclasses import replace
 from fractions import Fraction
 
+from ..errors import InputError
 from ..units import GIB
 
 BIG_GPU_BYTES = 70 * GIB          # get_batch_defaults: NVML total >= 70 GiB is the "big" tier
@@ -19,8 +21,21 @@ def default_utilization(release) -> Fraction:
 
 
 def v1(release) -> bool:
-    """The V1 engine is the default from 0.8.0 (VLLM_USE_V1 defaults to 1); V0 before."""
+    """The V1 engine is the default from 0.8.0 (VLLM_USE_V1 defaults to 1); V0 before, and in
+    0.8-0.10 when VLLM_USE_V1=0 chose it (--vllm-engine v0)."""
+    if release.variant is not None:
+        return release.variant == "v1"
     return release.at_least(0, 8, 0)
+
+
+def engine_variant(release, variant: str):
+    """The release running the engine chosen, or the error a user reads."""
+    if variant == "v0" and release.at_least(0, 11, 0):
+        raise InputError("vllm-engine", f"vLLM {release} has no V0 engine: it was removed in 0.11.0")
+    if variant == "v1" and not release.at_least(0, 8, 0):
+        raise InputError("vllm-engine", f"V1 was an opt-in preview before 0.8.0 whose profiling is not modelled; "
+                                        f"vLLM {release} runs V0 by default")
+    return replace(release, variant=variant)
 
 
 def _big(release, memory_bytes: int | None, gpu_name: str | None) -> bool:
