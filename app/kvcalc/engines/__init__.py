@@ -74,7 +74,7 @@ def size(scenario, result) -> EngineResult:
                 for d in (Fraction(-1, 200), Fraction(1, 200))]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)
-    return replace(out, kv_tokens_range=spread, band=_band(engine, scenario, chunk, budget))
+    return replace(out, kv_tokens_range=spread, band=out.band or _band(engine, scenario, chunk, budget))
 
 
 def _band(engine, scenario, chunk: int, budget: Budget):

@@ -35,7 +35,7 @@ from ..precision import precision
 from ..command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ..units import GIB, ceil_div
 from . import releases
-from .result import Budget, EngineResult
+from .result import Band, Budget, EngineResult
 
 # Builds as llama.cpp numbers them (b5192); the rules below were read across these builds: from
 # b4462 (the oldest start-up log checked, tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log)
@@ -164,6 +164,7 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
 # Mistral-7B-class log (fedora-copr/logdetective PR #106, flash_attn = 0, -ub 512) that is
 # 164.00 MiB at 2,048 cells and 2,144.00 MiB at 32,768, both to the MiB.
 COMPUTE_BUFFER_ERROR = "within about 15%"
+COMPUTE_BUFFER_BAND = Fraction(15, 100)     # the band the eleven logs support, either way
 
 
 def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> int | None:
@@ -428,13 +429,18 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     refusal = None
     if starts is False:
         refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"
+    band = None
+    if compute is not None and available is not None and budget.source == "estimate":
+        spread = int(compute * COMPUTE_BUFFER_BAND)
+        band = tuple(Band(compute + d, available - d, on_gpu <= available - d, pool.max_concurrency, pool.kv_tokens)
+                     for d in (spread, -spread))
     return EngineResult(
         engine=NAME, block_size=PAD, prefill_chunk=chunk, kv_budget_bytes_per_gpu=available,
         kv_bytes_per_request=pool.bytes_total // pool.seqs, kv_tokens=pool.kv_tokens,
         max_concurrency=pool.max_concurrency, starts=starts, max_model_len=pool.max_context_per_seq,
         refusal=refusal, activation_bytes_per_gpu=activation, overhead_bytes_per_gpu=overhead,
         budget_source=budget.source, log=tuple(log_lines(pool) + extra_log + ([refusal] if refusal else [])),
-        notes=tuple(notes))
+        notes=tuple(notes), band=band)
 
 
 def stores(kv_precision) -> bool:
