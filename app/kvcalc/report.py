@@ -352,11 +352,13 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         why.append(memory)
         if engine.band:
             top, bottom = engine.band
-            top_words, bottom_words = ("refuses" if not end.starts else f"holds {float(end.max_concurrency):,.2f}x"
-                                       for end in (top, bottom))
+            top_words, bottom_words = ("does not start" if not end.starts else
+                                       f"holds {float(end.max_concurrency):,.2f}x" for end in (top, bottom))
+            ends = f"{name} gives the same figures at both ends" if top_words == bottom_words else \
+                f"at the top {name} {top_words}, at the bottom it {bottom_words}"
             why.append(f"The overhead is an estimate; the logs it was calibrated on put it between "
                        f"{size(bottom.overhead_bytes_per_gpu, unit)} and {size(top.overhead_bytes_per_gpu, unit)}: "
-                       f"at the top {name} {top_words}, at the bottom it {bottom_words}.")
+                       f"{ends}.")
     why.extend(rules.explain(scenario, engine))
     ideal_concurrency = result.max_concurrency
     if ideal_concurrency is not None and conc is not None:
