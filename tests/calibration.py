@@ -22,27 +22,19 @@ def rows() -> list[dict]:
     return json.loads(TABLE.read_text(encoding="utf-8"))["logs"]
 
 
+# A calibration row's keys and the inputs they are.
+ROW_INPUTS = (("gpu", "gpu"), ("gpu_memory_gib", "gpu-memory-gib"), ("utilization", "memory-utilization"),
+              ("max_num_seqs", "batch"), ("max_num_batched_tokens", "prefill-chunk"), ("entry", "vllm-entry"),
+              ("engine_variant", "vllm-engine"))
+
+
 def inputs(row: dict) -> dict:
     values = {"engine": "vllm", "engine-version": row["version"], "context": str(row["context"]),
               "gpus": str(row["tp"]), "tp": str(row["tp"])}
-    if "model" in row:
-        values["model"] = row["model"]
-    else:
-        values["hf-config"] = row["config"]
-    if "gpu" in row:
-        values["gpu"] = row["gpu"]
-    if "gpu_memory_gib" in row:
-        values["gpu-memory-gib"] = row["gpu_memory_gib"]
-    if "utilization" in row:
-        values["memory-utilization"] = row["utilization"]
-    if "max_num_seqs" in row:
-        values["batch"] = str(row["max_num_seqs"])
-    if "engine_variant" in row:
-        values["vllm-engine"] = row["engine_variant"]
-    if "entry" in row:
-        values["vllm-entry"] = row["entry"]
-    if "max_num_batched_tokens" in row:
-        values["prefill-chunk"] = str(row["max_num_batched_tokens"])
+    values["model" if "model" in row else "hf-config"] = row.get("model") or row["config"]
+    for key, option in ROW_INPUTS:
+        if key in row:
+            values[option] = str(row[key]) if isinstance(row[key], int) else row[key]
     if "weights_gib" in row["printed"]:
         values["weights-gib"] = str(row["printed"]["weights_gib"])
     return values

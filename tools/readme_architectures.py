@@ -5,13 +5,9 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "app"))
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tools")]
 
+import readme_block  # noqa: E402
 from kvcalc import architectures  # noqa: E402
 
-START, END = "<!-- architectures:start -->\n", "\n<!-- architectures:end -->"
-readme = ROOT / "README.md"
-text = readme.read_text(encoding="utf-8")
-head, rest = text.split(START)
-_, tail = rest.split(END)
-readme.write_text(head + START + architectures.markdown_table() + END + tail, encoding="utf-8")
+readme_block.replace("architectures", architectures.markdown_table())

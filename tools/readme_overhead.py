@@ -5,13 +5,9 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests"), str(ROOT / "tools")]
 
 import calibration  # noqa: E402
+import readme_block  # noqa: E402
 
-START, END = "<!-- overhead:start -->\n", "\n<!-- overhead:end -->"
-readme = ROOT / "README.md"
-text = readme.read_text(encoding="utf-8")
-head, rest = text.split(START)
-_, tail = rest.split(END)
-readme.write_text(head + START + calibration.markdown_table() + END + tail, encoding="utf-8")
+readme_block.replace("overhead", calibration.markdown_table())

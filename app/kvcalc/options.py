@@ -42,25 +42,14 @@ def _version_text(text: str, name: str) -> str:
     return text.strip()
 
 
-def _v0_v1(text: str, name: str) -> str:
-    value = text.strip().lower()
-    if value not in ("v0", "v1"):
-        raise InputError(name, f"expected v0 or v1, got {_clip(text)!r}")
-    return value
-
-
-def _entry(text: str, name: str) -> str:
-    value = text.strip().lower().replace("()", "")
-    if value not in ("serve", "llm"):
-        raise InputError(name, f"expected serve or llm, got {_clip(text)!r}")
-    return value
-
-
-def _on_off(text: str, name: str) -> str:
-    value = text.strip().lower()
-    if value not in ("on", "off"):
-        raise InputError(name, f"expected on or off, got {_clip(text)!r}")
-    return value
+def _one_of(*allowed: str):
+    """A text option's parser for a few words, any case ("LLM()" is llm)."""
+    def parse(text: str, name: str) -> str:
+        value = text.strip().lower().replace("()", "")
+        if value not in allowed:
+            raise InputError(name, f"expected {' or '.join(allowed)}, got {_clip(text)!r}")
+        return value
+    return parse
 
 
 def _gpu_id(text: str, name: str) -> str:
@@ -126,13 +115,13 @@ OPTIONS = (
     Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
            choice=_precision_name),
     Option("vllm-entry", "text", "engine", "vLLM: how it is started, `vllm serve` (serve) or the Python LLM() class "
-           "(llm), whose batch defaults differ (default serve).", choice=_entry),
+           "(llm), whose batch defaults differ (default serve).", choice=_one_of("serve", "llm")),
     Option("vllm-engine", "text", "engine", "vLLM 0.8-0.10: the engine it ran, v1 (the default) or v0 "
-           "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_v0_v1),
+           "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_one_of("v0", "v1")),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "
            "processes and its CUDA context), in GiB; default its CUDA context.", 0, 1 << 24),
     Option("flash-attn", "text", "engine", "llama.cpp: flash attention on or off (-fa); off, the attention "
-           "scores take a buffer of heads x context x ubatch x 4 B.", choice=_on_off),
+           "scores take a buffer of heads x context x ubatch x 4 B.", choice=_one_of("on", "off")),
     Option("n-gpu-layers", "int", "engine", "llama.cpp: layers offloaded to the GPUs (-ngl); the rest, and "
            "their KV cache, stay on the CPU (default: all).", 0, 100_000),
     Option("n-cpu-moe", "int", "engine", "llama.cpp: keep the MoE experts of the first N layers on the CPU "
