@@ -276,6 +276,8 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     mlp = {"mlp_size": _positive(f, mlp_key), "moe_mlp_size": expert_width,
            "experts_per_token": _positive(f, topk_key) if expert_width else None,
            "experts": experts if expert_width else None,
+           # SGLang's adjust_mem_fraction_for_vlm reads the vision tower's depth and width.
+           "vision_shape": _vision_shape(cfg),
            # A vision tower: vLLM's profiling run also runs its encoder.
            "multimodal": any(k in cfg for k in ("vision_config", "vision_tower", "mm_vision_tower", "visual",
                                                 "audio_config")) or (architecture or "").endswith("ForConditionalGeneration")}
@@ -286,6 +288,18 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         vocab_size=f.int(vocab_key, maximum=1 << 24) if vocab_key else CONFIG_DEFAULT_VOCAB.get(model_type),
         max_context_tokens=min(lengths) if lengths else None,   # vLLM takes the smallest
         weights_dtype=weights_dtype, kv_dtype=kv_dtype, notes=tuple(notes), **mlp, **extra)
+
+
+def _vision_shape(cfg: dict) -> tuple[int, int] | None:
+    """(num_hidden_layers, hidden_size) of vision_config as SGLang reads them: 24 and 1024 where
+    the keys are absent (it asks with getattr defaults)."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, dict):
+        return None
+    layers, hidden = vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1 << 20 for v in (layers, hidden)):
+        return None
+    return layers, hidden
 
 
 def _positive(f, key) -> int | None:

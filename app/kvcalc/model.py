@@ -36,6 +36,7 @@ class Model:
     experts_per_token: int | None = None     # num_experts_per_tok
     experts: int | None = None               # routed experts per MoE layer
     multimodal: bool = False                 # a vision or audio encoder beside the language model
+    vision_shape: tuple[int, int] | None = None  # vision_config's (num_hidden_layers, hidden_size)
     checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
     config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes
     config_weights_rule: str | None = None   # how (what is quantized, what stays 16-bit), in words

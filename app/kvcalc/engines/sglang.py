@@ -228,28 +228,44 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
-        return int(memory * dep.memory_utilization * _multimodal_share(scenario.model, release, notes))
-    fraction *= _multimodal_share(scenario.model, release, notes)
+        return int(memory * dep.memory_utilization * _multimodal_share(scenario.model, release, notes, False))
+    fraction *= _multimodal_share(scenario.model, release, notes, True)
     notes.append(f"SGLang {release} derives mem_fraction_static {float(fraction):.3g} from the GPU's memory"
                  + (", the prefill chunk and parallelism" if release.at_least(0, 5, 3) else
                     " and parallelism") + " (server_args.py).")
     return int(memory * fraction)
 
 
-def _multimodal_share(model, release, notes: list) -> Fraction:
-    """Before 0.5.3 ModelRunner.model_specific_adjustment lowers mem_fraction_static, given or
-    derived, to 0.95 of itself for a multimodal model ("Automatically reduce --mem-fraction-static
-    ... because this is a multimodal model"; the Gemma 3 4B H200 log of 0.4.4 holds 834,615 tokens,
-    0.836 of the memory free at start). Later releases move the adjustment into server_args by a
-    rule not modelled here."""
+def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
+    """What SGLang keeps of mem_fraction_static for a multimodal model, by release:
+    - 0.3.6-0.4.4: 0.95, given or derived (ModelRunner.model_specific_adjustment; the Gemma 3 4B
+      H200 log of 0.4.4 holds 834,615 tokens, 0.836 of the memory free at start);
+    - 0.4.5-0.4.8: 0.90, given or derived (the same place);
+    - 0.4.9: 0.90 of a derived fraction (ServerArgs.__post_init__);
+    - 0.4.10 on: of a derived fraction, 0.95 x (1 - 0.1 x (the vision tower's layers x width^2 over
+      ViT-L's 24 x 1024^2, less 1)), that second factor kept within 0.8 and 1.05
+      (adjust_mem_fraction_for_vlm; 0.5.19 on in arg_groups/memory_hook.py)."""
     if not model.multimodal:
         return Fraction(1)
-    if release.at_least(0, 5, 3):
-        notes.append("SGLang lowers mem_fraction_static for multimodal models by a rule not modelled here: give "
-                     "the mem_fraction_static its log prints as the memory utilization.")
+    if not release.at_least(0, 4, 5):
+        share = Fraction(95, 100)
+    elif not release.at_least(0, 4, 9):
+        share = Fraction(90, 100)
+    elif not derived:
         return Fraction(1)
-    notes.append("SGLang lowers mem_fraction_static to 0.95 of itself for a multimodal model.")
-    return Fraction(95, 100)
+    elif not release.at_least(0, 4, 10):
+        share = Fraction(90, 100)
+    else:
+        if model.vision_shape is None:
+            notes.append("SGLang lowers mem_fraction_static for a multimodal model by its vision tower's depth and "
+                         "width, which this model's config does not give: give the mem_fraction_static its log "
+                         "prints as the memory utilization.")
+            return Fraction(1)
+        layers, width = model.vision_shape
+        ratio = Fraction(layers * width * width, 24 * 1024 * 1024)
+        share = Fraction(95, 100) * min(Fraction(105, 100), max(Fraction(8, 10), 1 - (ratio - 1) / 10))
+    notes.append(f"SGLang {release} keeps {float(share):.4g} of mem_fraction_static for a multimodal model.")
+    return share
 
 
 def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
