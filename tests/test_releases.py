@@ -225,3 +225,22 @@ def test_sglang_0_4_10_on_scales_a_derived_fraction_by_the_vision_tower():
              "memory-utilization": "0.8"}
     assert not any("multimodal" in n for n in evaluate(dict(given, **{"engine-version": "0.5.6"})).result.engine.notes)
     assert any("keeps 0.9 of" in n for n in evaluate(dict(given, **{"engine-version": "0.4.6"})).result.engine.notes)
+
+
+def test_eager_mode_takes_no_cuda_graphs_and_pcie_gpus_little_non_torch_memory():
+    """--enforce-eager: no CUDA-graph estimate comes out of the KV memory (0.20.0 on). Non-torch
+    memory at tp 4: 1.6 GiB where GPUs share NVLink (custom all-reduce, NCCL's NVLink buffers;
+    2.04 GiB in the Qwen3-235B H200 log), 0.25 GiB over PCIe (0.04-0.35 GiB in the RTX 3090 and
+    L40S logs)."""
+    def overhead(**extra):
+        values = {"model": "Qwen/Qwen2.5-32B", "engine": "vllm", "gpus": "4", "context": "8192",
+                  "engine-version": "0.22.0", **extra}
+        e = evaluate(values)
+        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.result.engine.prefill_chunk,
+                                     vllm.max_num_seqs(e.scenario))
+    graphs, eager = overhead(gpu="h100-sxm-80gb"), overhead(gpu="h100-sxm-80gb", **{"enforce-eager": "on"})
+    assert graphs.cudagraph == vllm_profile.CUDAGRAPH[0] and eager.cudagraph == 0
+    assert graphs.non_torch == 1600 << 20 and overhead(gpu="l40s-48gb").non_torch == 256 << 20
+    code, out, _ = cli("--model", "Qwen/Qwen2.5-32B", "--engine", "vllm", "--gpus", "4", "--gpu", "h100-sxm-80gb",
+                       "--enforce-eager", "on", "--launch", "vllm")
+    assert code == 0 and "--enforce-eager" in out.splitlines()[0]

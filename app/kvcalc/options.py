@@ -116,6 +116,8 @@ OPTIONS = (
            choice=_precision_name),
     Option("vllm-entry", "text", "engine", "vLLM: how it is started, `vllm serve` (serve) or the Python LLM() class "
            "(llm), whose batch defaults differ (default serve).", choice=_one_of("serve", "llm")),
+    Option("enforce-eager", "text", "engine", "vLLM: --enforce-eager on (no CUDA graphs, so none come out of the "
+           "KV memory from 0.20.0) or off (the default).", choice=_one_of("on", "off")),
     Option("vllm-engine", "text", "engine", "vLLM 0.8-0.10: the engine it ran, v1 (the default) or v0 "
            "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_one_of("v0", "v1")),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "

@@ -42,6 +42,7 @@ class Settings:
     n_gpu_layers: int | None = None            # llama.cpp -ngl (None: every layer)
     n_cpu_moe: int | None = None               # llama.cpp --n-cpu-moe
     vllm_entry: str = "serve"                  # vLLM started by `vllm serve` or the LLM() class
+    enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
 
 
 def _release(values: dict) -> Release | None:
@@ -64,7 +65,7 @@ def _release(values: dict) -> Release | None:
 
 
 def settings_from(values: dict) -> Settings:
-    for name, engine in (("memory-in-use-gib", "sglang"), ("vllm-entry", "vllm"), ("vllm-engine", "vllm"), ("flash-attn", "llama.cpp"), ("n-gpu-layers", "llama.cpp"),
+    for name, engine in (("memory-in-use-gib", "sglang"), ("vllm-entry", "vllm"), ("vllm-engine", "vllm"), ("enforce-eager", "vllm"), ("flash-attn", "llama.cpp"), ("n-gpu-layers", "llama.cpp"),
                          ("n-cpu-moe", "llama.cpp")):
         if name in values and values.get("engine") != engine:
             raise InputError(name, f"applies to {engines.title(engine)} only; choose engine {engine} to use it")
@@ -78,7 +79,7 @@ def settings_from(values: dict) -> Settings:
         weights_dtype=values.get("weights-dtype"), release=_release(values),
         release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
-        vllm_entry=values.get("vllm-entry", "serve"))
+        vllm_entry=values.get("vllm-entry", "serve"), enforce_eager=values.get("enforce-eager") == "on")
 
 
 @dataclass(frozen=True)

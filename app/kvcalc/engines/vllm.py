@@ -459,6 +459,7 @@ def launch(scenario, result=None) -> Launch:
     args += utilization(scenario, "--gpu-memory-utilization", notes,
                         f"{float(rules.default_utilization(release_of(scenario))):g} in vLLM {release_of(scenario)}")
     args += prefill_chunk(scenario, default_chunk(scenario), "--max-num-batched-tokens", notes)
+    args += ["--enforce-eager"] if scenario.settings.enforce_eager else []
     args += _pin(scenario, result, notes)
     if scenario.settings.vllm_entry == "llm":
         notes.append(f"sized for the LLM() class; `vllm serve` batches fewer tokens by default: pass "

@@ -47,6 +47,10 @@ MLP_RATIO_GUESS = 3.5
 NON_TORCH = {1: (150 * MIB, 30 * MIB, 400 * MIB), 2: (500 * MIB, 200 * MIB, 1200 * MIB),
              4: (1600 * MIB, 400 * MIB, 2500 * MIB)}
 NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
+# GPUs joined by PCIe only take no custom all-reduce buffers and far smaller NCCL ones: 0.30 GiB
+# at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
+NON_TORCH_PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
+PCIE_ONLY = ("PCIE", "RTX", "GEFORCE", "L40", "L4", "A10", "T4", "A40", "A6000", "6000 ADA", "PRO 6000", "A16", "A2")
 # The CUDA-graph estimate subtracted from 0.20.0 (profile_cudagraph_memory).
 CUDAGRAPH = (500 * MIB, 100 * MIB, 1500 * MIB)
 # A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
@@ -150,6 +154,16 @@ def sampler_peak(model, release, gpu_name: str | None, tokens: int, rows: int) -
     return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
 
 
+def non_torch_memory(tp: int, gpu_name: str | None) -> tuple[int, int, int]:
+    """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less."""
+    if tp == 1:
+        return NON_TORCH[1]
+    name = (gpu_name or "").upper()
+    if any(tag in name for tag in PCIE_ONLY) and "NVL" not in name.replace("NVLINK", "NVL"):
+        return NON_TORCH_PCIE
+    return NON_TORCH.get(tp, NON_TORCH_WIDE if tp > 4 else NON_TORCH[4])
+
+
 def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     model, dep = scenario.model, scenario.deployment
     if not model.hidden_size or not model.vocab_size:
@@ -164,8 +178,8 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
-    non_torch, nt_low, nt_high = NON_TORCH.get(dep.tp, NON_TORCH_WIDE if dep.tp > 4 else NON_TORCH[4])
-    graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release) and not (
+    non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu_name)
+    graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager) and not (
         uses_runner_v2(model, release) and not release.at_least(0, 29, 0)) else (0, 0, 0)
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows"
              + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
