@@ -22,8 +22,9 @@ docs/research/llamacpp-builds.md):
   layers 0..N-1 in CPU memory (tensor buffer-type overrides).
 - The compute buffer's logits rows: every build read here (to b9272, issue #23527) reserves the
   worst case of n_ubatch output rows (llama_context::sched_reserve passes n_outputs = n_tokens);
-  PR #23861 (after b9272) lets llama-server reserve n_seq_max rows. Builds after b9272 are not
-  modelled, so that rule is not needed yet.
+  PR #23861 (in a build of b9443-b9479) lets llama-server reserve n_seq_max rows, and #23764 (up
+  to b9442) halves the flash-attention mask. Neither build is pinned and no log after them re-fits
+  the estimate, so builds after b9272 are refused (docs/research/llamacpp-builds.md).
 """
 
 from dataclasses import dataclass
