@@ -89,15 +89,18 @@ def markdown_table() -> str:
     """README's table: per release line, the logs, and the median and worst error of the overhead
     estimate (ours - the log's, GiB)."""
     by_release: dict[str, list[float]] = {}
+    inside: dict[str, int] = {}
     activation: dict[str, list[float]] = {}
     for out in checked():
         key = release_of(out["version"])
         if out["total"] is not None and not out["excluded"]:
             by_release.setdefault(key, []).append(out["ours"] - out["total"])
+            inside[key] = inside.get(key, 0) + (out["low"] <= out["total"] <= out["high"])
         if out["activation"] is not None:
             activation.setdefault(key, []).append(out["our_activation"] - out["activation"])
-    lines = ["| vLLM release | logs (total / activation) | overhead error, median | worst | activation error, median | worst |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| vLLM release | logs (total / activation) | inside the band | overhead error, median | worst | "
+             "activation error, median | worst |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
 
     def fmt(errors):
         if not errors:
@@ -106,6 +109,6 @@ def markdown_table() -> str:
         return f"{statistics.median(errors):+.2f} GiB", f"{worst:+.2f} GiB"
     for key in sorted(set(by_release) | set(activation), key=lambda k: tuple(int(p) for p in k[:-2].split("."))):
         totals, acts = by_release.get(key, []), activation.get(key, [])
-        lines.append(f"| {key} | {len(totals)} / {len(acts)} | " + " | ".join(fmt(totals)) + " | " +
-                     " | ".join(fmt(acts)) + " |")
+        lines.append(f"| {key} | {len(totals)} / {len(acts)} | {inside.get(key, 0)} of {len(totals)} | " +
+                     " | ".join(fmt(totals)) + " | " + " | ".join(fmt(acts)) + " |")
     return "\n".join(lines)
