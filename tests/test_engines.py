@@ -4,6 +4,7 @@ A log prints the KV memory rounded to 0.01 GiB, so each case feeds both ends of 
 and asserts the logged figure lies between what the two ends give: exact up to the log's own
 precision, never a tolerance of ours."""
 
+import math
 import re
 from fractions import Fraction
 
@@ -416,7 +417,8 @@ def test_engines_multiply_the_total_pytorch_reports():
            "overhead-gib": "5"}
     evaluation = evaluate(raw)
     engine = evaluation.result.engine
-    assert engine.kv_budget_bytes_per_gpu == int(h100.torch_memory_bytes * Fraction(9, 10)) \
+    # vllm/v1/worker/utils.py request_memory: math.ceil(total x util) from 0.14.0.
+    assert engine.kv_budget_bytes_per_gpu == math.ceil(h100.torch_memory_bytes * Fraction(9, 10)) \
         - evaluation.result.weights_bytes_per_gpu - 5 * GIB
     # A GPU without a recorded PyTorch total says it falls back to nvidia-smi's.
     notes = evaluate(dict(raw, gpu="h100-pcie-80gb")).result.engine.notes

@@ -75,11 +75,13 @@ def engine_json(engine) -> dict:
         "engine_refusal": engine.refusal, "activation_bytes_per_gpu": engine.activation_bytes_per_gpu,
         "engine_budget_source": engine.budget_source,
         "engine_kv_tokens_range": None if engine.kv_tokens_range is None else list(engine.kv_tokens_range),
-        # The estimate's band (lowest, highest overhead) and the concurrency at each end.
+        # The estimate's band, lowest overhead first, and the concurrency at the same two ends
+        # (null where the engine would not start there).
         "overhead_band_bytes_per_gpu": None if not engine.band else
-        [engine.band[1].overhead_bytes_per_gpu, engine.band[0].overhead_bytes_per_gpu],
+        [end.overhead_bytes_per_gpu for end in reversed(engine.band)],
         "engine_max_concurrency_band": None if not engine.band else
-        [None if end.max_concurrency is None else float(end.max_concurrency) for end in engine.band],
+        [None if end.max_concurrency is None or not end.starts else float(end.max_concurrency)
+         for end in reversed(engine.band)],
         "engine_log": list(engine.log),
     }
 
@@ -330,8 +332,9 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
                                                                   else "")) if not band else
         f"{size(overhead, unit)} (band {size(band[1].overhead_bytes_per_gpu, unit)} to "
         f"{size(band[0].overhead_bytes_per_gpu, unit)})",
-        "" if not band else f"at the band's ends {float(band[0].max_concurrency or 0):,.2f}x to "
-                            f"{float(band[1].max_concurrency or 0):,.2f}x")
+        "" if not band else "at the band's ends: " + ", ".join(
+            ("does not start" if not end.starts else f"{float(end.max_concurrency):,.2f}x") + f" at {label}"
+            for end, label in ((band[1], "the least"), (band[0], "the most"))))
     why = []
     if engine.budget_source == "kv-memory-gib":
         why.append(f"KV memory per GPU: {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it.")

@@ -46,7 +46,8 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
             problems.append(f"{name} holds {float(engine.max_concurrency):,.2f} requests of {ctx:,} tokens at "
                             f"once, not {batch:,}: the rest wait")
             reasons.append("kv")
-        band = _band_words(engine, batch, not problems, unit)
+        # The overhead's band can change whether the engine holds the requests, never a context limit.
+        band = "" if "context" in reasons else _band_words(engine, batch, not problems, unit)
         if problems:
             return Verdict(False, "Does not fit: " + "; ".join(problems) + band + ".", tuple(reasons))
         at_once = "" if engine.max_concurrency is None else \

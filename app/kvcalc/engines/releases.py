@@ -28,9 +28,9 @@ _BUILD = re.compile(r"(?:b|build\s*|version:?\s*)?(?P<build>[0-9]{3,6})(?:\s*\([
 @dataclass(frozen=True, order=True)
 class Release:
     """A version, ordered: `key` is the release numbers and a stage (-1 before the release
-    for a pre-release or dev build, 0 the release, N its postN)."""
+    for a pre-release or dev build, 0 the release, 2N its postN and 2N - 1 a dev build of it)."""
     key: tuple
-    text: str = ""
+    text: str = field(default="", compare=False)
     # vLLM 0.8-0.10 ran the V0 engine with VLLM_USE_V1=0 (or as a fallback): "v0", "v1" or None for
     # the release's default.
     variant: str | None = field(default=None, compare=False)
@@ -38,7 +38,7 @@ class Release:
     def at_least(self, *release: int, post: int = 0) -> bool:
         """Whether this version has the rule first released in `release` (e.g. 0, 20, 0; with
         post=1 for a rule first in X.Y.Z.post1)."""
-        return self.key >= _padded(release) + (post,)
+        return self.key >= _padded(release) + (2 * post,)
 
     def __str__(self) -> str:
         return self.text
@@ -53,7 +53,13 @@ def pep440(text: str) -> Release | None:
     if not match:
         return None
     numbers = tuple(int(n) for n in match["release"].split("."))
-    stage = -1 if (match["pre"] or match["dev"]) else int(match["post"] or 0)
+    # Stages in PEP 440 order: a pre-release or dev build of X.Y.Z (-1), X.Y.Z (0), a dev build of
+    # X.Y.Z.postN (2N - 1), X.Y.Z.postN (2N).
+    post = int(match["post"] or 0)
+    if match["post"] is not None:
+        stage = 2 * post - 1 if match["dev"] else 2 * post
+    else:
+        stage = -1 if (match["pre"] or match["dev"]) else 0
     return Release(_padded(numbers) + (stage,), text.strip())
 
 

@@ -64,25 +64,7 @@ def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None =
     mib = gpu_memory_bytes / MIB
     parallel = tp * pp
     if not release.at_least(0, 5, 3):
-        # Before 0.5.3 the chunk was ServerArgs' 8192 and the graph batch 160 by default.
-        chunk, graph_bs = chunk or 8192, 160
-        if release.at_least(0, 4, 7, post=1):
-            # 0.4.7.post1: a reserve by GPU memory (MiB), the rest for weights and the pool.
-            reserved = ((2.8 + parallel / 10) * 1024 if mib < 35 * 1024 else
-                        (9.5 + parallel / 2) * 1024 if mib < 90 * 1024 else
-                        (12 + parallel / 2) * 1024 if mib < 160 * 1024 else 32 * 1024)
-            return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
-        by_parallel = (0.79 if parallel >= 16 else (0.82 if not release.at_least(0, 4, 0) else 0.81)
-                       if parallel >= 8 else 0.85 if parallel >= 4 else 0.87 if parallel >= 2 else 0.88)
-        if not release.at_least(0, 4, 7) or mib <= 81920:
-            return chunk, graph_bs, Fraction(str(by_parallel))
-        # 0.4.7: larger GPUs keep more for the pool.
-        if gpu_memory_bytes > 180 * 10 ** 9:
-            return chunk, graph_bs, Fraction(79, 100)
-        fraction = 0.88
-        if mib > 96 * 1024:
-            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
-        return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
+        return _before_0_5_3(release, mib, tp, pp, chunk)
     for limit, tier_chunk, small_bs, big_bs in _TIERS:
         if limit is None or mib < limit:
             break
@@ -92,6 +74,43 @@ def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None =
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+
+
+def _before_0_5_3(release, mib: float, tp: int, pp: int, chunk: int | None):
+    """ServerArgs.__post_init__ before 0.5.3 (research Rule 7, checked against each release's
+    server_args.py): the chunk by GPU memory, then the fraction."""
+    small = mib < 25_000
+    if release.at_least(0, 4, 7, post=1):
+        tier_chunk = 2048 if mib < 35 * 1024 else 8192 if mib < 160 * 1024 else 16384
+    elif release.at_least(0, 4, 7):
+        tier_chunk = 2048 if small else 16384 if mib > 180_000 else 8192
+    else:
+        tier_chunk = 2048 if small else 8192
+    chunk = chunk or tier_chunk
+    graph_bs = (8 if tp < 4 else 80) if small else 160      # cuda_graph_max_bs on GPUs under 25 GB
+    if release.at_least(0, 4, 7, post=1):
+        # A reserve by GPU memory (MiB), the rest for weights and the pool.
+        parallel = tp * pp
+        reserved = ((2.8 + parallel / 10) * 1024 if mib < 35 * 1024 else
+                    (9.5 + parallel / 2) * 1024 if mib < 90 * 1024 else
+                    (12 + parallel / 2) * 1024 if mib < 160 * 1024 else 32 * 1024)
+        return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+    # By tensor parallelism (tp x pp from 0.4.7); 0.81 at tp 8 from 0.4.0 (0.82 in 0.3.6).
+    parallel = tp * pp if release.at_least(0, 4, 7) else tp
+    by_parallel = Fraction(79 if parallel >= 16 else (82 if not release.at_least(0, 4, 0) else 81)
+                           if parallel >= 8 else 85 if parallel >= 4 else 87 if parallel >= 2 else 88, 100)
+    if mib <= 81920 or not release.at_least(0, 4, 6):
+        return chunk, graph_bs, by_parallel
+    if not release.at_least(0, 4, 7):
+        # 0.4.6: larger GPUs keep 13 GiB back, unrounded.
+        return chunk, graph_bs, Fraction(round(mib) - 13 * 1024, round(mib))
+    # 0.4.7: 0.79 over 180,000 MiB; over 96 GiB more for the pool.
+    if mib > 180_000:
+        return chunk, graph_bs, Fraction(79, 100)
+    fraction = 0.88
+    if mib > 96 * 1024:
+        fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
+    return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
 
 
 @dataclass(frozen=True)
@@ -223,7 +242,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     if settings.memory_in_use_gib is not None:
         notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
                      "mem_fraction_static applies to what is free.")
-    _, _, fraction = defaults(torch_total(dep, settings, []) - CONTEXT_BYTES, dep.tp, dep.pp, chunk, settings.release)
+    # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
+    _, _, fraction = defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk, settings.release)
     release = settings.release or releases.newest(sys.modules[__name__])
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "

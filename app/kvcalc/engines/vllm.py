@@ -18,6 +18,7 @@ Read from vLLM's sources (paths as of its 2025-2026 main):
   (the refusal and its binary search).
 """
 
+import math
 import sys
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -361,13 +362,15 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
     dep, settings = scenario.deployment, scenario.settings
     memory = torch_total(dep, settings, notes)
-    if settings.utilization_given:
-        return int(memory * dep.memory_utilization)
     release = settings.release or releases.newest(sys.modules[__name__])
+    # requested memory: int(total x util), math.ceil from 0.14.0 (vllm/v1/worker/utils.py request_memory).
+    rounding = math.ceil if release.at_least(0, 14, 0) else int
+    if settings.utilization_given:
+        return rounding(memory * dep.memory_utilization)
     default = rules.default_utilization(release)
     notes.append(f"vLLM {release}'s default --gpu-memory-utilization {float(default):g} is used (0.9 before "
                  "0.20.0, 0.92 from it; set a memory utilization to change it).")
-    return int(memory * default)
+    return rounding(memory * default)
 
 
 def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tuple[int, int]]:

@@ -88,11 +88,12 @@ def mamba_state_pages(release, prefix_caching: bool = True) -> int:
     return 2 if prefix_caching and release.at_least(0, 26, 0) else 1
 
 
-def subtracts_cudagraphs(release, eager: bool = False) -> bool:
+def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
     """0.20.0 on, the CUDA-graph memory estimate comes out of the KV budget by default
     (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1, vllm/envs.py); before, graphs were
     captured after the cache was allocated, inside what utilization leaves."""
-    return release.at_least(0, 20, 0) and not eager
+    # The estimate runs on CUDA only until 0.26.0 (is_cuda(), then is_cuda_alike()).
+    return release.at_least(0, 20, 0) and not eager and not (rocm and not release.at_least(0, 26, 0))
 
 
 def kv_cache_memory_flag(release) -> bool:
