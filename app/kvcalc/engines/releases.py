@@ -94,8 +94,9 @@ def parse(engine_module, text) -> Release:
     if found < release(first):
         raise InputError("engine-version", f"{raw[:40]} is older than modelled; {allowed}")
     top = release(newest)
-    # Patch releases of the newest minor release take its rules; anything later is not read yet.
-    if (found > top) if engine_module.VERSIONS_BY_BUILD else (found.key[:2] > top.key[:2]):
+    # Post releases of the newest take its rules; a later patch may change one (0.10.2 and 0.20.1
+    # did), so it is refused until it is read.
+    if (found > top) if engine_module.VERSIONS_BY_BUILD else (found.key[:4] > top.key[:4]):
         raise InputError("engine-version", f"{raw[:40]} is newer than modelled; {allowed}")
     return found
 
