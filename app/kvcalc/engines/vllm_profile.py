@@ -42,8 +42,7 @@ TRITON_MIN_ROWS = 8           # apply_top_k_top_p_triton from 8 rows (0.17.0); w
 HOPPER_OR_LATER = ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200", "GB300", "5090", "PRO 6000")
 # Architectures whose MLP keeps gate_up alive through down_proj (Qwen2MLP, Gemma3MLP).
 KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
-# When a config gives no MLP width, Llama's ratio (14,336 / 4,096) stands in for it.
-MLP_RATIO_GUESS = 3.5
+# When a config gives no MLP width, Llama's ratio (14,336 / 4,096 = 7 / 2) stands in for it.
 # Memory outside PyTorch's allocator that start-up adds (NCCL communicators and custom
 # all-reduce buffers under tensor parallelism; the code reserves only 16-24 MiB of the latter):
 # (estimate, lowest, highest) by tp, as the logs print it.
@@ -116,7 +115,7 @@ def forward_peak(model, release, tp: int, tokens: int) -> tuple[int, str]:
         return tokens * b * (rows + 1) * hidden + b * m * model.experts_per_token * (max(n, hidden) + n // 2), how
     mlp = model.mlp_size
     if not mlp:
-        mlp, how = int(hidden * MLP_RATIO_GUESS), f"the MLP width taken as {MLP_RATIO_GUESS} x hidden"
+        mlp, how = hidden * 7 // 2, "the MLP width taken as 3.5 x hidden (Llama's ratio)"
     return tokens * b * (3 * mlp // tp + rows * hidden), how
 
 
@@ -224,7 +223,7 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
              + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
-    if encoder:
+    if model.multimodal:
         words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
     return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
                     activation - encoder + e_high + spread + nt_high + g_high, words)
