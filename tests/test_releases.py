@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.engines import releases, sglang, vllm, vllm_profile, vllm_release as rules
+from kvcalc.engines import llamacpp, releases, sglang, vllm, vllm_profile, vllm_release as rules
 from kvcalc.evaluation import evaluate
 from support import cli
 
@@ -295,3 +295,16 @@ def test_the_band_never_speaks_to_a_context_past_the_models_limit():
 
 def test_rocm_subtracts_cuda_graphs_from_0_26_0():
     assert not rules.subtracts_cudagraphs(r("0.25.1"), rocm=True) and rules.subtracts_cudagraphs(r("0.26.0"), rocm=True)
+
+
+def test_a_release_applies_only_to_its_own_engine():
+    """Sized as SGLang 0.5.2, the vLLM and llama.cpp launch commands keep their own newest rules:
+    vLLM's default utilization is 0.92 (0.33.0's), not read from SGLang's 0.5.2."""
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--engine-version", "0.5.2",
+                         "--gpu", "h100-sxm-80gb", "--launch", "vllm")
+    assert code == 0 and "(0.92 in vLLM 0.33.0)" in out + err, out + err
+    settings = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": "0.10.2"}
+                        ).scenario.settings
+    assert str(releases.in_force(vllm, settings)) == "0.10.2"
+    assert str(releases.in_force(llamacpp, settings)) == llamacpp.NEWEST_RELEASE       # not build 0 of "0.10.2"
+    assert str(releases.in_force(sglang, settings)) == sglang.NEWEST_RELEASE

@@ -27,6 +27,7 @@ docs/research/llamacpp-builds.md):
   the estimate, so builds after b9272 are refused (docs/research/llamacpp-builds.md).
 """
 
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -196,8 +197,7 @@ def output_buffer_bytes(model, seqs: int) -> int | None:
 
 def build_of(settings) -> int:
     """The llama.cpp build the rules are read for: the one given, else the newest modelled."""
-    release = settings.release if settings.release is not None else releases.release(NEWEST_RELEASE)
-    return release.key[0]
+    return releases.in_force(sys.modules[__name__], settings).key[0]
 
 
 def flash_attention(settings, v_type: str) -> tuple[bool, str]:

@@ -103,3 +103,11 @@ def parse(engine_module, text) -> Release:
 
 def newest(engine_module) -> Release:
     return release(engine_module.NEWEST_RELEASE)
+
+
+def in_force(engine_module, settings) -> Release:
+    """The release an engine's rules are read for: the one given when that engine is the one
+    sized as, else its newest modelled (a launch command for another engine, or the exact ideal)."""
+    if settings.release is not None and settings.engine == engine_module.NAME:
+        return settings.release
+    return newest(engine_module)

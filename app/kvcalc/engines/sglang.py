@@ -228,7 +228,8 @@ def log_lines(pool: Pool) -> list[str]:
 
 def default_chunk(scenario) -> int:
     dep = scenario.deployment
-    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, release=scenario.settings.release)[0]
+    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, release=releases.in_force(sys.modules[__name__],
+                                                                                     scenario.settings))[0]
 
 
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
@@ -243,8 +244,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
         notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
                      "mem_fraction_static applies to what is free.")
     # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
-    _, _, fraction = defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk, settings.release)
-    release = settings.release or releases.newest(sys.modules[__name__])
+    release = releases.in_force(sys.modules[__name__], settings)
+    _, _, fraction = defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk, release)
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")

@@ -338,31 +338,30 @@ def _swap_blocks(model, work, dep, block: int) -> int | None:
 
 
 def release_of(scenario):
-    """The release sized as: the user's, else the newest modelled."""
-    return scenario.settings.release or releases.newest(sys.modules[__name__])
+    return releases.in_force(sys.modules[__name__], scenario.settings)
+
+
+def _batch_defaults(scenario) -> tuple[int, int]:
+    dep = scenario.deployment
+    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
+                                scenario.workload.context_tokens, scenario.settings.vllm_entry)
 
 
 def default_chunk(scenario) -> int:
-    dep = scenario.deployment
-    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
-                                scenario.workload.context_tokens, scenario.settings.vllm_entry)[0]
+    return _batch_defaults(scenario)[0]
 
 
 def max_num_seqs(scenario) -> int:
     """--max-num-seqs: the requests asked for when chosen (the launch command sets it), else the
     release's default for this GPU."""
-    dep = scenario.deployment
-    if scenario.settings.batch_given:
-        return scenario.workload.batch
-    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
-                                scenario.workload.context_tokens, scenario.settings.vllm_entry)[1]
+    return scenario.workload.batch if scenario.settings.batch_given else _batch_defaults(scenario)[1]
 
 
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
     dep, settings = scenario.deployment, scenario.settings
     memory = torch_total(dep, settings, notes)
-    release = settings.release or releases.newest(sys.modules[__name__])
+    release = release_of(scenario)
     # requested memory: int(total x util), math.ceil from 0.14.0 (vllm/v1/worker/utils.py request_memory).
     rounding = math.ceil if release.at_least(0, 14, 0) else int
     if settings.utilization_given:
