@@ -8,7 +8,7 @@ from . import architectures, gguf, link, presets
 from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
-from .evaluation import evaluate, unexpected
+from .evaluation import evaluate, sized_as, unexpected
 from .options import MODEL_INPUTS, OPTIONS, parse_options
 from .scenario import resolve_model
 from .safetensors import layer_list
@@ -172,7 +172,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
                                        "weights, or --kv-memory-gib")
         if engine is not None:
-            command = launch(evaluation.scenario, engine, evaluation.result)
+            command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
             if command.command is None:
                 raise InputError("launch", command.notes[0])
         output = _render(evaluation, fmt, command if engine is not None else None)

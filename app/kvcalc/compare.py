@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, replace
 
+from . import engines
 from .errors import InputError
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .scenario import Scenario
@@ -23,9 +24,14 @@ class Row:
 
 
 def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
-    # Each row is a full computation; a design the deployment cannot split says why instead.
+    # Each row is a full computation, sized by the engine chosen as the headline is, so its
+    # requests are the engine's (Result.capacity); a design the deployment cannot split, or the
+    # engine cannot store, says why instead.
+    variant = replace(scenario, model=model or scenario.model, workload=workload or scenario.workload)
     try:
-        result = compute(model or scenario.model, workload or scenario.workload, scenario.deployment, searches=False)
+        result = compute(variant.model, variant.workload, scenario.deployment, searches=False)
+        if scenario.settings.engine:
+            result = replace(result, engine=engines.size(variant, result))
     except InputError as e:
         return Row(label, detail, None, e.message, current)
     return Row(label, detail, result, None, current)
@@ -105,8 +111,8 @@ def precision_rows(scenario: Scenario) -> list[Row]:
     for name in names:
         p = PRECISIONS[name]
         work = replace(scenario.workload, kv_precision=p)
-        engines = ", ".join(p.engines) or "no engine named"
-        rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {engines}",
+        stored_by = ", ".join(p.engines) or "no engine named"
+        rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {stored_by}",
                          current=name == current))
     return rows
 
@@ -114,13 +120,15 @@ def precision_rows(scenario: Scenario) -> list[Row]:
 # Headline figures for the side-by-side comparison: (label, key in report.to_json, kind).
 COMPARE_METRICS = (
     ("Verdict", "verdict", "text"), ("Model", "model", "text"), ("KV precision", "kv_dtype", "text"), ("GPU", "gpu", "text"),
+    ("Sized as", "sized_as", "text"),
     ("GPUs", "gpus", "count"), ("Tensor parallel", "tp", "count"), ("Pipeline parallel", "pp", "count"),
     ("Memory utilization", "memory_utilization", "text"), ("Context", "context", "count"),
     ("Requests", "batch", "count"), ("Shared prefix", "prefix_tokens", "count"),
     ("Block size", "block_size", "text"),
     ("KV per token", "kv_bytes_per_token", "bytes"), ("KV per request", "kv_bytes_per_request", "bytes"),
-    ("KV total", "kv_bytes_total", "bytes"), ("KV per GPU", "kv_bytes_per_gpu", "bytes"),
-    ("Weights", "weights_bytes", "bytes"), ("Max concurrent requests", "max_concurrency", "count"),
+    ("KV total, one copy", "kv_bytes_total", "bytes"), ("KV per GPU", "kv_bytes_per_gpu", "bytes"),
+    ("KV on all GPUs", "kv_bytes_all_gpus", "bytes"), ("Weights", "weights_bytes", "bytes"),
+    ("Overhead per GPU", "overhead_bytes_per_gpu", "bytes"), ("Max concurrent requests", "max_concurrency", "count"),
     ("Longest context that fits", "max_context", "count"),
     ("KV equals weights at", "kv_equals_weights_context", "count"),
 )

@@ -87,8 +87,24 @@ def _figures(result, prefix: str = ""):
 
 
 def _with_engine(scenario: Scenario, result: Result) -> Result:
-    """The result with the engine's figures beside the exact ideal's."""
-    return replace(result, engine=engines.size(scenario, result))
+    """The result with the engine's figures beside the exact ideal's, its longest context too."""
+    out = engines.size(scenario, result)
+    longest, limited_by = engines.longest_context(scenario, out)
+    return replace(result, engine=replace(out, max_context=longest, max_context_limited_by=limited_by))
+
+
+def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
+    """The same inputs sized by `engine`'s rules (its newest release unless the inputs name one
+    for it), for a section that speaks for that engine whatever is chosen: its launch command.
+    None where that engine refuses these inputs."""
+    if result.engine is not None and result.engine.engine == engine:
+        return result
+    # The release given belongs to the engine sized as; another engine takes its newest.
+    other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False))
+    try:
+        return replace(result, engine=engines.size(other, result))
+    except InputError:
+        return None
 
 
 def _with_timing(scenario: Scenario, result: Result) -> Result:

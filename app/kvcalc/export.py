@@ -23,7 +23,7 @@ def _csv(text: str) -> str:
 
 
 def export(scenario: Scenario, result: Result, fmt: str, unit: str = "gib") -> str:
-    data = to_json(scenario, result)
+    data = to_json(scenario, result, unit)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "csv":

@@ -31,8 +31,20 @@ def _precision_name(text: str, name: str) -> str:
     return precision(text, field=name).name
 
 
+# The engine value for no engine's rules: a link the page writes always names the engine, and a
+# link without one keeps meaning the exact ideal, as every link shared before did.
+EXACT = "exact"
+EXACT_ALIASES = frozenset({"exact", "ideal", "none", "exact-ideal"})
+
+
 def _engine_name(text: str, name: str) -> str:
-    return engines.engine_name(text)
+    if str(text).strip().lower() in EXACT_ALIASES:
+        return EXACT
+    try:
+        return engines.engine_name(text)
+    except InputError:
+        raise InputError(name, f"unknown engine {str(text)[:30]!r}; allowed: {EXACT} (the exact ideal), "
+                               f"{', '.join(engines.ENGINES)}") from None
 
 
 def _version_text(text: str, name: str) -> str:
@@ -103,8 +115,9 @@ OPTIONS = (
            "layer's, then those on the last stage, comma-separated, as a checkpoint's headers give them: "
            "pipeline stages carry their own layers."),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
-    Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp "
-           "(default: the exact ideal, no engine's rules).", choice=_engine_name),
+    Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp, or exact "
+           "for the exact ideal, no engine's rules (the default here; the page starts with vllm).",
+           choice=_engine_name),
     Option("engine-version", "text", "engine", "The engine's release as it prints it (vLLM 0.10.2, v0.19.1, "
            "0.28.1rc1.dev50+g...; SGLang 0.5.2; llama.cpp b5192); default: the newest release modelled.",
            choice=_version_text),
@@ -250,6 +263,8 @@ def parse_options(raw: dict) -> tuple[dict, list[InputError]]:
             values[name] = parse_value(option, value)
         except InputError as e:
             errors.append(e)
+    if values.get("engine") == EXACT:
+        del values["engine"]        # below here, no engine is the exact ideal
     return values, errors
 
 
@@ -258,7 +273,7 @@ def canonical_value(name: str, value):
     if not isinstance(value, str):
         return value
     if name == "engine":
-        return engines.engine_name(value)
+        return _engine_name(value, name)
     if name in ("kv-dtype", "weights-dtype", "kv-dtype-v"):
         return precision(value, field=name).name
     if name == "gpu":

@@ -16,10 +16,15 @@ JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total",
                  "weights_bytes", "weights_bytes_per_gpu", "gpu_memory_bytes", "usable_bytes_per_gpu",
                  "kv_budget_bytes_per_gpu", "max_concurrency", "max_context", "kv_equals_weights_context")
 
-def to_json(scenario: Scenario, result: Result) -> dict:
+def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
-    out["max_concurrency"] = result.capacity          # as the chosen engine sizes it
-    judged = verdict(scenario, result)
+    # One set of figures: with an engine chosen, what fits is as it sizes it; the exact ideal's
+    # own figures stay under exact_ideal.
+    out["max_concurrency"] = result.capacity
+    out["max_context"], limited_by = result.context_limit
+    out["kv_budget_bytes_per_gpu"] = result.budget_bytes_per_gpu
+    out["usable_bytes_per_gpu"] = usable_bytes_per_gpu(result)
+    judged = verdict(scenario, result, unit)
     timing = result.timing
     # A decode speed only means something for a deployment that fits.
     step = None if judged.fits is False else timing.decode_step_seconds if timing else result.decode_step_seconds
@@ -40,7 +45,7 @@ def to_json(scenario: Scenario, result: Result) -> dict:
         "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
         "memory_utilization": _plain(dep.memory_utilization),
         "overhead_bytes_per_gpu": dep.overhead_bytes,
-        "max_context_limited_by": result.max_context_limited_by,
+        "max_context_limited_by": limited_by,
         "decode_step_seconds": None if step is None else float(step),
         "decode_tokens_per_s_per_request": None if step is None else float(1 / step),
         "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
@@ -51,9 +56,29 @@ def to_json(scenario: Scenario, result: Result) -> dict:
     out.update(engine_json(result.engine))
     out["engine_version"] = None if scenario.settings.release is None or result.engine is None else \
         str(scenario.settings.release)
+    out["sized_as"] = "exact ideal" if result.engine is None else \
+        " ".join(filter(None, (engines.title(result.engine.engine), out["engine_version"])))
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
+    out["exact_ideal"] = None if result.engine is None else {
+        "max_concurrency": result.max_concurrency, "max_context": result.max_context,
+        "max_context_limited_by": result.max_context_limited_by,
+        "kv_budget_bytes_per_gpu": result.kv_budget_bytes_per_gpu, "usable_bytes_per_gpu": result.usable_bytes_per_gpu,
+        "memory_utilization": _plain(dep.memory_utilization), "overhead_bytes_per_gpu": dep.overhead_bytes}
     return out
+
+
+def usable_bytes_per_gpu(result: Result) -> int | None:
+    """The memory the sizing in force may use per GPU: the engine's (its utilization of the total
+    PyTorch reports, or SGLang's static fraction) when its overhead is known, else memory x
+    utilization. None where an engine's is not known (a KV memory read from a log)."""
+    engine = result.engine
+    if engine is None:
+        return result.usable_bytes_per_gpu
+    if engine.kv_budget_bytes_per_gpu is None or engine.overhead_bytes_per_gpu is None or \
+            result.weights_bytes_per_gpu is None:
+        return None
+    return engine.kv_budget_bytes_per_gpu + result.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
 
 
 ENGINE_KEYS = ("engine", "engine_block_size", "engine_prefill_chunk", "engine_kv_bytes_per_request",
@@ -116,21 +141,22 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
         notes = list(dict.fromkeys(note for layer in groups if (note := layer.tp_note(dep.tp))))
         lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}): " + "; ".join(notes + [
             f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
-    if result.kv_budget_bytes_per_gpu is not None:
+    if result.engine is not None:
+        lines.extend(_engine_capacity_lines(scenario, result, unit))
+    elif result.kv_budget_bytes_per_gpu is not None:
         util = dep.memory_utilization
         util_text = "" if util == 1 else f" x {float(util):g}"
         lines.append(f"KV budget per GPU = {size(dep.gpu_memory_bytes, unit)}{util_text} - weights "
                      f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(dep.overhead_bytes, unit)} = "
                      f"{size(result.kv_budget_bytes_per_gpu, unit)}"
-                     + (" (before activations and runtime memory: set an overhead; vLLM subtracts its"
-                        " measured peak)" if not dep.overhead_bytes else ""))
+                     + (" (before activations and runtime memory: set an overhead, or size as an engine, "
+                        "which subtracts its own)" if not dep.overhead_bytes else ""))
         stage_shared, stage_private = _heaviest_stage(scenario)
         if stage_private and result.kv_budget_bytes_per_gpu >= 0:
             shared_text = f"({size(result.kv_budget_bytes_per_gpu, unit)} - {size(stage_shared, unit)} shared)" \
                 if stage_shared else size(result.kv_budget_bytes_per_gpu, unit)
-            ideal = result.max_concurrency
             lines.append(f"Max concurrency = floor({shared_text} / {size(stage_private, unit)} per request per GPU)"
-                         f" = {ideal:,}" + (" (the exact ideal; the engine's rules are below)" if result.engine else ""))
+                         f" = {result.max_concurrency:,}")
         if result.max_context is not None:
             why = {"memory": "memory", "model": "the model's max_position_embeddings"}[result.max_context_limited_by]
             lines.append(f"Max context for {plural(work.batch, 'request')} = {plural(result.max_context, 'token')}"
@@ -147,6 +173,45 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     return lines
 
 
+def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | None:
+    """How the engine's KV memory per GPU comes about, with these numbers."""
+    engine, name = result.engine, engines.title(result.engine.engine)
+    if engine.kv_budget_bytes_per_gpu is None:
+        return None
+    if engine.budget_source == "kv-memory-gib":
+        return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
+    usable = usable_bytes_per_gpu(result)
+    what = "estimated" if engine.budget_source == "estimate" else "yours"
+    band = "" if not engine.band else (f"; its band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
+                                       f"{size(engine.band[0].overhead_bytes_per_gpu, unit)}")
+    return (f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights "
+            f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(engine.overhead_bytes_per_gpu or 0, unit)} "
+            f"({what}{band}) = {size(engine.kv_budget_bytes_per_gpu, unit)}")
+
+
+def _engine_capacity_lines(scenario: Scenario, result: Result, unit: str) -> list[str]:
+    """The budget, the requests and the longest context as the chosen engine sizes them, with the
+    exact ideal's answer named beside (it is what no engine allocates)."""
+    engine, name, work = result.engine, engines.title(result.engine.engine), scenario.workload
+    lines = []
+    memory = engine_memory_line(scenario, result, unit)
+    if memory:
+        lines.append(memory)
+    if engine.starts and engine.max_concurrency is not None:
+        ideal = "" if result.max_concurrency is None else \
+            f" (the exact ideal, no engine's rules: {plural(result.max_concurrency, 'request')})"
+        lines.append(f"Max concurrency ({name}) = {float(engine.max_concurrency):,.2f} requests of "
+                     f"{work.context_tokens:,} tokens -> {plural(result.capacity, 'request')} at once{ideal}")
+    elif engine.starts is False:
+        lines.append(f"Max concurrency ({name}): none, it does not start with these inputs (the verdict says why)")
+    longest, limited_by = result.context_limit
+    if longest is not None and limited_by is not None:
+        why = {"memory": f"{name}'s KV memory", "model": "the model's max_position_embeddings"}[limited_by]
+        lines.append(f"Max context for {plural(work.batch, 'request')} ({name}, at this KV memory) = "
+                     f"{plural(longest, 'token')} (limited by {why})")
+    return lines
+
+
 def _heaviest_stage(scenario: Scenario):
     """(shared, per request) bytes on the GPU that limits concurrency."""
     work, dep = scenario.workload, scenario.deployment
@@ -160,7 +225,7 @@ def _heaviest_stage(scenario: Scenario):
 
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
     scenario, result = evaluation.scenario, evaluation.result
-    judged = verdict(scenario, result)
+    judged = verdict(scenario, result, unit)
     rows = [
         ("Verdict", judged.sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
@@ -175,6 +240,8 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
         (f"KV total ({requests}, one copy)", both(result.kv_bytes_total)),
         (f"KV per GPU ({requests}; tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
+    ] + ([(f"KV on all GPUs ({requests}, every copy)", both(result.kv_bytes_all_gpus))]
+         if result.kv_bytes_all_gpus != result.kv_bytes_total else []) + [
         ("Weights (all GPUs)", weights(result.weights_bytes)),
         ("Weights per GPU", weights(result.weights_bytes_per_gpu)),
         (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
@@ -199,12 +266,13 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
 
 
 def _max_context_text(result: Result) -> str:
-    if result.max_context_limited_by is None:
+    longest, limited_by = result.context_limit
+    if limited_by is None:
         return "n/a (needs GPU memory and the weights' size)"
-    if result.max_context is None:
+    if longest is None:
         return "unbounded (every layer's cache is capped)"
-    suffix = " (model limit)" if result.max_context_limited_by == "model" else ""
-    return f"{result.max_context:,} tokens{suffix}"
+    suffix = " (model limit)" if limited_by == "model" else ""
+    return f"{longest:,} tokens{suffix}"
 
 
 def conditions(scenario: Scenario, result: Result) -> str:
@@ -228,13 +296,20 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
     ctx, batch = f"{work.context_tokens:,} tokens", plural(work.batch, "request")
     gpus = plural(dep.gpus, "GPU")
     rules = f"{engines.title(result.engine.engine)}'s rules" if result.engine else "exact ideal"
+    # The cache's own sizes are the model's, whatever the engine: with one chosen they say so.
+    ideal = "; exact ideal" if result.engine else ""
+    copies = result.kv_bytes_all_gpus / result.kv_bytes_total if result.kv_bytes_total else 1
     return {
         "max_concurrency": f"of {ctx} each, on {gpus} ({rules})",
-        "kv_bytes_per_request": f"one request at {ctx}, all GPUs together",
-        "kv_bytes_per_gpu": f"{batch} of {ctx}, on the most loaded GPU",
-        "max_context": f"for {batch}, on {gpus}",
-        "kv_bytes_per_token": "one token, every layer, one copy",
-        "kv_bytes_total": f"{batch} of {ctx}, all GPUs together, one copy",
+        "kv_bytes_per_request": f"one request at {ctx}, all GPUs together, one copy{ideal}",
+        "kv_bytes_per_gpu": f"{batch} of {ctx}, on the most loaded GPU{ideal}",
+        "max_context": f"for {batch}, on {gpus} ({rules}" + (", at its KV memory)" if result.engine else ")"),
+        "kv_bytes_per_token": f"one token, every layer, one copy{ideal}",
+        "kv_bytes_total": f"{batch} of {ctx}, one copy{ideal}",
+        "kv_bytes_all_gpus": (f"{batch} of {ctx}, every copy on all {gpus}: tensor parallelism keeps "
+                              f"{copies:.3g} copies{ideal}" if copies > 1 else
+                              f"{batch} of {ctx}, all {gpus} together: each holds its own share, no copies{ideal}")
+        if dep.gpus > 1 else f"{batch} of {ctx}, on the one GPU{ideal}",
         "weights_bytes": f"all {gpus} together" if dep.gpus > 1 else "on the one GPU",
         "weights_bytes_per_gpu": f"each of {gpus}" if dep.gpus > 1 else "the one GPU",
         "kv_equals_weights_context": f"per GPU: {batch}' cache on the most loaded GPU against its weights"
@@ -246,11 +321,11 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
 def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     """Every text the page's results show, for the browser module and for the build, which
     writes the default view into the HTML so it is correct before Python starts."""
-    data = to_json(scenario, result)
+    data = to_json(scenario, result, unit)
     metrics = {}      # key -> (exact value, the figure, its exact form or a second part)
     dep = scenario.deployment
-    for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "weights_bytes",
-                "weights_bytes_per_gpu"):
+    for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
+                "kv_bytes_all_gpus", "weights_bytes", "weights_bytes_per_gpu"):
         value = data[key]
         if value is None:
             metrics[key] = (value, "n/a (give parameters or weights)", "")
@@ -275,6 +350,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     metrics["decode_tokens_per_s_per_request"] = (
         (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
+    metrics.update(_overhead_metrics(scenario, result, data, unit))
     time_texts = timing_texts(scenario, result, data["fits"])
     metrics.update(time_texts["metrics"])
     model = scenario.model
@@ -283,7 +359,8 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     return {
         "data": data,
         "conditions": conditions(scenario, result),
-        "metric_conditions": {**metric_conditions(scenario, result), **time_texts["conditions"]},
+        "metric_conditions": {**metric_conditions(scenario, result), **overhead_conditions(scenario, result, unit),
+                              **time_texts["conditions"]},
         "time_live": time_texts["live"],
         "engine": engine_texts(scenario, result, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
@@ -295,12 +372,45 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     }
 
 
+def _overhead_metrics(scenario: Scenario, result: Result, data: dict, unit: str) -> dict:
+    """The overhead subtracted per GPU and the activation peak in it, as the sizing in force has them."""
+    engine = result.engine
+    overhead = None if engine is not None and engine.budget_source == "kv-memory-gib" else \
+        data["overhead_bytes_per_gpu"]
+    activation = None if engine is None else engine.activation_bytes_per_gpu
+    out = {}
+    for key, value in (("overhead_bytes_per_gpu", overhead), ("activation_bytes_per_gpu", activation)):
+        out[key] = (value, "n/a" if value is None else size(value, unit), "" if value is None else f"{value:,} B")
+    return out
+
+
+def overhead_conditions(scenario: Scenario, result: Result, unit: str) -> dict:
+    engine = result.engine
+    if engine is None:
+        given = scenario.deployment.overhead_bytes
+        return {"overhead_bytes_per_gpu": "yours: the exact ideal subtracts only what you set" if given else
+                "none: the exact ideal subtracts nothing; size as an engine for its estimate",
+                "activation_bytes_per_gpu": "n/a: the exact ideal has none; an engine's estimate is part of its overhead"}
+    name = engines.title(engine.engine)
+    band = "" if not engine.band else (f" (band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
+                                       f"{size(engine.band[0].overhead_bytes_per_gpu, unit)})")
+    overhead = {"kv-memory-gib": f"n/a: your log gives {name}'s KV memory, which already leaves it out",
+                "overhead-gib": f"yours, in place of {name}'s estimate",
+                "estimate": f"{name}'s, estimated{band}: subtracted before the KV cache",
+                "none": f"{name}'s, estimated{band}"}[engine.budget_source]
+    if engine.budget_source == "estimate" and not engine.overhead_bytes_per_gpu:
+        overhead = f"none subtracted: {name} keeps its activations in the share its memory cap leaves"
+    activation = f"{name}'s profiling run, estimated: part of the overhead" \
+        if engine.activation_bytes_per_gpu is not None else f"n/a: {name}'s estimate has no separate activation peak"
+    return {"overhead_bytes_per_gpu": overhead, "activation_bytes_per_gpu": activation}
+
+
 def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     """What the page shows for the chosen engine: its figures, its start-up lines, and why they
     differ from the exact ideal. Empty when no engine was chosen."""
     engine = result.engine
     if engine is None:
-        return {"title": "", "metrics": {}, "why": [], "log": ""}
+        return {"title": "", "metrics": {}, "why": [], "log": "", "labels": {}}
     rules = engines.REGISTRY[engine.engine]
     name = rules.TITLE
     work = scenario.workload
@@ -373,4 +483,15 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         why.append(f"These are {name} {release}'s rules, the newest release modelled; give your engine release "
                    f"(--engine-version) for its own: defaults and overhead differ between releases.")
     title = name if release is None else f"{name} {release}"
-    return {"title": title, "metrics": metrics, "why": why, "log": "\n".join(engine.log)}
+    labels = dict(ENGINE_LABELS, **rules.LABELS)
+    if engine.refusal and rules.REFUSED_MAX_LEN_WORDS:
+        labels["engine_max_model_len"] = f"Longest context one request can have ({rules.REFUSED_MAX_LEN_WORDS})"
+    return {"title": title, "metrics": metrics, "why": why, "log": "\n".join(engine.log), "labels": labels}
+
+
+# The engine card's labels where an engine's own words (its module's LABELS) do not replace them.
+ENGINE_LABELS = {"engine_starts": "Starts", "engine_max_concurrency": "Requests of this context at once",
+                 "engine_kv_tokens": "KV cache size", "engine_kv_budget_bytes_per_gpu": "KV memory per GPU",
+                 "engine_kv_bytes_per_request": "Reserved per request, per GPU",
+                 "engine_max_model_len": "Longest context one request can have",
+                 "engine_overhead_band": "Overhead per GPU, estimated"}

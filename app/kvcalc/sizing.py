@@ -168,6 +168,22 @@ class Result:
             return self.max_concurrency
         return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
 
+    # The figures below follow the chosen engine as `capacity` does, so every section shows one
+    # set: the exact ideal's own stay in the fields of the same names.
+    @property
+    def context_limit(self) -> tuple[int | None, str | None]:
+        """(longest context for the batch, what limits it) as the chosen rules size it."""
+        engine = self.engine
+        if engine is None:
+            return self.max_context, self.max_context_limited_by
+        return engine.max_context, engine.max_context_limited_by
+
+    @property
+    def budget_bytes_per_gpu(self) -> int | None:
+        """The KV memory per GPU: the engine's when one was chosen, else memory x utilization -
+        weights - overhead."""
+        return self.kv_budget_bytes_per_gpu if self.engine is None else self.engine.kv_budget_bytes_per_gpu
+
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:
     """Everything for one configuration. `searches=False` skips the two context searches

@@ -8,6 +8,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from ..errors import InputError
+from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
 from ..units import GIB
 from . import llamacpp, sglang, vllm
 from .result import Band, Budget, EngineResult
@@ -17,7 +18,8 @@ ENGINES = tuple(REGISTRY)
 ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
-__all__ = ["ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size"]
+__all__ = ["ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
+           "longest_context"]
 
 
 def title(name: str) -> str:
@@ -89,3 +91,35 @@ def _band(engine, scenario, chunk: int, budget: Budget):
         out = engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=kv, overhead_bytes_per_gpu=overhead), [])
         ends.append(Band(overhead, kv, out.starts, out.max_concurrency, out.kv_tokens))
     return tuple(ends)
+
+
+def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None]:
+    """(the longest context at which the engine holds the batch at once, what limits it), at the
+    KV memory it sized for these inputs: what it would take with a longer --max-model-len, no
+    further than the model's limit. (None, None) without a KV memory."""
+    if out.kv_budget_bytes_per_gpu is None:
+        return None, None
+    engine, work, model = REGISTRY[out.engine], scenario.workload, scenario.model
+    budget = Budget(out.kv_budget_bytes_per_gpu, out.activation_bytes_per_gpu, out.overhead_bytes_per_gpu,
+                    out.budget_source)
+
+    def holds(tokens: int) -> bool:
+        at = replace(scenario, workload=replace(work, context_tokens=tokens,
+                                                prefix_tokens=min(work.prefix_tokens, tokens)))
+        try:
+            e = engine.size(at, out.prefill_chunk, budget, [])
+        except InputError:
+            return False
+        return bool(e.starts) and e.max_concurrency is not None and e.max_concurrency >= work.batch
+
+    if out.kv_budget_bytes_per_gpu <= 0 or not holds(1):
+        return 0, "memory"
+    limit = model.max_context_tokens or CONTEXT_SEARCH_LIMIT
+    # The exact ideal's answer at this memory is close (blocks and windows move it a little):
+    # it only narrows the search, every step of which asks the engine itself.
+    guesses = [g for stage, _ in model.stage_groups(scenario.deployment.pp)
+               if (g := _linear_guess(stage, work, work.batch, out.kv_budget_bytes_per_gpu, scenario.deployment.tp))]
+    largest = _largest_fitting(holds, 1, limit, min(guesses) if guesses else None)
+    if largest is not None:
+        return largest, "memory"
+    return (model.max_context_tokens, "model") if model.max_context_tokens else (None, "none")

@@ -50,6 +50,15 @@ KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not 
 SEPARATE_V = True            # -ctk and -ctv
 TOKENS_LABEL = "cells per sequence stream"
 REFUSED_MAX_LEN_WORDS = ""
+# The engine card's labels, in its own words: llama.cpp serves a fixed number of sequences (-np).
+LABELS = {"engine_max_concurrency": "Sequences served at once (-np)",
+          "engine_kv_tokens": "KV cells it prints, per sequence stream",
+          "engine_kv_budget_bytes_per_gpu": "Memory left for its KV buffers, per GPU",
+          "engine_kv_bytes_per_request": "One sequence's KV buffer, per GPU",
+          "engine_max_model_len": "Context of each sequence (n_ctx_seq it prints)",
+          "engine_overhead_band": "Compute buffer per GPU, estimated"}
+# It allocates the cells its sequences need (-c), not all the memory left.
+ALLOCATES_WHOLE_BUDGET = False
 USABLE_WORDS = ""
 
 MIB = 1 << 20

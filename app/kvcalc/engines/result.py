@@ -25,6 +25,11 @@ class EngineResult:
     kv_tokens_range: tuple[int, int] | None = None
     # An estimated overhead's band: the engine's answer at its top (least KV memory) and bottom.
     band: tuple | None = None
+    # The longest context at which it holds the batch at once, at this KV memory, and what limits
+    # it ("memory", "model" or "none"); set once for the inputs on screen (evaluation), not for
+    # the side tables' variants.
+    max_context: int | None = None
+    max_context_limited_by: str | None = None
 
 
 @dataclass(frozen=True)

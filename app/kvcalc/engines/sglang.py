@@ -32,6 +32,15 @@ KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 G
 SEPARATE_V = False
 TOKENS_LABEL = "#tokens (max_total_num_tokens)"
 REFUSED_MAX_LEN_WORDS = ""
+# The engine card's labels, in its own words: SGLang prints no concurrency, only its pool.
+LABELS = {"engine_max_concurrency": "Requests of this context its pool holds (#tokens / context; not printed)",
+          "engine_kv_tokens": "KV cache it prints (#tokens)",
+          "engine_kv_budget_bytes_per_gpu": "KV pool per GPU (its K size + V size)",
+          "engine_kv_bytes_per_request": "One request's tokens in the pool, per GPU",
+          "engine_max_model_len": "Longest context one request can have (its context_len, within the pool)",
+          "engine_overhead_band": "Overhead per GPU (activations live in 1 - mem_fraction_static)"}
+# Its KV pool is allocated whole at start-up: what the requests leave is the cache's, not free.
+ALLOCATES_WHOLE_BUDGET = True
 USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
                 "context); activations and CUDA graphs live in the share it leaves free.")
 
@@ -306,7 +315,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     return EngineResult(
         engine=NAME, block_size=page, prefill_chunk=chunk, kv_budget_bytes_per_gpu=budget.kv_bytes_per_gpu,
         kv_bytes_per_request=pool.bytes_per_request, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
-        starts=starts, max_model_len=pool.kv_tokens,       # one request may use the whole full-attention pool
+        # One request may use the whole full-attention pool, but no more than the --context-length
+        # it is launched with (the context asked for), which SGLang keeps within the model's limit.
+        starts=starts, max_model_len=min(pool.kv_tokens, work.context_tokens, model.max_context_tokens
+                                         or work.context_tokens),
         refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
         log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes))

@@ -38,6 +38,15 @@ KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.0
 SEPARATE_V = False           # K and V in one dtype
 TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count
 REFUSED_MAX_LEN_WORDS = "vLLM's estimate"     # a refusal prints the longest length it estimates
+# The engine card's labels, in the words of its start-up log.
+LABELS = {"engine_max_concurrency": "Maximum concurrency it prints",
+          "engine_kv_tokens": "GPU KV cache size it prints",
+          "engine_kv_budget_bytes_per_gpu": "Available KV cache memory it prints, per GPU",
+          "engine_kv_bytes_per_request": "Reserved per request, per GPU",
+          "engine_max_model_len": "max_model_len it starts with",
+          "engine_overhead_band": "Overhead per GPU, estimated"}
+# Its KV pool is allocated whole at start-up: what the requests leave is the cache's, not free.
+ALLOCATES_WHOLE_BUDGET = True
 USABLE_WORDS = ""
 DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
