@@ -278,3 +278,16 @@ def test_json_is_exact_integers():
     assert [s["key"] for s in data["steps"]] == ["units", "utilization", "overhead"]
     assert all(isinstance(s["change_bytes"], int) for s in data["steps"])
     assert data["requests"] == 55 and data["missing"] is None
+
+
+def test_kv_memory_from_a_log_replaces_the_memory_steps():
+    result, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
+                              "kv-memory-gib": "60"})
+    by = steps(block)
+    assert "utilization" not in by and "overhead" not in by
+    assert by["kv_memory"].ours == 60 * GIB and by["kv_memory"].free_bytes == 60 * GIB
+    assert_chain_arrives(block, 60)
+    assert result.capacity == 60
+    rows = texts(block)["rows"]
+    assert [row["name"] for row in rows] == ["The source's answer", "GiB vs GB", "KV memory from your log",
+                                             "Here (vLLM " + vllm.NEWEST_RELEASE + "'s rules)"]

@@ -217,8 +217,8 @@ def _memory(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> N
     memory = dep.gpu_memory_bytes
     if engine is not None and engine.budget_source == "kv-memory-gib":
         chain.step("kv_memory", "KV memory from your log", "free", Fraction(src.free_bytes, gpus),
-                   engine.kv_budget_bytes_per_gpu, "the KV memory per GPU your engine printed (kv-memory-gib), in "
-                   "place of utilization, weights and overhead", free=gpus * engine.kv_budget_bytes_per_gpu)
+                   engine.kv_budget_bytes_per_gpu, "the KV memory per GPU your engine's log printed, in place of "
+                   "utilization, weights and overhead", free=gpus * engine.kv_budget_bytes_per_gpu)
         return
     if engine is None:
         usable, overhead, why_usable = result.usable_bytes_per_gpu, dep.overhead_bytes, \
@@ -510,7 +510,7 @@ def texts(block: SourceFormula, unit: str = "gib") -> dict:
                          f"{_bytes(src.weights_bytes, unit)} - {_bytes(src.overhead_bytes, unit)}) / "
                          f"{_bytes(src.bytes_per_request, unit)} per request", "", "", src.requests))
         for step in block.steps:
-            rows.append(_row(f"source-{step.key}", step.name[0].upper() + step.name[1:],
+            rows.append(_row(f"source-{step.key}", _capital(step.name),
                              _value(step, False, unit, gpus), f"{_value(step, True, unit, gpus)}: {step.why}",
                              _effect(step, unit, gpus), step.requests))
         rows.append(_row("source-ours", f"Here ({block.ours_label})", "", "", "", block.ours))
@@ -527,6 +527,11 @@ def texts(block: SourceFormula, unit: str = "gib") -> dict:
                    f"({block.ours_label})" + (": " + ", ".join(moves) if moves else ": the same") + ".")
     return {"formula": source_lines(block, unit), "rows": rows, "lines": lines, "summary": summary,
             "same": "Considered, the same in both: " + ", ".join(block.same) + "." if block.same else ""}
+
+
+def _capital(name: str) -> str:
+    """A step's name to start a row; engine names keep their own case (vLLM, llama.cpp)."""
+    return name if name.startswith(tuple(engines.title(e) for e in engines.ENGINES)) else name[0].upper() + name[1:]
 
 
 def _row(key: str, name: str, source: str, here: str, effect: str, requests: int | None) -> dict:

@@ -5,17 +5,16 @@ difference from its answer to ours, named and sized. Every text is the engine's
 from kvcalc.source_formula import source_formula, texts
 
 from web.dom import lines_of, put, view
-from web.errors import in_page_words
 
 CELLS = ("name", "source", "here", "effect")
 
 
 def render(scenario, result, unit: str) -> None:
     words = texts(source_formula(scenario, result), unit)
-    view("#source-lines", item_tag="li").show(lines_of([in_page_words(line) for line in words["formula"]]))
-    put("#source-summary", in_page_words(words["summary"]))
+    view("#source-lines", item_tag="li").show(lines_of(words["formula"]))
+    put("#source-summary", words["summary"])
     view("#source-table tbody").show([
-        (row["key"], [(in_page_words(row[cell]), None, "") for cell in CELLS]
+        (row["key"], [(row[cell], None, "") for cell in CELLS]
          + [(row["requests"], row["requests_value"], "")]) for row in words["rows"]])
     put("#source-table", not words["rows"], "hidden")
     put("#source-same", words["same"])
