@@ -299,10 +299,11 @@ def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> 
                    per_request=tokens + state)
     block = work.block_size_tokens if engine is None else engine.block_size
     blocked = replace(work, block_size_tokens=block, prefix_tokens=0)
-    chain.step("blocks", "blocks", "request", chain.per_request, cache_bytes(everything, ctx, blocked)[1],
+    rounded = cache_bytes(everything, ctx, blocked)[1]
+    chain.step("blocks", "blocks", "request", chain.per_request, rounded,
                f"each layer rounds the tokens it holds up to whole blocks of {block:,}"
                + (" (llama.cpp pads its cells to 256)" if engine is not None and engine.engine == "llama.cpp" else ""),
-               per_request=cache_bytes(everything, ctx, blocked)[1], considered=block > 1)
+               per_request=rounded, considered=block > 1)
     replicated = tp * cache_bytes(everything, ctx, blocked, tp)[1]
     chain.step("replication", "replication", "request", chain.per_request, replicated,
                _replication_words(model, tp) or f"tp {tp} splits the cache evenly", per_request=replicated,
