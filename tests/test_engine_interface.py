@@ -23,6 +23,7 @@ def toy_engine() -> types.ModuleType:
     toy.TOKENS_LABEL, toy.REFUSED_MAX_LEN_WORDS, toy.USABLE_WORDS = "pages x 1,000", "", ""
     toy.LABELS = {"engine_max_concurrency": "Requests its pages hold"}
     toy.ALLOCATES_WHOLE_BUDGET = True
+    toy.CONCURRENCY_FORMAT = "{:,.2f} requests"
     toy.default_chunk = lambda scenario: 4096
     toy.usable_memory = lambda scenario, chunk, notes, ideal: ideal
     toy.estimate_overhead = lambda scenario, chunk, notes: (None, 1 << 30, None)      # a flat 1 GiB, no band

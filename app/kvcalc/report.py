@@ -3,7 +3,7 @@
 from collections import Counter
 from fractions import Fraction
 
-from . import engines
+from . import engines, source_formula
 from .evaluation import Evaluation
 from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
@@ -60,6 +60,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         " ".join(filter(None, (engines.title(result.engine.engine), out["engine_version"])))
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
+    out["source_formula"] = source_formula.json_of(scenario, result)
     out["exact_ideal"] = None if result.engine is None else {
         "max_concurrency": result.max_concurrency, "max_context": result.max_context,
         "max_context_limited_by": result.max_context_limited_by,
@@ -423,7 +424,7 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
                           "unknown: give a GPU and weights, or the KV memory" if engine.starts is None else
                           "yes" if engine.starts else "no: it refuses", ""),
         "engine_max_concurrency": ("" if conc is None else f"{float(conc):.6g}",
-                                   "n/a" if conc is None else f"{float(conc):,.2f}x",
+                                   "n/a" if conc is None else rules.CONCURRENCY_FORMAT.format(float(conc)),
                                    f"requests of {work.context_tokens:,} tokens at once"),
         "engine_kv_tokens": ("" if engine.kv_tokens is None else str(engine.kv_tokens),
                              "n/a" if engine.kv_tokens is None else plural(engine.kv_tokens, "token"),

@@ -50,6 +50,7 @@ KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not 
 SEPARATE_V = True            # -ctk and -ctv
 TOKENS_LABEL = "cells per sequence stream"
 REFUSED_MAX_LEN_WORDS = ""
+CONCURRENCY_FORMAT = "{:,.0f} sequences"      # its -np
 # The engine card's labels, in its own words: llama.cpp serves a fixed number of sequences (-np).
 LABELS = {"engine_max_concurrency": "Sequences served at once (-np)",
           "engine_kv_tokens": "KV cells it prints, per sequence stream",

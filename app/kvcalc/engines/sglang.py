@@ -32,6 +32,7 @@ KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 G
 SEPARATE_V = False
 TOKENS_LABEL = "#tokens (max_total_num_tokens)"
 REFUSED_MAX_LEN_WORDS = ""
+CONCURRENCY_FORMAT = "{:,.2f} requests"       # pool / context: it prints no concurrency
 # The engine card's labels, in its own words: SGLang prints no concurrency, only its pool.
 LABELS = {"engine_max_concurrency": "Requests of this context its pool holds (#tokens / context; not printed)",
           "engine_kv_tokens": "KV cache it prints (#tokens)",

@@ -38,6 +38,7 @@ KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.0
 SEPARATE_V = False           # K and V in one dtype
 TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count
 REFUSED_MAX_LEN_WORDS = "vLLM's estimate"     # a refusal prints the longest length it estimates
+CONCURRENCY_FORMAT = "{:,.2f}x"              # as its log prints it
 # The engine card's labels, in the words of its start-up log.
 LABELS = {"engine_max_concurrency": "Maximum concurrency it prints",
           "engine_kv_tokens": "GPU KV cache size it prints",
@@ -203,7 +204,17 @@ def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
 
 
 def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
-    """(specs, block size, config lines, groups, padding, each worker's cached layers)."""
+    """(specs, block size, config lines, groups, padding, each worker's cached layers), kept in
+    the model's memo: the longest-context search and the charts ask for the same layout many
+    times per update, and it depends on none of the numbers they vary."""
+    key = ("vllm-layout", kv_precision.name, (state_precision or kv_precision).name, tp, pp, block_size, state_pages)
+    memo = model.memo
+    if key not in memo:
+        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    return memo[key]
+
+
+def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
     specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
                                                state_pages)
     groups, padding = kv_groups(specs)
@@ -341,6 +352,13 @@ SWAP_SPACE_BYTES = 4 * GIB     # V0's --swap-space default: CPU blocks for preem
 
 def _swap_blocks(model, work, dep, block: int) -> int | None:
     """V0's "# CPU blocks": its 4 GiB swap space over one block of every layer on the rank."""
+    key = ("vllm-swap", work.kv_precision.name, dep.tp, block)
+    if key not in model.memo:
+        model.memo[key] = _count_swap_blocks(model, work, dep, block)
+    return model.memo[key]
+
+
+def _count_swap_blocks(model, work, dep, block: int) -> int | None:
     per_block = sum(block * layer.row_bytes(work.kv_precision, dep.tp) for layer in model.layers
                     if layer.kind in ("full", "sliding", "chunked", "mla") and layer.held_range(1) is not None)
     return SWAP_SPACE_BYTES // per_block if per_block else None
