@@ -524,6 +524,7 @@ def _nemotron_moe(c: ConfigFields, t: _Tally, name: str, hidden: int) -> None:
 class QuantizedWeights:
     bytes: int           # every tensor of the language model, as the rule stores it
     rule: str            # the rule, in words (what is quantized, what stays 16-bit)
+    routed_bytes: int = 0   # the part of `bytes` in routed experts (tensors used by top-k of their copies)
 
 
 def has_quantization(cfg: dict) -> bool:
@@ -625,17 +626,20 @@ def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> Quantized
         raise InputError("quantization_config.quant_method", f"{show(quant.get('quant_method'))} is not a method "
                          "whose bytes this calculator computes (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ)")
     price, words, skip = rule(quant)
-    total = 0
+    total = routed = 0
     for g in counted.tensors:
         if g.role in QUANTIZABLE and not _skipped(g.name, skip):
             cost = price(g.rows, g.cols, g.role)
             if cost is None:
                 raise InputError("quantization_config", f"{g.name} ({g.rows:,} x {g.cols:,}) does not divide into "
                                                         f"the format's groups: {words}")
-            total += cost * g.copies
+            cost *= g.copies
         else:
-            total += g.elements * (4 if g.fp32 else 2)
-    return QuantizedWeights(total, words)
+            cost = g.elements * (4 if g.fp32 else 2)
+        total += cost
+        if g.active < g.copies:
+            routed += cost
+    return QuantizedWeights(total, words, routed)
 
 
 def _fp8(quant: dict):

@@ -1,0 +1,225 @@
+"""The weights a step of a mixture-of-experts model reads: the attention and shared weights, and
+of the routed experts only those its tokens are expected to touch (issue 23, point 6).
+
+A MoE layer routes each token to k of its E routed experts. Under uniform routing (every token
+picks k distinct experts, all choices alike, tokens independent) an expert is missed by one token
+with probability 1 - k/E, so a step of B tokens touches on average
+    E x (1 - (1 - k/E)^B)
+distinct experts per layer: k at B = 1, nearly all E for a large batch. The weights a step reads
+per GPU are then
+    ceil((W - X x (1 - k/E)^B) / tp)
+with W the whole model's weights bytes and X the bytes of every routed expert of every MoE layer
+(tensor parallelism splits each expert; expert parallelism is not modelled). Shared experts,
+routers, attention, embeddings and dense layers are in W - X: read every step. It is an
+expectation, not a bound: real routers are not uniform, and a skewed router touches fewer.
+
+X is the routed experts' share of W as W prices them, from the parameter count by tensor
+(params.count_params): the tensors that are routed (each of E copies, k used per token), priced at
+the weights' one precision when W is the parameter count at one precision, or as the
+quantization_config stores them when W is what that config computes (or a preset checkpoint's own
+bytes). A model without the config's tensors at hand takes X from its exact counts instead,
+E (total - active) / (E - k) parameters (the routed experts are all that total and active
+differ by). Where neither says what X is, every weight is read, and a note says so.
+
+Exact: the expectation is a Fraction while (1 - k/E)^B is small to write out (B log2 E up to
+EXACT_BITS bits); past that (a batch of a million is millions of bits) the power is bracketed
+in fixed point, between a floor and a ceiling that rounding only ever widens, until both ends
+give the same whole byte count, which is then the exact ceiling. Pure: values in, ints and
+Fractions out; what is derived once per model stays in its memo.
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+import re
+
+from . import presets
+from .errors import InputError
+from .params import count_params, has_quantization, quantized_weights
+from .precision import PRECISIONS, precision
+from .units import ceil_div
+
+EXACT_BITS = 4096           # (1 - k/E)^B written out as a Fraction up to this many bits
+FIXED_POINT_BITS = 128      # the bracket's first precision, doubled until its ends agree
+_LAYER = re.compile(r"layers\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class RoutedExperts:
+    """The routed experts of a model, as its weights price them."""
+    experts: int            # E: routed experts in each MoE layer
+    top_k: int              # k: the experts each token is routed to
+    layers: int | None      # MoE layers (None where only the parameter counts give the share)
+    routed_bytes: Fraction  # X: every routed expert of every MoE layer, at the weights' prices
+    how: str                # where X comes from, in words
+
+
+def routed_experts(model, weights_bytes: int | None) -> tuple[RoutedExperts | None, str | None]:
+    """The routed experts' share of `weights_bytes`, and a note where a model with experts has
+    no share that can be known (then every weight counts as read). (None, None) for a dense
+    model. Derived once per model and weights size."""
+    if weights_bytes is None:
+        return None, None
+    key = ("routed experts", weights_bytes)
+    memo = model.memo
+    if key not in memo:
+        memo[key] = _routed(model, weights_bytes)
+    return memo[key]
+
+
+def _routed(model, weights: int) -> tuple[RoutedExperts | None, str | None]:
+    moe = bool(model.experts) or (model.active_params is not None and model.params is not None
+                                   and model.active_params != model.params)
+    cfg = _preset_config(model)
+    why = "the experts per layer and per token are not known"
+    if cfg is not None:
+        try:
+            counted = count_params(cfg)
+        except InputError as e:
+            counted, why = None, f"its parameters are not counted by tensor ({e.field}: {e.message})"
+        if counted is not None and counted.tensors:
+            return _from_tensors(model, weights, cfg, counted)
+        if counted is not None:
+            why = "its parameters are not counted by tensor"
+    if model.experts and model.experts_per_token:
+        routed, note = _from_counts(model, weights)
+        return (routed, None) if routed else (None, note if cfg is None else _unknown(why))
+    return None, _unknown(why) if moe else None
+
+
+def _unknown(why: str) -> str:
+    return (f"the routed experts' share of the weights is not known ({why}), so a decode step counts every "
+            "weight as read, as if the batch touched every expert; a small batch can run faster than this bound")
+
+
+def _preset_config(model) -> dict | None:
+    """The config.json of the preset this model is (by its repo, with the same layers and counts):
+    the only config a model carries with it."""
+    entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
+    if entry is None:
+        return None
+    preset = presets.preset_model(entry["id"])
+    same = preset is model or (preset.layers == model.layers and all(
+        getattr(preset, name) == getattr(model, name) for name in ("params", "active_params", "experts",
+                                                                  "experts_per_token", "hidden_size")))
+    return entry["config"] if same else None
+
+
+def _uniform_bits(model, weights: int) -> Fraction | None:
+    """The bits per parameter when the weights are the parameter count at one precision (the
+    weights' own first, then any on record), else None."""
+    params = model.params
+    if not params:
+        return None
+    names = [model.weights_dtype] if model.weights_dtype else []
+    for bits in [precision(n).bits_per_element for n in names] + [p.bits_per_element for p in PRECISIONS.values()]:
+        if ceil_div(params * bits.numerator, bits.denominator * 8) == weights:
+            return bits
+    return None
+
+
+def _from_tensors(model, weights: int, cfg: dict, counted) -> tuple[RoutedExperts | None, str | None]:
+    routed = [g for g in counted.tensors if g.active < g.copies]
+    if not routed:
+        return None, None
+    shapes = {(g.copies, g.active) for g in routed}
+    if len(shapes) != 1:
+        return None, _unknown("its MoE layers route to different numbers of experts")
+    (experts, top_k), = shapes
+    layers = {m.group(1) for m in (_LAYER.search(g.name) for g in routed) if m}
+    elements = sum(g.elements for g in routed)
+    quantized = has_quantization(cfg)
+    if quantized and weights in (model.config_weights_bytes, model.checkpoint_bytes):
+        computed = quantized_weights(cfg, counted)
+        x = Fraction(computed.routed_bytes)
+        how = f"the config's routed-expert tensors as its quantization_config stores them ({computed.rule})"
+        if weights != computed.bytes:
+            how += f"; the rest of the checkpoint's {weights:,} bytes is read every step"
+    else:
+        bits = _uniform_bits(model, weights)
+        if bits is None and not quantized and weights == model.checkpoint_bytes and model.weights_dtype:
+            bits = precision(model.weights_dtype).bits_per_element
+        if bits is None:
+            return None, _unknown(f"the weights' {weights:,} bytes are not the parameter count at one precision "
+                                  "nor the config's quantized bytes, so which of them are experts is not known")
+        x = elements * bits / 8
+        how = f"the {elements:,} parameters of the config's routed-expert tensors at {float(bits):g} bits each"
+    if x > weights:
+        return None, _unknown(f"the routed experts' {float(x):,.0f} bytes are more than the weights' {weights:,}")
+    return RoutedExperts(experts, top_k, len(layers) or None, x, how), None
+
+
+def _from_counts(model, weights: int) -> tuple[RoutedExperts | None, str | None]:
+    """The routed experts from the total and active counts alone: total - active = (E - k) x one
+    copy of every MoE layer's experts, exact for counted parameters (not for rounded ones)."""
+    experts, top_k, total, active = model.experts, model.experts_per_token, model.params, model.active_params
+    if not (total and active and total > active and experts > top_k):
+        return None, _unknown("the total and active parameter counts are not both known")
+    if total % 10 ** 6 == 0 or active % 10 ** 6 == 0 or (total - active) % (experts - top_k):
+        return None, _unknown("the parameter counts are rounded, so the experts' part of them is not exact")
+    elements = experts * (total - active) // (experts - top_k)
+    bits = _uniform_bits(model, weights)
+    if bits is None and weights == model.config_weights_bytes:
+        return None, _unknown("the weights are the quantization_config's bytes, whose experts' part is kept only "
+                              "for a preset's config")
+    if bits is None or elements > total:
+        return None, _unknown(f"the weights' {weights:,} bytes are not the parameter count at one precision")
+    how = (f"{elements:,} parameters, {experts} x (total - active) / ({experts} - {top_k}) from the parameter counts, "
+           f"at {float(bits):g} bits each")
+    return RoutedExperts(experts, top_k, None, elements * bits / 8, how), None
+
+
+def weights_read(routed: RoutedExperts | None, weights_bytes: int, tp: int, tokens: int) -> int:
+    """Bytes of weights a step of `tokens` tokens reads on each GPU: all of them for a dense model
+    (or one whose experts' share is not known), else ceil((W - X (1 - k/E)^B) / tp), the
+    routed experts expected to be touched under uniform routing and everything else."""
+    if routed is None or not routed.routed_bytes:
+        return ceil_div(weights_bytes, tp)
+    e, k, x = routed.experts, routed.top_k, routed.routed_bytes
+    missed, n, d = e - k, x.numerator, x.denominator
+    if tokens <= 0:                          # no token: no routed expert touched
+        return ceil_div(weights_bytes * d - n, d * tp)
+    if missed == 0:                          # every expert used by every token
+        return ceil_div(weights_bytes, tp)
+    if tokens * e.bit_length() <= EXACT_BITS:
+        p, q = missed ** tokens, e ** tokens
+        return ceil_div(weights_bytes * q * d - n * p, q * d * tp)
+    bits = FIXED_POINT_BITS
+    while bits < tokens * e.bit_length():
+        low, high = _power_bracket(missed, e, tokens, bits)
+        scale = d << bits
+        fewest = ceil_div((weights_bytes << bits) * d - n * high, scale * tp)
+        most = ceil_div((weights_bytes << bits) * d - n * low, scale * tp)
+        if fewest == most:
+            return fewest
+        bits *= 2
+    p, q = missed ** tokens, e ** tokens
+    return ceil_div(weights_bytes * q * d - n * p, q * d * tp)
+
+
+def _power_bracket(m: int, e: int, power: int, bits: int) -> tuple[int, int]:
+    """(low, high) with low / 2^bits <= (m / e)^power <= high / 2^bits, for 0 < m < e: squaring
+    in fixed point, every product floored for the low end and raised for the high end."""
+    low, high = (m << bits) // e, ceil_div(m << bits, e)
+    out_low = out_high = 1 << bits
+    while power:
+        if power & 1:
+            out_low, out_high = (out_low * low) >> bits, ceil_div(out_high * high, 1 << bits)
+        power >>= 1
+        if power:
+            low, high = (low * low) >> bits, ceil_div(high * high, 1 << bits)
+    return out_low, out_high
+
+
+def expected_experts(experts: int, top_k: int, tokens: int) -> Fraction:
+    """E x (1 - (1 - k/E)^B): the distinct routed experts per MoE layer a step of B tokens is
+    expected to touch under uniform routing. Exact while (1 - k/E)^B takes at most EXACT_BITS
+    bits; past that, below the exact value by less than E / 2^FIXED_POINT_BITS (only a figure to
+    show: the bytes are exact in weights_read)."""
+    missed = experts - top_k
+    if missed <= 0 or tokens <= 0:
+        return Fraction(experts if tokens > 0 else 0)
+    if tokens * experts.bit_length() <= EXACT_BITS:
+        q = experts ** tokens
+        return Fraction(experts * (q - missed ** tokens), q)
+    _, high = _power_bracket(missed, experts, tokens, FIXED_POINT_BITS)
+    return Fraction(experts * ((1 << FIXED_POINT_BITS) - high), 1 << FIXED_POINT_BITS)
