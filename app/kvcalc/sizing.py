@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .errors import InputError
+from .experts import routed_experts, weights_read
 from .model import LayerCounts, Model
 from .precision import Precision
 from .units import ceil_div
@@ -227,9 +228,11 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
 
     step = None
     if deployment.bandwidth_bytes_per_s and weights is not None:
-        # A decode step streams every weight and the batch's whole cache through each GPU once;
-        # pipeline stages run one after another for a token.
-        step_bytes = ceil_div(weights, tp) + sum(b * n for b, n in stage_bytes)
+        # A decode step streams the weights its tokens touch (a mixture of experts: the routed
+        # experts the batch is expected to reach, experts.py; every weight of a dense model) and
+        # the batch's whole cache through each GPU once; pipeline stages run one after another.
+        step_bytes = weights_read(routed_experts(model, weights)[0], weights, tp, batch) + \
+            sum(b * n for b, n in stage_bytes)
         step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
 
     return Result(

@@ -1,13 +1,15 @@
 """The time bounds in words and JSON: each figure with its arithmetic, said to be a lower bound."""
 
+from .experts import expected_experts, routed_experts
 from .scenario import Scenario
 from .words import plural, rate, size
-from .units import ceil_div
 
 
 TIMING_KEYS = ("compute_precision", "peak_flops_per_s", "ridge_flops_per_byte", "prompt_tokens", "prefill_chunk",
                "prefill_flops", "prefill_seconds", "decode_flops_per_byte", "compute_bound_batch", "prefill_steps",
-               "chunked_step_seconds", "ttft_seconds")
+               "chunked_step_seconds", "ttft_seconds", "decode_weights_bytes_per_gpu",
+               "decode_experts_expected_per_layer", "decode_experts_note")
+UNIFORM = "expected under uniform routing"
 
 
 def timing_json(timing, missing: str | None) -> dict:
@@ -21,8 +23,53 @@ def timing_json(timing, missing: str | None) -> dict:
         "prefill_seconds": float(timing.prefill_seconds), "decode_flops_per_byte": float(timing.decode_flops_per_byte),
         "compute_bound_batch": timing.compute_bound_batch, "prefill_steps": timing.prefill_steps,
         "chunked_step_seconds": float(timing.chunked_step_seconds), "ttft_seconds": float(timing.ttft_seconds),
+        "decode_weights_bytes_per_gpu": timing.decode_weights_bytes_per_gpu,
+        "decode_experts_expected_per_layer": None if timing.decode_experts_expected is None
+        else float(timing.decode_experts_expected),
+        "decode_experts_note": _experts_note(timing),
         "timing_missing": None,
     }
+
+
+def _experts_note(timing) -> str | None:
+    """A mixture of experts' decode reads in a sentence for the JSON: the experts expected, or why
+    every weight is read. None for a dense model."""
+    routed, expected = timing.routed, timing.decode_experts_expected
+    if routed is None or expected is None:
+        return timing.experts_note
+    return (f"{_experts_count(expected)} of {routed.experts:,} routed experts per MoE layer read, {UNIFORM}: "
+            f"E x (1 - (1 - k/E)^B) for top-{routed.top_k:,} of E = {routed.experts:,}, B the batch (a token a request)")
+
+
+def _experts_count(n) -> str:
+    """A count of experts: whole where it is, else to a tenth, said to be rounded."""
+    return f"{n.numerator:,}" if n.denominator == 1 else f"≈ {float(n):,.1f}"
+
+
+def experts_words(scenario: Scenario, timing) -> str | None:
+    """Which routed experts a decode step reads, with its numbers: those the batch is expected to
+    touch under uniform routing. None for a dense model (or one whose experts' share is unknown)."""
+    routed, expected = timing.routed, timing.decode_experts_expected
+    if routed is None or expected is None:
+        return None
+    e, k, batch = routed.experts, routed.top_k, scenario.workload.batch
+    layers = f" ({plural(routed.layers, 'layer')})" if routed.layers else ""
+    return (f"{e:,} x (1 - ({e - k:,}/{e:,})^{batch:,}) = {_experts_count(expected)} of {e:,} routed experts per "
+            f"MoE layer{layers}, {UNIFORM} (top-{k:,}, {plural(batch, 'token')})")
+
+
+def decode_bound_line(scenario: Scenario, result) -> str:
+    """The decode bound where no FLOP peaks are on record (sizing's own step: bytes read over
+    bandwidth), with what a mixture of experts reads said to be expected under uniform routing."""
+    dep, work, step = scenario.deployment, scenario.workload, result.decode_step_seconds
+    routed, note = routed_experts(scenario.model, result.weights_bytes)
+    read = "weights" if routed is None else (
+        f"the weights the batch touches (of the routed experts, the "
+        f"{_experts_count(expected_experts(routed.experts, routed.top_k, work.batch))} of {routed.experts:,} per "
+        f"layer {UNIFORM})")
+    return (f"Decode bound: {read} and the batch's KV read once per step at {dep.bandwidth_bytes_per_s / 10 ** 12:g} "
+            f"TB/s -> >= {rate(float(step) * 1000)} ms per step, <= {rate(float(1 / step))} tokens/s per request, "
+            f"{rate(float(work.batch / step))} in total" + (f" (note: {note})" if note else ""))
 
 
 def _ms(seconds) -> str:
@@ -50,6 +97,15 @@ def timing_lines(scenario: Scenario, timing) -> list[str]:
         f">= {_ms(timing.decode_step_seconds)} ("
         + ("compute-bound" if timing.decode_compute_seconds >= timing.decode_memory_seconds else "memory-bound")
         + f", {float(timing.decode_flops_per_byte):,.1f} FLOP/byte)",
+    ]
+    experts = experts_words(scenario, timing)
+    if experts:
+        rest, read = timing.unrouted_weights_bytes_per_gpu, timing.decode_weights_bytes_per_gpu
+        lines.append(
+            f"Weights a decode step reads per GPU: {size(rest)} of all but the routed experts (every step) + "
+            f"{size(read - rest)} of routed experts, those the batch touches: {experts} -> {size(read)} of the "
+            f"{size(timing.all_weights_bytes_per_gpu)} of every weight (routed experts: {timing.routed.how})")
+    lines += [
         f"Decode: <= {rate(float(1 / timing.decode_step_seconds))} tokens/s per request, "
         f"{rate(float(work.batch / timing.decode_step_seconds))} in total; "
         + (f"compute-bound from a batch of {timing.compute_bound_batch:,} at this context"
@@ -84,7 +140,9 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
         "prefill_seconds": (f"{float(timing.prefill_seconds):.6g}", f"≥ {_ms(timing.prefill_seconds)}",
                             f"{_flops(timing.prefill_flops)}"),
         "decode_step_seconds": (f"{float(timing.decode_step_seconds):.6g}", f"≥ {_ms(timing.decode_step_seconds)}",
-                                bound),
+                                bound if timing.decode_experts_expected is None else
+                                f"{bound}; {_experts_count(timing.decode_experts_expected)} of "
+                                f"{timing.routed.experts:,} experts per layer read, {UNIFORM}"),
         "chunked_step_seconds": (f"{float(timing.chunked_step_seconds):.6g}",
                                  f"≥ {_ms(timing.chunked_step_seconds)}",
                                  f"+{_ms(timing.chunked_step_seconds - timing.decode_step_seconds)} over a plain step"),
@@ -104,9 +162,14 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
         "prefill_steps": (str(timing.prefill_steps), plural(timing.prefill_steps, "step"),
                           f"of at most {timing.prefill_chunk:,} tokens"),
     }
-    weights = ceil_div(result.weights_bytes, scenario.deployment.tp)
+    weights = timing.decode_weights_bytes_per_gpu
+    experts = experts_words(scenario, timing)
     live = {
-        "time-weights": size(weights), "time-kv": size(timing.decode_bytes_per_gpu - weights),
+        "time-weights": size(weights) + (
+            f": of its routed experts, only the {_experts_count(timing.decode_experts_expected)} of "
+            f"{timing.routed.experts:,} per layer the batch is expected to touch under uniform routing"
+            if experts else ""),
+        "time-kv": size(timing.decode_bytes_per_gpu - weights),
         "time-intensity": f"{float(timing.decode_flops_per_byte):,.1f}",
         "time-ridge": f"{float(timing.ridge_flops_per_byte):,.0f}", "time-chunk": f"{timing.prefill_chunk:,}",
         "time-chunked": _ms(timing.chunked_step_seconds), "time-step": _ms(timing.decode_step_seconds),

@@ -9,8 +9,11 @@ with pipeline stages running one after another for a token (their bytes add up).
 FLOPs per token: 2 x the parameters a token goes through, less the input embedding (a lookup,
 not a matmul); mixture-of-experts models count their active parameters. Attention adds, per
 layer, its FLOPs per key times the keys the token attends (the layer kinds own both).
-Bytes: decode reads every weight (all experts: a batch touches them) and the batch's whole cache
-once per step; prefill reads the weights and writes the prompt's cache.
+Bytes: a step reads the weights its tokens touch and the batch's whole cache once; prefill
+also writes the prompt's cache. A dense model's tokens touch every weight; a mixture of experts'
+touch the attention and shared weights and, of the routed experts, those the step's tokens are
+expected to reach under uniform routing, E x (1 - (1 - k/E)^B) per MoE layer for B tokens
+(experts.py: k of E at a batch of one, nearly all of them for a large batch or a prompt).
 
 Pure: values in, Fractions of seconds out.
 """
@@ -18,6 +21,7 @@ Pure: values in, Fractions of seconds out.
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .experts import RoutedExperts, expected_experts, routed_experts, weights_read
 from .sizing import batch_bytes, cache_bytes
 from .units import ceil_div
 
@@ -52,6 +56,12 @@ class Timing:
     ttft_seconds: Fraction
     embedding_known: bool
     notes: tuple[str, ...]
+    decode_weights_bytes_per_gpu: int = 0   # of decode_bytes_per_gpu: the weights the step reads
+    all_weights_bytes_per_gpu: int = 0      # every weight, each GPU's share (what a dense step reads)
+    unrouted_weights_bytes_per_gpu: int = 0  # all but the routed experts: what every step reads
+    routed: RoutedExperts | None = None     # a mixture of experts' routed experts, where their share is known
+    decode_experts_expected: Fraction | None = None  # distinct routed experts per MoE layer the batch touches
+    experts_note: str | None = None         # why a mixture of experts' share is not known (every weight read)
 
     @property
     def decode_tokens_per_s_per_request(self) -> Fraction:
@@ -96,13 +106,20 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     matmul, embedding_known = matmul_params(model)
     heads = query_heads(model)
     layers = model.layer_counts()
-    # A token passes every stage in turn: each GPU of a stage reads its share of that stage.
-    weights_read = ceil_div(result.weights_bytes, tp)
+    # A token passes every stage in turn: each GPU of a stage reads its share of that stage (of a
+    # mixture of experts, the routed experts the step's tokens are expected to touch).
+    weights = result.weights_bytes
+    routed, moe_note = routed_experts(model, weights)
+
+    def weights_for(tokens: int) -> int:
+        return weights_read(routed, weights, tp, tokens)
     ctx, batch = work.context_tokens, work.batch
     notes = []
     if not embedding_known:
         notes.append("the vocabulary size is not known, so the embedding lookup is counted as a matmul "
                      "(the compute time is a little high)")
+    if moe_note:
+        notes.append(moe_note)
 
     def seconds(flops: int, bytes_per_gpu: int) -> tuple[Fraction, Fraction]:
         return Fraction(flops, tp * peak), Fraction(bytes_per_gpu, bandwidth)
@@ -110,7 +127,8 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     # Decode: one new token per request, attending the held context.
     per_token = token_flops(model, matmul, heads, lambda layer: _keys_at(layer, ctx))
     kv_gpu = _kv_per_gpu(model, work, dep, ctx, batch)
-    decode_bytes = weights_read + kv_gpu
+    decode_weights = weights_for(batch)
+    decode_bytes = decode_weights + kv_gpu
     decode_flops = batch * per_token
     compute_s, memory_s = seconds(decode_flops, decode_bytes)
     step = max(compute_s, memory_s)
@@ -119,7 +137,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     prompt_flops = 2 * matmul * prompt_tokens + sum(count * layer.flops_per_key(heads) * layer.keys_total(prompt_tokens)
                                                      for layer, count in layers.items())
     prompt_write = _kv_per_gpu(model, work, dep, prompt_tokens, 1)
-    prefill_bytes = weights_read + prompt_write
+    prefill_bytes = weights_for(prompt_tokens) + prompt_write
     prefill = max(seconds(prompt_flops, prefill_bytes))
 
     # Chunked prefill: the batch's decode step also carries one chunk of a new prompt, here the
@@ -131,12 +149,15 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
                                            for layer, count in layers.items())
     prefix_read = _kv_per_gpu(model, work, dep, start, 1) if start else 0
     chunk_write = prompt_write - prefix_read if start else prompt_write
-    chunked = max(seconds(decode_flops + chunk_flops, decode_bytes + prefix_read + chunk_write))
+    chunked = max(seconds(decode_flops + chunk_flops,
+                          weights_for(batch + chunk) + kv_gpu + prefix_read + chunk_write))
 
     # Time to first token: every chunk's step, each carrying the batch's decodes. Compute and
     # memory are summed over the steps apart, which keeps the bound a lower bound in closed form.
     steps = ceil_div(prompt_tokens, prefill_chunk)
-    ttft = max(seconds(steps * decode_flops + prompt_flops, steps * decode_bytes + prompt_write))
+    last = prompt_tokens - (steps - 1) * prefill_chunk
+    step_weights = (steps - 1) * weights_for(batch + prefill_chunk) + weights_for(batch + last)
+    ttft = max(seconds(steps * decode_flops + prompt_flops, step_weights + steps * kv_gpu + prompt_write))
 
     ridge = Fraction(peak, bandwidth)
     intensity = Fraction(decode_flops, tp * decode_bytes)
@@ -147,21 +168,26 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
         decode_flops=decode_flops, decode_bytes_per_gpu=decode_bytes, decode_step_seconds=step,
         decode_compute_seconds=compute_s, decode_memory_seconds=memory_s,
         decode_flops_per_byte=intensity, prefill_flops_per_byte=Fraction(prompt_flops, tp * prefill_bytes),
-        compute_bound_batch=_compute_bound_batch(per_token, tp * peak, weights_read,
+        compute_bound_batch=_compute_bound_batch(per_token, tp * peak, weights_for, ceil_div(weights, tp),
                                                  _kv_per_gpu(model, work, dep, ctx, 1, shared=False), bandwidth),
         prefill_steps=steps, chunked_step_seconds=chunked, ttft_seconds=ttft,
-        embedding_known=embedding_known, notes=tuple(notes))
+        embedding_known=embedding_known, notes=tuple(notes), decode_weights_bytes_per_gpu=decode_weights,
+        all_weights_bytes_per_gpu=ceil_div(weights, tp), unrouted_weights_bytes_per_gpu=weights_for(0), routed=routed,
+        decode_experts_expected=expected_experts(routed.experts, routed.top_k, batch) if routed else None,
+        experts_note=moe_note)
 
 
 def decode_steps(scenario, result, timing: Timing, batches: list[int]) -> list[Fraction]:
     """The decode step of each batch size at the scenario's context (for the batch chart): a
-    token's FLOPs and the weights are the same for every batch, the cache grows with it."""
+    token's FLOPs are the same for every batch, the cache grows with it, and so do a mixture of
+    experts' weights read (the experts the batch is expected to touch)."""
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     matmul, _ = matmul_params(model)
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
-    weights = ceil_div(result.weights_bytes, dep.tp)
+    routed = timing.routed
     return [max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
-                Fraction(weights + _kv_per_gpu(model, work, dep, work.context_tokens, batch),
+                Fraction(weights_read(routed, result.weights_bytes, dep.tp, batch)
+                         + _kv_per_gpu(model, work, dep, work.context_tokens, batch),
                          timing.bandwidth_bytes_per_s))
             for batch in batches]
 
@@ -183,16 +209,36 @@ def _kv_per_gpu(model, work, dep, context: int, batch: int, shared: bool = True)
     return total
 
 
-def _compute_bound_batch(flops_per_request: int, peak_all: int, weights: int, kv_per_request: int,
+def _compute_bound_batch(flops_per_request: int, peak_all: int, weights_for, every: int, kv_per_request: int,
                          bandwidth: int) -> int | None:
-    """Smallest batch B with B f / peak >= (W + B k) / bw: never, when a request's own compute
-    time does not pass its own cache's read time."""
+    """Smallest batch B with B f / peak >= (W(B) + B k) / bw, W(B) the weights a step of B
+    tokens reads: never, when a request's own compute time does not pass its own cache's read
+    time. A dense model's W is one number, `every` (each GPU's share of every weight):
+    B = W / bw / (f / peak - k / bw), rounded up. A mixture of experts' W(B) grows with B ever
+    more slowly (the experts touched), to at most that: its B is no larger, and is found between
+    1 and it by halving, since a batch that is compute-bound stays so as it grows."""
     gain = Fraction(flops_per_request, peak_all) - Fraction(kv_per_request, bandwidth)
     if gain <= 0:
         return None
-    batch = Fraction(weights, bandwidth) / gain
-    smallest = max(1, ceil_div(batch.numerator, batch.denominator))
-    return smallest if smallest <= BATCH_LIMIT else None
+    batch = Fraction(every, bandwidth) / gain
+    high = max(1, ceil_div(batch.numerator, batch.denominator))
+
+    def bound(b: int) -> bool:
+        return b * gain >= Fraction(weights_for(b), bandwidth)
+    if high > BATCH_LIMIT:
+        if not bound(BATCH_LIMIT):
+            return None
+        high = BATCH_LIMIT
+    if weights_for(1) == every:                   # dense, or every weight counted as read
+        return high
+    low = 0                                       # bound(low) is False (no batch), bound(high) True
+    while high - low > 1:
+        mid = (low + high) // 2
+        if bound(mid):
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def roofline_series(timing: Timing) -> dict:
