@@ -1,76 +1,125 @@
 """One way to draw a chart (uPlot, vendored) for every section: lines of exact values over an x
-axis, log scales, a legend that names each line and shows the exact figure only under the
-pointer. The sections pass the values and say how to write them; nothing is computed here."""
+axis, log scales. Each line is drawn in the style of what it is (kvcalc.sweep.SERIES_STYLES: a
+colour for each theme and a dash, never picked by the line's place), the scenario's own line
+thicker and labelled "(current)"; marks show the chosen context or batch (a vertical line, points
+on the lines there). The legend names the lines and never changes; the exact figures under the
+pointer go in a tooltip over the plot (static/legend.js), so hovering moves nothing on the page.
+The sections pass the values and say how to write them; nothing is computed here."""
 
 import json
+from typing import NamedTuple
 
 import js
 from pyscript import document, window
 from pyscript.ffi import to_js
 
+from kvcalc.sweep import SERIES_STYLES, style_key
+
 from web.dom import absent, js_obj, proxy
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-DASHES = (None, [8, 4], [2, 3], [10, 4, 2, 4], [1, 3], [4, 4])
 HEIGHT = 260
+WIDTH, CURRENT_WIDTH = 2, 4         # px: a line, and the scenario's own
 _charts = {}            # chart id -> (key of its series, the uPlot instance)
-_exact = {}             # chart id -> [(kind, exact values)] per series, for the legend and tests
-_axes = {}              # chart id -> (x values, how to write an x, how to write a (kind, value))
-_legend = [None]
+_exact = {}             # chart id -> [(kind, exact values)] per series, for the tooltip and tests
+_axes = {}              # chart id -> (x values, how to write an x, how to write a (kind, value), shapes)
+_last = {}              # chart id -> the last call's arguments, to redraw in the other theme
+_text = [None]
 
 
-def _legend_value(chart_id, series_index, index):
-    xs, write_x, write_value = _axes.get(chart_id, ([], str, None))
+class Line(NamedTuple):
+    label: str
+    kind: str               # how its values are written: the section's write_value(kind, value)
+    values: list            # exact, one per x (None: no point there)
+    key: str                # what it is: its style (sweep.SERIES_STYLES)
+    shape: str = "points"   # "points" a line with its points, "flat" a reference line, "plain" a
+    #                         bare line, "dot" single marked points
+    current: bool = False   # the scenario's own: thicker, labelled "(current)"
+
+
+class Mark(NamedTuple):
+    x: object               # where, in x's units
+    text: str               # said beside the vertical line
+    dots: tuple = ()        # (line index, exact y): points drawn on those lines at x
+
+
+def dark() -> bool:
+    return bool(window.matchMedia("(prefers-color-scheme: dark)").matches)
+
+
+def colour(key: str, is_dark: bool) -> str:
+    light, night, _ = SERIES_STYLES[style_key(key)]
+    return night if is_dark else light
+
+
+def _tooltip_text(chart_id, series_index, index):
+    xs, write_x, write_value, shapes = _axes.get(chart_id, ([], str, None, ()))
     if series_index == 0:
-        return write_x(xs[index]) if index < len(xs) else "–"
+        return write_x(xs[index]) if index < len(xs) else ""
     lines = _exact.get(chart_id, [])
-    if series_index - 1 >= len(lines):
-        return "–"
+    if series_index - 1 >= len(lines) or index >= len(xs):
+        return ""
     kind, exact = lines[series_index - 1]
-    return write_value(kind, exact[index])
+    value = exact[index]
+    if value is None and shapes[series_index - 1] == "dot":
+        return ""                   # a single point says nothing at the other x
+    return write_value(kind, value)
 
 
 def plot(chart_id: str, x_label: str, xs: list, y_label: str, lines: list, scale, write_x, write_value,
-         x_log: int = 2, points: list | None = None) -> None:
-    """Draw or redraw one chart. Each line is (label, kind, exact values, flat); values are
-    divided by `scale` for drawing. `points` marks single points: (label, x, y)."""
+         x_log: int = 2, marks: tuple = (), x_end=None) -> None:
+    """Draw or redraw one chart. `lines` are Line, their values divided by `scale` for drawing;
+    `marks` are Mark. No line is drawn past `x_end` (the tooltip still gives the exact values there)."""
     uplot = getattr(window, "uPlot", None)
     if absent(uplot):
         return
-    _exact[chart_id] = [(kind, exact) for _, kind, exact, _ in lines]
-    _axes[chart_id] = (xs, write_x, write_value)
-    data = [[float(x) for x in xs]] + [[None if v is None or v <= 0 else float(v) / scale for v in exact]
-                                       for _, _, exact, _ in lines]
-    key = (x_label, y_label, tuple(label for label, _, _, _ in lines))
+    _last[chart_id] = (x_label, xs, y_label, lines, scale, write_x, write_value, x_log, marks, x_end)
+    _exact[chart_id] = [(line.kind, line.values) for line in lines]
+    _axes[chart_id] = (xs, write_x, write_value, tuple(line.shape for line in lines))
+    beyond = [x_end is not None and x > x_end for x in xs]
+    data = [[float(x) for x in xs]] + [
+        [None if v is None or v <= 0 or past else float(v) / scale for v, past in zip(line.values, beyond)]
+        for line in lines]
+    is_dark = dark()
+    style = window.getComputedStyle(document.body)
+    halo = style.backgroundColor
+    if absent(getattr(window, "kvcalcMarks", None)):
+        window.kvcalcMarks = js_obj({})
+    js.Reflect.set(window.kvcalcMarks, chart_id, js_obj([
+        {"x": float(m.x), "text": m.text, "color": colour("mark", is_dark), "halo": halo,
+         "dash": list(SERIES_STYLES["mark"][2]),
+         "dots": [{"y": float(y) / scale, "color": colour(lines[i].key, is_dark)} for i, y in m.dots
+                  if y is not None and y > 0]}
+        for m in marks]))
+    key = (x_label, y_label, x_log, is_dark, tuple((line.label, line.key, line.shape, line.current) for line in lines))
     existing = _charts.get(chart_id)
     if existing is not None and existing[0] == key:
         existing[1].setData(to_js(data))
         return
     if existing is not None:
         existing[1].destroy()
-    style = window.getComputedStyle(document.body)
     ink, grid = style.color, style.getPropertyValue("--line").strip() or "#888"
     box = document.getElementById(chart_id)
-    if _legend[0] is None:
-        _legend[0] = window.kvcalcLegend(proxy(_legend_value))
-    series = [{"label": x_label, "value": _legend[0]}]
-    for i, (label, kind, _, style) in enumerate(lines):
-        # style: False a line with its points, True a flat reference (dashed), "line" a plain
-        # line, "dot" a single marked point.
-        item = {"label": label, "stroke": PALETTE[i % len(PALETTE)], "width": 2, "value": _legend[0],
-                "spanGaps": False, "points": {"show": style in (False, "dot"), "size": 11 if style == "dot" else 5}}
-        dash = [6, 4] if style is True else None if style in ("line", "dot") else DASHES[i % len(DASHES)]
-        if dash:
-            item["dash"] = dash
-        if style == "dot":
-            item["points"]["fill"] = PALETTE[i % len(PALETTE)]
+    if _text[0] is None:
+        _text[0] = proxy(_tooltip_text)
+    series = [{"label": x_label}]
+    for line in lines:
+        _, _, dash = SERIES_STYLES[style_key(line.key)]
+        stroke = colour(line.key, is_dark)
+        dot = line.shape == "dot"
+        item = {"label": line.label + (" (current)" if line.current else ""), "stroke": stroke,
+                "width": CURRENT_WIDTH if line.current else WIDTH, "spanGaps": False, "kvShape": line.shape,
+                "points": {"show": line.shape in ("points", "dot"), "size": 11 if dot else 7 if line.current else 5,
+                           "fill": stroke if dot else halo}}
+        if dash and not dot:
+            item["dash"] = list(dash)
         series.append(item)
-    axis = {"stroke": ink, "grid": {"stroke": grid, "width": 1}, "ticks": {"stroke": grid}}
+    axis = {"stroke": ink, "grid": {"stroke": grid, "width": 1}, "ticks": {"stroke": grid, "width": 1}}
     options = {
         "width": max(260, int(box.clientWidth or 600)), "height": HEIGHT,
         "scales": {"x": {"time": False, "distr": 3, "log": x_log}, "y": {"distr": 3, "log": 10}},
         "axes": [dict(axis, label=x_label), dict(axis, label=y_label, size=70)],
-        "series": series, "legend": {"live": True},
+        "series": series, "legend": {"live": False},
+        "plugins": [window.kvcalcChartPlugin(chart_id, _text[0])],
     }
     chart = uplot.new(js_obj(options), to_js(data), box)
     _charts[chart_id] = (key, chart)
@@ -91,3 +140,14 @@ def resize(*_) -> None:
         width = document.getElementById(chart_id).clientWidth
         if width:
             chart.setSize(js_obj({"width": max(260, int(width)), "height": HEIGHT}))
+
+
+def _retheme(*_) -> None:
+    # The colours are read when a chart is made: a change of the system's theme remakes each
+    # (the theme is part of a chart's key).
+    for chart_id, args in list(_last.items()):
+        plot(chart_id, *args)
+
+
+if not absent(getattr(window, "matchMedia", None)):
+    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", proxy(_retheme))

@@ -1,11 +1,13 @@
 """The time section: prefill, decode and chunked-prefill lower bounds (figures written by
 results.write_metrics from the engine's texts), the roofline and decode speed against batch size
-(drawn by web.plot from the engine's series), and the explainer's live numbers."""
+with its compute ceiling and the chosen batch marked (drawn by web.plot from the engine's
+series), and the explainer's live numbers."""
 
-from kvcalc.timing import batch_series, roofline_series
+from kvcalc.sweep import decode_series
+from kvcalc.timing import roofline_series
 
 from web.dom import put
-from web.plot import plot
+from web.plot import Line, Mark, plot
 
 TERA = 10 ** 12
 
@@ -39,11 +41,21 @@ def render(texts: dict, scenario, result, fits) -> None:
         return
     roof = roofline_series(timing)
     plot("chart-roofline", "arithmetic intensity (FLOP/byte)", [float(x) for x in roof["intensities"]],
-         "TFLOP/s per GPU", [(f"roof ({timing.compute_precision})", "flops", roof["roof"], "line"),
-                             ("this decode step", "flops", roof["decode"], "dot"),
-                             ("this prefill", "flops", roof["prefill"], "dot")],
+         "TFLOP/s per GPU", [Line(f"roof ({timing.compute_precision})", "flops", roof["roof"], "roof", "plain"),
+                             Line("this decode step", "flops", roof["decode"], "decode", "dot"),
+                             Line("this prefill", "flops", roof["prefill"], "prefill", "dot")],
          TERA, _intensity, _flops_value, x_log=10)
-    series = batch_series(scenario, result, timing, result.capacity)
-    plot("chart-batch", "batch (requests decoding)", series["batches"], "tokens/s",
-         [("in total", "speed", series["total"], False), ("per request", "speed", series["per_request"], False)],
-         1, _batch, _speed_value)
+    series = decode_series(scenario, result, timing)
+    batches, chosen = series["batches"], series["chosen"]
+    at = batches.index(chosen)
+    lines = [Line("in total", "speed", series["total"], "total"),
+             Line("per request", "speed", series["per_request"], "per request")]
+    if series["ceiling"][0] is not None:
+        lines.append(Line("compute ceiling", "speed", series["ceiling"], "ceiling", "flat"))
+    bound = series["compute_bound_batch"]
+    put("#batch-note", "Tokens per second in total and per request, up to the requests that fit in memory. No batch "
+        "decodes faster than the compute ceiling, the GPUs' peak FLOP/s ÷ a token's FLOPs" +
+        (f": the step is compute-bound from batch {bound:,}." if bound else
+         ": at this context the cache reads keep every batch memory-bound."))
+    plot("chart-batch", "batch (requests decoding)", batches, "tokens/s", lines, 1, _batch, _speed_value,
+         marks=(Mark(chosen, f"chosen: batch {chosen:,}", ((0, series["total"][at]), (1, series["per_request"][at]))),))

@@ -28,18 +28,26 @@ def scenario_of(url):
     return evaluation
 
 
+def by_label(page, chart_id):
+    """The chart's lines by label, the current one's "(current)" left off."""
+    return {d["label"].removesuffix(" (current)"): d for d in chart_data(page, chart_id)}
+
+
 def test_charts_hold_the_engines_numbers(page, site):
     open_page(page, site + LINK)
     evaluation = scenario_of(url_of(page))
     contexts = context_points(evaluation.scenario)
-    memory = {d["label"]: d for d in chart_data(page, "chart-memory")}
-    for line in memory_series(evaluation.scenario, contexts)["lines"]:
+    memory = by_label(page, "chart-memory")
+    mem = memory_series(evaluation.scenario, contexts, evaluation.result)
+    for line in mem["lines"]:
         assert memory[line["label"]]["exact"] == line["bytes"]
         assert memory[line["label"]]["x"] == contexts
         assert memory[line["label"]]["y"] == [v / 2 ** 30 for v in line["bytes"]]
-    assert "KV budget per GPU" in memory and "weights per GPU" in memory
-    requests = {d["label"]: d for d in chart_data(page, "chart-concurrency")}
-    for line in concurrency_series(evaluation.scenario, contexts)["lines"]:
+    # The budget as the rules in force size it ("KV budget per GPU", or an engine's KV memory).
+    assert mem["budget"]["label"] in memory and "weights per GPU" in memory
+    assert memory[mem["budget"]["label"]]["exact"] == mem["budget"]["bytes"]
+    requests = by_label(page, "chart-concurrency")
+    for line in concurrency_series(evaluation.scenario, contexts, evaluation.result)["lines"]:
         assert requests[line["label"]]["exact"] == line["requests"]
         assert requests[line["label"]]["y"] == [v or None for v in line["requests"]]
     bar = bar_bytes(page)
@@ -49,7 +57,7 @@ def test_charts_hold_the_engines_numbers(page, site):
     page.fill("#context", "65536")
     page.check("input[name=unit][value=gb]")
     assert bar_bytes(page)["kv"] == int(metrics(page)["kv_bytes_per_gpu"])
-    kv = {d["label"]: d for d in chart_data(page, "chart-memory")}["GQA"]
+    kv = by_label(page, "chart-memory")["GQA"]
     assert kv["y"][kv["x"].index(65536)] == kv["exact"][kv["x"].index(65536)] / 10 ** 9
 
 

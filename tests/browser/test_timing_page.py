@@ -35,7 +35,8 @@ def test_time_figures_and_charts_match_the_engine(page, site):
     assert len(decode) == 1
     assert abs(float(decode[0]) - expected["decode_flops_per_byte"] * 3.35e12) < 1e3
     batch = json.loads(page.evaluate("window.kvcalcChartExact('chart-batch')"))
-    total, per_request = (values for _, values in batch)
+    total, per_request, ceiling = (values for _, values in batch)   # the compute ceiling third
+    assert all(t <= c for t, c in zip(total, ceiling))
     assert all(b >= a for a, b in zip(total, total[1:]))            # more batch, more tokens/s in total
     assert all(b <= a for a, b in zip(per_request, per_request[1:]))  # and fewer per request
     # The explainer quotes the same numbers.
