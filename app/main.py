@@ -22,7 +22,7 @@ try:
     with precompiled():
         from kvcalc import link
 
-        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, takeaway
+        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, strip, takeaway
         from web import files as files_module
         from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
 except Exception as exc:
@@ -157,6 +157,8 @@ def wire() -> None:
     on(el("#export-copy"), "click", takeaway.on_copy_export)
     on(el("#recheck-files"), "click", privacy.list_loaded_files)
     on(el("#copy-engine-log"), "click", engine_view.on_copy)
+    on(el("#strip-toggle"), "click", strip.on_toggle)
+    on(el("#summary .verdict"), "click", strip.on_verdict_click)
     on(document, "click", share.on_anchor_click)
 
 

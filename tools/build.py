@@ -237,8 +237,9 @@ def default_view(text: str) -> dict:
 
 def prerender(text: str) -> str:
     texts = default_view(text)
-    for key, (value, figure, exact) in texts["metrics"].items():
-        text, n = re.subn(rf'<(dd|p)( class="\w+")? data-metric="{key}" data-value=""([^>]*)><span class="figure">…</span> '
+    engine = texts["engine"]
+    for key, (value, figure, exact) in list(texts["metrics"].items()) + list(engine["metrics"].items()):
+        text, n = re.subn(rf'<(dd|p)( class="\w+")? data-metric="{key}" data-value=""([^>]*)><span class="figure">…?</span> '
                           rf'<span class="exact"></span></(dd|p)>',
                           lambda m: f'<{m[1]}{m[2] or ""} data-metric="{key}" data-value="{html.escape(value)}"{m[3]}>'
                                     f'<span class="figure">{html.escape(figure)}</span> '
@@ -258,6 +259,33 @@ def prerender(text: str) -> str:
     text = text.replace('<ol class="formula" id="formula"></ol>', f'<ol class="formula" id="formula">{items}</ol>')
     for key, shown in texts["live"].items():
         text = re.sub(rf'<span data-live="{key}">[^<]*</span>', f'<span data-live="{key}">{html.escape(shown)}</span>', text)
+    return prerender_engine(text, engine)
+
+
+def prerender_engine(text: str, engine: dict) -> str:
+    """The engine card of the default view (the page starts sized as vLLM), so its first screen
+    is what vLLM prints before Python runs; without an engine the card stays hidden."""
+    if not engine["title"]:
+        return text
+    replacements = [
+        ('<section class="engine-view" id="engine-view" aria-labelledby="h-engine" hidden>',
+         '<section class="engine-view" id="engine-view" aria-labelledby="h-engine">'),
+        ('<span id="engine-title">the engine</span>', f'<span id="engine-title">{html.escape(engine["title"])}</span>'),
+        ('<pre class="command" id="engine-log" tabindex="0"', '<pre class="command" id="engine-log" tabindex="0"'),
+        ('<ul class="notes" id="engine-why"></ul>',
+         '<ul class="notes" id="engine-why">' + "".join(f"<li>{html.escape(line)}</li>" for line in engine["why"])
+         + "</ul>"),
+    ]
+    for old, new in replacements:
+        if text.count(old) != 1:
+            sys.exit(f"index.html: no single {old!r} for the engine card")
+        text = text.replace(old, new)
+    text = re.sub(r'(<pre class="command" id="engine-log"[^>]*>)</pre>',
+                  lambda m: m[1] + html.escape(engine["log"]) + "</pre>", text, count=1)
+    for key, label in engine["labels"].items():
+        text, n = re.subn(rf'<dt data-label="{key}">[^<]*</dt>', f'<dt data-label="{key}">{html.escape(label)}</dt>', text)
+        if n != 1:
+            sys.exit(f"index.html: no single label for {key}")
     return text
 
 

@@ -41,7 +41,7 @@ def put(selector: str, value, what: str = "text") -> None:
     element = el(selector)
     if what == "text":
         element.textContent = value
-    elif what in ("className", "hidden", "disabled"):
+    elif what in ("className", "hidden", "disabled", "href"):
         setattr(element, what, value)
     elif what == "width":
         element.style.width = value

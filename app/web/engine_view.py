@@ -14,6 +14,8 @@ def render(texts: dict) -> None:
         return
     put("#engine-title", texts["title"])
     write_metrics(texts["metrics"])
+    for key, label in texts["labels"].items():
+        put(f'[data-label="{key}"]', label)     # each engine in its own words
     put("#engine-log", texts["log"])
     view("#engine-why", item_tag="li").show(lines_of([in_page_words(line) for line in texts["why"]]))
 

@@ -42,8 +42,22 @@ def show(errors, model_choice: str) -> None:
     _placed.clear()
     _placed.update(placed)
     put("#error-summary", " · ".join(summary))
+    _first_error(errors, placed)
     _mark_stale(bool(errors))
     put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")
+
+
+def _first_error(errors, placed: dict) -> None:
+    """The strip names the first field in error and leads to it: on a phone the errors beside
+    their fields may be a long scroll away."""
+    first = next((error for error in errors), None)
+    put("#first-error", first is None, "hidden")
+    if first is None:
+        return
+    field = _place(first.field, "config" if first.field == "hf-config" else "") or next(iter(placed), None)
+    more = f" (+{len(errors) - 1})" if len(errors) > 1 else ""
+    put("#first-error", f"Stale · fix “{label(first.field)}”{more}")
+    put("#first-error", f"#{field}" if field else "#error-summary", "href")
 
 
 def _mark_stale(stale: bool) -> None:

@@ -8,7 +8,7 @@ from pyscript import document
 from kvcalc.errors import InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES
 from kvcalc.form_fields import MLA_ONLY, form_values
-from kvcalc.options import MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
+from kvcalc.options import EXACT, MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
 
 from web import model_picker, state
 from web.dom import absent, el
@@ -73,6 +73,12 @@ def write(raw: dict) -> None:
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, DEFAULTS.get(name))
+        if name == "engine" and not value:
+            value = EXACT       # a link without an engine is the exact ideal; the page's own default is vLLM
+        elif name not in raw and element.tagName == "INPUT" and element.defaultValue == "":
+            # Left empty by the page (the memory utilization: each engine's own default), a key
+            # the link leaves out stays unset, as `kvcalc --link` reads it, not set to the CLI's 1.
+            value = ""
         try:
             value = canonical_value(name, value)
         except InputError:

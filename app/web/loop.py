@@ -9,8 +9,8 @@ from kvcalc.evaluation import evaluate
 from kvcalc.report import page_texts
 from kvcalc.words import size
 
-from web import charts, compare, engine_view, errors, form, pending, results, share, state, takeaway, timing_view
-from web.dom import guarded, mark_scrolling_tables, proxy, view
+from web import charts, compare, engine_view, errors, form, pending, results, share, source_view, state, takeaway, timing_view
+from web.dom import guarded, mark_scrolling_tables, proxy, put, view
 
 
 def update(*_) -> None:
@@ -63,10 +63,14 @@ def _schedule_side_sections() -> None:
 def render_side_sections(*_) -> None:
     try:
         scenario, result = state.computed
+        rules = state.current["sized_as"]
+        for table in ("#attention-table", "#precision-table"):
+            put(f"{table} .max-head", f"Max requests ({rules})")
         _rows("#attention-table tbody", attention_variants(scenario))
         _rows("#precision-table tbody", precision_rows(scenario))
         compare.render()
         takeaway.render_launch(scenario, result)
+        source_view.render(scenario, result, state.unit)
         takeaway.render_export()
         mark_scrolling_tables()
     finally:
@@ -93,6 +97,6 @@ def _rows(selector: str, rows) -> None:
             cells += [f"n/a: {row.refused}", "", ""]
         else:
             cells += [f"{r.kv_bytes_per_token:,} B", size(r.kv_bytes_per_request, state.unit),
-                      "n/a" if r.max_concurrency is None else f"{r.max_concurrency:,}"]
+                      "n/a" if r.capacity is None else f"{r.capacity:,}"]
         shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
     view(selector).show(shown)

@@ -3,7 +3,7 @@ data-value), the arithmetic written out, the live numbers in the explanations, a
 memory as a bar. Every text comes from the engine's `page_texts` and `memory_bar`."""
 
 from kvcalc.words import size
-from kvcalc.sweep import memory_bar
+from kvcalc.memory_bar import memory_bar
 
 from web.dom import lines_of, put, view
 from web.errors import in_page_words
@@ -29,26 +29,27 @@ def render(texts: dict) -> None:
         put(f'[data-live="{key}"]', text)
 
 
-BAR_PARTS = (("weights", "weights"), ("kv", "KV cache"), ("overhead", "overhead"), ("free", "free"),
-             ("reserved", "kept back by the utilization cap"))
+BAR_PARTS = ("weights", "kv", "overhead", "free", "reserved")
 
 
 def render_bar(result, scenario, u: str) -> None:
     bar = memory_bar(result, scenario)
-    shown = {key: max(0, bar[key] or 0) for key, _ in BAR_PARTS}
+    shown = {key: max(0, bar[key] or 0) for key in BAR_PARTS}
     # Over the cap, the bar is drawn to what was asked for, so the overflow shows past the line.
     whole = max(bar["total"] or 0, sum(shown.values())) or 1
     legends = {}
-    for key, _ in BAR_PARTS:
+    for key in BAR_PARTS:
         value = bar[key]
         put(f"#bar-{key}", f"{shown[key] * 100 / whole:.3f}%", "width")
         put(f"#bar-{key}", "" if value is None else str(value), "bytes")
         legends[key] = "n/a (no GPU chosen)" if value is None else size(value, u) if value >= 0 \
             else f"none: over by {size(-value, u)}"
         put(f"#legend-{key}", legends[key])
+        put(f"#legend-name-{key}", bar["labels"][key])
     put("#memory-bar", "true" if bar["fits"] else "false", "fits")
-    over = "" if bar["fits"] else f"over the usable memory by {size(bar['over'], u)}: it does not fit"
+    over = "" if bar["fits"] else f"over the usable memory by {size(bar['over'], u)}: it does not fit" \
+        if bar["over"] else ""
     put("#bar-over", over)
-    label = "Per-GPU memory: " + ", ".join(f"{name} {legends[key]}" for key, name in BAR_PARTS) + (
+    label = "Per-GPU memory: " + ", ".join(f"{bar['labels'][key]} {legends[key]}" for key in BAR_PARTS) + (
         f"; {over}" if over else "")
     put("#memory-bar", label, "aria-label")

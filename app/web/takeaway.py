@@ -7,6 +7,7 @@ from pyscript.ffi import to_js
 
 from kvcalc.export import export
 from kvcalc.engines import ENGINES
+from kvcalc.evaluation import sized_as
 from kvcalc.launch import launch
 
 from web import state
@@ -19,7 +20,8 @@ _export = [""]
 
 def render_launch(scenario, result) -> None:
     for engine in ENGINES:
-        command = launch(scenario, engine, result)
+        # Each command is sized by its own engine, whichever the page is sized as.
+        command = launch(scenario, engine, sized_as(scenario, result, engine))
         box = f"[id='launch-{engine}']"
         put(f"{box} pre", command.command or "")
         put(f"{box} button", command.command is None, "disabled")

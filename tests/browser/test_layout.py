@@ -79,16 +79,25 @@ def test_advanced_group_opens_for_a_link_that_sets_one_of_its_values(page, site,
     open_page(fresh, site + "#model=meta-llama/Llama-3.1-70B&tp=4")
     assert fresh.evaluate("document.getElementById('advanced').open") and fresh.is_visible("#tp")
     assert fresh.input_value("#tp") == "4"
-    # A link with only common inputs keeps it closed. (A link with no memory-utilization means
-    # the CLI's 1, not the page's 0.9, so links the page writes carry 0.9.)
+    # A link with only common inputs keeps it closed (the memory utilization is left to the
+    # engine, so the page's own links carry none); an older link's 0.9 is a value set, and shown.
     other = context.new_page()
-    open_page(other, site + "#model=meta-llama/Llama-3.1-70B&context=4096&gpus=2&memory-utilization=0.9")
+    open_page(other, site + "#model=meta-llama/Llama-3.1-70B&context=4096&gpus=2&engine=vllm")
     assert not other.evaluate("document.getElementById('advanced').open")
+    older = context.new_page()
+    open_page(older, site + "#model=meta-llama/Llama-3.1-70B&context=4096&gpus=2&memory-utilization=0.9")
+    assert older.evaluate("document.getElementById('advanced').open")
+    assert older.input_value("#memory-utilization") == "0.9"
 
 
 def test_advanced_group_opens_when_an_error_is_inside(page, site):
-    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&overhead-gib=abc")
-    assert page.evaluate("document.getElementById('advanced').open")
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&engine=vllm")
+    assert not page.evaluate("document.getElementById('advanced').open")
+    # A value typed in a closed group (as a restored form or autofill can): its error opens it.
+    page.evaluate("""() => { const f = document.getElementById('overhead-gib'); f.value = 'abc';
+                             f.dispatchEvent(new Event('input', {bubbles: true})); }""")
+    page.wait_for_function("document.getElementById('advanced').open")
+    assert page.inner_text("#error-overhead-gib")
 
 
 @pytest.mark.parametrize("typed, expected", [("qwen3 32", "Qwen/Qwen3-32B"), ("deepseek v3", "deepseek-ai/DeepSeek-V3"),

@@ -45,8 +45,13 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     if settings.kv_memory_gib is not None:
         return Budget(int(settings.kv_memory_gib * GIB), None, None, "kv-memory-gib")
     if result.usable_bytes_per_gpu is None or result.weights_bytes_per_gpu is None:
-        activation, overhead, band = engine.estimate_overhead(scenario, chunk, []) if not settings.overhead_given \
-            else (None, None, None)
+        # No memory to size in: the estimate is shown where it can be made, and one the model's
+        # dimensions cannot support (a custom model without its hidden size) is not needed yet.
+        try:
+            activation, overhead, band = engine.estimate_overhead(scenario, chunk, []) \
+                if not settings.overhead_given else (None, None, None)
+        except InputError:
+            activation, overhead, band = None, None, None
         return Budget(None, activation, overhead, "none", band)
     usable = engine.usable_memory(scenario, chunk, notes, result.usable_bytes_per_gpu)
     if settings.overhead_given:
