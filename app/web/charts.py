@@ -39,7 +39,7 @@ def _marks(lines: list, at: int, context: int, end) -> tuple:
     """The current context: a line there and a point on each current line; past the model's limit,
     the limit too (the lines end there)."""
     past = end is not None and context > end
-    here = Mark(context, f"this context: {_tokens(context)}" + (", past the model's limit" if past else ""),
+    here = Mark(context, f"this context: {_tokens(context)}" + (", past the limit" if past else ""),
                 tuple((i, line.values[at]) for i, line in enumerate(lines) if line.current))
     return (here, Mark(end, f"the model's limit: {_tokens(end)}")) if past else (here,)
 

@@ -116,6 +116,7 @@ def plot(chart_id: str, x_label: str, xs: list, y_label: str, lines: list, scale
     axis = {"stroke": ink, "grid": {"stroke": grid, "width": 1}, "ticks": {"stroke": grid, "width": 1}}
     options = {
         "width": max(260, int(box.clientWidth or 600)), "height": HEIGHT,
+        "padding": [10, 30, None, None],          # room for the last x label at the right edge
         "scales": {"x": {"time": False, "distr": 3, "log": x_log}, "y": {"distr": 3, "log": 10}},
         "axes": [dict(axis, label=x_label), dict(axis, label=y_label, size=70)],
         "series": series, "legend": {"live": False},

@@ -129,7 +129,8 @@ def test_the_context_axis_ends_at_the_models_limit(page, site):
     page.wait_for_function("kvcalcMarks['chart-memory'][0].x === 200000")
     for chart in ("chart-memory", "chart-concurrency"):
         here, limit = marks(page, chart)
-        assert "past the model's limit" in here["text"] and limit["x"] == 163840
+        assert here["text"] == "this context: 200,000, past the limit"
+        assert limit["x"] == 163840 and limit["text"] == "the model's limit: 160K"
         for item in series(page, chart):
             drawn = [x for x, y in zip(item["x"], item["y"]) if y is not None]
             assert drawn and max(drawn) <= 163840, item["label"]
@@ -143,11 +144,13 @@ def test_hovering_a_chart_moves_nothing(browser, site, viewport):
     page = context.new_page()
     open_page(page, site + LLAMA)
     settle(page)
-    layout = """() => [document.documentElement.scrollHeight, ...%s.map(id => {
-        const chart = document.getElementById(id), next = chart.nextElementSibling.getBoundingClientRect(),
-              box = chart.getBoundingClientRect();
-        return [box.height, box.top + scrollY, next.top + scrollY];
-    })]""" % json.dumps(list(CHARTS))
+    # Each chart's own box and where what follows it starts, measured from the chart: what a
+    # hover could move (the page's other sections may still be settling, which these do not see).
+    layout = """() => %s.map(id => {
+        const chart = document.getElementById(id), box = chart.getBoundingClientRect(),
+              legend = chart.querySelector('.u-legend').getBoundingClientRect();
+        return [box.width, box.height, legend.height, chart.nextElementSibling.getBoundingClientRect().top - box.top];
+    })""" % json.dumps(list(CHARTS))
     for chart in CHARTS:
         page.locator(f"#{chart}").scroll_into_view_if_needed()
         before = page.evaluate(layout)
