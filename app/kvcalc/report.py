@@ -7,7 +7,7 @@ from . import engines, source_formula
 from .evaluation import Evaluation
 from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
-from .time_report import timing_json, timing_lines, timing_texts
+from .time_report import decode_bound_line, timing_json, timing_lines, timing_texts
 from .verdict import verdict
 from .words import both, plural, rate, size
 
@@ -167,10 +167,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     elif result.timing is not None:
         lines.extend(timing_lines(scenario, result.timing))
     elif result.decode_step_seconds:
-        step = result.decode_step_seconds
-        lines.append(f"Decode bound: weights and the batch's KV read once per step at "
-                     f"{dep.bandwidth_bytes_per_s / 10 ** 12:g} TB/s -> >= {rate(float(step) * 1000)} ms per step, "
-                     f"<= {rate(float(1 / step))} tokens/s per request, {rate(float(work.batch / step))} in total")
+        lines.append(decode_bound_line(scenario, result))
     return lines
 
 
@@ -313,8 +310,10 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
         if dep.gpus > 1 else f"{batch} of {ctx}, on the one GPU{ideal}",
         "weights_bytes": f"all {gpus} together" if dep.gpus > 1 else "on the one GPU",
         "weights_bytes_per_gpu": f"each of {gpus}" if dep.gpus > 1 else "the one GPU",
-        "kv_equals_weights_context": f"per GPU: {batch}' cache on the most loaded GPU against its weights"
-        if work.batch > 1 else "per GPU: one request's cache on the most loaded GPU against its weights",
+        "kv_equals_weights_context": (f"per GPU: {batch}' cache on the most loaded GPU against its weights"
+                                      if work.batch > 1 else
+                                      "per GPU: one request's cache on the most loaded GPU against its weights")
+        + ideal,
         "decode_tokens_per_s_per_request": f"a lower bound at {batch} of {ctx}, from memory bandwidth",
     }
 

@@ -43,7 +43,7 @@ def _update() -> None:
     texts = page_texts(scenario, result, u)
     results.render(texts)
     engine_view.render(texts["engine"])
-    charts.render(scenario, u)
+    charts.render(scenario, u, result)
     timing_view.render(texts, scenario, result, texts["data"]["fits"])
     results.render_bar(result, scenario, u)
     state.current = texts["data"]
