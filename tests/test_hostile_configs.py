@@ -32,7 +32,11 @@ HOSTILE = (-1000, -1, 0, 0.5, 2.5, "4", [4], {"n": 4}, True, 10 ** 400, float("n
 ENGINE_CYCLE = (None, "vllm", "sglang", "llama.cpp")
 # Negative by meaning: the memory left for the cache when the weights do not fit.
 STATS = {"refused": 0, "computed": 0}
-SIGNED = {"kv_budget_bytes_per_gpu", "engine_kv_budget_bytes_per_gpu"}
+SIGNED = {"kv_budget_bytes_per_gpu", "engine_kv_budget_bytes_per_gpu",
+          # The source's formula: each difference is signed (utilization takes memory away, windows
+          # give requests back), and the textbook's free memory is less than none when the weights
+          # do not fit.
+          "change_bytes", "change_requests", "free_bytes"}
 
 
 def family_configs() -> dict:

@@ -200,9 +200,10 @@ def _engine_label(scenario: Scenario, engine) -> str:
 def _notes(chain: _Chain, scenario: Scenario, src: Source) -> None:
     """The notes that change no byte: the source's GB, and a context past the model's limit."""
     mixed = _count(Fraction(src.free_bytes, GB), src.bytes_per_request / GIB)
+    # A model whose requests keep no bytes per token (state layers only) has no count to mix up.
+    mixing = "" if mixed is None else f" Memory in GB (10^9 B) over each request in GiB would count {mixed:,}"
     chain.step("units", "GiB vs GB", "none", src.bytes_per_request, src.bytes_per_request,
-               f"the source's \"GB\" are GiB (it divides by 1024^3); both columns here count the same bytes. "
-               f"Memory in GB (10^9 B) over each request in GiB would count {mixed:,}")
+               "the source's \"GB\" are GiB (it divides by 1024^3); both columns here count the same bytes." + mixing)
     model, ctx = scenario.model, scenario.workload.context_tokens
     if model.past_limit(ctx):
         chain.step("limit", "the model's limit", "none", ctx, model.max_context_tokens,
