@@ -208,7 +208,7 @@ def test_the_engines_budget_follows_the_context_where_the_engine_does():
 def test_edits_of_the_context_rerun_the_engine_for_the_new_points_only(monkeypatch):
     runs = []
     real = sweep._answer
-    monkeypatch.setattr(sweep, "_answer", lambda *a: runs.append(a[3]) or real(*a))
+    monkeypatch.setattr(sweep, "_answer", lambda *a: runs.append(a[2]) or real(*a))      # (scenario, result, context, precision)
     base = dict(model="meta-llama/Llama-3.1-8B", gpu="h100-sxm-80gb", engine="vllm", batch=3)
     first = evaluated(**base, context=8192)
     concurrency_series(first.scenario, context_points(first.scenario), first.result)

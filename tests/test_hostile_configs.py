@@ -23,7 +23,8 @@ from kvcalc.engines import ENGINES
 from kvcalc.launch import launch
 from kvcalc.evaluation import Unexpected, evaluate
 from kvcalc.report import page_texts, table, to_json
-from kvcalc.sweep import concurrency_series, context_points, memory_bar, memory_series
+from kvcalc.memory_bar import memory_bar
+from kvcalc.sweep import concurrency_series, context_points, memory_series
 from kvcalc.timing import batch_series, roofline_series
 from support import FIXTURES, cli, fixture_names, hf_fixture
 

@@ -91,7 +91,7 @@ def test_the_table_leads_with_the_verdict():
 
 def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
     from kvcalc import evaluate
-    from kvcalc.sweep import memory_bar
+    from kvcalc.memory_bar import memory_bar
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
                   "context": "32768", "batch": "4"})
     bar = memory_bar(e.result, e.scenario)

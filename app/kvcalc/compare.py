@@ -31,7 +31,7 @@ def _run(scenario: Scenario, model=None, workload=None, label="", detail="", cur
     try:
         result = compute(variant.model, variant.workload, scenario.deployment, searches=False)
         if scenario.settings.engine:
-            result = replace(result, engine=engines.size(variant, result))
+            result = replace(result, engine=engines.answer(variant, result))
     except InputError as e:
         return Row(label, detail, None, e.message, current)
     return Row(label, detail, result, None, current)

@@ -176,13 +176,10 @@ def engine_answers(scenario: Scenario, result, contexts: list[int], names: list[
     context and precision. `result` is the scenario's sizing (its usable memory and weights per
     GPU are what the engine sizes in; computed when not given).
 
-    engines.size also sizes both ends of its overhead band and of a logged memory's rounding,
-    three engine runs in all; the chart needs only the answer itself, so each point runs the
-    engine once, with the memory engines.size would give it. A page update redraws the charts
+    The chart needs only the answer itself, not the ends of its band, so each point runs the
+    engine once (engines.answer). A page update redraws the charts
     on every keystroke: the answers are kept on the model for the inputs that are not swept, so
     editing the context or the precision runs the engine for the new points only."""
-    engine_id = engines.engine_name(scenario.settings.engine)
-    module = engines.REGISTRY[engine_id]
     work = scenario.workload
     if result is None:
         result = compute(scenario.model, work, scenario.deployment, searches=False)
@@ -199,23 +196,20 @@ def engine_answers(scenario: Scenario, result, contexts: list[int], names: list[
         row = []
         for context in contexts:
             if (context, name) not in table:
-                table[(context, name)] = _answer(module, scenario, result, context, precision)
+                table[(context, name)] = _answer(scenario, result, context, precision)
             row.append(table[(context, name)])
         out[name] = row
     return out
 
 
-def _answer(module, scenario: Scenario, result, context: int, precision):
-    """What engines.size answers at this context and precision, without its bands: the same
-    checks, the same memory (engines._budget), one run of the engine's own sizing."""
-    work, settings = scenario.workload, scenario.settings
+def _answer(scenario: Scenario, result, context: int, precision):
+    """What engines.size answers at this context and precision, without its bands
+    (engines.answer: one run of the engine's own sizing); None where it refuses the inputs."""
+    work = scenario.workload
     at = replace(scenario, workload=replace(work, context_tokens=context, kv_precision=precision,
                                             prefix_tokens=min(work.prefix_tokens, context)))
-    if not module.stores(precision) or (settings.v_precision is not None and not module.SEPARATE_V):
-        return None
     try:
-        chunk = settings.prefill_chunk or module.default_chunk(at)
-        return module.size(at, chunk, engines._budget(module, at, result, chunk, []), [])
+        return engines.answer(at, result)
     except InputError:
         return None
 
@@ -233,17 +227,3 @@ def decode_series(scenario: Scenario, result, timing) -> dict:
         if timing.decode_flops else None
     return {**series, "ceiling": [ceiling] * len(series["batches"]), "chosen": batch,
             "compute_bound_batch": timing.compute_bound_batch}
-
-
-def memory_bar(result, scenario: Scenario) -> dict:
-    """One GPU's memory split: weights, KV, overhead, the share the utilization cap keeps back,
-    and what is left (None without a GPU). `over` is how far the first three pass the cap."""
-    total = result.gpu_memory_bytes
-    parts = {"weights": result.weights_bytes_per_gpu or 0, "kv": result.kv_bytes_per_gpu,
-             "overhead": scenario.deployment.overhead_bytes}
-    used = sum(parts.values())
-    usable = None if total is None else int(total * scenario.deployment.memory_utilization)
-    parts["reserved"] = None if total is None else total - usable
-    parts["free"] = None if total is None else usable - used
-    over = None if total is None else max(0, used - usable)
-    return {"total": total, "usable": usable, **parts, "over": over, "fits": total is None or used <= usable}

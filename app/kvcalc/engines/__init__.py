@@ -19,7 +19,7 @@ ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamac
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
 __all__ = ["ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
-           "longest_context"]
+           "answer", "longest_context"]
 
 
 def title(name: str) -> str:
@@ -61,7 +61,8 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, "estimate", band)
 
 
-def size(scenario, result) -> EngineResult:
+def _checked(scenario):
+    """(the engine's module, its prefill chunk) for these inputs, or the refusal naming the field."""
     settings = scenario.settings
     name = engine_name(settings.engine)
     engine, work = REGISTRY[name], scenario.workload
@@ -69,7 +70,21 @@ def size(scenario, result) -> EngineResult:
         raise InputError("kv-dtype", f"{name} cannot store the KV cache as {work.kv_precision.name}")
     if settings.v_precision is not None and not engine.SEPARATE_V:
         raise InputError("kv-dtype-v", f"only llama.cpp stores V in another type than K; {name} uses kv-dtype for both")
-    chunk = settings.prefill_chunk or engine.default_chunk(scenario)
+    return engine, settings.prefill_chunk or engine.default_chunk(scenario)
+
+
+def answer(scenario, result) -> EngineResult:
+    """The engine's answer alone, one run of its sizing: what `size` gives without the ends of
+    its band or of a logged memory's rounding, for the side tables and the charts, which show
+    only the answer and ask for it many times an update."""
+    engine, chunk = _checked(scenario)
+    notes = []
+    return engine.size(scenario, chunk, _budget(engine, scenario, result, chunk, notes), notes)
+
+
+def size(scenario, result) -> EngineResult:
+    settings = scenario.settings
+    engine, chunk = _checked(scenario)
     notes = []
     budget = _budget(engine, scenario, result, chunk, notes)
     out = engine.size(scenario, chunk, budget, notes)
