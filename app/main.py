@@ -24,7 +24,7 @@ try:
 
         from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, strip, takeaway
         from web import files as files_module
-        from web.dom import HTML, el, mark_scrolling_tables, on, proxy, put
+        from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
 except Exception as exc:
     failed(exc)
     raise
@@ -147,7 +147,7 @@ def wire() -> None:
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
     on(window, "resize", plot.resize)
-    on(window, "resize", mark_scrolling_tables)
+    watch_scrolling_tables()
     on(window, "pagehide", share.flush)
     on(el("#pin"), "click", on_pin)
     on(el("#compare-table"), "click", on_compare_click)

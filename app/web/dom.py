@@ -160,6 +160,17 @@ def lines_of(texts) -> list:
     return [("", [(text, None, "")]) for text in texts]
 
 
+def watch_scrolling_tables() -> None:
+    """Mark each wide table as its size changes (a ResizeObserver on the wrappers and their
+    tables): the browser calls it after its own layout, so no update forces one to ask."""
+    observer = js.ResizeObserver.new(proxy(mark_scrolling_tables))
+    for wrap in document.querySelectorAll(".table-wrap"):
+        observer.observe(wrap)
+        table = wrap.querySelector("table")
+        if not absent(table):
+            observer.observe(table)
+
+
 def mark_scrolling_tables(*_) -> None:
     """A wide table on a narrow screen scrolls sideways; its wrapper says so (data-scrolls),
     which the stylesheet turns into a visible cue."""

@@ -10,7 +10,7 @@ from kvcalc.report import page_texts
 from kvcalc.words import size
 
 from web import charts, compare, engine_view, errors, form, pending, results, share, source_view, state, takeaway, timing_view
-from web.dom import guarded, mark_scrolling_tables, proxy, put, view
+from web.dom import guarded, proxy, put, view
 
 
 def update(*_) -> None:
@@ -72,7 +72,6 @@ def render_side_sections(*_) -> None:
         takeaway.render_launch(scenario, result)
         source_view.render(scenario, result, state.unit)
         takeaway.render_export()
-        mark_scrolling_tables()
     finally:
         pending.mark("side", False)     # done, or failed and said so: nothing is left waiting
 

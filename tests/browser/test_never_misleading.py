@@ -84,6 +84,9 @@ def test_wide_tables_scroll_on_a_phone_with_a_cue(browser, site):
     context = browser.new_context(viewport={"width": 390, "height": 844}, service_workers="block")
     page = context.new_page()
     open_page(page, site + "#model=deepseek-ai%2FDeepSeek-V3&gpus=8&gpu=h200-141gb")
+    # The cue is set after the browser's layout (a ResizeObserver): wait for it to be there.
+    page.wait_for_function("""() => [...document.querySelectorAll('.table-wrap')].filter(w => w.checkVisibility())
+        .every(w => w.dataset.scrolls === (w.scrollWidth > w.clientWidth + 1 ? 'true' : 'false'))""")
     wraps = page.evaluate("""() => [...document.querySelectorAll('.table-wrap')].filter(w => w.checkVisibility())
         .map(w => ({scrolls: w.scrollWidth > w.clientWidth, overflow: getComputedStyle(w).overflowX,
                     cue: w.dataset.scrolls}))""")
