@@ -38,10 +38,19 @@ class Release:
     def at_least(self, *release: int, post: int = 0) -> bool:
         """Whether this version has the rule first released in `release` (e.g. 0, 20, 0; with
         post=1 for a rule first in X.Y.Z.post1)."""
-        return self.key >= _padded(release) + (2 * post,)
+        # Asked tens of thousands of times an update (every rule of every engine run): the
+        # answers are kept, keyed by the exact question.
+        question = (self.key, release, post)
+        known = _AT_LEAST.get(question)
+        if known is None:
+            known = _AT_LEAST[question] = self.key >= _padded(release) + (2 * post,)
+        return known
 
     def __str__(self) -> str:
         return self.text
+
+
+_AT_LEAST = {}
 
 
 def _padded(numbers) -> tuple:

@@ -193,14 +193,32 @@ def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
     """(page bytes of one block, layers sharing a block tensor, bytes one request needs at
     model_len) on the worker holding the layers in `stage`."""
     if groups[0].spec is None:               # one group, each layer its own page size
-        mine = [specs[i] for i in groups[0].layers if i in stage]
-        page = sum(s.page_bytes for s in mine)
-        need = sum(s.blocks_for(model_len, chunk) * s.page_bytes for s in mine)
+        # Models repeat a handful of layer specs: each distinct one is priced once.
+        mine = _stage_specs(groups, specs, stage)
+        page = sum(n * s.page_bytes for s, n in mine)
+        need = sum(n * s.blocks_for(model_len, chunk) * s.page_bytes for s, n in mine)
         return page, 1, need
     page = groups[0].spec.page_bytes
     group_size = max(sum(1 for i in g.layers if i in stage) for g in groups)
     blocks = sum(g.spec.blocks_for(model_len, chunk) for g in groups)
     return page, group_size, group_size * page * blocks
+
+
+class _Stage(set):
+    """One worker's cached layer indices, with (spec, how many of its layers have it) for the one
+    group's layers, priced once each: models repeat a handful of layer specs."""
+    counts: tuple = ()
+
+
+def _stage_specs(groups, specs, stage: set) -> tuple:
+    counts = getattr(stage, "counts", None)
+    if counts:
+        return counts
+    held = {}
+    for i in groups[0].layers:
+        if i in stage:
+            held[specs[i]] = held.get(specs[i], 0) + 1
+    return tuple(held.items())
 
 
 def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
@@ -221,9 +239,12 @@ def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_s
     stages, start = [], 0
     for stage in model.stages(pp):
         size = sum(stage.values())
-        stages.append(set(range(start, start + size)))
+        stages.append(_Stage(range(start, start + size)))
         start += size
     stages = [s for s in stages if any(specs[i] is not None for i in s)]
+    if groups[0].spec is None:
+        for stage in stages:
+            stage.counts = _stage_specs(groups, specs, stage)
     return specs, block_size, config_lines, groups, padding, stages
 
 
