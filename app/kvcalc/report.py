@@ -165,7 +165,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     if result.decode_step_seconds and fits is False:
         lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
     elif result.timing is not None:
-        lines.extend(timing_lines(scenario, result.timing))
+        lines.extend(timing_lines(scenario, result.timing, unit))
     elif result.decode_step_seconds:
         lines.append(decode_bound_line(scenario, result))
     return lines
@@ -273,13 +273,13 @@ def _max_context_text(result: Result) -> str:
     return f"{longest:,} tokens{suffix}"
 
 
-def conditions(scenario: Scenario, result: Result) -> str:
+def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
     """The inputs every headline figure depends on, in one line."""
     work, dep = scenario.workload, scenario.deployment
     if dep.gpu_name:
         gpus = f"{dep.gpus:,} x {dep.gpu_name}"
     elif dep.gpu_memory_bytes:
-        gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, 'gib')}"
+        gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, unit)}"
     else:
         gpus = "no GPU chosen"
     parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
@@ -351,14 +351,14 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
     metrics.update(_overhead_metrics(scenario, result, data, unit))
-    time_texts = timing_texts(scenario, result, data["fits"])
+    time_texts = timing_texts(scenario, result, data["fits"], unit)
     metrics.update(time_texts["metrics"])
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
     work = generation_work(scenario.workload.context_tokens)
     return {
         "data": data,
-        "conditions": conditions(scenario, result),
+        "conditions": conditions(scenario, result, unit),
         "metric_conditions": {**metric_conditions(scenario, result), **overhead_conditions(scenario, result, unit),
                               **time_texts["conditions"]},
         "time_live": time_texts["live"],

@@ -83,7 +83,7 @@ def _flops(n) -> str:
     return f"{n:,} FLOP"
 
 
-def timing_lines(scenario: Scenario, timing) -> list[str]:
+def timing_lines(scenario: Scenario, timing, unit: str = "gib") -> list[str]:
     """The time bounds' arithmetic with these numbers: lower bounds at the GPU's peak."""
     dep, work = scenario.deployment, scenario.workload
     peak, bw = timing.peak_flops_per_s, timing.bandwidth_bytes_per_s
@@ -93,7 +93,7 @@ def timing_lines(scenario: Scenario, timing) -> list[str]:
         f"ridge point {float(timing.ridge_flops_per_byte):,.0f} FLOP/byte (below it a step waits on memory)",
         f"Decode step of {plural(work.batch, 'request')} at {work.context_tokens:,} tokens: "
         f"{_flops(timing.decode_flops)} / compute = {_ms(timing.decode_compute_seconds)}; "
-        f"{size(timing.decode_bytes_per_gpu)} read per GPU / bandwidth = {_ms(timing.decode_memory_seconds)}; "
+        f"{size(timing.decode_bytes_per_gpu, unit)} read per GPU / bandwidth = {_ms(timing.decode_memory_seconds)}; "
         f">= {_ms(timing.decode_step_seconds)} ("
         + ("compute-bound" if timing.decode_compute_seconds >= timing.decode_memory_seconds else "memory-bound")
         + f", {float(timing.decode_flops_per_byte):,.1f} FLOP/byte)",
@@ -102,9 +102,9 @@ def timing_lines(scenario: Scenario, timing) -> list[str]:
     if experts:
         rest, read = timing.unrouted_weights_bytes_per_gpu, timing.decode_weights_bytes_per_gpu
         lines.append(
-            f"Weights a decode step reads per GPU: {size(rest)} of all but the routed experts (every step) + "
-            f"{size(read - rest)} of routed experts, those the batch touches: {experts} -> {size(read)} of the "
-            f"{size(timing.all_weights_bytes_per_gpu)} of every weight (routed experts: {timing.routed.how})")
+            f"Weights a decode step reads per GPU: {size(rest, unit)} of all but the routed experts (every step) + "
+            f"{size(read - rest, unit)} of routed experts, those the batch touches: {experts} -> {size(read, unit)} of the "
+            f"{size(timing.all_weights_bytes_per_gpu, unit)} of every weight (routed experts: {timing.routed.how})")
     lines += [
         f"Decode: <= {rate(float(1 / timing.decode_step_seconds))} tokens/s per request, "
         f"{rate(float(work.batch / timing.decode_step_seconds))} in total; "
@@ -126,7 +126,7 @@ TIME_METRICS = ("ttft_seconds", "prefill_seconds", "decode_step_seconds", "chunk
                 "prefill_flops", "prefill_steps")
 
 
-def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
+def timing_texts(scenario: Scenario, result, fits: bool | None, unit: str = "gib") -> dict:
     """The time section's figures (value, figure, second line), conditions and live numbers."""
     timing, work = result.timing, scenario.workload
     if timing is None or fits is False:
@@ -165,11 +165,11 @@ def timing_texts(scenario: Scenario, result, fits: bool | None) -> dict:
     weights = timing.decode_weights_bytes_per_gpu
     experts = experts_words(scenario, timing)
     live = {
-        "time-weights": size(weights) + (
+        "time-weights": size(weights, unit) + (
             f": of its routed experts, only the {_experts_count(timing.decode_experts_expected)} of "
             f"{timing.routed.experts:,} per layer the batch is expected to touch under uniform routing"
             if experts else ""),
-        "time-kv": size(timing.decode_bytes_per_gpu - weights),
+        "time-kv": size(timing.decode_bytes_per_gpu - weights, unit),
         "time-intensity": f"{float(timing.decode_flops_per_byte):,.1f}",
         "time-ridge": f"{float(timing.ridge_flops_per_byte):,.0f}", "time-chunk": f"{timing.prefill_chunk:,}",
         "time-chunked": _ms(timing.chunked_step_seconds), "time-step": _ms(timing.decode_step_seconds),
