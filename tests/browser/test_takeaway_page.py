@@ -4,6 +4,7 @@ import csv
 import io
 import json
 
+from kvcalc.evaluation import sized_as
 from kvcalc.launch import launch
 from kvcalc.link import evaluate_link
 from kvcalc.sweep import concurrency_series, context_points, memory_series
@@ -98,7 +99,8 @@ def test_launch_commands_match_the_engine(page, site):
         open_page(page, site + fragment)
         evaluation = scenario_of(url_of(page))
         for engine in ("vllm", "sglang", "llama.cpp"):
-            expected = launch(evaluation.scenario, engine, evaluation.result)
+            # Each command is sized by its own engine, whichever the page is sized as.
+            expected = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
             box = page.locator(f"[id='launch-{engine}']")
             assert box.locator("pre").inner_text() == (expected.command or "")
             assert box.locator(".notes li").all_inner_texts() == list(expected.notes)

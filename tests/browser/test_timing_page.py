@@ -52,6 +52,7 @@ def test_no_time_bounds_without_peaks_or_when_it_does_not_fit(page, site):
     page.wait_for_function("document.querySelector('[data-metric=ttft_seconds]').dataset.value !== ''")
     assert page.inner_text("#timing-missing") == "" and page.is_visible("#chart-roofline")
     assert page.is_visible("#timing-body")
+    page.evaluate("document.getElementById('advanced').open = true")      # where the prompt length is
     page.fill("#prompt-tokens", "999999")
     page.wait_for_selector("#error-prompt-tokens:not(:empty)")
     assert "longer than the context" in page.inner_text("#error-prompt-tokens")
