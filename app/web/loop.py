@@ -10,7 +10,7 @@ from kvcalc.report import page_texts
 from kvcalc.words import size
 
 from web import charts, compare, engine_view, errors, form, pending, results, share, source_view, state, takeaway, timing_view
-from web.dom import guarded, proxy, put, view
+from web.dom import absent, guarded, proxy, put, view
 
 
 def update(*_) -> None:
@@ -55,34 +55,70 @@ def _update() -> None:
 
 
 def _schedule_side_sections() -> None:
-    if not pending.due["side"]:
-        pending.mark("side", True)
+    """This update's side sections, each a step: run at once while no keystroke waits (the
+    browser says so: navigator.scheduling.isInputPending), so the page is whole in the same
+    frame; when one waits, or where the browser cannot tell, the rest go to a later task and
+    the keystroke goes first."""
+    _side[:] = SIDE_STEPS
+    pending.mark("side", True)
+    if _CAN_TELL:
+        run_side_sections()
+    else:
         window.setTimeout(_side_proxy, 0)
 
 
-def render_side_sections(*_) -> None:
+def run_side_sections(*_) -> None:
     try:
-        scenario, result = state.computed
-        rules = state.current["sized_as"]
-        for table in ("#attention-table", "#precision-table"):
-            put(f"{table} .max-head", f"Max requests ({rules})")
-        _rows("#attention-table tbody", attention_variants(scenario))
-        _rows("#precision-table tbody", precision_rows(scenario))
-        compare.render()
-        takeaway.render_launch(scenario, result)
-        source_view.render(scenario, result, state.unit)
-        takeaway.render_export()
+        while _side:
+            if _CAN_TELL and _input_pending():
+                window.setTimeout(_side_proxy, 0)
+                return
+            _side.pop(0)()
+    except BaseException:
+        _side.clear()           # failed and said so (dom.guarded): nothing is left waiting
+        raise
     finally:
-        pending.mark("side", False)     # done, or failed and said so: nothing is left waiting
+        if not _side:
+            pending.mark("side", False)
 
 
-_side_proxy = proxy(guarded(render_side_sections))
+def _tables() -> None:
+    scenario = state.computed[0]
+    rules = state.current["sized_as"]
+    for table in ("#attention-table", "#precision-table"):
+        put(f"{table} .max-head", f"Max requests ({rules})")
+    _rows("#attention-table tbody", attention_variants(scenario))
+    _rows("#precision-table tbody", precision_rows(scenario))
+
+
+def _launch() -> None:
+    takeaway.render_launch(*state.computed)
+
+
+def _source() -> None:
+    source_view.render(*state.computed, state.unit)
+
+
+SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export)
+_side = []
+_scheduling = getattr(window.navigator, "scheduling", None)
+_CAN_TELL = not absent(_scheduling) and not absent(getattr(_scheduling, "isInputPending", None))
+
+
+def _input_pending() -> bool:
+    return bool(_scheduling.isInputPending())
+
+
+_side_proxy = proxy(guarded(run_side_sections))
 
 
 def finish_now() -> None:
     """Everything due written now: ready means everything on the page is current."""
     if pending.due["side"]:
-        render_side_sections()
+        _side[:] = _side or SIDE_STEPS
+        while _side:
+            _side.pop(0)()
+        pending.mark("side", False)
     if pending.due["link"]:
         share.flush()
 
