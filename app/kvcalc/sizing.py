@@ -10,7 +10,7 @@ from .errors import InputError
 from .experts import routed_experts, weights_read
 from .model import LayerCounts, Model
 from .precision import Precision
-from .units import ceil_div
+from .units import ceil_div, last_holding
 
 # Searches for the longest context stop here: 2^40 tokens is far past any model.
 CONTEXT_SEARCH_LIMIT = 1 << 40
@@ -116,13 +116,7 @@ def _largest_fitting(fits, low: int, limit: int, guess: int | None = None) -> in
                 lo, hi = hi, min(limit, 2 * hi)
         else:
             hi = guess
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return last_holding(fits, lo, hi)
 
 
 def _linear_guess(layers: LayerCounts, workload: Workload, batch: int, room: int, tp: int = 1) -> int | None:

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from .experts import RoutedExperts, expected_experts, routed_experts, weights_read
 from .sizing import batch_bytes, cache_bytes
-from .units import ceil_div
+from .units import ceil_div, last_holding
 
 # Weights precisions that run on narrower tensor cores where the GPU has them; anything else is
 # computed in 16 bits (weight-only quantization dequantizes to bf16 before the matmul).
@@ -231,14 +231,8 @@ def _compute_bound_batch(flops_per_request: int, peak_all: int, weights_for, eve
         high = BATCH_LIMIT
     if weights_for(1) == every:                   # dense, or every weight counted as read
         return high
-    low = 0                                       # bound(low) is False (no batch), bound(high) True
-    while high - low > 1:
-        mid = (low + high) // 2
-        if bound(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    # bound(0) is False (no batch), bound(high) True: the first batch bound is one past the last not.
+    return last_holding(lambda b: not bound(b), 0, high) + 1
 
 
 def roofline_series(timing: Timing) -> dict:

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..sizing import CONTEXT_SEARCH_LIMIT, _linear_guess
-from ..units import GIB
+from ..units import GIB, last_holding
 from . import llamacpp, sglang, vllm
 from .result import Band, Budget, EngineResult
 
@@ -161,10 +161,4 @@ def _last_held(holds, limit: int, guess: int | None) -> int:
             while (probe := guess - step) > 1 and not holds(probe):
                 hi, step = probe, step * 2
             lo = max(1, probe)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if holds(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return last_holding(holds, lo, hi)
