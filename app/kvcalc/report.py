@@ -179,12 +179,13 @@ def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | N
     if engine.budget_source == "kv-memory-gib":
         return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
     usable = usable_bytes_per_gpu(result)
-    what = "estimated" if engine.budget_source == "estimate" else "yours"
-    band = "" if not engine.band else (f"; its band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
-                                       f"{size(engine.band[0].overhead_bytes_per_gpu, unit)}")
-    return (f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights "
-            f"{size(result.weights_bytes_per_gpu, unit)} - overhead {size(engine.overhead_bytes_per_gpu or 0, unit)} "
-            f"({what}{band}) = {size(engine.kv_budget_bytes_per_gpu, unit)}")
+    line = f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights {size(result.weights_bytes_per_gpu, unit)}"
+    if engine.overhead_bytes_per_gpu:        # SGLang subtracts none: its activations live in what it leaves
+        what = "estimated" if engine.budget_source == "estimate" else "yours"
+        band = "" if not engine.band else (f"; its band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
+                                           f"{size(engine.band[0].overhead_bytes_per_gpu, unit)}")
+        line += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what}{band})"
+    return line + f" = {size(engine.kv_budget_bytes_per_gpu, unit)}"
 
 
 def _engine_capacity_lines(scenario: Scenario, result: Result, unit: str) -> list[str]:
@@ -447,22 +448,14 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             for end, label in ((band[1], "the least"), (band[0], "the most"))))
     why = []
     if engine.budget_source == "kv-memory-gib":
-        why.append(f"KV memory per GPU: {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it.")
+        why.append(engine_memory_line(scenario, result, unit) + ".")
         if engine.kv_tokens_range and engine.kv_tokens_range[0] != engine.kv_tokens_range[1]:
             low, high = engine.kv_tokens_range
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
     elif engine.budget_source in ("estimate", "overhead-gib") and engine.kv_budget_bytes_per_gpu is not None:
-        usable = engine.kv_budget_bytes_per_gpu + result.weights_bytes_per_gpu + (engine.overhead_bytes_per_gpu or 0)
-        memory = (f"KV memory per GPU = usable {size(usable, unit)} - weights "
-                  f"{size(result.weights_bytes_per_gpu, unit)}")
-        if engine.overhead_bytes_per_gpu:
-            what = "estimated" if engine.budget_source == "estimate" else "yours"
-            memory += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what})"
-        memory += f" = {size(engine.kv_budget_bytes_per_gpu, unit)}."
-        if engine.budget_source == "estimate":
-            memory += rules.USABLE_WORDS
-        why.append(memory)
+        why.append(engine_memory_line(scenario, result, unit) + "."
+                   + (rules.USABLE_WORDS if engine.budget_source == "estimate" else ""))
         if engine.band:
             top, bottom = engine.band
             top_words, bottom_words = ("does not start" if not end.starts else
