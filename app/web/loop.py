@@ -1,6 +1,7 @@
 """One update: read the form, ask the engine, show errors or the figures. The headline figures
-and charts are written at once; the side tables, comparison, commands and export follow in the
-next task, and the link once edits pause."""
+and charts are written first; the side tables, comparison, commands, export and the source's
+formula follow step by step, in the same task unless a keystroke waits; the link once edits
+pause."""
 
 from pyscript import window
 
