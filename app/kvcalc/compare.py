@@ -43,8 +43,10 @@ def attention_variants(scenario: Scenario) -> list[Row]:
             for label, model, detail, current in _variants(scenario)]
 
 
-def attention_variants_models(scenario: Scenario) -> list[tuple[str, object]]:
-    return [(label, model) for label, model, _, _ in _variants(scenario)]
+def attention_variants_models(scenario: Scenario) -> list[tuple[str, object, bool]]:
+    """(label, model, whether it is this model's own design) for each attention design: the
+    charts' lines."""
+    return [(label, model, current) for label, model, _, current in _variants(scenario)]
 
 
 def _variants(scenario: Scenario) -> list[tuple]:

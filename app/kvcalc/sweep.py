@@ -7,7 +7,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from . import engines
-from .compare import _variants
+from .compare import attention_variants_models
 from .errors import InputError
 from .precision import PRECISIONS
 from .scenario import Scenario
@@ -94,7 +94,7 @@ def memory_series(scenario: Scenario, contexts: list[int], result=None) -> dict:
     (llama.cpp's compute buffer grows with the context), from `result`, the scenario's sizing."""
     dep = scenario.deployment
     lines = []
-    for label, model, _, current in _variants(scenario):
+    for label, model, current in attention_variants_models(scenario):
         try:
             model.check_parallel(dep.tp, dep.pp)
         except ValueError:
