@@ -171,7 +171,20 @@ class _Chain:
 
 
 def source_formula(scenario: Scenario, result: Result) -> SourceFormula:
-    """The source's arithmetic on these inputs and the steps from its answer to ours."""
+    """The source's arithmetic on these inputs and the steps from its answer to ours: kept for
+    the last inputs, which an update asks for three times (the JSON, the export, the section)."""
+    held = _LAST[0]
+    if held is not None and held[0] is scenario and held[1] is result:
+        return held[2]
+    block = _source_formula(scenario, result)
+    _LAST[0] = (scenario, result, block)        # the inputs held too, so `is` can never match a stranger
+    return block
+
+
+_LAST = [None]
+
+
+def _source_formula(scenario: Scenario, result: Result) -> SourceFormula:
     src = _source(scenario, result)
     engine = result.engine
     label = "the exact ideal" if engine is None else _engine_label(scenario, engine) + "'s rules"
