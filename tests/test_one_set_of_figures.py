@@ -170,3 +170,44 @@ def test_overhead_and_activation_are_figures():
     assert metrics["activation_bytes_per_gpu"][0] == str(ev.result.engine.activation_bytes_per_gpu)
     exact = ok(dict(LLAMA_H100, engine="exact"))
     assert page_texts(exact.scenario, exact.result)["metrics"]["activation_bytes_per_gpu"][0] == ""
+
+
+def test_llama_cpp_over_two_gpus_draws_its_busiest_gpus_share():
+    # Llama 3.1 70B at 32K on 2 x H100: llama.cpp splits the 80 layers evenly, 40 a GPU, so each
+    # holds half of the 10 GiB cache (80 x 8 x 128 x 2 x 2 B x 32,768 tokens).
+    ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "32768", "gpu": "h100-sxm-80gb", "gpus": "2",
+             "engine": "llama.cpp"})
+    assert ev.result.engine.kv_bytes_per_request == 10 * GIB            # one sequence, all GPUs together
+    assert memory_bar(ev.result, ev.scenario)["kv"] == 5 * GIB == ev.result.kv_bytes_per_gpu
+
+
+def test_a_refusing_engine_names_the_longest_context_the_summary_shows():
+    ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "gpu": "h100-sxm-80gb", "gpus": "2",
+             "engine": "llama.cpp"})
+    assert ev.result.engine.starts is False
+    longest = ev.result.context_limit[0]
+    assert f"the longest context it can serve is {longest:,} tokens" in to_json(ev.scenario, ev.result)["verdict"]
+    assert longest < 131_072
+
+
+def test_an_engine_that_starts_but_holds_no_request_says_so():
+    ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "gpu": "h100-sxm-80gb", "gpus": "2",
+             "engine": "sglang"})
+    out = ev.result.engine
+    assert out.starts and out.max_concurrency < 1
+    verdict = to_json(ev.scenario, ev.result)["verdict"]
+    assert f"SGLang starts, but its KV cache of {out.kv_tokens:,} tokens cannot hold one request" in verdict
+    assert "the rest wait" not in verdict
+
+
+def test_a_log_memory_is_the_engine_sized_as_alone():
+    ev = ok(dict(LLAMA_H100, batch="16", engine="vllm", **{"kv-memory-gib": "40"}))
+    sglang = sized_as(ev.scenario, ev.result, "sglang")
+    assert sglang.engine.budget_source == "estimate"
+    assert sglang.engine.kv_budget_bytes_per_gpu != 40 * GIB
+
+
+def test_vllm_command_names_the_block_it_uses():
+    ev = ok(dict(DEEPSEEK_8_H200, engine="exact"))
+    notes = launch(ev.scenario, "vllm", sized_as(ev.scenario, ev.result, "vllm")).notes
+    assert any("blocks of 64 tokens" in note for note in notes)         # FlashMLA on Hopper

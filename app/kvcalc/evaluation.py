@@ -99,8 +99,10 @@ def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
     None where that engine refuses these inputs."""
     if result.engine is not None and result.engine.engine == engine:
         return result
-    # The release given belongs to the engine sized as; another engine takes its newest.
-    other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False))
+    # The release given and a KV memory read from a log belong to the engine sized as; another
+    # engine takes its newest release and sizes its own memory.
+    other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False,
+                                               kv_memory_gib=None))
     try:
         return replace(result, engine=engines.size(other, result))
     except InputError:

@@ -37,6 +37,8 @@ def _engine_bar(result, scenario) -> dict:
     total, weights = result.gpu_memory_bytes, result.weights_bytes_per_gpu or 0
     pool = max(0, engine.kv_budget_bytes_per_gpu)
     asked = work.batch * (engine.kv_bytes_per_request or 0)
+    if engine.kv_bytes_on_busiest_gpu is not None:
+        asked = engine.kv_bytes_on_busiest_gpu      # what it allocates on this GPU, its layers' share
     # Requests past what a started engine holds wait their turn; one that does not start is drawn
     # with what was asked for, so the overflow shows past the line.
     in_use = min(asked, pool) if engine.starts else asked

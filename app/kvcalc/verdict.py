@@ -6,7 +6,7 @@ weights unknown) and the sentence then says what is missing.
 
 from dataclasses import dataclass
 
-from .engines import title
+from .engines import REGISTRY, title
 from .words import plural, size
 
 
@@ -37,11 +37,19 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
                 problems.append(f"{name} will not start: the weights and its overhead leave no memory for the "
                                 f"cache ({size(-budget, unit)} short per GPU)")
             else:
-                longest = f"; the longest context it can serve is {engine.max_model_len:,} tokens" \
-                    if engine.max_model_len else ""
+                # vLLM prints its own estimate when it refuses; for the others, the engine's
+                # longest context for the requests at this memory (the summary's figure).
+                most = engine.max_model_len if REGISTRY[engine.engine].REFUSED_MAX_LEN_WORDS else \
+                    result.context_limit[0]
+                longest = f"; the longest context it can serve is {most:,} tokens" if most else ""
                 problems.append(f"{name} will not start: one request of {ctx:,} tokens needs more KV cache than "
                                 f"the {size(budget, unit)} it has per GPU{longest}")
             reasons.append("engine")
+        elif engine.max_concurrency is not None and engine.max_concurrency < 1:
+            # It starts, but not even one request of this context fits its pool: none can run.
+            problems.append(f"{name} starts, but its KV cache of {plural(engine.kv_tokens or 0, 'token')} cannot hold "
+                            f"one request of {ctx:,} tokens")
+            reasons.append("kv")
         elif engine.max_concurrency is not None and engine.max_concurrency < batch:
             problems.append(f"{name} holds {float(engine.max_concurrency):,.2f} requests of {ctx:,} tokens at "
                             f"once, not {batch:,}: the rest wait")

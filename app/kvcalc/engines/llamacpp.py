@@ -55,7 +55,7 @@ CONCURRENCY_FORMAT = "{:,.0f} sequences"      # its -np
 LABELS = {"engine_max_concurrency": "Sequences served at once (-np)",
           "engine_kv_tokens": "KV cells it prints, per sequence stream",
           "engine_kv_budget_bytes_per_gpu": "Memory left for its KV buffers, per GPU",
-          "engine_kv_bytes_per_request": "One sequence's KV buffer, per GPU",
+          "engine_kv_bytes_per_request": "One sequence's KV buffer, all GPUs together",
           "engine_max_model_len": "Context of each sequence (n_ctx_seq it prints)",
           "engine_overhead_band": "Compute buffer per GPU, estimated"}
 # It allocates the cells its sequences need (-c), not all the memory left.
@@ -451,7 +451,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         max_concurrency=pool.max_concurrency, starts=starts, max_model_len=pool.max_context_per_seq,
         refusal=refusal, activation_bytes_per_gpu=activation, overhead_bytes_per_gpu=overhead,
         budget_source=budget.source, log=tuple(log_lines(pool) + extra_log + ([refusal] if refusal else [])),
-        notes=tuple(notes), band=band)
+        notes=tuple(notes), band=band, kv_bytes_on_busiest_gpu=on_gpu)
 
 
 def stores(kv_precision) -> bool:

@@ -30,6 +30,9 @@ class EngineResult:
     # the side tables' variants.
     max_context: int | None = None
     max_context_limited_by: str | None = None
+    # The cache it allocates on its busiest GPU, where that is less than its KV memory (llama.cpp
+    # allocates its sequences' cells, split by layers over the GPUs); None: the whole KV memory.
+    kv_bytes_on_busiest_gpu: int | None = None
 
 
 @dataclass(frozen=True)

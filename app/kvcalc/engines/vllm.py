@@ -520,8 +520,10 @@ def launch(scenario, result=None) -> Launch:
                                          f"not {work.block_size_tokens}",))
         args += ["--block-size", str(work.block_size_tokens)]
     else:
-        notes.append("vLLM pages the cache in blocks of 16 tokens by default; set the block size to 16 "
-                     "to see its rounding in the figures")
+        block = result.engine.block_size if result is not None and result.engine is not None and \
+            result.engine.engine == NAME else block_size_for(scenario.model, dep.gpu_name, None)[0]
+        notes.append(f"vLLM pages this model's cache in blocks of {block} tokens here; its figures above count "
+                     "them (the exact ideal's count single tokens)")
     return Launch(NAME, shell_join(args), tuple(notes))
 
 
