@@ -101,21 +101,24 @@ def bytes_per_token(layers: LayerCounts, precision: Precision, tp: int = 1) -> i
 
 def _largest_fitting(fits, low: int, limit: int, guess: int | None = None) -> int | None:
     """Largest n in [low, limit] with fits(n), for a monotone fits; None if even `limit` fits.
-    Assumes fits(low) is True. A guess (exact for plain full attention) is checked first and
-    only narrows the bisection, so a wrong guess costs steps, never correctness."""
+    Assumes fits(low) is True. From a close guess (exact for plain full attention; an engine's
+    blocks move its answer a few tokens from the ideal's) it steps out by 1, 2, 4... to bracket
+    the answer, then bisects: a wrong guess costs steps, never correctness."""
     if fits(limit):
         return None
     lo, hi = low, limit                     # fits(lo) holds, fits(hi) does not
     if guess is not None and lo < guess < hi:
+        step = 1
         if fits(guess):
             lo = guess
-            if not fits(guess + 1):
-                return guess
-            hi = min(hi, max(guess + 2, 2 * guess))
-            while fits(hi):                  # the guess was low: widen, staying below limit
-                lo, hi = hi, min(limit, 2 * hi)
+            while (probe := guess + step) < limit and fits(probe):
+                lo, step = probe, step * 2
+            hi = min(limit, probe)
         else:
             hi = guess
+            while (probe := guess - step) > low and not fits(probe):
+                hi, step = probe, step * 2
+            lo = max(low, probe)
     return last_holding(fits, lo, hi)
 
 

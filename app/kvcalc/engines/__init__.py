@@ -8,8 +8,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 from ..errors import InputError
-from ..sizing import CONTEXT_SEARCH_LIMIT, _linear_guess
-from ..units import GIB, last_holding
+from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
+from ..units import GIB
 from . import llamacpp, sglang, vllm
 from .result import Band, Budget, EngineResult
 
@@ -139,26 +139,7 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
     # it only narrows the search, every step of which asks the engine itself.
     guesses = [g for stage, _ in model.stage_groups(scenario.deployment.pp)
                if (g := _linear_guess(stage, work, work.batch, out.kv_budget_bytes_per_gpu, scenario.deployment.tp))]
-    if holds(limit):
-        return (model.max_context_tokens, "model") if model.max_context_tokens else (None, "none")
-    return _last_held(holds, limit, min(guesses) if guesses else None), "memory"
-
-
-def _last_held(holds, limit: int, guess: int | None) -> int:
-    """The largest n < limit with holds(n), for a monotone holds with holds(1) and not
-    holds(limit). From a close guess it steps out by 1, 2, 4... to bracket the answer (blocks
-    move an engine's answer by a few tokens from the ideal's), then bisects; every step is exact."""
-    lo, hi = 1, limit
-    if guess is not None and 1 < guess < limit:
-        step, probe = 1, guess
-        if holds(guess):
-            lo = guess
-            while (probe := guess + step) < limit and holds(probe):
-                lo, step = probe, step * 2
-            hi = min(limit, probe)
-        else:
-            hi = guess
-            while (probe := guess - step) > 1 and not holds(probe):
-                hi, step = probe, step * 2
-            lo = max(1, probe)
-    return last_holding(holds, lo, hi)
+    largest = _largest_fitting(holds, 1, limit, min(guesses) if guesses else None)
+    if largest is not None:
+        return largest, "memory"
+    return (model.max_context_tokens, "model") if model.max_context_tokens else (None, "none")
