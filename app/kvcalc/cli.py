@@ -36,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
             help_text = option.help.replace("%", "%%")
             if option.default is not None:
                 help_text += f" (default {option.default})"
-            group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
+            if option.bare is not None:
+                group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text,
+                                   nargs="?", const=option.bare)
+            else:
+                group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
     files = parser.add_argument_group("checkpoint files (headers only; nothing else is read)")
     files.add_argument("--gguf", metavar="PATH", help="a GGUF file: the model's shape from its metadata, the "
                                                      "exact weights from its tensor table")

@@ -196,7 +196,7 @@ def load(fragment: str) -> tuple[dict, Evaluation, list[tuple[str, str]]]:
 
 # An error can name a value the link did not set (tp derived from gpus, a key inside the
 # config); drop the entry it came from.
-_DERIVED_FROM = {"tp": ("gpus", "pp"), "pp": ("gpus",), "gpus": ("tp", "pp"),
+_DERIVED_FROM = {"tp": ("gpus", "pp", "dp"), "pp": ("gpus",), "dp": ("gpus",), "gpus": ("tp", "pp", "dp"),
                  "params": ("gpu-memory-gib", "gpu"), "kv-dtype": (), "layers": ("kv-heads", "head-dim")}
 
 

@@ -18,13 +18,14 @@ from .precision import precision
 @dataclass(frozen=True)
 class Option:
     name: str
-    kind: str            # int, decimal, count, text, list, config
+    kind: str            # int, decimal, count, text, list, config, pairs
     group: str           # model, workload, deployment, view
     help: str
     minimum: Fraction | int | None = None
     maximum: Fraction | int | None = None
     default: str | None = None
     choice: object = None  # a text option's parser: (text, name) -> the canonical spelling, or InputError
+    bare: str | None = None  # the value the CLI's flag means when given alone (--ep is --ep on)
 
 
 def _precision_name(text: str, name: str) -> str:
@@ -98,9 +99,15 @@ OPTIONS = (
     Option("prefix-tokens", "int", "workload", "A prompt prefix shared by every request, cached once.", 0, 1 << 34, "0"),
     Option("prompt-tokens", "int", "workload", "The prompt's share of the context, for prefill time and time to "
            "first token (default: the whole context).", 1, 1 << 34),
-    Option("gpus", "int", "deployment", "GPUs serving one copy of the model (tp x pp).", 1, 1 << 20, "1"),
-    Option("tp", "int", "deployment", "Tensor-parallel size (default gpus / pp).", 1, 1 << 20),
+    Option("gpus", "int", "deployment", "GPUs serving the model: tp x pp x dp.", 1, 1 << 20, "1"),
+    Option("tp", "int", "deployment", "Tensor-parallel size of each data-parallel rank (default gpus / (pp x dp)).", 1, 1 << 20),
     Option("pp", "int", "deployment", "Pipeline-parallel size: splits the layers.", 1, 10_000, "1"),
+    Option("dp", "int", "deployment", "Data-parallel size: attention ranks, each a tp x pp group holding only its own "
+           "requests' cache (vLLM --data-parallel-size; SGLang --dp-size with --enable-dp-attention). "
+           "GPUs = tp x pp x dp.", 1, 1 << 16, "1"),
+    Option("ep", "text", "deployment", "Expert parallel on or off: the MoE experts placed whole over all tp x dp GPUs "
+           "(vLLM --enable-expert-parallel, SGLang --ep-size) instead of each sliced by tensor parallel.",
+           choice=_one_of("on", "off"), bare="on"),
     Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth.", choice=_gpu_id),
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
@@ -123,6 +130,16 @@ OPTIONS = (
            choice=_version_text),
     Option("kv-memory-gib", "decimal", "engine", "KV cache memory per GPU the engine reported (vLLM's \"Available "
            "KV cache memory\"); skips the overhead estimate.", Fraction(1, 1024), 1 << 20),
+    Option("loaded-weights-gib", "decimal", "engine", "Measured: the weights on the busiest GPU as the engine's log "
+           "printed them (vLLM \"Model loading took\", SGLang \"mem usage\"), in GiB.", 0, 1 << 20),
+    Option("activation-gib", "decimal", "engine", "Measured: the activation peak of vLLM's profiling run as its log "
+           "printed it (\"peak activation\", \"torch peak memory increase\"), per GPU in GiB.", 0, 1 << 20),
+    Option("non-torch-gib", "decimal", "engine", "Measured: memory outside PyTorch (NCCL, CUDA context) as vLLM's "
+           "log printed it, per GPU in GiB.", 0, 1 << 20),
+    Option("cudagraph-gib", "decimal", "engine", "Measured: the CUDA-graph memory vLLM's log says it subtracted, "
+           "per GPU in GiB.", 0, 1 << 20),
+    Option("measured-with", "pairs", "engine", "The inputs of the deployment a log measured (name:value, comma-"
+           "separated): the measured figures hold for them, and what an edit changes is re-estimated."),
     Option("prefill-chunk", "int", "engine", "Tokens per prefill step: vLLM --max-num-batched-tokens, SGLang "
            "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
     Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
@@ -216,6 +233,8 @@ def parse_value(option: Option, raw):
             value = Fraction(text)
         else:
             raise InputError(name, f"expected a number, got {_clip(raw)!r}")
+    elif option.kind == "pairs":
+        return parse_pairs(name, text)
     elif option.kind == "list":
         if not isinstance(text, str) or not text:
             raise InputError(name, "expected numbers separated by commas")
@@ -266,6 +285,33 @@ def parse_options(raw: dict) -> tuple[dict, list[InputError]]:
     if values.get("engine") == EXACT:
         del values["engine"]        # below here, no engine is the exact ideal
     return values, errors
+
+
+def parse_pairs(name: str, text) -> dict:
+    """`name:value,name:value` as typed values, each by its own option's parser: the inputs of a
+    measured deployment."""
+    if isinstance(text, dict):
+        text = ",".join(f"{k}:{v}" for k, v in text.items())
+    if not isinstance(text, str) or not text:
+        raise InputError(name, "expected name:value pairs separated by commas")
+    if len(text) > 4096:
+        raise InputError(name, "is longer than 4,096 characters")
+    pairs = {}
+    for part in text.split(","):
+        key, colon, value = part.partition(":")
+        key = key.strip()
+        option = OPTION_BY_NAME.get(key)
+        if not colon or option is None or option.kind in ("pairs", "config", "list"):
+            raise InputError(name, f"{_clip(part)!r} is not an input's name:value")
+        if key in pairs:
+            raise InputError(name, f"names {key} twice")
+        try:
+            pairs[key] = parse_value(option, value)
+        except InputError as e:
+            raise InputError(name, f"{key}: {e.message}") from None
+    if pairs.get("engine") == EXACT:
+        del pairs["engine"]
+    return pairs
 
 
 def canonical_value(name: str, value):

@@ -281,18 +281,22 @@ def build_scenario(values: dict) -> Scenario:
 
 
 def _deployment(values: dict, model: Model) -> Deployment:
-    pp = values.get("pp", 1)
+    pp, dp = values.get("pp", 1), values.get("dp", 1)
     if "tp" in values:
         tp = values["tp"]
-        if "gpus" in values and values["gpus"] != tp * pp:
+        if "gpus" in values and values["gpus"] != tp * pp * dp:
             model.check_parallel(tp, pp)       # suggest a GPU count only for a tp that works
-            raise InputError("gpus", f"gpus={values['gpus']} does not equal tp x pp = {tp} x {pp}; "
-                                     f"use {tp * pp} GPUs or change tp")
+            layout = f"tp x pp x dp = {tp} x {pp} x {dp}" if dp > 1 else f"tp x pp = {tp} x {pp}"
+            raise InputError("gpus", f"gpus={values['gpus']} does not equal {layout}; "
+                                     f"use {tp * pp * dp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
         if gpus % pp:
             raise InputError("pp", f"pp={pp} does not divide gpus={gpus}")
-        tp = gpus // pp
+        if gpus % (pp * dp):
+            raise InputError("dp", f"dp={dp} does not divide the {gpus} GPUs over pp={pp}: "
+                                   f"GPUs = tp x pp x dp, so give a multiple of {pp * dp} GPUs")
+        tp = gpus // (pp * dp)
 
     memory = bandwidth = torch_memory = None
     gpu_name = None
@@ -332,7 +336,8 @@ def _deployment(values: dict, model: Model) -> Deployment:
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
                       bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
-                      weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights)
+                      weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights,
+                      dp=dp, expert_parallel=values.get("ep") == "on")
 
 
 # Bits per parameter a real checkpoint can hold: from a 1-bit quantization (llama.cpp's Q1_0

@@ -40,10 +40,12 @@ class Deployment:
     weights_exact: bool = True               # False when weights come from a rounded parameter count
     stage_weights_bytes: tuple = ()          # per pipeline stage, where a checkpoint gives them by layer
     peak_flops: tuple = ()                   # per GPU: (precision, dense FLOP/s) pairs, where known
+    dp: int = 1                              # data-parallel attention ranks, each tp x pp GPUs
+    expert_parallel: bool = False            # MoE experts placed whole over the tp x dp GPUs
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.dp
 
     @property
     def weights_bytes_per_gpu(self) -> int | None:

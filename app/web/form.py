@@ -66,10 +66,11 @@ def write(raw: dict) -> None:
     `kvcalc --link` read the same link the same way."""
     manual = [name for name in MANUAL_FIELDS if name in raw]
     if "tp" in raw and "gpus" not in raw:
-        # The CLI derives gpus from tp x pp; the page's GPU count must say the same.
+        # The CLI derives gpus from tp x pp x dp; the page's GPU count must say the same.
         tp = parse_value(OPTION_BY_NAME["tp"], raw["tp"])
         pp = parse_value(OPTION_BY_NAME["pp"], raw.get("pp", "1"))
-        raw = dict(raw, gpus=str(tp * pp))
+        dp = parse_value(OPTION_BY_NAME["dp"], raw.get("dp", "1"))
+        raw = dict(raw, gpus=str(tp * pp * dp))
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, DEFAULTS.get(name))
