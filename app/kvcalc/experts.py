@@ -28,7 +28,7 @@ give the same whole byte count, which is then the exact ceiling. Pure: values in
 Fractions out; what is derived once per model stays in its memo.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 import re
 
@@ -92,8 +92,11 @@ def _unknown(why: str) -> str:
 
 
 def _preset_config(model) -> dict | None:
-    """The config.json of the preset this model is (by its repo, with the same layers and counts):
-    the only config a model carries with it."""
+    """The config.json the model was read from, where the scenario kept it in the model's memo
+    ("config"), else that of the preset this model is (by its repo, with the same layers and counts)."""
+    kept = model.memo.get("config")
+    if isinstance(kept, dict):
+        return kept
     entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
     if entry is None:
         return None
@@ -126,26 +129,98 @@ def _from_tensors(model, weights: int, cfg: dict, counted) -> tuple[RoutedExpert
         return None, _unknown("its MoE layers route to different numbers of experts")
     (experts, top_k), = shapes
     layers = {m.group(1) for m in (_LAYER.search(g.name) for g in routed) if m}
-    elements = sum(g.elements for g in routed)
+    pricing, why = _pricing(model, weights, cfg, counted)
+    if pricing is None:
+        return None, _unknown(why)
+    price, how = pricing
+    x = price(routed)
+    if x > weights:
+        return None, _unknown(f"the routed experts' {float(x):,.0f} bytes are more than the weights' {weights:,}")
+    return RoutedExperts(experts, top_k, len(layers) or None, x, how.format(what="routed-expert tensors",
+                                                                            elements=sum(g.elements for g in routed))), None
+
+
+def _pricing(model, weights: int, cfg: dict, counted):
+    """((groups -> their bytes at the weights' prices, how in words), None), or (None, why not):
+    the config's quantization_config prices when the weights are its bytes (or the checkpoint's),
+    else one precision when the weights are the parameter count at it."""
     quantized = has_quantization(cfg)
     if quantized and weights in (model.config_weights_bytes, model.checkpoint_bytes):
         computed = quantized_weights(cfg, counted)
-        x = Fraction(computed.routed_bytes)
-        how = f"the config's routed-expert tensors as its quantization_config stores them ({computed.rule})"
+
+        def price(groups) -> Fraction:
+            return Fraction(quantized_weights(cfg, replace(counted, tensors=tuple(groups))).bytes)
+        how = f"the config's {{what}} as its quantization_config stores them ({computed.rule})"
         if weights != computed.bytes:
             how += f"; the rest of the checkpoint's {weights:,} bytes is read every step"
-    else:
-        bits = _uniform_bits(model, weights)
-        if bits is None and not quantized and weights == model.checkpoint_bytes and model.weights_dtype:
-            bits = precision(model.weights_dtype).bits_per_element
-        if bits is None:
-            return None, _unknown(f"the weights' {weights:,} bytes are not the parameter count at one precision "
-                                  "nor the config's quantized bytes, so which of them are experts is not known")
-        x = elements * bits / 8
-        how = f"the {elements:,} parameters of the config's routed-expert tensors at {float(bits):g} bits each"
-    if x > weights:
-        return None, _unknown(f"the routed experts' {float(x):,.0f} bytes are more than the weights' {weights:,}")
-    return RoutedExperts(experts, top_k, len(layers) or None, x, how), None
+        return (price, how), None
+    bits = _uniform_bits(model, weights)
+    if bits is None and not quantized and weights == model.checkpoint_bytes and model.weights_dtype:
+        bits = precision(model.weights_dtype).bits_per_element
+    if bits is None:
+        return None, (f"the weights' {weights:,} bytes are not the parameter count at one precision "
+                      "nor the config's quantized bytes, so which of them are experts is not known")
+
+    def price(groups) -> Fraction:
+        return sum(g.elements for g in groups) * bits / 8
+    return (price, f"the {{elements:,}} parameters of the config's {{what}} at {float(bits):g} bits each"), None
+
+
+@dataclass(frozen=True)
+class WeightParts:
+    """A model's weights split the way the engines place them over GPUs, in bytes at the weights'
+    prices: the routed experts, the attention (and linear-attention) layers, the input embedding,
+    and the rest (dense MLPs, shared experts, routers, norms, the output head, and whatever part of
+    a checkpoint the config's tensors do not name)."""
+    routed: Fraction
+    attention: Fraction
+    embedding: Fraction
+    rest: Fraction
+    experts: int | None          # routed experts per MoE layer (None for a dense model)
+    expert_width: int | None     # one routed expert's intermediate size, where the config gives it
+
+
+def weight_parts(model, weights_bytes: int | None) -> tuple[WeightParts | None, str | None]:
+    """The weights split into routed experts, attention, embedding and the rest, from the preset's
+    config tensors priced as routed_experts prices them; (None, why) where the config's tensors
+    are not at hand or do not price the weights. Derived once per model and weights size."""
+    if weights_bytes is None:
+        return None, "the weights' size is not known"
+    key = ("weight parts", weights_bytes)
+    memo = model.memo
+    if key not in memo:
+        memo[key] = _parts(model, weights_bytes)
+    return memo[key]
+
+
+def _parts(model, weights: int) -> tuple[WeightParts | None, str | None]:
+    cfg = _preset_config(model)
+    if cfg is None:
+        return None, "the model's tensors by name are known only for a preset's config"
+    try:
+        counted = count_params(cfg)
+    except InputError as e:
+        return None, f"its parameters are not counted by tensor ({e.field}: {e.message})"
+    if not counted.tensors:
+        return None, "its parameters are not counted by tensor"
+    pricing, why = _pricing(model, weights, cfg, counted)
+    if pricing is None:
+        return None, why
+    price = pricing[0]
+    routed = [g for g in counted.tensors if g.active < g.copies]
+    attention = [g for g in counted.tensors if g.active == g.copies and _ATTENTION.search(g.name)]
+    embedding = [g for g in counted.tensors if g.role == "embed"]
+    x, a, e = price(routed), price(attention), price(embedding)
+    rest = weights - x - a - e
+    if rest < 0:
+        return None, f"the config's tensors price at more than the weights' {weights:,} bytes"
+    experts = {g.copies for g in routed}
+    widths = {min(g.rows, g.cols) for g in routed if g.name.endswith(("gate_proj", "up_proj", "down_proj"))}
+    return WeightParts(x, a, e, rest, max(experts) if experts else None,
+                       widths.pop() if len(widths) == 1 else None), None
+
+
+_ATTENTION = re.compile(r"\.(self_attn|linear_attn|attn|attention)\.")
 
 
 def _from_counts(model, weights: int) -> tuple[RoutedExperts | None, str | None]:
@@ -168,32 +243,38 @@ def _from_counts(model, weights: int) -> tuple[RoutedExperts | None, str | None]
     return RoutedExperts(experts, top_k, None, elements * bits / 8, how), None
 
 
-def weights_read(routed: RoutedExperts | None, weights_bytes: int, tp: int, tokens: int) -> int:
+def weights_read(routed: RoutedExperts | None, weights_bytes: int, tp: int, tokens: int, replicas: int = 1) -> int:
     """Bytes of weights a step of `tokens` tokens reads on each GPU: all of them for a dense model
     (or one whose experts' share is not known), else ceil((W - X (1 - k/E)^B) / tp), the
-    routed experts expected to be touched under uniform routing and everything else."""
+    routed experts expected to be touched under uniform routing and everything else.
+
+    `replicas` data-parallel ranks of tp GPUs each (parallel.py) hold every weight but the routed
+    experts once per rank, and the experts once over all tp x replicas GPUs, which the tokens of
+    every rank reach: ceil((W - X) / tp + X (1 - (1 - k/E)^B) / (tp x replicas)), B all ranks' tokens."""
     if routed is None or not routed.routed_bytes:
         return ceil_div(weights_bytes, tp)
     e, k, x = routed.experts, routed.top_k, routed.routed_bytes
     missed, n, d = e - k, x.numerator, x.denominator
+    # W d as a whole number of 1/d bytes, the rest taken once per rank: (W - X) r + X over tp r GPUs.
+    wd, tp = weights_bytes * replicas * d - n * (replicas - 1), tp * replicas
     if tokens <= 0:                          # no token: no routed expert touched
-        return ceil_div(weights_bytes * d - n, d * tp)
+        return ceil_div(wd - n, d * tp)
     if missed == 0:                          # every expert used by every token
-        return ceil_div(weights_bytes, tp)
+        return ceil_div(wd, d * tp)
     if tokens * e.bit_length() <= EXACT_BITS:
         p, q = missed ** tokens, e ** tokens
-        return ceil_div(weights_bytes * q * d - n * p, q * d * tp)
+        return ceil_div(wd * q - n * p, q * d * tp)
     bits = FIXED_POINT_BITS
     while bits < tokens * e.bit_length():
         low, high = _power_bracket(missed, e, tokens, bits)
         scale = d << bits
-        fewest = ceil_div((weights_bytes << bits) * d - n * high, scale * tp)
-        most = ceil_div((weights_bytes << bits) * d - n * low, scale * tp)
+        fewest = ceil_div((wd << bits) - n * high, scale * tp)
+        most = ceil_div((wd << bits) - n * low, scale * tp)
         if fewest == most:
             return fewest
         bits *= 2
     p, q = missed ** tokens, e ** tokens
-    return ceil_div(weights_bytes * q * d - n * p, q * d * tp)
+    return ceil_div(wd * q - n * p, q * d * tp)
 
 
 def _power_bracket(m: int, e: int, power: int, bits: int) -> tuple[int, int]:

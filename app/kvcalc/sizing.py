@@ -3,11 +3,11 @@
 Every byte figure is an int. Fractions appear only for ratios (memory utilization, seconds).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from .errors import InputError
-from .experts import routed_experts, weights_read
+from . import parallel
 from .model import LayerCounts, Model
 from .precision import Precision
 from .units import ceil_div, last_holding
@@ -158,6 +158,8 @@ class Result:
     engine: object = None              # engines.EngineResult when an engine's rules were asked for
     timing: object = None              # timing.Timing: time bounds, where the GPU's peaks are known
     timing_missing: str | None = None  # why there are none, in words
+    dp: int = 1                        # data-parallel ranks: the per-GPU figures are the busiest rank's
+    rank_batch: int | None = None      # the requests the busiest rank serves, ceil(batch / dp)
 
     @property
     def capacity(self) -> int | None:
@@ -166,7 +168,8 @@ class Result:
         engine = self.engine
         if engine is None:
             return self.max_concurrency
-        return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency)
+        # An engine prints one data-parallel rank's concurrency: each rank holds as many whole requests.
+        return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency) * self.dp
 
     # The figures below follow the chosen engine as `capacity` does, so every section shows one
     # set: the exact ideal's own stay in the fields of the same names.
@@ -187,38 +190,50 @@ class Result:
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:
     """Everything for one configuration. `searches=False` skips the two context searches
-    (longest context that fits, KV = weights crossover) for side tables that do not show them."""
-    tp, pp = deployment.tp, deployment.pp
+    (longest context that fits, KV = weights crossover) for side tables that do not show them.
+
+    With dp data-parallel ranks (parallel.py) the per-GPU figures are the busiest rank's: its
+    ceil(batch / dp) requests; the totals add every rank's, and the requests that fit are one
+    rank's times dp."""
+    tp, pp, dp = deployment.tp, deployment.pp, deployment.dp
     model.check_parallel(tp, pp)
+    parallel.check(model, deployment)
     if workload.prefix_tokens > workload.context_tokens:
         raise InputError("prefix-tokens", f"a shared prefix of {workload.prefix_tokens:,} tokens "
                          f"is longer than the context of {workload.context_tokens:,}")
     everything = model.layer_counts()
     ctx, batch = workload.context_tokens, workload.batch
+    rank = parallel.rank_batch(batch, dp)
+    ranks = parallel.ranks_serving(batch, dp)
+    per_rank = workload if rank == batch else replace(workload, batch=rank)
     shared, per_request = cache_bytes(everything, ctx, workload)
     state = _rows(everything, workload, 1)[0]
     groups = model.stage_groups(pp)
-    stage_bytes = [(batch_bytes(stage, ctx, workload, batch, tp), n) for stage, n in groups]
+    stage_bytes = [(batch_bytes(stage, ctx, workload, rank, tp), n) for stage, n in groups]
+    all_ranks = [(ranks * s + batch * r, n) for (s, r), n in
+                 ((cache_bytes(stage, ctx, workload, tp), n) for stage, n in groups)]
     distinct = [stage for stage, _ in groups]
 
     weights = deployment.weights_bytes
-    weights_per_gpu = deployment.weights_bytes_per_gpu
+    weights_per_gpu = parallel.weights_bytes_per_gpu(model, deployment)
     usable = budget = max_conc = max_ctx = limited_by = None
     if deployment.gpu_memory_bytes is not None and weights is not None:
         usable = int(deployment.gpu_memory_bytes * deployment.memory_utilization)
         budget = usable - weights_per_gpu - deployment.overhead_bytes
         max_conc = _max_concurrency(distinct, ctx, workload, budget, tp)
+        if max_conc is not None:
+            max_conc *= dp
         if searches:
-            max_ctx, limited_by = _max_context(model, distinct, workload, budget, tp)
+            max_ctx, limited_by = _max_context(model, distinct, per_rank, budget, tp)
 
     crossover = None
     if weights is not None and searches:
         # Per GPU, as the memory is spent: the most loaded GPU's KV against its share of the
         # weights (tensor parallelism replicates an MLA latent, so its cache catches up sooner).
         def below_weights(n):
-            return all(batch_bytes(stage, n, workload, batch, tp) < weights_per_gpu for stage in distinct)
+            return all(batch_bytes(stage, n, workload, rank, tp) < weights_per_gpu for stage in distinct)
         if below_weights(1):
-            guesses = [_linear_guess(stage, workload, batch, weights_per_gpu - 1, tp) for stage in distinct]
+            guesses = [_linear_guess(stage, workload, rank, weights_per_gpu - 1, tp) for stage in distinct]
             guesses = [g for g in guesses if g is not None]
             last_below = _largest_fitting(below_weights, 1, CONTEXT_SEARCH_LIMIT, min(guesses) if guesses else None)
             crossover = None if last_below is None else last_below + 1
@@ -229,18 +244,18 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
     if deployment.bandwidth_bytes_per_s and weights is not None:
         # A decode step streams the weights its tokens touch (a mixture of experts: the routed
         # experts the batch is expected to reach, experts.py; every weight of a dense model) and
-        # the batch's whole cache through each GPU once; pipeline stages run one after another.
-        step_bytes = weights_read(routed_experts(model, weights)[0], weights, tp, batch) + \
-            sum(b * n for b, n in stage_bytes)
+        # the rank's whole cache through each GPU once; pipeline stages run one after another.
+        # Every rank's tokens meet in the experts, split over all tp x dp GPUs (parallel.py).
+        step_bytes = parallel.weights_read(model, weights, deployment, batch) + sum(b * n for b, n in stage_bytes)
         step = Fraction(step_bytes, deployment.bandwidth_bytes_per_s)
 
     return Result(
         kv_bytes_per_token=bytes_per_token(everything, workload.kv_precision),
         kv_bytes_per_request=per_request + shared,
         kv_bytes_shared_prefix=shared,
-        kv_bytes_total=shared + batch * per_request,
+        kv_bytes_total=ranks * shared + batch * per_request,
         kv_bytes_per_gpu=max(b for b, _ in stage_bytes),
-        kv_bytes_all_gpus=tp * sum(b * n for b, n in stage_bytes),
+        kv_bytes_all_gpus=tp * sum(b * n for b, n in all_ranks),
         kv_state_bytes_per_request=state,
         weights_bytes=weights,
         weights_bytes_per_gpu=weights_per_gpu,
@@ -252,7 +267,7 @@ def compute(model: Model, workload: Workload, deployment: Deployment, searches: 
         max_context_limited_by=limited_by,
         kv_equals_weights_context=crossover,
         decode_step_seconds=step,
-        tp=tp, pp=pp,
+        tp=tp, pp=pp, dp=dp, rank_batch=rank,
     )
 
 

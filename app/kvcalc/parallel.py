@@ -1,0 +1,172 @@
+"""Data-parallel attention and expert parallelism (issue 24, parts 3 and 4): how a deployment's
+GPUs split into ranks, which requests each rank's cache holds, and what weights each GPU keeps.
+
+Our convention: `tp` is the tensor-parallel size inside one data-parallel rank (the attention's),
+`dp` the number of ranks, GPUs = tp x pp x dp. `batch` is the whole deployment's requests; each
+rank serves ceil(batch / dp) of them and its cache holds only its own (an MLA latent is
+replicated within the rank's tp group, never across ranks).
+
+Weights per GPU, as each engine places them (read from their sources, 2025-2026 main):
+- Exact ideal and vLLM (`--data-parallel-size N`, `vllm/model_executor/layers/fused_moe/config.py`
+  FusedMoEParallelConfig.make): every layer but the routed experts is replicated in each DP rank
+  and split over its tp GPUs; the routed experts are split over all tp x dp GPUs, by tensor
+  parallelism (flatten_tp_across_dp) or, with `--enable-expert-parallel`, whole experts over the
+  tp x dp EP group (determine_expert_map gives the first E mod ep ranks one expert more, so the
+  busiest GPU holds ceil(E / ep) of them).
+- SGLang (`--tp-size tp x dp --dp-size dp --enable-dp-attention`; layers/dp_attention.py
+  attn_tp_size = tp_size // dp_size): the attention is split over the rank's attn_tp GPUs and
+  replicated across ranks; the input embedding is not split at all (VocabParallelEmbedding
+  enable_tp=not is_dp_attention_enabled()); dense MLPs, shared experts and the output head stay
+  over the whole tp_size (no moe_dense_tp_size, no enable_dp_lm_head), the routed experts over
+  tp_size by tensor parallelism or, with `--ep-size`, whole over the EP group (FusedMoE asserts
+  num_experts % ep_size == 0 and intermediate_size % moe_tp_size == 0).
+Pure: values in, ints and Fractions out.
+"""
+
+from fractions import Fraction
+
+from .errors import InputError
+from .experts import routed_experts, weight_parts, weights_read as _weights_read
+from .units import ceil_div
+
+EXACT, VLLM, SGLANG, LLAMACPP = "exact", "vllm", "sglang", "llama.cpp"
+
+
+def rank_batch(batch: int, dp: int) -> int:
+    """The requests the busiest data-parallel rank serves: ceil(batch / dp)."""
+    return ceil_div(batch, dp)
+
+
+def ranks_serving(batch: int, dp: int) -> int:
+    """Ranks that hold at least one request (each keeps its own copy of a shared prefix)."""
+    return min(batch, dp)
+
+
+def is_moe(model) -> bool:
+    return bool(model.experts) or (model.active_params is not None and model.params is not None
+                                   and model.active_params != model.params)
+
+
+def expert_group(dep) -> int:
+    """The GPUs the routed experts are spread over: tp x dp (the EP group, or tensor parallel flattened
+    across DP ranks)."""
+    return dep.tp * dep.dp
+
+
+def check(model, dep, engine: str = EXACT) -> None:
+    """The refusals the engines make for this layout, as InputError naming the field."""
+    dp, ep, group = dep.dp, dep.expert_parallel, expert_group(dep)
+    if engine == LLAMACPP:
+        if dp > 1:
+            raise InputError("dp", f"llama.cpp has no data parallelism (dp={dp}): one llama-server spreads one "
+                                   "copy of the model over its GPUs; run dp servers behind a load balancer and size "
+                                   "each alone with dp 1")
+        if ep:
+            raise InputError("ep", "llama.cpp has no expert parallelism: its split modes (-sm layer, row) place "
+                                   "layers or rows, and --n-cpu-moe keeps experts on the CPU; set ep off")
+    if ep and not is_moe(model):
+        raise InputError("ep", "the model has no routed experts: expert parallelism places a mixture of experts' "
+                               "experts; set ep off")
+    if not is_moe(model) or (dp == 1 and not ep):
+        return
+    experts = model.experts or _parts_experts(model, dep)
+    if engine == SGLANG and ep and experts and experts % group:
+        raise InputError("ep", f"SGLang places whole experts: its --ep-size {group} (tp x dp = {dep.tp} x {dp}) must "
+                               f"divide the model's {experts} routed experts (FusedMoE asserts num_experts % ep_size "
+                               f"== 0); allowed: tp x dp of {_divisors(experts)}")
+    width = model.moe_mlp_size or _parts_width(model, dep)
+    if dp > 1 and not ep and width and width % group:
+        name = "SGLang" if engine == SGLANG else "vLLM" if engine == VLLM else "Tensor-parallel experts"
+        raise InputError("dp", f"{name} splits each expert over tp x dp = {group} GPUs without expert parallelism, "
+                               f"which must divide the experts' width (moe_intermediate_size {width:,}); turn ep on "
+                               f"to place whole experts instead, or use tp x dp of {_divisors(width, group * 4)}")
+
+
+def _divisors(n: int, limit: int | None = None) -> str:
+    found = [d for d in range(1, min(n, limit or n) + 1) if n % d == 0]
+    return ", ".join(map(str, found[:12]))
+
+
+def _parts_experts(model, dep) -> int | None:
+    parts, _ = weight_parts(model, dep.weights_bytes)
+    return parts.experts if parts else None
+
+
+def _parts_width(model, dep) -> int | None:
+    parts, _ = weight_parts(model, dep.weights_bytes)
+    return parts.expert_width if parts else None
+
+
+def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
+    """The weights on the busiest GPU as `engine` places them: Deployment.weights_bytes_per_gpu
+    (every weight split over tp, evenly over pp stages) unless data or expert parallelism moves
+    them, then the split the module docstring gives. InputError where the split cannot be known."""
+    weights = dep.weights_bytes
+    if weights is None:
+        return None
+    if dep.dp == 1 and not dep.expert_parallel:
+        return dep.weights_bytes_per_gpu
+    if engine == SGLANG and dep.dp > 1:
+        return _sglang(model, dep)
+    routed, why = routed_experts(model, weights)
+    if routed is None:
+        if dep.dp == 1 or not is_moe(model):
+            return dep.weights_bytes_per_gpu      # every weight replicated per rank, split over its tp
+        raise InputError("dp", f"with dp={dep.dp} the routed experts are split over all {expert_group(dep)} GPUs "
+                               f"and the rest is copied in every rank, but {_why(why)}: the weights per GPU are not "
+                               "known (give a preset whose config lists the experts, or dp 1)")
+    if dep.dp == 1 and routed.experts % dep.tp == 0:
+        return dep.weights_bytes_per_gpu          # whole experts over tp weigh what tp slices do
+    _check_stages(dep)
+    x = routed.routed_bytes
+    per_gpu = (weights - x) / dep.tp + _expert_share(x, routed.experts, dep)
+    return ceil_div(per_gpu.numerator, per_gpu.denominator * dep.pp)
+
+
+def _expert_share(x: Fraction, experts: int, dep) -> Fraction:
+    """The routed experts' bytes on the busiest GPU: an even share of tp x dp by tensor parallelism,
+    ceil(E / ep) whole experts of E with expert parallelism."""
+    group = expert_group(dep)
+    if dep.expert_parallel:
+        return x * ceil_div(experts, group) / experts
+    return x / group
+
+
+def _sglang(model, dep) -> int:
+    parts, why = weight_parts(model, dep.weights_bytes)
+    if parts is None:
+        raise InputError("dp", "SGLang under DP attention keeps the attention per rank and the embedding whole on "
+                               f"every GPU, but this model's weights are not split by tensor ({why}): its weights per "
+                               "GPU are not known (a preset with its full config is)")
+    _check_stages(dep)
+    group = expert_group(dep)
+    routed = _expert_share(parts.routed, parts.experts, dep) if parts.experts else Fraction(0)
+    per_gpu = parts.attention / dep.tp + parts.embedding + parts.rest / group + routed
+    return ceil_div(per_gpu.numerator, per_gpu.denominator * dep.pp)
+
+
+def _check_stages(dep) -> None:
+    if dep.stage_weights_bytes and dep.pp > 1:
+        raise InputError("dp", "a checkpoint's weights by pipeline stage are not split into experts and the rest, so "
+                               "with data or expert parallelism the weights per GPU are not known; use pp 1 or dp 1")
+
+
+def _why(why: str | None) -> str:
+    text = why or "the routed experts' share of the weights is not known"
+    return text.split(" (")[0] if text.startswith("the routed experts' share") else text
+
+
+def weights_read(model, weights_bytes: int, dep, tokens: int) -> int:
+    """Weights a step of `tokens` tokens (all ranks' together: they meet in the MoE layers) reads on
+    each GPU: the rank's copy of everything but the routed experts, and of the experts, split over
+    all tp x dp GPUs, those the tokens are expected to touch (experts.weights_read)."""
+    routed = routed_experts(model, weights_bytes)[0]
+    return _weights_read(routed, weights_bytes, dep.tp, tokens, dep.dp)
+
+
+def layout_words(dep, engine: str = EXACT) -> str:
+    """The layout in words: "8 GPUs: dp 8 ranks of tp 1", with expert parallelism named."""
+    words = f"{dep.gpus} GPUs: {dep.dp} data-parallel ranks of tp {dep.tp}" + (f" x pp {dep.pp}" if dep.pp > 1 else "")
+    if dep.expert_parallel:
+        words += f", experts whole over the {expert_group(dep)} GPUs (expert parallel)"
+    return words
