@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .. import parallel
 from ..errors import InputError
 from ..layers import IndexedAttention
 from ..precision import precision
@@ -363,6 +364,7 @@ def experts_on_cpu(model, settings, weights: int | None, notes: list) -> tuple[i
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep, settings = scenario.model, scenario.workload, scenario.deployment, scenario.settings
+    parallel.check(model, dep, parallel.LLAMACPP)      # no data or expert parallelism
     v_precision = settings.v_precision or work.kv_precision
     pool = allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
     flash, why_flash = flash_attention(settings, pool.v_type)
@@ -466,6 +468,10 @@ def explain(scenario, out: EngineResult) -> list[str]:
 def launch(scenario, result=None) -> Launch:
     """`llama-server` with the flags that size this deployment."""
     work, dep, notes = scenario.workload, scenario.deployment, []
+    try:
+        parallel.check(scenario.model, dep, parallel.LLAMACPP)
+    except InputError as e:
+        return Launch(NAME, None, (e.message,))
     kv = scenario.workload.kv_precision.name
     if kv not in GGML_TYPES:
         return Launch(NAME, None, (f"llama.cpp cannot store the KV cache as {kv}; its cache types: "

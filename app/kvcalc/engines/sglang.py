@@ -13,13 +13,14 @@ mem_cache/memory_pool.py, 2025-2026 main):
 """
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from .. import parallel
 from ..errors import InputError
 from ..layers import IndexedAttention
 from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
-from ..units import GIB
+from ..units import GIB, ceil_div
 from . import releases
 from .result import Budget, EngineResult, torch_total, without_budget
 
@@ -64,10 +65,14 @@ _TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 
 
 
 def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None,
-             release=None) -> tuple[int, int, Fraction]:
+             release=None, dp: int = 1) -> tuple[int, int, Fraction]:
     """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as this SGLang release picks
     them (python/sglang/srt/server_args.py ServerArgs.__post_init__, then
-    _handle_gpu_memory_settings; docs/research/vllm-release-rules.md Rule 7)."""
+    _handle_gpu_memory_settings; docs/research/vllm-release-rules.md Rule 7). `tp` is SGLang's
+    --tp-size (all tp x dp GPUs under DP attention), `dp` its --dp-size with --enable-dp-attention:
+    from 0.5.3 (PR #10975) that reserves cuda_graph_max_bs x dp x 3 MiB more ("DP attention needs
+    more padding"), and x 1.5 again over a graph batch of 300. The chunk is the one given, before
+    _handle_data_parallelism divides it by dp."""
     release = release or releases.newest(sys.modules[__name__])
     if gpu_memory_bytes is None:
         return chunk or 4096, 160, Fraction(88, 100)
@@ -81,6 +86,8 @@ def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None =
     chunk = chunk or tier_chunk
     graph_bs = small_bs if tp < 4 else big_bs
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if dp > 1:
+        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
@@ -238,8 +245,14 @@ def log_lines(pool: Pool) -> list[str]:
 
 def default_chunk(scenario) -> int:
     dep = scenario.deployment
-    return defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, release=releases.in_force(sys.modules[__name__],
-                                                                                     scenario.settings))[0]
+    return defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, dp=dep.dp,
+                    release=releases.in_force(sys.modules[__name__], scenario.settings))[0]
+
+
+def tp_size(dep) -> int:
+    """SGLang's --tp-size: every GPU of a pipeline stage, tp x dp under DP attention (attn_tp_size =
+    tp_size // dp_size is our tp)."""
+    return dep.tp * dep.dp
 
 
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
@@ -255,7 +268,7 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
                      "mem_fraction_static applies to what is free.")
     # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
     release = releases.in_force(sys.modules[__name__], settings)
-    _, _, fraction = defaults(dep.gpu_memory_bytes, dep.tp, dep.pp, chunk, release)
+    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
@@ -306,7 +319,10 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, Non
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    parallel.check(model, dep, parallel.SGLANG)
     page = scenario.settings.block_size or 1
+    if dep.dp > 1:
+        budget = _dp_attention(scenario, chunk, budget, notes)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
                               request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens))
@@ -325,6 +341,27 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes))
 
 
+def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> Budget:
+    """Under DP attention each rank's model runner sizes its own pool (profile_max_num_token with
+    the cell of get_attention_tp_size()), and the weights sit as SGLang places them (parallel.py):
+    the KV memory the budget took beside the exact ideal's weights per GPU moves by the difference."""
+    dep, work = scenario.deployment, scenario.workload
+    mine = parallel.weights_bytes_per_gpu(scenario.model, dep, parallel.SGLANG)
+    ideal = parallel.weights_bytes_per_gpu(scenario.model, dep)
+    words = (f"--tp-size {tp_size(dep)} --dp-size {dep.dp} --enable-dp-attention: {dep.dp} ranks of attn_tp_size "
+             f"{dep.tp}, each with its own KV pool for its share of the requests (ceil(batch / dp) = "
+             f"{parallel.rank_batch(work.batch, dep.dp):,}; the #tokens line is each rank's, printed once per DP rank); --max-running-requests is divided by dp_size and "
+             f"the prefill chunk {chunk:,} too ({chunk // dep.dp:,} a rank).")
+    if mine is not None:
+        words += (f" Weights per GPU as SGLang places them: {mine / GIB:.2f} GiB (attention per rank over attn_tp, "
+                  f"the embedding whole, dense layers and the head over all {tp_size(dep)}, experts "
+                  + ("whole over the EP group)" if dep.expert_parallel else "sliced over tp_size)"))
+    notes.append(words)
+    if budget.kv_bytes_per_gpu is None or budget.source == "kv-memory-gib" or mine is None or mine == ideal:
+        return budget
+    return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine)
+
+
 def stores(kv_precision) -> bool:
     return NAME in kv_precision.engines
 
@@ -338,17 +375,42 @@ def explain(scenario, out: EngineResult) -> list[str]:
 LAUNCH_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
 
 
+def _all_ranks(scenario, result, running: int, notes: list) -> int:
+    """--max-running-requests is the deployment's: SGLang gives each DP rank running // dp_size.
+    Sized by SGLang here, the requests its pool holds are one rank's; made whole over the ranks."""
+    dp = scenario.deployment.dp
+    chosen = result is not None and result.engine is not None and result.engine.engine == NAME
+    if chosen and not scenario.settings.batch_given:
+        notes.append(f"--max-running-requests {running * dp:,}: {running:,} a rank, SGLang divides it by --dp-size {dp}")
+        return running * dp
+    total = ceil_div(running, dp) * dp
+    notes.append(f"--max-running-requests {total:,} is the deployment's: SGLang gives each of the {dp} DP ranks "
+                 f"{total // dp:,} (running // dp_size)" + (f", rounded up from {running:,} so every rank takes its "
+                                                             "share" if total != running else ""))
+    return total
+
+
 def launch(scenario, result=None) -> Launch:
     """`python -m sglang.launch_server` with the flags that size this deployment."""
     work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang")
     kv, why = kv_flag(scenario, LAUNCH_KV, "SGLang")
     if why:
         return Launch(NAME, None, (why,))
+    try:
+        parallel.check(scenario.model, dep, parallel.SGLANG)
+    except InputError as e:
+        return Launch(NAME, None, (e.message,))
     args = env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
                                         "--context-length", str(work.context_tokens)]
     running = requests(scenario, result, "sglang", "--max-running-requests", notes)
+    if running and dep.dp > 1:
+        running = _all_ranks(scenario, result, running, notes)
     args += ["--max-running-requests", str(running)] if running else []
-    args += ["--kv-cache-dtype", kv, "--tp-size", str(dep.tp), "--pp-size", str(dep.pp)]
+    args += ["--kv-cache-dtype", kv, "--tp-size", str(tp_size(dep)), "--pp-size", str(dep.pp)]
+    if dep.dp > 1:
+        args += ["--dp-size", str(dep.dp), "--enable-dp-attention"]
+    if dep.expert_parallel:
+        args += ["--ep-size", str(parallel.expert_group(dep))]
     fraction = utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
     if fraction:
         args += fraction
@@ -362,5 +424,7 @@ def launch(scenario, result=None) -> Launch:
         # server_args.py max_total_tokens: the pool's size in tokens, whatever the memory would allow.
         args += ["--max-total-tokens", str(engine.kv_tokens)]
         notes.append(f"--max-total-tokens {engine.kv_tokens} pins the token pool computed here; SGLang takes "
-                     "the smaller of it and what its memory allows, so it never allocates more than these figures")
+                     "the smaller of it and what its memory allows, so it never allocates more than these figures"
+                     + (" (each DP rank's pool: every rank's model runner compares it with its own)" if dep.dp > 1
+                        else ""))
     return Launch(NAME, shell_join(args), tuple(notes))

@@ -26,6 +26,7 @@ from fractions import Fraction
 from ..errors import InputError
 from ..command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ..units import GIB, ceil_div
+from .. import parallel
 from . import releases, vllm_profile as profile, vllm_release as rules
 from .result import Budget, EngineResult, torch_total, without_budget
 
@@ -401,8 +402,11 @@ def default_chunk(scenario) -> int:
 
 def max_num_seqs(scenario) -> int:
     """--max-num-seqs: the requests asked for when chosen (the launch command sets it), else the
-    release's default for this GPU."""
-    return scenario.workload.batch if scenario.settings.batch_given else _batch_defaults(scenario)[1]
+    release's default for this GPU. It is each data-parallel rank's (every engine core schedules
+    its own), so a rank's share of the requests: ceil(batch / dp)."""
+    work = scenario.workload
+    return parallel.rank_batch(work.batch, scenario.deployment.dp) if scenario.settings.batch_given \
+        else _batch_defaults(scenario)[1]
 
 
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
@@ -432,9 +436,12 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tupl
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    parallel.check(model, dep, parallel.VLLM)
     block, why = block_size_for(model, dep.gpu_name, scenario.settings.block_size)
     if why:
         notes.append(why)
+    if dep.dp > 1:
+        notes.append(_dp_words(dep, work))
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, request_bytes(
             model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
@@ -459,6 +466,16 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         budget_source=budget.source, log=tuple(log_lines(pool, refusal, available, work.context_tokens, config_lines,
                                                          release, _swap_blocks(model, work, dep, block))),
         notes=tuple(notes))
+
+
+def _dp_words(dep, work) -> str:
+    experts = ("whole over the expert-parallel group of" if dep.expert_parallel else
+               "sliced by tensor parallelism over all")
+    return (f"--data-parallel-size {dep.dp}: {dep.dp} engine cores, each of tp {dep.tp} GPUs with its own copy of the "
+            f"attention and dense layers and its own KV cache for its share of the requests (ceil(batch / dp) = "
+            f"{parallel.rank_batch(work.batch, dep.dp):,}); the routed experts are {experts} {dep.tp * dep.dp} GPUs (FusedMoEParallelConfig). The "
+            "\"GPU KV cache size\" and \"Maximum concurrency\" lines are each rank's, printed once per engine core; "
+            f"the deployment holds {dep.dp} x that.")
 
 
 def stores(kv_precision) -> bool:
@@ -503,9 +520,17 @@ def launch(scenario, result=None) -> Launch:
         return Launch(NAME, None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
     args = env(scenario, "vLLM") + ["vllm", "serve", repo(scenario, notes), "--max-model-len",
                                       str(work.context_tokens)]
+    try:
+        parallel.check(scenario.model, dep, parallel.VLLM)
+    except InputError as e:
+        return Launch(NAME, None, (e.message,))
     seqs = requests(scenario, result, "vllm", "--max-num-seqs", notes)
+    if seqs and dep.dp > 1:
+        seqs = _per_rank(scenario, result, seqs, notes)
     args += ["--max-num-seqs", str(seqs)] if seqs else []
     args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
+    args += ["--data-parallel-size", str(dep.dp)] if dep.dp > 1 else []
+    args += ["--enable-expert-parallel"] if dep.expert_parallel else []
     args += utilization(scenario, "--gpu-memory-utilization", notes,
                         f"{float(rules.default_utilization(release_of(scenario))):g} in vLLM {release_of(scenario)}")
     args += prefill_chunk(scenario, default_chunk(scenario), "--max-num-batched-tokens", notes)
@@ -525,6 +550,20 @@ def launch(scenario, result=None) -> Launch:
         notes.append(f"vLLM pages this model's cache in blocks of {block} tokens here; its figures above count "
                      "them (the exact ideal's count single tokens)")
     return Launch(NAME, shell_join(args), tuple(notes))
+
+
+def _per_rank(scenario, result, seqs: int, notes: list) -> int:
+    """--max-num-seqs is each engine core's: a rank's share of the requests asked for, or what one
+    rank holds (vLLM's own concurrency is per rank already)."""
+    chosen = result is not None and result.engine is not None and result.engine.engine == NAME
+    if scenario.settings.batch_given or not chosen:
+        per_rank = parallel.rank_batch(seqs, scenario.deployment.dp)
+        notes.append(f"--max-num-seqs {per_rank:,} is each of the {scenario.deployment.dp} data-parallel ranks' "
+                     f"(ceil({seqs:,} / {scenario.deployment.dp}))")
+        return per_rank
+    notes.append(f"--max-num-seqs {seqs:,} is each data-parallel rank's: {scenario.deployment.dp} x {seqs:,} requests "
+                 "in all")
+    return seqs
 
 
 def _pin(scenario, result, notes: list) -> list[str]:

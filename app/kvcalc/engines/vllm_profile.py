@@ -104,13 +104,15 @@ def moe_chunk(release, tokens: int) -> int:
     return min(tokens, 16384 if release.at_least(0, 12, 0) else 32768)
 
 
-def forward_peak(model, release, tp: int, tokens: int) -> tuple[int, str]:
-    """The dummy forward pass's peak on one rank, and how the MLP width was known."""
+def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None) -> tuple[int, str]:
+    """The dummy forward pass's peak on one rank, and how the MLP width was known. `moe_tp` is
+    what splits an expert's width: tp, tp x dp under data parallelism (FusedMoEParallelConfig
+    flattens tp across dp), 1 with expert parallelism (whole experts)."""
     b, hidden, how = _dtype_bytes(model), model.hidden_size, ""
     keeps = any(tag in (model.architecture or "") for tag in KEEPS_GATE_UP)
     rows = 3 + (1 + (tp > 1) if keeps else 0)
     if model.moe_mlp_size and model.experts_per_token:
-        n = 2 * model.moe_mlp_size // tp
+        n = 2 * model.moe_mlp_size // (tp if moe_tp is None else moe_tp)
         m = moe_chunk(release, tokens)
         return tokens * b * (rows + 1) * hidden + b * m * model.experts_per_token * (max(n, hidden) + n // 2), how
     mlp = model.mlp_size
@@ -207,7 +209,7 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
             raise InputError(field, f"vLLM's start-up overhead is estimated from the model's {field.replace('-', ' ')}, "
                                     f"which this model does not give: give {field}, or set overhead-gib or "
                                     "kv-memory-gib")
-    forward, how = forward_peak(model, release, dep.tp, chunk)
+    forward, how = forward_peak(model, release, dep.tp, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
     rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
     sampler, sampler_low, path = sampler_peak(model, release, dep.gpu_name, chunk, rows, quantized)
@@ -223,6 +225,9 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
              + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
+    if dep.dp > 1:
+        words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
+                  "buffers are not modelled)")
     if model.multimodal:
         words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
     return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
