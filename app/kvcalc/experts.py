@@ -277,6 +277,15 @@ def weights_read(routed: RoutedExperts | None, weights_bytes: int, tp: int, toke
     return ceil_div(wd * q - n * p, q * d * tp)
 
 
+def every_weight(routed: RoutedExperts | None, weights_bytes: int, tp: int, replicas: int = 1) -> int:
+    """Each GPU's share of every weight: ceil(W / tp), or with `replicas` data-parallel ranks
+    ceil((W - X) / tp + X / (tp x replicas)), the routed experts split over all their GPUs."""
+    if routed is None or not routed.routed_bytes or replicas == 1:
+        return ceil_div(weights_bytes, tp)
+    n, d = routed.routed_bytes.numerator, routed.routed_bytes.denominator
+    return ceil_div(weights_bytes * replicas * d - n * (replicas - 1), d * tp * replicas)
+
+
 def _power_bracket(m: int, e: int, power: int, bits: int) -> tuple[int, int]:
     """(low, high) with low / 2^bits <= (m / e)^power <= high / 2^bits, for 0 < m < e: squaring
     in fixed point, every product floored for the low end and raised for the high end."""

@@ -140,7 +140,9 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
                  + f" = {result.kv_bytes_total:,} B ({size(result.kv_bytes_total, unit)})")
     if dep.gpus > 1:
         notes = list(dict.fromkeys(note for layer in groups if (note := layer.tp_note(dep.tp))))
-        lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}): " + "; ".join(notes + [
+        ranks = "" if dep.dp == 1 else (f", dp={dep.dp}: each rank's GPUs hold only its own "
+                                        f"{plural(result.rank_batch, 'request')}")
+        lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}{ranks}): " + "; ".join(notes + [
             f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
     if result.engine is not None:
         lines.extend(_engine_capacity_lines(scenario, result, unit))
@@ -238,7 +240,9 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("KV per token (all layers)", both(result.kv_bytes_per_token)),
         (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
         (f"KV total ({requests}, one copy)", both(result.kv_bytes_total)),
-        (f"KV per GPU ({requests}; tp={result.tp}, pp={result.pp})", both(result.kv_bytes_per_gpu)),
+        (f"KV per GPU ({requests}; tp={result.tp}, pp={result.pp})" if result.dp == 1 else
+         f"KV per GPU ({plural(result.rank_batch, 'request')} a rank; tp={result.tp}, pp={result.pp}, dp={result.dp})",
+         both(result.kv_bytes_per_gpu)),
     ] + ([(f"KV on all GPUs ({requests}, every copy)", both(result.kv_bytes_all_gpus))]
          if result.kv_bytes_all_gpus != result.kv_bytes_total else []) + [
         ("Weights (all GPUs)", weights(result.weights_bytes)),
@@ -283,7 +287,8 @@ def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
         gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, unit)}"
     else:
         gpus = "no GPU chosen"
-    parallel = f" (tp {dep.tp}, pp {dep.pp})" if dep.gpus > 1 else ""
+    parallel = (f" (tp {dep.tp}, pp {dep.pp})" if dep.dp == 1 else f" (tp {dep.tp}, pp {dep.pp}, dp {dep.dp}"
+                + (", ep" if dep.expert_parallel else "") + ")") if dep.gpus > 1 else ""
     sized = f" · sized as {engines.title(result.engine.engine)} allocates" if result.engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")

@@ -3,6 +3,7 @@
 from .experts import expected_experts, routed_experts
 from .scenario import Scenario
 from .words import plural, rate, size
+from .units import ceil_div
 
 
 TIMING_KEYS = ("compute_precision", "peak_flops_per_s", "ridge_flops_per_byte", "prompt_tokens", "prefill_chunk",
@@ -67,7 +68,9 @@ def decode_bound_line(scenario: Scenario, result) -> str:
         f"the weights the batch touches (of the routed experts, the "
         f"{_experts_count(expected_experts(routed.experts, routed.top_k, work.batch))} of {routed.experts:,} per "
         f"layer {UNIFORM})")
-    return (f"Decode bound: {read} and the batch's KV read once per step at {dep.bandwidth_bytes_per_s / 10 ** 12:g} "
+    cache = "the batch's KV" if dep.dp == 1 else (
+        f"the busiest of {dep.dp} data-parallel ranks' KV ({plural(ceil_div(work.batch, dep.dp), 'request')})")
+    return (f"Decode bound: {read} and {cache} read once per step at {dep.bandwidth_bytes_per_s / 10 ** 12:g} "
             f"TB/s -> >= {rate(float(step) * 1000)} ms per step, <= {rate(float(1 / step))} tokens/s per request, "
             f"{rate(float(work.batch / step))} in total" + (f" (note: {note})" if note else ""))
 
@@ -91,7 +94,10 @@ def timing_lines(scenario: Scenario, timing, unit: str = "gib") -> list[str]:
     lines = [
         f"Peak: {gpus}{peak / 1e12:,.4g} TFLOP/s dense {timing.compute_precision} and {bw / 1e12:g} TB/s per GPU; "
         f"ridge point {float(timing.ridge_flops_per_byte):,.0f} FLOP/byte (below it a step waits on memory)",
-        f"Decode step of {plural(work.batch, 'request')} at {work.context_tokens:,} tokens: "
+        f"Decode step of {plural(work.batch, 'request')}"
+        + (f" over {dep.dp} data-parallel ranks (the busiest rank's {plural(ceil_div(work.batch, dep.dp), 'request')}: "
+           "its FLOPs over its own GPUs, its own cache; the experts over all of them)" if dep.dp > 1 else "")
+        + f" at {work.context_tokens:,} tokens: "
         f"{_flops(timing.decode_flops)} / compute = {_ms(timing.decode_compute_seconds)}; "
         f"{size(timing.decode_bytes_per_gpu, unit)} read per GPU / bandwidth = {_ms(timing.decode_memory_seconds)}; "
         f">= {_ms(timing.decode_step_seconds)} ("

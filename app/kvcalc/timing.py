@@ -15,13 +15,18 @@ touch the attention and shared weights and, of the routed experts, those the ste
 expected to reach under uniform routing, E x (1 - (1 - k/E)^B) per MoE layer for B tokens
 (experts.py: k of E at a batch of one, nearly all of them for a large batch or a prompt).
 
+With dp data-parallel ranks (parallel.py) the bounds are the busiest rank's: its ceil(batch / dp)
+requests' FLOPs over its tp GPUs and its own cache, while the routed experts, split over all
+tp x dp GPUs, are reached by every rank's tokens; tokens/s in total are the whole batch's.
+
 Pure: values in, Fractions of seconds out.
 """
 
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .experts import RoutedExperts, expected_experts, routed_experts, weights_read
+from .experts import RoutedExperts, every_weight, expected_experts, routed_experts, weights_read
+from . import parallel
 from .sizing import batch_bytes, cache_bytes
 from .units import ceil_div, last_holding
 
@@ -43,7 +48,7 @@ class Timing:
     prefill_flops: int                  # one prompt, the whole deployment
     prefill_bytes_per_gpu: int
     prefill_seconds: Fraction
-    decode_flops: int                   # one step of the batch
+    decode_flops: int                   # one step of the batch (of the busiest data-parallel rank's)
     decode_bytes_per_gpu: int
     decode_step_seconds: Fraction
     decode_compute_seconds: Fraction
@@ -102,7 +107,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     precision = compute_precision(scenario.settings.weights_dtype or model.weights_dtype, peaks)
     peak, bandwidth = peaks[precision], dep.bandwidth_bytes_per_s
-    tp = dep.tp
+    tp, dp = dep.tp, dep.dp
     matmul, embedding_known = matmul_params(model)
     heads = query_heads(model)
     layers = model.layer_counts()
@@ -112,8 +117,11 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     routed, moe_note = routed_experts(model, weights)
 
     def weights_for(tokens: int) -> int:
-        return weights_read(routed, weights, tp, tokens)
+        # All data-parallel ranks' tokens meet in the experts, split over tp x dp GPUs (parallel.py).
+        return weights_read(routed, weights, tp, tokens, dp)
     ctx, batch = work.context_tokens, work.batch
+    # With dp ranks, the busiest rank's ceil(batch / dp) requests: its own cache, its own compute.
+    rank = parallel.rank_batch(batch, dp)
     notes = []
     if not embedding_known:
         notes.append("the vocabulary size is not known, so the embedding lookup is counted as a matmul "
@@ -126,10 +134,10 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
 
     # Decode: one new token per request, attending the held context.
     per_token = token_flops(model, matmul, heads, lambda layer: _keys_at(layer, ctx))
-    kv_gpu = _kv_per_gpu(model, work, dep, ctx, batch)
+    kv_gpu = _kv_per_gpu(model, work, dep, ctx, rank)
     decode_weights = weights_for(batch)
     decode_bytes = decode_weights + kv_gpu
-    decode_flops = batch * per_token
+    decode_flops = rank * per_token
     compute_s, memory_s = seconds(decode_flops, decode_bytes)
     step = max(compute_s, memory_s)
 
@@ -159,6 +167,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     step_weights = (steps - 1) * weights_for(batch + prefill_chunk) + weights_for(batch + last)
     ttft = max(seconds(steps * decode_flops + prompt_flops, step_weights + steps * kv_gpu + prompt_write))
 
+    every = every_weight(routed, weights, tp, dp)
     ridge = Fraction(peak, bandwidth)
     intensity = Fraction(decode_flops, tp * decode_bytes)
     return Timing(
@@ -168,11 +177,11 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
         decode_flops=decode_flops, decode_bytes_per_gpu=decode_bytes, decode_step_seconds=step,
         decode_compute_seconds=compute_s, decode_memory_seconds=memory_s,
         decode_flops_per_byte=intensity, prefill_flops_per_byte=Fraction(prompt_flops, tp * prefill_bytes),
-        compute_bound_batch=_compute_bound_batch(per_token, tp * peak, weights_for, ceil_div(weights, tp),
-                                                 _kv_per_gpu(model, work, dep, ctx, 1, shared=False), bandwidth),
+        compute_bound_batch=_compute_bound_batch_all(per_token, tp * peak, weights_for, every,
+                                                     _kv_per_gpu(model, work, dep, ctx, 1, shared=False), bandwidth, dp),
         prefill_steps=steps, chunked_step_seconds=chunked, ttft_seconds=ttft,
         embedding_known=embedding_known, notes=tuple(notes), decode_weights_bytes_per_gpu=decode_weights,
-        all_weights_bytes_per_gpu=ceil_div(weights, tp), unrouted_weights_bytes_per_gpu=weights_for(0), routed=routed,
+        all_weights_bytes_per_gpu=every, unrouted_weights_bytes_per_gpu=weights_for(0), routed=routed,
         decode_experts_expected=expected_experts(routed.experts, routed.top_k, batch) if routed else None,
         experts_note=moe_note)
 
@@ -184,10 +193,10 @@ def decode_steps(scenario, result, timing: Timing, batches: list[int]) -> list[F
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     matmul, _ = matmul_params(model)
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
-    routed = timing.routed
-    return [max(Fraction(batch * per_token, dep.tp * timing.peak_flops_per_s),
-                Fraction(weights_read(routed, result.weights_bytes, dep.tp, batch)
-                         + _kv_per_gpu(model, work, dep, work.context_tokens, batch),
+    routed, dp = timing.routed, dep.dp
+    return [max(Fraction(parallel.rank_batch(batch, dp) * per_token, dep.tp * timing.peak_flops_per_s),
+                Fraction(weights_read(routed, result.weights_bytes, dep.tp, batch, dp)
+                         + _kv_per_gpu(model, work, dep, work.context_tokens, parallel.rank_batch(batch, dp)),
                          timing.bandwidth_bytes_per_s))
             for batch in batches]
 
@@ -207,6 +216,17 @@ def _kv_per_gpu(model, work, dep, context: int, batch: int, shared: bool = True)
         else:
             total += n * cache_bytes(stage, context, work, dep.tp)[1]
     return total
+
+
+def _compute_bound_batch_all(flops_per_request: int, peak_all: int, weights_for, every: int, kv_per_request: int,
+                             bandwidth: int, dp: int) -> int | None:
+    """The compute-bound batch of the whole deployment: with dp ranks each serving b requests, the
+    experts see b x dp tokens; the first b bound, times dp."""
+    if dp == 1:
+        return _compute_bound_batch(flops_per_request, peak_all, weights_for, every, kv_per_request, bandwidth)
+    b = _compute_bound_batch(flops_per_request, peak_all, lambda n: weights_for(n * dp), every, kv_per_request,
+                             bandwidth)
+    return None if b is None else b * dp
 
 
 def _compute_bound_batch(flops_per_request: int, peak_all: int, weights_for, every: int, kv_per_request: int,

@@ -21,6 +21,11 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     ctx, batch = work.context_tokens, work.batch
     requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"
+    # Data-parallel ranks each hold ceil(batch / dp) of the requests; an engine prints one rank's figures.
+    rank, dp = -(-batch // dep.dp), dep.dp
+    per_rank = f" a data-parallel rank (of {dp})" if dp > 1 else ""
+    if dp > 1:
+        requests += f" over {dp} data-parallel ranks ({plural(rank, 'request')} a rank)"
     problems, reasons = [], []
     if model.past_limit(ctx):
         problems.append(f"a context of {ctx:,} tokens is past the model's limit of {model.max_context_tokens:,}")
@@ -50,16 +55,16 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
             problems.append(f"{name} starts, but its KV cache of {plural(engine.kv_tokens or 0, 'token')} cannot hold "
                             f"one request of {ctx:,} tokens")
             reasons.append("kv")
-        elif engine.max_concurrency is not None and engine.max_concurrency < batch:
+        elif engine.max_concurrency is not None and engine.max_concurrency < rank:
             problems.append(f"{name} holds {float(engine.max_concurrency):,.2f} requests of {ctx:,} tokens at "
-                            f"once, not {batch:,}: the rest wait")
+                            f"once{per_rank}, not {rank:,}: the rest wait")
             reasons.append("kv")
         # The overhead's band can change whether the engine holds the requests, never a context limit.
-        band = "" if "context" in reasons else _band_words(engine, batch, not problems, unit)
+        band = "" if "context" in reasons else _band_words(engine, rank, not problems, unit)
         if problems:
             return Verdict(False, "Does not fit: " + "; ".join(problems) + band + ".", tuple(reasons))
         at_once = "" if engine.max_concurrency is None else \
-            f" (up to {float(engine.max_concurrency):,.2f} at once)"
+            f" (up to {float(engine.max_concurrency):,.2f} at once{per_rank})"
         return Verdict(True, f"Fits as {name} allocates: {requests}{at_once}{band}.", ())
 
     budget = result.kv_budget_bytes_per_gpu

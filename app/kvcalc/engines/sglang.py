@@ -357,7 +357,7 @@ def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> Budget:
                   f"the embedding whole, dense layers and the head over all {tp_size(dep)}, experts "
                   + ("whole over the EP group)" if dep.expert_parallel else "sliced over tp_size)"))
     notes.append(words)
-    if budget.kv_bytes_per_gpu is None or budget.source == "kv-memory-gib" or mine is None or mine == ideal:
+    if budget.kv_bytes_per_gpu is None or budget.source not in ("estimate", "overhead-gib") or mine in (None, ideal):
         return budget
     return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine)
 
