@@ -9,7 +9,9 @@ from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .evaluation import evaluate, sized_as, unexpected
-from .options import MODEL_INPUTS, OPTIONS, parse_options
+from .options import EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
+from .engines import engine_name
+from .startup_log import MAX_LOG_CHARS, log_lines, read_log
 from .scenario import resolve_model
 from .safetensors import layer_list
 from .units import GIB
@@ -47,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--weights-file", metavar="PATH", action="append",
                        help="a .safetensors file (repeat for each shard) or a model.safetensors.index.json: "
                             "the exact weights in place of params x precision")
+    files.add_argument("--from-log", metavar="PATH", help="an engine's start-up log (- for standard input): the "
+                                                        "inputs it implies, each said with its line; options given "
+                                                        "here win over it (e.g. --model for a local path)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
     out.add_argument("--format", choices=("table", "log") + FORMATS, default="table",
@@ -99,6 +104,29 @@ def _read_link(value: str) -> str:
         raise InputError("link", "is not UTF-8 text") from None
 
 
+def _read_log_text(path: str) -> str:
+    limit = MAX_LOG_CHARS
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+    except OSError as e:
+        raise InputError("from-log", f"cannot read {path!r}: {e.strerror}") from None
+    if len(data) > limit:
+        raise InputError("from-log", f"is longer than {limit >> 20} MiB; give the start-up, its first few thousand "
+                                     "lines")
+    return data.decode("utf-8", errors="replace")
+
+
+def _engine_given(text):
+    """The engine chosen beside the log, which the log must be of (the exact ideal takes any)."""
+    if text is None or str(text).strip().lower() in EXACT_ALIASES:
+        return None
+    return engine_name(text)
+
+
 def _with_layer_weights(raw: dict) -> dict:
     """The shards' weights by layer, once the model says how many layers there are; left out
     when the shards do not cover them all (the total still stands)."""
@@ -149,8 +177,17 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw, ignored = link.decode(fragment)
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
-        gguf_path, weight_files = args.pop("gguf"), args.pop("weights_file")
+        gguf_path, weight_files, log_path = args.pop("gguf"), args.pop("weights_file"), args.pop("from_log")
         given = {name: value for name, value in args.items() if value is not None}
+        reading = None
+        if log_path is not None:
+            if log_path == "-" and (link_url == "-" or given.get("hf-config") == "-"):
+                raise InputError("from-log", "and another option cannot both read standard input; give one a file")
+            reading = read_log(_read_log_text(log_path), _engine_given(given.get("engine")))
+            if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
+                raw.update({k: v for k, v in reading.values.items() if k != "model"})
+            else:
+                raw.update(reading.values)
         if gguf_path is not None:
             if any(name in given for name in MODEL_INPUTS):
                 raise InputError("gguf", "give one model: --gguf, or --model, --hf-config or custom dimensions")
@@ -170,6 +207,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         evaluation = evaluate(raw)
         if evaluation.errors:
             raise evaluation.errors[0]
+        if reading is not None:
+            for line in log_lines(reading, evaluation):
+                print(f"# {line}", file=stderr)
         if fmt == "log" and evaluation.result.engine is None:
             raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
         if fmt == "log" and not evaluation.result.engine.log:

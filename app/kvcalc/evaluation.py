@@ -102,7 +102,7 @@ def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
     # The release given and a KV memory read from a log belong to the engine sized as; another
     # engine takes its newest release and sizes its own memory.
     other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False,
-                                               kv_memory_gib=None))
+                                               kv_memory_gib=None, measured=None))
     try:
         return replace(result, engine=engines.size(other, result))
     except InputError:

@@ -34,7 +34,10 @@ def _engine_bar(result, scenario) -> dict:
     engine, work = result.engine, scenario.workload
     module = REGISTRY[engine.engine]
     name = module.TITLE
-    total, weights = result.gpu_memory_bytes, result.weights_bytes_per_gpu or 0
+    total = result.gpu_memory_bytes
+    weights = engine.weights_bytes_per_gpu     # a log's, where it measured them
+    if weights is None:
+        weights = result.weights_bytes_per_gpu or 0
     pool = max(0, engine.kv_budget_bytes_per_gpu)
     asked = work.batch * (engine.kv_bytes_per_request or 0)
     if engine.kv_bytes_on_busiest_gpu is not None:
@@ -53,7 +56,7 @@ def _engine_bar(result, scenario) -> dict:
         usable = total
     else:
         overhead, reserved = engine.overhead_bytes_per_gpu or 0, total - usable
-        what = "estimated" if engine.budget_source == "estimate" else "yours"
+        what = {"estimate": "estimated", "measured": "the log's, re-estimated"}.get(engine.budget_source, "yours")
         labels.update(overhead=f"Overhead ({name}, {what})", reserved=f"Kept back by {name}'s memory cap")
     over = 0 if engine.starts else max(0, weights + overhead + in_use - usable)
     free = max(0, (pool if whole else usable - weights - overhead) - in_use)

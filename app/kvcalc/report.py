@@ -173,6 +173,10 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
     return lines
 
 
+# How an engine's overhead came about, in a phrase.
+SOURCE_WORDS = {"estimate": "estimated", "measured": "the log's, moved by the estimate for your edit"}
+
+
 def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | None:
     """How the engine's KV memory per GPU comes about, with these numbers."""
     engine, name = result.engine, engines.title(result.engine.engine)
@@ -181,9 +185,11 @@ def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | N
     if engine.budget_source == "kv-memory-gib":
         return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
     usable = usable_bytes_per_gpu(result)
-    line = f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights {size(result.weights_bytes_per_gpu, unit)}"
+    weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
+    logged = "" if engine.weights_bytes_per_gpu is None else " (the log's, moved by your edit)"
+    line = f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights {size(weights, unit)}{logged}"
     if engine.overhead_bytes_per_gpu:        # SGLang subtracts none: its activations live in what it leaves
-        what = "estimated" if engine.budget_source == "estimate" else "yours"
+        what = SOURCE_WORDS.get(engine.budget_source, "yours")
         band = "" if not engine.band else (f"; its band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
                                            f"{size(engine.band[0].overhead_bytes_per_gpu, unit)}")
         line += f" - overhead {size(engine.overhead_bytes_per_gpu, unit)} ({what}{band})"
@@ -403,6 +409,7 @@ def overhead_conditions(scenario: Scenario, result: Result, unit: str) -> dict:
     overhead = {"kv-memory-gib": f"n/a: your log gives {name}'s KV memory, which already leaves it out",
                 "overhead-gib": f"yours, in place of {name}'s estimate",
                 "estimate": f"{name}'s, estimated{band}: subtracted before the KV cache",
+                "measured": f"the log's, moved by {name}'s estimate for what you changed{band}",
                 "none": f"{name}'s, estimated{band}"}[engine.budget_source]
     if engine.budget_source == "estimate" and not engine.overhead_bytes_per_gpu:
         overhead = f"none subtracted: {name} keeps its activations in the share its memory cap leaves"
@@ -458,7 +465,7 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             low, high = engine.kv_tokens_range
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
-    elif engine.budget_source in ("estimate", "overhead-gib") and engine.kv_budget_bytes_per_gpu is not None:
+    elif engine.budget_source in ("estimate", "overhead-gib", "measured") and engine.kv_budget_bytes_per_gpu is not None:
         why.append(engine_memory_line(scenario, result, unit) + "."
                    + (rules.USABLE_WORDS if engine.budget_source == "estimate" else ""))
         if engine.band:

@@ -43,6 +43,61 @@ class Settings:
     n_cpu_moe: int | None = None               # llama.cpp --n-cpu-moe
     vllm_entry: str = "serve"                  # vLLM started by `vllm serve` or the LLM() class
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
+    measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
+
+
+# Inputs that are a log's measurements, in GiB per GPU, and the field each is in Measured.
+MEASURED_INPUTS = {"loaded-weights-gib": "weights", "activation-gib": "activation", "non-torch-gib": "non_torch",
+                   "cudagraph-gib": "cudagraph"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a start-up log measured, and the deployment it measured it on (`measured-with`, built
+    as a scenario of its own): an edit that moves the engine's estimate moves the measurement by
+    as much; one that does not keeps the log's figures."""
+    engine: str | None
+    scenario: "Scenario"
+    kv_bytes: int | None                       # the KV memory it printed, per GPU
+    weights_bytes: int | None                  # the weights on the busiest GPU
+    activation_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cudagraph_bytes: int | None = None
+
+    @property
+    def parts_bytes(self) -> int | None:
+        """Everything it printed besides the weights and the KV memory, where it printed each."""
+        parts = (self.activation_bytes, self.non_torch_bytes, self.cudagraph_bytes)
+        return None if self.activation_bytes is None else sum(p or 0 for p in parts)
+
+
+def _measured(values: dict) -> "Measured | None":
+    if "measured-with" not in values:
+        if any(name in values for name in MEASURED_INPUTS):
+            name = next(name for name in MEASURED_INPUTS if name in values)
+            raise InputError(name, "is a log's measurement: it comes with measured-with, the inputs it was measured "
+                                   "with (paste the log, or give kv-memory-gib or overhead-gib instead)")
+        return None
+    current = {k: v for k, v in values.items()
+               if k not in MEASURED_INPUTS and k not in ("measured-with", "kv-memory-gib")}
+    logged = dict(values["measured-with"])
+    for _ in range(len(logged) + 1):
+        try:
+            scenario = build_scenario({**current, **logged})
+            break
+        except InputError as e:
+            # A value the log printed that cannot be sized (a dev build's version) and the user
+            # gave in its place: the user's value is the log's, corrected.
+            if e.field not in logged or e.field not in current:
+                raise InputError("measured-with", f"the measured deployment cannot be sized ({e.field}: "
+                                                  f"{e.message})") from None
+            del logged[e.field]
+    then = {**current, **logged}
+    gib = {name: int(values[name] * GIB) for name in MEASURED_INPUTS if name in values}
+    return Measured(engine=then.get("engine"), scenario=scenario,
+                    kv_bytes=int(values["kv-memory-gib"] * GIB) if "kv-memory-gib" in values else None,
+                    weights_bytes=gib.get("loaded-weights-gib"), activation_bytes=gib.get("activation-gib"),
+                    non_torch_bytes=gib.get("non-torch-gib"), cudagraph_bytes=gib.get("cudagraph-gib"))
 
 
 def _release(values: dict) -> Release | None:
@@ -84,7 +139,8 @@ def settings_from(values: dict) -> Settings:
         weights_dtype=values.get("weights-dtype"), release=_release(values),
         release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
-        vllm_entry=values.get("vllm-entry", "serve"), enforce_eager=values.get("enforce-eager") == "on")
+        vllm_entry=values.get("vllm-entry", "serve"), enforce_eager=values.get("enforce-eager") == "on",
+        measured=_measured(values))
 
 
 @dataclass(frozen=True)

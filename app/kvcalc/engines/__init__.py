@@ -10,7 +10,7 @@ from fractions import Fraction
 from ..errors import InputError
 from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
 from ..units import GIB
-from . import llamacpp, sglang, vllm
+from . import llamacpp, measured, sglang, vllm
 from .result import Band, Budget, EngineResult
 
 REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}
@@ -42,7 +42,10 @@ def default_prefill_chunk(engine: str, scenario) -> int:
 def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     """The KV memory per GPU: from a log, or what the engine leaves beside the weights and its overhead."""
     dep, settings = scenario.deployment, scenario.settings
-    if settings.kv_memory_gib is not None:
+    logged = measured.budget(engine, scenario, result, chunk, notes)
+    if logged is not None:
+        return logged
+    if settings.kv_memory_gib is not None and (settings.measured is None or settings.measured.engine == engine.NAME):
         return Budget(int(settings.kv_memory_gib * GIB), None, None, "kv-memory-gib")
     if result.usable_bytes_per_gpu is None or result.weights_bytes_per_gpu is None:
         # No memory to size in: the estimate is shown where it can be made, and one the model's
@@ -79,7 +82,12 @@ def answer(scenario, result) -> EngineResult:
     only the answer and ask for it many times an update."""
     engine, chunk = _checked(scenario)
     notes = []
-    return engine.size(scenario, chunk, _budget(engine, scenario, result, chunk, notes), notes)
+    budget = _budget(engine, scenario, result, chunk, notes)
+    return _weighed(engine.size(scenario, chunk, budget, notes), budget)
+
+
+def _weighed(out: EngineResult, budget: Budget) -> EngineResult:
+    return out if budget.weights_bytes_per_gpu is None else replace(out, weights_bytes_per_gpu=budget.weights_bytes_per_gpu)
 
 
 def size(scenario, result) -> EngineResult:
@@ -87,10 +95,11 @@ def size(scenario, result) -> EngineResult:
     engine, chunk = _checked(scenario)
     notes = []
     budget = _budget(engine, scenario, result, chunk, notes)
-    out = engine.size(scenario, chunk, budget, notes)
+    out = _weighed(engine.size(scenario, chunk, budget, notes), budget)
     spread = None
     memory = settings.kv_memory_gib
-    if memory is not None and engine.KV_MEMORY_LOGGED and (memory * 100).denominator == 1:
+    if budget.source == "kv-memory-gib" and memory is not None and engine.KV_MEMORY_LOGGED and \
+            (memory * 100).denominator == 1:
         # Both ends of what a log's two decimals stand for, as the tests feed real logs.
         ends = [engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=int((memory + d) * GIB)), [])
                 for d in (Fraction(-1, 200), Fraction(1, 200))]
@@ -102,7 +111,7 @@ def size(scenario, result) -> EngineResult:
 def _band(engine, scenario, chunk: int, budget: Budget):
     """The engine's answer at both ends of its overhead estimate's band: the most overhead the
     calibration allows (least KV memory) first, then the least."""
-    if budget.source != "estimate" or budget.band is None or budget.kv_bytes_per_gpu is None:
+    if budget.source not in ("estimate", "measured") or budget.band is None or budget.kv_bytes_per_gpu is None:
         return None
     low, high = budget.band
     ends = []

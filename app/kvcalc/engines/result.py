@@ -18,7 +18,7 @@ class EngineResult:
     refusal: str | None
     activation_bytes_per_gpu: int | None
     overhead_bytes_per_gpu: int | None
-    budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+    budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate", "measured" or "none"
     log: tuple[str, ...]
     notes: tuple[str, ...]
     # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
@@ -33,6 +33,8 @@ class EngineResult:
     # The cache it allocates on its busiest GPU, where that is less than its KV memory (llama.cpp
     # allocates its sequences' cells, split by layers over the GPUs); None: the whole KV memory.
     kv_bytes_on_busiest_gpu: int | None = None
+    # The weights per GPU it was sized with where they are not the model's: a log's measurement.
+    weights_bytes_per_gpu: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,10 @@ class Budget:
     kv_bytes_per_gpu: int | None       # None: no GPU or weights, and no KV memory from a log
     activation_bytes_per_gpu: int | None
     overhead_bytes_per_gpu: int | None
-    source: str                        # "kv-memory-gib", "overhead-gib", "estimate" or "none"
+    source: str                        # "kv-memory-gib", "overhead-gib", "estimate", "measured" (a log's,
+                                       # re-estimated for an edit) or "none"
     band: tuple[int, int] | None = None  # the estimated overhead's (lowest, highest) the calibration allows
+    weights_bytes_per_gpu: int | None = None  # the weights subtracted, where not the model's (a log's)
 
 
 def without_budget(name: str, title: str, block_size: int, chunk: int, budget: Budget, notes: list,

@@ -13,38 +13,17 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .. import engines
 from ..errors import InputError
+from ..options import OPTIONS
+from .rules import Printed, Read, Rule, Sink, gpu_preset, number  # noqa: F401 - the readers' pieces
+from . import llamacpp, sglang, vllm  # noqa: E402 - after the pieces they import
 
 MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
 MAX_LINE_CHARS = 1 << 16      # a config line with a long --hf-overrides is a few thousand
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Options whose values set the measured deployment, and the measured figures (per GPU, GiB).
 MEASURED_PARTS = ("loaded-weights-gib", "activation-gib", "non-torch-gib", "cudagraph-gib")
-# Figures printed once the cache is allocated: a start-up line after them begins another.
-FIGURES = frozenset({"kv_memory_gib", "kv_tokens", "gpu_blocks", "max_concurrency", "refusal"})
-
-
-@dataclass(frozen=True)
-class Read:
-    """One input read: its option, its text in the option's syntax, where it came from."""
-    option: str
-    text: str
-    line_number: int
-    line: str
-    how: str = ""            # words, when the value is derived rather than printed
-
-    def describe(self) -> str:
-        how = f" ({self.how})" if self.how else ""
-        return f"{self.option} = {self.text}{how}, line {self.line_number:,}: {self.line}"
-
-
-@dataclass(frozen=True)
-class Printed:
-    """A figure the log printed, for comparing with what we compute: kv_tokens, max_concurrency..."""
-    name: str
-    value: object
-    line_number: int
-    line: str
 
 
 @dataclass(frozen=True)
@@ -57,82 +36,11 @@ class Reading:
     notes: tuple = ()
 
     def summary(self) -> str:
-        return (f"{len(self.read)} inputs read from a {self.engine} log"
+        return (f"{len(self.read)} inputs read from a {engines.title(self.engine)} log"
                 + (f"; not in it: {', '.join(self.not_read)}" if self.not_read else ""))
 
 
-@dataclass
-class Sink:
-    """What the rules found so far, for one engine."""
-    engine: str
-    reads: dict = field(default_factory=dict)       # option -> Read (the first, unless a rule says)
-    printed: dict = field(default_factory=dict)
-    conflicts: list = field(default_factory=list)
-    rejected: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
-    restarts: list = field(default_factory=list)
-    signatures: int = 0       # lines only this engine prints
-    first_line: int = 0
-
-    def take(self, option: str, text, number: int, line: str, how: str = "", keep: str = "same") -> None:
-        """Take an input's value, typed by its option's parser. `keep`: "same" (a second, different
-        value is a conflict: two start-ups in one paste), "min" or "max" over the ranks, "first" or
-        "last" (a line printed again for another part, a draft model's config)."""
-        from ..options import OPTION_BY_NAME, parse_value
-        text = str(text).strip()
-        try:
-            parse_value(OPTION_BY_NAME[option], text)
-        except InputError as e:
-            self.rejected.append(f"line {number:,}: {option} {_clip(text)!r} not taken ({e.message})")
-            return
-        read = Read(option, text, number, _clip(line.strip(), 160), how)
-        old = self.reads.get(option)
-        if old is None or keep == "last":
-            self.reads[option] = read
-        elif keep == "first":
-            return
-        elif keep in ("min", "max"):
-            # Ranks print their own: vLLM sizes every rank by the least KV memory; the busiest
-            # rank's weights and activations are the ones that bind.
-            if (Fraction(text) < Fraction(old.text)) == (keep == "min") and Fraction(text) != Fraction(old.text):
-                self.reads[option] = read
-        elif old.text != text and not _same_number(old.text, text):
-            self.conflicts.append((option, old, read))
-
-    def start(self, number: int, line: str) -> None:
-        """A line printed once per start-up (the command, the server's version): after the cache
-        was allocated, it begins another start-up."""
-        figures = [p for p in self.printed.values() if p.name in FIGURES]
-        if figures:
-            self.restarts.append((min(p.line_number for p in figures), number))
-
-    def show(self, name: str, value, number: int, line: str, keep: str = "first") -> None:
-        if name not in self.printed or keep == "last" or (
-                keep == "min" and value < self.printed[name].value):
-            self.printed[name] = Printed(name, value, number, _clip(line.strip(), 160))
-
-
-def _same_number(a: str, b: str) -> bool:
-    try:
-        return Fraction(a) == Fraction(b)
-    except (ValueError, ZeroDivisionError):
-        return False
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-@dataclass(frozen=True)
-class Rule:
-    pattern: re.Pattern
-    handle: object              # (match, sink, line number, line) -> None
-    signature: bool = False     # a line only this engine prints: it names the engine
-    needle: str = ""            # a plain substring the line must hold, tested before the pattern
-
-
 def _modules():
-    from . import llamacpp, sglang, vllm
     return (vllm, sglang, llamacpp)
 
 
@@ -176,6 +84,10 @@ class LogReader:
 
     def finish(self) -> Reading:
         if self._tail:
+            # The paste ends without a line end: its last line may be cut mid-value. A reader can
+            # leave a number that ends that line unread (`sink.cut_line`, sglang and llamacpp).
+            for sink in self.sinks.values():
+                sink.cut_line = self.line_number + 1
             self._line(self._tail)
             self._tail = ""
         found = [s for s in self.sinks.values() if s.signatures]
@@ -190,9 +102,9 @@ class LogReader:
             raise InputError("log", f"is {_title(sink.engine)}'s, not {_title(self.expected)}'s, the engine chosen; "
                                     f"choose {sink.engine} or paste {_title(self.expected)}'s log")
         if sink.restarts:
-            figure, again = sink.restarts[0]
-            raise InputError("log", f"holds more than one start-up: its cache was allocated by line {figure:,} and "
-                                    f"another start-up begins at line {again:,}; paste one")
+            first, again = sink.restarts[0]
+            raise InputError("log", f"holds more than one start-up: lines {first:,} and {again:,} each begin one; "
+                                    "paste one")
         if sink.conflicts:
             option, old, new = sink.conflicts[0]
             raise InputError("log", f"holds more than one start-up: {option} is {old.text} at line "
@@ -203,7 +115,6 @@ class LogReader:
 
 
 def _title(name: str) -> str:
-    from .. import engines
     return engines.title(name)
 
 
@@ -223,9 +134,11 @@ def _reading(module, sink: Sink) -> Reading:
 
 
 def measured_with(values: dict) -> str:
-    """The inputs of the measured deployment, as `measured-with` carries them: name:value pairs."""
-    return ",".join(f"{name}:{text}" for name, text in values.items()
-                    if name not in NOT_MEASURED_WITH and name != "hf-config")
+    """The inputs of the measured deployment, as `measured-with` carries them: name:value pairs,
+    in the options' order, so a log gives one link however its lines were ordered."""
+    return ",".join(f"{o.name}:{values[o.name]}" for o in OPTIONS
+                    if o.name in values and o.name not in NOT_MEASURED_WITH and o.kind in ("int", "decimal", "text",
+                                                                                          "count"))
 
 
 def read_log(text: str, engine: str | None = None) -> Reading:
@@ -239,34 +152,45 @@ def read_log(text: str, engine: str | None = None) -> Reading:
     return reader.finish()
 
 
-def number(text: str) -> str:
-    """A printed number in the options' syntax: thousands separators dropped."""
-    return text.replace(",", "").replace("_", "")
+# The figures a log prints that the engine's answer gives too: (label, printed name, how ours is read).
+COMPARED = (("KV cache tokens", "kv_tokens", "kv_tokens"),
+            ("Maximum concurrency", "max_concurrency", "max_concurrency"),
+            ("KV memory per GPU", "kv_memory_gib", "kv_budget_bytes_per_gpu"))
 
 
-def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
-    """The GPU preset a device name printed in a log is (NVIDIA_H100_80GB_HBM3, Tesla T4, NVIDIA
-    GeForce RTX 4090), or None when no preset is that device or it is not clear which."""
-    from .. import presets
-    name = " " + re.sub(r"[\s_\-]+", " ", device.upper()) + " "
-    sized = re.search(r" (\d+) ?GB ", name)
-    matches = []
-    for gpu in presets.gpus().values():
-        words = gpu.id.split("-")
-        memory = int(words.pop()[:-2]) if words[-1].endswith("gb") else None
-        variant = words.pop() if len(words) > 1 and words[-1] in ("sxm", "pcie", "nvl", "server") else None
-        chip = " ".join(words).upper()
-        if f" {chip} " not in name or (" TI " in name and " TI " not in f" {chip} "):
+def comparison(reading: Reading, evaluation) -> list[tuple[str, str, str, int]]:
+    """(label, what the log printed, what the inputs on screen give, the log's line) for each
+    figure both have: equal while the inputs are the log's, a what-if's answer after an edit."""
+    engine = evaluation.result.engine if evaluation is not None and evaluation.ok else None
+    rows = []
+    for label, name, ours_name in COMPARED:
+        printed = reading.printed.get(name)
+        if printed is None:
             continue
-        if variant in ("pcie", "nvl", "server") and f" {variant.upper()} " not in name:
-            continue
-        if variant in ("sxm", None) and any(f" {v} " in name for v in ("PCIE", "NVL", "SERVER")):
-            continue
-        if sized and memory is not None and int(sized[1]) != memory:
-            continue
-        matches.append((gpu, memory))
-    if total_gib is not None and len(matches) > 1:
-        # The total PyTorch reports is a few GiB under the preset's GB: the nearest is the one.
-        matches.sort(key=lambda m: abs(m[0].memory_bytes - total_gib * (1 << 30)))
-        return matches[0][0].id
-    return matches[0][0].id if len(matches) == 1 else None
+        ours = getattr(engine, ours_name, None) if engine is not None and engine.engine == reading.engine else None
+        rows.append((label, _figure(name, printed.value), "-" if ours is None else _figure(name, ours, computed=True),
+                     printed.line_number))
+    return rows
+
+
+def _figure(name: str, value, computed: bool = False) -> str:
+    if name == "kv_memory_gib":
+        gib = value / (1 << 30) if computed else value
+        return f"{float(gib):,.2f} GiB"
+    if name == "max_concurrency":
+        return f"{float(value):,.2f}x"
+    return f"{int(value):,}"
+
+
+def log_lines(reading: Reading, evaluation) -> list[str]:
+    """What was read from which line, what was not, and the log's figures beside ours, as the
+    CLI prints them to standard error."""
+    lines = [f"read from the {_title(reading.engine)} log:"]
+    lines += [f"  {r.option} = {r.text}" + (f" ({r.how})" if r.how else "") + f", line {r.line_number:,}"
+              for r in reading.read]
+    if reading.not_read:
+        lines.append("not in the log: " + "; ".join(reading.not_read))
+    lines += [f"note: {note}" for note in reading.notes]
+    for label, printed, ours, number in comparison(reading, evaluation):
+        lines.append(f"{label}: the log printed {printed} (line {number:,}); sized here {ours}")
+    return lines

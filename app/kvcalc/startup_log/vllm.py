@@ -5,7 +5,10 @@ vllm/worker/worker.py and vllm/executor/executor_base.py for V0)."""
 import re
 from fractions import Fraction
 
-from . import Rule, gpu_preset, number
+from .. import presets
+from ..engines import releases, vllm as engine
+from ..errors import InputError
+from .rules import Rule, gpu_preset, number
 
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -13,7 +16,7 @@ GIB = r"\s*GiB"
 
 
 def _version(match, sink, n, line):
-    sink.start(n, line)
+    sink.start("server version", n)
     sink.take("engine-version", match["version"].lstrip("v"), n, line)
 
 
@@ -194,7 +197,7 @@ _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parall
 
 
 def _command(match, sink, n, line):
-    sink.start(n, line)
+    sink.start("command", n)
     words = match["args"].split()
     if words and not words[0].startswith("-"):
         sink.show("model_path", words[0], n, line)
@@ -272,8 +275,6 @@ EXPECTED = (("engine-version", "the release (vLLM API server version)"),
 def complete(sink) -> None:
     """What follows from the lines together: the model and GPU presets they name, the GPU count,
     the V0 engine of 0.8-0.10, the default utilization where only the budget was printed."""
-    from .. import presets
-    from ..engines import releases, vllm as engine
     reads = sink.reads
     path = sink.printed.get("model_path")
     if path is not None:
@@ -295,7 +296,7 @@ def complete(sink) -> None:
     if variant is not None and version is not None:
         try:
             release = releases.parse(engine, version.text)
-        except Exception:
+        except InputError:
             release = None
         if release is not None and release.at_least(0, 8, 0) and not release.at_least(0, 11, 0):
             sink.take("vllm-engine", variant.value, variant.line_number, variant.line)
@@ -307,7 +308,6 @@ def complete(sink) -> None:
 
 def model_entry(path: str):
     """The preset a model path names: its id, or its last two folders (a local copy of the repo)."""
-    from .. import presets
     cleaned = path.strip().rstrip("/")
     parts = [p for p in cleaned.split("/") if p]
     for candidate in (cleaned, "/".join(parts[-2:]), parts[-1] if parts else ""):

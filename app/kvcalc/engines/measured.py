@@ -1,0 +1,112 @@
+"""A what-if from a measured deployment: the KV memory a pasted log printed, moved only by what
+the edit changes.
+
+The log measured, on one deployment, the memory the engine had to use (total x utilization),
+the weights on the busiest GPU, what it subtracted besides them (activation peak, non-torch
+memory, CUDA graphs) and the KV memory left. For the inputs on screen, each of those is the
+log's figure moved by as much as the engine's own estimate moves between the two deployments:
+
+    KV = usable_now - (weights_log + weights_now - weights_then)
+                    - (overhead_log + overhead_now - overhead_then)
+
+where overhead_log = usable_then - weights_log - KV_log. An edit that moves none of them (the
+KV dtype, the context, the requests) keeps the log's KV memory exactly; one that does (tp, the
+chunk, the GPU) is re-estimated, and says which parts and by how much, with the moves as its band.
+"""
+
+from ..errors import InputError
+from ..sizing import compute
+from ..units import GIB
+from . import llamacpp, sglang, vllm
+from .result import Budget
+
+TITLES = {module.NAME: module.TITLE for module in (vllm, sglang, llamacpp)}
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.2f}"
+
+
+def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
+    """The budget from the log's measurements, or None when the log measured another engine or
+    measured nothing to size with (then the engine's own estimate applies, as without a log)."""
+    measured = scenario.settings.measured
+    if measured is None:
+        return None
+    if measured.engine != engine.NAME:
+        notes.append(f"The log measured {_title(measured.engine)}; {engine.TITLE} sizes its own memory here, "
+                     "so the log's KV memory and overhead are not used.")
+        return None
+    then = measured.scenario
+    then_result = compute(then.model, then.workload, then.deployment)
+    then_chunk = then.settings.prefill_chunk or engine.default_chunk(then)
+    usable_now, usable_then = _usable(engine, scenario, chunk, result), _usable(engine, then, then_chunk, then_result)
+    weights_now, weights_then = result.weights_bytes_per_gpu, then_result.weights_bytes_per_gpu
+    over_now, act_now, band_now = _overhead(engine, scenario, chunk)
+    over_then, act_then, _ = _overhead(engine, then, then_chunk)
+    moves = [(what, now - before) for what, now, before in (
+        ("the memory it may use", usable_now, usable_then), ("the weights per GPU", weights_now, weights_then),
+        ("the overhead", over_now, over_then)) if now is not None and before is not None and now != before]
+    if not moves and measured.kv_bytes is not None:
+        notes.append(f"The KV memory is the log's {_gib(measured.kv_bytes)} GiB: nothing changed here moves it "
+                     "(the KV dtype, the context and the requests share the memory the log measured).")
+        return Budget(measured.kv_bytes, measured.activation_bytes, _logged_overhead(measured, usable_then),
+                      "kv-memory-gib")
+    if usable_now is None or weights_now is None or weights_then is None or usable_then is None:
+        notes.append("The log's KV memory does not hold for these inputs, and without the GPU's memory and the "
+                     "weights it cannot be re-estimated: choose the GPU and the model.")
+        return Budget(None, act_now, over_now, "none", band_now)
+    weights_log = measured.weights_bytes if measured.weights_bytes is not None else weights_then
+    overhead_log = _logged_overhead(measured, usable_then)
+    if overhead_log is None:
+        if over_then is None:
+            return None
+        overhead_log = over_then
+    weights = weights_log + (weights_now - weights_then)
+    overhead = max(0, overhead_log + ((over_now or 0) - (over_then or 0)))
+    activation = None
+    if act_now is not None:
+        activation = max(0, (measured.activation_bytes if measured.activation_bytes is not None else act_then or 0)
+                         + act_now - (act_then or 0))
+    # The weights split by the layout as the checkpoint's tensors do: exact. The overhead's move is
+    # the estimate's, which may be off by as much as it moved.
+    spread = sum(abs(move) for what, move in moves if what == "the overhead")
+    said = "; ".join(f"{what} {'+' if move > 0 else '-'}{_gib(abs(move))} GiB" for what, move in moves)
+    notes.append(f"Re-estimated from the log: your edit moves {said} (the engine's estimate at your inputs less at "
+                 f"the log's), so the KV memory is {_gib(usable_now - weights - overhead)} GiB, not the log's "
+                 f"{_gib(measured.kv_bytes) + ' GiB' if measured.kv_bytes is not None else 'figure'}; the band "
+                 f"allows each move to be off by its whole size.")
+    return Budget(usable_now - weights - overhead, activation, overhead, "measured",
+                  (max(0, overhead - spread), overhead + spread), weights_bytes_per_gpu=weights)
+
+
+def _usable(engine, scenario, chunk: int, result) -> int | None:
+    if result.usable_bytes_per_gpu is None:
+        return None
+    try:
+        return engine.usable_memory(scenario, chunk, [], result.usable_bytes_per_gpu)
+    except InputError:
+        return None
+
+
+def _overhead(engine, scenario, chunk: int):
+    """(the overhead the engine subtracts besides the weights, its activation part, its band)."""
+    if scenario.settings.overhead_given:
+        return scenario.deployment.overhead_bytes, None, None
+    try:
+        activation, overhead, band = engine.estimate_overhead(scenario, chunk, [])
+    except InputError:
+        return None, None, None
+    return overhead, activation, band
+
+
+def _logged_overhead(measured, usable_then: int | None) -> int | None:
+    """What the log implies was subtracted besides the weights: the memory it could use less the
+    weights and the KV memory it printed (the parts it printed, where it printed no total)."""
+    if usable_then is not None and measured.kv_bytes is not None and measured.weights_bytes is not None:
+        return max(0, usable_then - measured.weights_bytes - measured.kv_bytes)
+    return measured.parts_bytes
+
+
+def _title(name: str | None) -> str:
+    return TITLES.get(name, "no engine")

@@ -1,0 +1,135 @@
+"""The pieces every engine's reader is made of: a rule (a pattern and what its match means),
+the sink its readings go to, and the GPU preset a printed device name is."""
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .. import presets
+from ..errors import InputError
+from ..options import OPTION_BY_NAME, parse_value
+
+@dataclass(frozen=True)
+class Read:
+    """One input read: its option, its text in the option's syntax, where it came from."""
+    option: str
+    text: str
+    line_number: int
+    line: str
+    how: str = ""            # words, when the value is derived rather than printed
+
+    def describe(self) -> str:
+        how = f" ({self.how})" if self.how else ""
+        return f"{self.option} = {self.text}{how}, line {self.line_number:,}: {self.line}"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A figure the log printed, for comparing with what we compute: kv_tokens, max_concurrency..."""
+    name: str
+    value: object
+    line_number: int
+    line: str
+
+
+@dataclass
+class Sink:
+    """What the rules found so far, for one engine."""
+    engine: str
+    reads: dict = field(default_factory=dict)       # option -> Read (the first, unless a rule says)
+    printed: dict = field(default_factory=dict)
+    conflicts: list = field(default_factory=list)
+    rejected: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    restarts: list = field(default_factory=list)
+    starts: dict = field(default_factory=dict)      # a start-up line's kind -> where first seen
+    signatures: int = 0       # lines only this engine prints
+    first_line: int = 0
+
+    def take(self, option: str, text, number: int, line: str, how: str = "", keep: str = "same") -> None:
+        """Take an input's value, typed by its option's parser. `keep`: "same" (a second, different
+        value is a conflict: two start-ups in one paste), "min" or "max" over the ranks, "first" or
+        "last" (a line printed again for another part, a draft model's config)."""
+        text = str(text).strip()
+        try:
+            parse_value(OPTION_BY_NAME[option], text)
+        except InputError as e:
+            self.rejected.append(f"line {number:,}: {option} {_clip(text)!r} not taken ({e.message})")
+            return
+        read = Read(option, text, number, _clip(line.strip(), 160), how)
+        old = self.reads.get(option)
+        if old is None or keep == "last":
+            self.reads[option] = read
+        elif keep == "first":
+            return
+        elif keep in ("min", "max"):
+            # Ranks print their own: vLLM sizes every rank by the least KV memory; the busiest
+            # rank's weights and activations are the ones that bind.
+            if (Fraction(text) < Fraction(old.text)) == (keep == "min") and Fraction(text) != Fraction(old.text):
+                self.reads[option] = read
+        elif old.text != text and not _same_number(old.text, text):
+            self.conflicts.append((option, old, read))
+
+    def start(self, kind: str, number: int) -> None:
+        """A line printed once per start-up (the command, the server's version): seen again, it
+        begins another start-up, in whatever order the lines were pasted."""
+        if kind in self.starts:
+            self.restarts.append((self.starts[kind], number))
+        else:
+            self.starts[kind] = number
+
+    def show(self, name: str, value, number: int, line: str, keep: str = "first") -> None:
+        if name not in self.printed or keep == "last" or (
+                keep == "min" and value < self.printed[name].value):
+            self.printed[name] = Printed(name, value, number, _clip(line.strip(), 160))
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return Fraction(a) == Fraction(b)
+    except (ValueError, ZeroDivisionError):
+        return False
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern
+    handle: object              # (match, sink, line number, line) -> None
+    signature: bool = False     # a line only this engine prints: it names the engine
+    needle: str = ""            # a plain substring the line must hold, tested before the pattern
+
+
+def number(text: str) -> str:
+    """A printed number in the options' syntax: thousands separators dropped."""
+    return text.replace(",", "").replace("_", "")
+
+
+def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
+    """The GPU preset a device name printed in a log is (NVIDIA_H100_80GB_HBM3, Tesla T4, NVIDIA
+    GeForce RTX 4090), or None when no preset is that device or it is not clear which."""
+    name = " " + re.sub(r"[\s_\-]+", " ", device.upper()) + " "
+    sized = re.search(r" (\d+) ?GB ", name)
+    matches = []
+    for gpu in presets.gpus().values():
+        words = gpu.id.split("-")
+        memory = int(words.pop()[:-2]) if words[-1].endswith("gb") else None
+        variant = words.pop() if len(words) > 1 and words[-1] in ("sxm", "pcie", "nvl", "server") else None
+        chip = " ".join(words).upper()
+        if f" {chip} " not in name or (" TI " in name and " TI " not in f" {chip} "):
+            continue
+        if variant in ("pcie", "nvl", "server") and f" {variant.upper()} " not in name:
+            continue
+        if variant in ("sxm", None) and any(f" {v} " in name for v in ("PCIE", "NVL", "SERVER")):
+            continue
+        if sized and memory is not None and int(sized[1]) != memory:
+            continue
+        matches.append((gpu, memory))
+    if total_gib is not None and len(matches) > 1:
+        # The total PyTorch reports is a few GiB under the preset's GB: the nearest is the one.
+        matches.sort(key=lambda m: abs(m[0].memory_bytes - total_gib * (1 << 30)))
+        return matches[0][0].id
+    return matches[0][0].id if len(matches) == 1 else None
