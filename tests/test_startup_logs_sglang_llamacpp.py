@@ -1,0 +1,522 @@
+"""SGLang and llama.cpp start-up logs read into inputs (issue 24), and the inputs computed back
+into the figures the logs printed.
+
+Each fixture in tests/fixtures/logs (sources and the inputs each thread states in SOURCES.md,
+the curated figures in overhead-v0-sglang-llamacpp.json) is read with read_log; the inputs it
+gives are stated here per fixture, exactly. Then the read inputs, with a model added where the
+log names only a local path or none (the preset named per case, and why), are evaluated, and the
+engine's #tokens (SGLang) or cells and cache size (llama.cpp) must be the log's own, within the
+log's rounding: SGLang prints K size and V size each to 0.01 GiB, so their sum stands for a KV
+memory within 0.01 GiB either way, and both ends are evaluated, as tests/test_engines.py does
+with hand-written inputs. Where a fixture cannot be reproduced from what it prints, the test is
+skipped with a reason naming what is missing."""
+
+import random
+import re
+import time
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from kvcalc.errors import InputError
+from kvcalc.evaluation import evaluate
+from kvcalc.startup_log import read_log
+from support import FIXTURES, hf_fixture
+
+LOGS = FIXTURES / "logs"
+
+
+def log_text(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def inputs(reading) -> dict:
+    # measured-with is derived from the others by the reader's framework (startup_log/__init__).
+    return {k: v for k, v in reading.values.items() if k != "measured-with"}
+
+
+# The inputs each log implies, read from its lines (SOURCES.md per fixture says what its thread
+# states; what a line does not print is not read).
+READS = {
+    # The launch command names the preset; TP0 is the only rank; the weights' mem usage and the
+    # K + V sizes (54.12 + 54.12). mem_fraction_static 0.88 is in the thread's server_args, not
+    # in the excerpt.
+    "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {
+        "engine": "sglang", "model": "google/gemma-3-4b-it", "loaded-weights-gib": "8.13", "tp": "1", "gpus": "1",
+        "kv-memory-gib": "108.24"},
+    # --tp-size 4 --mem-fraction-static 0.7 --page-size 64; only the sliding-window pool's lines.
+    "sglang-mimo-v2-flash-swa-tp4-page64.log": {
+        "engine": "sglang", "memory-utilization": "0.7", "block-size": "64", "tp": "4", "gpus": "4"},
+    # The scheduler's summary line: chunked_prefill_size 16384, context_len 128000.
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log": {
+        "engine": "sglang", "prefill-chunk": "16384", "context": "128000"},
+    # server_args=ServerArgs(...) cut at "chunked_prefill_size=163": the cut value is not read;
+    # mem_fraction_static=0.7629746875 is; "Using KV cache dtype: torch.bfloat16".
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-pcg-tp1-v0.5.6dev.log": {
+        "engine": "sglang", "memory-utilization": "0.7629746875", "kv-dtype": "bf16", "kv-memory-gib": "119.82"},
+    "sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log": {
+        "engine": "sglang", "memory-utilization": "0.93", "tp": "4", "gpus": "4", "kv-memory-gib": "16.46"},
+    # No command, no rank prefix: tp is not read.
+    "sglang-qwen3-30b-a3b-ktransformers-3090-cpu-experts.log": {
+        "engine": "sglang", "loaded-weights-gib": "2.91", "kv-dtype": "bf16", "kv-memory-gib": "11.2"},
+    "sglang-qwen3-8b-tp1-mfs090.log": {
+        "engine": "sglang", "context": "8096", "memory-utilization": "0.9", "tp": "1", "gpus": "1",
+        "loaded-weights-gib": "15.35", "kv-memory-gib": "55.6", "prefill-chunk": "8192"},
+    # tp 4 from the ranks TP0-TP3 the lines carry.
+    "sglang-qwen3-omni-30b-a3b-tp4-pool.log": {
+        "engine": "sglang", "kv-memory-gib": "47.84", "tp": "4", "gpus": "4"},
+    "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log": {
+        "engine": "sglang", "loaded-weights-gib": "3.76", "tp": "2", "gpus": "2", "kv-dtype": "bf16",
+        "kv-memory-gib": "8.3", "prefill-chunk": "2048", "context": "8192"},
+    "llamacpp-command-a-iswa-240k-nofa-pad32.log": {
+        "engine": "llama.cpp", "batch": "1", "context": "240000", "prefill-chunk": "512", "flash-attn": "off"},
+    # offloaded 41/41 layers; CUDA1's model buffer 13989.53 MiB is the busiest GPU's weights; the
+    # two GPUs differ, so no gpu preset; flash attention did not exist in that build.
+    "llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log": {
+        "engine": "llama.cpp", "n-gpu-layers": "41", "loaded-weights-gib": "13.66165", "context": "4096",
+        "prefill-chunk": "512", "gpus": "2", "kv-dtype": "fp16"},
+    # The cells per sequence of the non-SWA cache (120064, 1/1 seqs) are the context.
+    "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {
+        "engine": "llama.cpp", "engine-version": "b8643", "gpus": "2", "kv-dtype": "q5_0", "batch": "1",
+        "context": "120064"},
+    "llamacpp-gemma4-e4b-iswa-131k-3gpu.log": {
+        "engine": "llama.cpp", "gpus": "3", "kv-dtype": "fp16", "batch": "1", "context": "131072"},
+    # 2/1 seqs: a unified cache, so its cells are not one sequence's context.
+    "llamacpp-gemma4-e4b-swa-np2-bf16-rocm.log": {
+        "engine": "llama.cpp", "gpus": "1", "kv-dtype": "bf16", "batch": "2", "flash-attn": "on"},
+    "llamacpp-glm-4.5-air-128k-ub4096-fa.log": {
+        "engine": "llama.cpp", "context": "131072", "prefill-chunk": "4096", "flash-attn": "on"},
+    "llamacpp-glm-z1-32b-32k-fa-b5274.log": {
+        "engine": "llama.cpp", "context": "32768", "prefill-chunk": "512", "flash-attn": "on"},
+    # CPU only: no GPU is read.
+    "llamacpp-llama2-7b-class-cpu-unified-4k.log": {
+        "engine": "llama.cpp", "context": "4096", "prefill-chunk": "512", "flash-attn": "on", "kv-dtype": "fp16"},
+    # A plain llama architecture's GGUF metadata is the cache's whole shape.
+    "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {
+        "engine": "llama.cpp", "layers": "80", "attention-heads": "64", "kv-heads": "8", "head-dim": "128",
+        "kv-dtype": "fp16", "context": "4096", "gpus": "2"},
+    "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log": {
+        "engine": "llama.cpp", "gpus": "1", "kv-dtype": "fp16"},
+    # version: 4462; the llama-server command: -ub 256 -ngl 99 -c 32768 --flash-attn -ctk/-ctv q8_0.
+    "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {
+        "engine": "llama.cpp", "engine-version": "b4462", "prefill-chunk": "256", "n-gpu-layers": "99",
+        "flash-attn": "on", "kv-dtype": "q8_0", "context": "32768", "gpus": "2"},
+    # Two "NVIDIA GeForce RTX 4090" devices: the preset.
+    "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {
+        "engine": "llama.cpp", "gpu": "rtx-4090-24gb", "context": "2048", "prefill-chunk": "512",
+        "flash-attn": "off", "kv-dtype": "fp16", "gpus": "2"},
+}
+
+# Two start-ups in one paste: the PR run and the main run each allocate their pool.
+REFUSED = {
+    "sglang-deepseek-v32-exp-mla-tp8-dp8.log":
+        "holds more than one start-up: #tokens is 975424 at line 3 and 1462784 at line 6; paste one",
+}
+
+# The figures each log printed that the engines compute, as read (GiB for SGLang, MiB for llama.cpp).
+PRINTED = {
+    "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"kv_tokens": 834615, "kv_memory_gib": Fraction("108.24")},
+    "sglang-mimo-v2-flash-swa-tp4-page64.log": {"kv_tokens": 375360, "swa_tokens_printed": 300288},
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log": {"kv_tokens": 2261377,
+                                                                   "max_running_requests": 4096},
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-pcg-tp1-v0.5.6dev.log": {"kv_tokens": 2243474},
+    "sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log": {"kv_tokens": 367404, "kv_memory_gib": Fraction("16.46")},
+    "sglang-qwen3-30b-a3b-ktransformers-3090-cpu-experts.log": {"kv_tokens": 122420},
+    "sglang-qwen3-8b-tp1-mfs090.log": {"kv_tokens": 404890, "max_running_requests": 4097,
+                                       "cuda_graph_gib": Fraction("1.39")},
+    "sglang-qwen3-omni-30b-a3b-tp4-pool.log": {"kv_tokens": 2090351},
+    "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log": {"kv_tokens": 580364, "max_running_requests": 1,
+                                                               "mamba_pool_gib": Fraction("7.42")},
+    "llamacpp-command-a-iswa-240k-nofa-pad32.log": {"kv_tokens": 240000, "output_buffer_mib": Fraction("0.98")},
+    "llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log": {
+        "kv_cache_mib": 5120, "kv_buffer_mib": 3584, "compute_buffer_mib": Fraction("672.01"), "pipeline_copies": 4},
+    "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {"kv_tokens": 120064, "kv_cache_mib": Fraction("3224.38")},
+    "llamacpp-gemma4-e4b-iswa-131k-3gpu.log": {"kv_tokens": 131072, "kv_cache_mib": 2048, "swa_cells": 1024},
+    "llamacpp-gemma4-e4b-swa-np2-bf16-rocm.log": {"swa_cells": 3072, "swa_kv_cache_mib": 120,
+                                                  "compute_buffer_mib": Fraction("1278.07")},
+    "llamacpp-glm-4.5-air-128k-ub4096-fa.log": {"compute_buffer_mib": Fraction("3584.09"),
+                                                "host_compute_buffer_mib": Fraction("2112.11")},
+    "llamacpp-glm-z1-32b-32k-fa-b5274.log": {"compute_buffer_mib": 353,
+                                             "host_compute_buffer_mib": Fraction("76.01")},
+    "llamacpp-llama2-7b-class-cpu-unified-4k.log": {"kv_size": 4096, "kv_cache_mib": 2048},
+    "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {"kv_size": 4096, "kv_cache_mib": 1280, "kv_buffer_mib": 784},
+    "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log": {"kv_cache_mib": 144, "highest_layer": 35},
+    "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"kv_size": 32768, "kv_cache_mib": 4352},
+    "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"kv_size": 2048, "kv_cache_mib": 512},
+}
+
+
+def fixtures(prefix: str) -> list[str]:
+    return sorted(p.name for p in LOGS.glob(f"{prefix}-*.log"))
+
+
+ALL = fixtures("sglang") + fixtures("llamacpp")
+
+
+def test_every_sglang_and_llamacpp_fixture_has_its_expected_reading():
+    assert set(ALL) == set(READS) | set(REFUSED)
+    assert set(READS) <= set(PRINTED) | set()
+    assert set(ALL) == set(REPRODUCED) | set(NOT_REPRODUCED)
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_log_reads_into_the_inputs_it_implies(name):
+    reading = read_log(log_text(name))
+    assert reading.engine == READS[name]["engine"]
+    assert inputs(reading) == READS[name], name
+    for figure, value in PRINTED[name].items():
+        assert reading.printed[figure].value == value, (name, figure)
+    # Every input read names its line, and that line holds the log's text.
+    lines = log_text(name).split("\n")
+    for read in reading.read:
+        assert read.line_number >= 1 and read.line.strip()[:40] in lines[read.line_number - 1], (name, read)
+    # Read with the engine named, the reading is the same.
+    assert inputs(read_log(log_text(name), engine=READS[name]["engine"])) == READS[name]
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_log_with_two_start_ups_is_refused_naming_the_lines(name):
+    with pytest.raises(InputError) as error:
+        read_log(log_text(name))
+    assert error.value.field == "log" and error.value.message == REFUSED[name]
+
+
+def test_deepseek_v32_each_start_up_reads_alone():
+    # sglang-deepseek-v32-exp-mla-tp8-dp8.log: the command (--tp 8 --dp 8 --enable-dp-attention)
+    # and the PR run; then the main run alone, which carries no command.
+    lines = log_text("sglang-deepseek-v32-exp-mla-tp8-dp8.log").split("\n")
+    pr = read_log("\n".join(lines[:5]) + "\n")
+    # SGLang's --tp 8 --dp 8 with DP attention: 8 GPUs, each rank's attention on tp 8 / dp 8 = 1.
+    assert inputs(pr) == {"engine": "sglang", "tp": "1", "dp": "8", "gpus": "8", "kv-memory-gib": "43.67"}
+    assert pr.printed["kv_tokens"].value == 975424
+    assert any("DeepSeek-V3.2-Exp" in note and "not a preset" in note for note in pr.notes)
+    main = read_log("\n".join(lines[5:]) + "\n")
+    assert inputs(main) == {"engine": "sglang", "kv-memory-gib": "54.52"}
+    assert any("tp not read" in note for note in main.notes)
+
+
+# --- computing the read inputs back into the log's figures ------------------------------------
+
+def _sglang_ends(values: dict, half: Fraction):
+    """The engine at both ends of what the printed KV memory stands for."""
+    memory = Fraction(values["kv-memory-gib"])
+    return [evaluate(dict(values, **{"kv-memory-gib": str(Decimal(float(memory + d)).quantize(Decimal("0.0001")))}))
+            .result.engine for d in (-half, half)]
+
+
+def _kv_line(text: str) -> str:
+    return re.search(r"KV Cache is allocated\. #tokens: \d+, (.*GB)", text)[1]
+
+
+def reproduce_sglang(name: str, added: dict, text: str | None = None):
+    text = text or log_text(name)
+    reading = read_log(text)
+    values = dict(reading.values, **added)
+    evaluation = evaluate(values)
+    assert evaluation.ok, evaluation.errors
+    engine = evaluation.result.engine
+    # K size + V size: two figures each to 0.01 GiB; an MLA pool's one KV size: one.
+    half = Fraction(1, 200) if "KV size:" in text else Fraction(1, 100)
+    low, high = _sglang_ends(values, half)
+    printed = reading.printed["kv_tokens"].value
+    assert low.kv_tokens <= printed <= high.kv_tokens, (name, low.kv_tokens, printed, high.kv_tokens)
+    # The pool's line as SGLang prints it, at the KV memory read: the log's K and V sizes.
+    assert _kv_line(text) in engine.log[0], (name, engine.log[0])
+    return engine
+
+
+def reproduce_llamacpp(name: str, added: dict):
+    reading = read_log(log_text(name))
+    values = {k: v for k, v in dict(reading.values, **added).items() if v is not None}
+    evaluation = evaluate(values)
+    assert evaluation.ok, evaluation.errors
+    engine = evaluation.result.engine
+    size = next(line for line in engine.log if line.startswith("llama_kv_cache: size"))
+    ours = re.search(r"size = \s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers.*K \((\w+)\):\s*([\d.]+) MiB, "
+                     r"V \((\w+)\):\s*([\d.]+) MiB", size)
+    printed = reading.printed
+    # The cache's size, K and V to the log's 0.01 MiB, and its cells (kv_size in older builds).
+    assert Fraction(ours[1]) == printed["kv_cache_mib"].value, (name, size)
+    assert Fraction(ours[5]) == printed["k_cache_mib"].value and Fraction(ours[7]) == printed["v_cache_mib"].value
+    # Older builds print no cells on the size line: their kv_size, or n_ctx (one sequence), is it.
+    cells = next(printed[k].value for k in ("kv_tokens", "kv_size", "n_ctx") if k in printed)
+    assert int(ours[2]) == cells == engine.kv_tokens, (name, size)
+    if "kv_layers" in printed:
+        assert int(ours[3]) == printed["kv_layers"].value
+    assert ours[4] == printed["cache_type_k"].value and ours[6] == printed["cache_type_v"].value
+    return engine
+
+
+# What each reproduced case adds to the read inputs, and why (SOURCES.md and the presets).
+REPRODUCED = {
+    # /data/models/Qwen3-8B: the Qwen/Qwen3-8B preset (36 layers, 8 KV heads of 128).
+    "sglang-qwen3-8b-tp1-mfs090.log": {"model": "Qwen/Qwen3-8B"},
+    # The command names the preset; the thread's GPU (inferred H200) does not change a read KV memory.
+    "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"gpu": "h200-141gb"},
+    # /path/to/Qwen3-235B-A22B-FP8: the Qwen/Qwen3-235B-A22B preset; FP8 weights keep a bf16 cache
+    # (94 layers, 4 KV heads of 128: one per rank under tp 4).
+    "sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log": {"model": "Qwen/Qwen3-235B-A22B", "gpu": "h100-sxm-80gb"},
+    # The title's Qwen3-30B-A3B on the RTX 3090 of its MoE config path.
+    "sglang-qwen3-30b-a3b-ktransformers-3090-cpu-experts.log": {"model": "Qwen/Qwen3-30B-A3B",
+                                                                "gpu": "rtx-3090-24gb"},
+    # Qwen3-Omni-30B-A3B's thinker has Qwen3-30B-A3B's attention (48 layers, 4 KV heads of 128).
+    "sglang-qwen3-omni-30b-a3b-tp4-pool.log": {"model": "Qwen/Qwen3-30B-A3B"},
+    # Qwen/Qwen2.5-VL-7B-Instruct is not a preset; its language model has the attention of the
+    # Qwen2.5-7B-Instruct config fixture (28 layers, 4 KV heads of 128). B200 per the thread.
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-pcg-tp1-v0.5.6dev.log": {
+        "hf-config": hf_fixture("Qwen__Qwen2.5-7B-Instruct.json"), "gpu": "b200-180gb"},
+    # The inferred Llama-2-7B architecture (32 layers, 32 KV heads of 128).
+    "llamacpp-llama2-7b-class-cpu-unified-4k.log": {"model": "meta-llama/Llama-2-7b-hf"},
+    # Nothing added: the GGUF metadata gave the shape. (test_engines.py checks the same line with
+    # the Llama-3.3-70B-Instruct preset.)
+    "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {},
+    # qwen2.5-coder:32b has Qwen2.5-32B's attention (64 layers, 8 KV heads of 128).
+    "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"model": "Qwen/Qwen2.5-32B"},
+    # DeepSeek-R1-Distill-Qwen-32B is Qwen2.5-32B fine-tuned: the same attention.
+    "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"model": "Qwen/Qwen2.5-32B"},
+    # c4ai-command-r-v01 is not a preset; its config.json: 40 layers, 64 KV heads of 128 (no GQA).
+    "llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log": {"layers": "40", "kv-heads": "64", "head-dim": "128"},
+    # Gemma 4 31B: the NVFP4 checkpoint's preset has its attention (10 global layers of 2048 per cell).
+    "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {"model": "nvidia/Gemma-4-31B-IT-NVFP4"},
+    # The PR run of sglang-deepseek-v32-exp-mla-tp8-dp8.log (lines 1-3, its command): DeepSeek-V3.2
+    # has V3.2-Exp's attention (MLA with the NSA indexer, 61 layers); fp8_e4m3 and page 64 are
+    # SGLang's choices for DSA on a B200 (SOURCES.md, inferred from the KV size).
+    "sglang-deepseek-v32-exp-mla-tp8-dp8.log": {"model": "deepseek-ai/DeepSeek-V3.2", "kv-dtype": "fp8",
+                                                "block-size": "64", "gpu": "b200-180gb"},
+}
+
+NOT_REPRODUCED = {
+    "sglang-mimo-v2-flash-swa-tp4-page64.log":
+        "XiaomiMiMo/MiMo-V2-Flash is not a preset and its config.json is not among the fixtures, and only the "
+        "sliding-window pool's 'KV Cache is allocated' lines are in the excerpt: no KV memory to size in (the PR "
+        "also says this release's cell size over-counts)",
+    "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log":
+        "it prints the pool's tokens (max_total_num_tokens) but no KV memory: neither the K/V sizes nor the "
+        "Load weight line with the memory it started with",
+    "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log":
+        "SGLang's hybrid Mamba / linear-attention pools are not modelled (the engine refuses Qwen3.5's GDN "
+        "layers), and the Qwen3.5 MoE size is not stated in the thread",
+    "llamacpp-command-a-iswa-240k-nofa-pad32.log":
+        "no KV size line in the excerpt (only the non-SWA cells), Command-A is not a preset, and 240000 cells "
+        "without flash attention is the pre-#17046 padding of 32 the engine refuses to guess",
+    "llamacpp-gemma4-e4b-iswa-131k-3gpu.log":
+        "Gemma 4 E4B is not a preset and no config.json of it is among the fixtures (a custom model of its 4 "
+        "cache-owning layers would restate the log's own figure)",
+    "llamacpp-gemma4-e4b-swa-np2-bf16-rocm.log":
+        "Gemma 4 E4B is not a preset, the context is not printed, and the cache is unified (2/1 seqs), which no "
+        "input says yet",
+    "llamacpp-glm-4.5-air-128k-ub4096-fa.log":
+        "no KV cache line in the excerpt (n_ctx, n_ubatch, flash_attn and the compute buffers only) and GLM-4.5-Air "
+        "is not a preset; test_engines.py holds the compute-buffer estimate to this log",
+    "llamacpp-glm-z1-32b-32k-fa-b5274.log":
+        "no KV cache line in the excerpt (n_ctx, n_ubatch, flash_attn and the compute buffers only) and GLM-Z1-32B "
+        "is not a preset; test_engines.py holds the compute-buffer estimate to this log",
+    "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log":
+        "the context is not printed (SOURCES.md infers 4096 from this very KV size) and Qwen2.5-3B is not a preset",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCED))
+def test_read_inputs_reproduce_the_logs_figures(name):
+    added = REPRODUCED[name]
+    if name.startswith("sglang-deepseek"):
+        lines = log_text(name).split("\n")
+        engine = reproduce_sglang(name, added, "\n".join(lines[:5]) + "\n")
+        assert engine.block_size == 64
+    elif name.startswith("sglang-"):
+        reproduce_sglang(name, added)
+    else:
+        reproduce_llamacpp(name, added)
+
+
+def test_deepseek_v32_main_run_is_the_pool_before_the_fix():
+    pytest.skip("the main run of sglang-deepseek-v32-exp-mla-tp8-dp8.log sizes its pool without the NSA indexer "
+                "(656 B a layer, the bug PR #11309 fixed) while the engine counts it (788 B): that release's "
+                "cell size is not modelled")
+
+
+@pytest.mark.parametrize("name", sorted(NOT_REPRODUCED))
+def test_logs_not_reproduced_say_why(name):
+    pytest.skip(NOT_REPRODUCED[name])
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+def refused(text: str, engine: str | None = None) -> str:
+    with pytest.raises(InputError) as error:
+        read_log(text, engine=engine)
+    message = error.value.message
+    assert error.value.field == "log" and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n", "hello world\nthis is not a log\n", "\x00\x01\x02" * 100,
+                                  "KV size: 12 GB\nmax tokens 5\n", "{'model': 'x'}\n" * 50])
+def test_text_that_is_not_a_log_is_refused(text):
+    refused(text)
+
+
+@pytest.mark.parametrize("name, chosen", [("sglang-qwen3-8b-tp1-mfs090.log", "vllm"),
+                                          ("llamacpp-llama2-7b-class-cpu-unified-4k.log", "sglang"),
+                                          ("llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log", "vllm"),
+                                          ("sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log", "llama.cpp")])
+def test_a_log_read_for_another_engine_names_both(name, chosen):
+    message = refused(log_text(name), engine=chosen)
+    titles = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp"}
+    own = "sglang" if name.startswith("sglang") else "llama.cpp"
+    assert titles[own] in message and titles[chosen] in message
+
+
+def test_sglang_and_llamacpp_logs_pasted_together_are_refused():
+    message = refused(log_text("sglang-qwen3-8b-tp1-mfs090.log") + log_text("llamacpp-llama2-7b-class-cpu-unified-4k.log"))
+    assert "SGLang" in message and "llama.cpp" in message
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_a_log_cut_anywhere_reads_or_refuses_and_never_reads_a_cut_value(name):
+    # Cut at every 5th character: a reading, or a one-line refusal on "log". A value the cut line
+    # gave must be the whole log's (a number cut short is left unread, said in the notes).
+    text = log_text(name)
+    whole = read_log(text).values
+    for end in range(1, len(text), 5):
+        part = text[:end]
+        try:
+            reading = read_log(part)
+        except InputError as e:
+            assert e.field == "log" and "\n" not in e.message
+            continue
+        last = part.count("\n") + 1
+        for read in reading.read:
+            if read.line_number != last:
+                continue
+            if read.option in COUNTED:
+                # A count of the lines seen (GPUs by their KV buffers, tp by the ranks printed) is
+                # smaller in a shorter paste, never larger.
+                assert int(read.text) <= int(whole[read.option]), (name, end, read)
+            else:
+                assert whole.get(read.option) == read.text, (name, end, read)
+
+
+# Inputs that count what the lines show (devices, ranks) rather than read a printed number.
+COUNTED = {"gpus", "tp"}
+
+
+def test_a_value_cut_at_the_end_of_the_paste_is_said_not_read():
+    llama = log_text("llamacpp-glm-z1-32b-32k-fa-b5274.log").split("\n")
+    reading = read_log(llama[0][:-2])          # "llama_context: n_ctx         = 327"
+    assert "context" not in reading.values
+    assert any("line 1 ends the paste without a line end" in note and "n_ctx" in note for note in reading.notes)
+    sglang = log_text("sglang-qwen3-8b-tp1-mfs090.log")
+    cut = sglang[:sglang.index("--context-length 8096") + len("--context-length 80")]
+    reading = read_log(cut)
+    assert "context" not in reading.values and reading.values["engine"] == "sglang"
+    assert any("--context-length may be cut short" in note for note in reading.notes)
+    # Ended with a line end, the same line is whole: read.
+    assert read_log(llama[0] + "\n").values["context"] == "32768"
+
+
+def _coloured(line: str, n: int) -> str:
+    return f"\x1b[{31 + n % 6}m{line[:3]}\x1b[0m\x1b[1m{line[3:]}\x1b[0m\r" if line else line
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_ansi_colours_and_reordered_lines_read_the_same(name):
+    lines = log_text(name).rstrip("\n").split("\n")
+    coloured = [_coloured(line, n) for n, line in enumerate(lines)]
+    assert inputs(read_log("\n".join(coloured) + "\n")) == READS[name]
+    # Interleaved ranks print in any order: the lines shuffled, the same inputs (the command
+    # first, as it is typed before the log starts).
+    rng = random.Random(name)
+    for _ in range(3):
+        head, rest = coloured[:1], coloured[1:]
+        rng.shuffle(rest)
+        assert inputs(read_log("\n".join(head + rest) + "\n")) == READS[name], name
+
+
+SGLANG_8B = log_text("sglang-qwen3-8b-tp1-mfs090.log")
+
+
+@pytest.mark.parametrize("line, option, words", [
+    ("[2025-05-14 09:29:03] KV Cache is allocated. #tokens: 99999999999999999999999, K size: 27.80 GB, "
+     "V size: 27.80 GB", "kv-memory-gib", "#tokens"),
+    ("[2025-05-14 09:29:03] KV Cache is allocated. #tokens: 404890, K size: NaN GB, V size: 27.80 GB",
+     "kv-memory-gib", "K size"),
+    ("[2025-05-14 09:29:03] KV Cache is allocated. #tokens: 404890, K size: 1e999 GB, V size: 1e999 GB",
+     "kv-memory-gib", "K size"),
+    ("[2025-05-14 09:29:03] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=nan GB, "
+     "mem usage=NaN GB.", "loaded-weights-gib", "mem usage"),
+    ("[2025-05-14 09:29:03] Load weight end. type=X, avail mem=1.0 GB, mem usage=99999999999.5 GB.",
+     "loaded-weights-gib", "loaded-weights-gib"),
+    ("[2025-05-14 09:29:02] server_args=ServerArgs(model_path='/m', tp_size=1, mem_fraction_static=nan, "
+     "context_length=None)", "memory-utilization", "memory-utilization"),
+    ("[2025-05-14 09:29:02] server_args=ServerArgs(model_path='/m', tp_size=99999999999999999999, "
+     "context_length=8096)", "tp", "tp_size"),
+])
+def test_hostile_sglang_lines_are_said_and_not_taken(line, option, words):
+    # The hostile line alone with a few honest ones: no exception but InputError, the bad value not
+    # taken, the notes saying it.
+    text = "\n".join([line, "[2025-05-14 09:29:03] Memory pool end. avail mem=7.64 GB"]) + "\n"
+    reading = read_log(text)
+    assert option not in reading.values or reading.values[option] in ("1",)
+    assert any(words in note and "not taken" in note for note in reading.notes), reading.notes
+
+
+@pytest.mark.parametrize("text, words", [
+    # The summary printed twice with different pools: two start-ups.
+    (SGLANG_8B + SGLANG_8B.split("\n")[-2].replace("404890", "404891") + "\n",
+     "max_total_num_tokens is 404890 at line 7 and 404891 at line 8"),
+    # The pool's #tokens against the summary's.
+    (SGLANG_8B.replace("max_total_num_tokens=404890", "max_total_num_tokens=404000"),
+     "#tokens is 404890 at line 3 and 404000 at line 7"),
+    # ServerArgs' tp_size against the command's.
+    (SGLANG_8B + "[2025-05-14 09:29:02] server_args=ServerArgs(model_path='/data/models/Qwen3-8B', tp_size=2, "
+                 "page_size=1)\n",
+     "tp_size is 1 at line 1 and 2 at line 8"),
+    # Two commands.
+    (SGLANG_8B + SGLANG_8B, "lines 1 and 8 each begin one"),
+    # llama.cpp: n_ctx twice, different.
+    ("llama_context: n_ctx         = 4096\nllama_context: n_ubatch      = 512\nllama_context: n_ctx         = 8192\n",
+     "n_ctx is 4096 at line 1 and 8192 at line 3"),
+    # llama.cpp: two builds' banners.
+    ("build: 4462 (c05e8c99) with cc\nllama_context: n_ctx = 4096\nbuild: 5192 (4d3b6b2a) with cc\n",
+     "more than one start-up"),
+    # llama.cpp: two different full caches.
+    ("llama_kv_cache: size = 1280.00 MiB (  4096 cells,  80 layers,  1/1 seqs), K (f16):  640.00 MiB, V (f16):  "
+     "640.00 MiB\nllama_kv_cache: size = 2560.00 MiB (  8192 cells,  80 layers,  1/1 seqs), K (f16): 1280.00 MiB, "
+     "V (f16): 1280.00 MiB\n", "more than one start-up"),
+])
+def test_repeated_keys_with_different_values_are_more_than_one_start_up(text, words):
+    message = refused(text)
+    assert "more than one start-up" in message and words in message, message
+
+
+@pytest.mark.parametrize("line, option, words", [
+    ("llama_context: n_ctx         = NaN", "context", "n_ctx"),
+    ("llama_context: n_ctx         = 99999999999999999999", "context", "n_ctx"),
+    ("llama_context: flash_attn    = maybe", "flash-attn", "flash_attn"),
+    ("llama_kv_cache: size = nan MiB (  4096 cells,  32 layers,  1/1 seqs), K (f16): 1e999 MiB, V (f16): 1 MiB",
+     "kv-dtype", "KV size"),
+    ("load_tensors: offloaded 99999999999999/41 layers to GPU", "n-gpu-layers", "offloaded layers"),
+    ("llama_kv_cache:      CUDA0 KV buffer size = inf MiB", "gpus", "KV buffer"),
+    ("llama_model_loader: - kv  14:                          llama.block_count u32              = -5", "layers",
+     "llama.block_count"),
+])
+def test_hostile_llamacpp_lines_are_said_and_not_taken(line, option, words):
+    text = "\n".join([line, "llama_context: n_ubatch      = 512"]) + "\n"
+    reading = read_log(text)
+    assert option not in reading.values
+    assert any(words in note and "not taken" in note for note in reading.notes), reading.notes
+
+
+def test_a_ten_megabyte_log_reads_quickly():
+    # Every rank's lines of a long start-up, repeated: reading stays linear and fast.
+    block = "\n".join(line for line in log_text("sglang-qwen3-omni-30b-a3b-tp4-pool.log").split("\n") if line)
+    llama = "\n".join(line for line in log_text("llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log").split("\n") if line)
+    for text, engine in ((block, "sglang"), (llama, "llama.cpp")):
+        big = (text + "\n") * ((10 << 20) // (len(text) + 1))
+        started = time.perf_counter()
+        reading = read_log(big)
+        elapsed = time.perf_counter() - started
+        assert reading.engine == engine
+        assert elapsed < 4, f"{engine}: {len(big) >> 20} MiB read in {elapsed:.1f} s"
