@@ -96,11 +96,27 @@ _ON_OFF = {"on": "on", "1": "on", "true": "on", "enabled": "on", "off": "off", "
 
 def _command(match, sink, n, line):
     sink.start("command", n)
-    words = match["args"].split()
+    _flags(sink, match["args"], n, line)
+
+
+def _continued(match, sink, n, line):
+    # "    -c 32768 \\" under `llama-server \\`: read only right after such a line.
+    before = sink.printed.get("command_continues")
+    if before is not None and before.value == n - 1:
+        _flags(sink, line, n, line)
+
+
+def _flags(sink, args: str, n: int, line: str) -> None:
+    words = args.split()
+    # A command typed over several lines ends each but the last in "\": the next line goes on.
+    continues = bool(words) and words[-1] == "\\"
+    if continues:
+        words.pop()
+        sink.show("command_continues", n, n, line, keep="last")
     for i, word in enumerate(words):
         flag, equals, value = word.partition("=")
         target = _FLAGS.get(flag)
-        if target is not None and i + 1 == len(words) - (0 if equals else 1) and \
+        if target is not None and not continues and i + 1 == len(words) - (0 if equals else 1) and \
                 cut(sink, n, line, len(line.rstrip()), flag):
             continue
         if target is None:
@@ -284,9 +300,16 @@ def _main_cache(sink):
 
 def _caches(sink) -> None:
     full, swa = _main_cache(sink)
-    if full is None and "iswa_cells" in sink.printed:
-        cells = sink.printed["iswa_cells"]       # "creating non-SWA KV cache, size = N cells"
+    printed = sink.printed
+    if full is None and "iswa_cells" in printed:
+        cells = printed["iswa_cells"]            # "creating non-SWA KV cache, size = N cells"
         sink.show("kv_tokens", cells.value, cells.line_number, cells.line)
+    elif full is not None and full[0][0] is None and "kv_size" in printed:
+        # Older builds print the cells as kv_size, every sequence's together: one sequence's
+        # cells where it serves one (llama-server's default -np 1 then), as the context assumes.
+        cells = printed["kv_size"]
+        if "batch" not in sink.reads or sink.reads["batch"].text == "1":
+            sink.show("kv_tokens", cells.value, cells.line_number, cells.line)
     for entry, which in ((full, "full"), (swa, "swa")):
         if entry is None:
             continue
@@ -377,8 +400,9 @@ _MIB = r"([^\s,]+?)\s*MiB"
 RULES = (
     Rule(re.compile(r"(?:^|\s)(?P<kind>build(?::|\s*=)|version:)\s*(?P<build>\d{1,6})\s*\([0-9a-f]{6,40}\)"), _build, True,
          " ("),
-    Rule(re.compile(r"(?:^|[\s*/\\$>`])llama-(?:server|cli|run)(?:\.exe)?\*{0,2}(?P<args>\s+-.*)"), _command, True,
+    Rule(re.compile(r"(?:^|[\s*/\\$>`])llama-(?:server|cli|run)(?:\.exe)?\*{0,2}(?P<args>\s+(?:-|\\).*)"), _command, True,
          "llama-"),
+    Rule(re.compile(r"^\s*--?[a-z]"), _continued, False, "-"),
     # Builds before the llama- prefix (mid-2024): ./server and ./main.
     Rule(re.compile(r"(?:^|[\s$>`])\./(?:server|main)(?P<args>\s+-.*)"), _command, True, "./"),
     Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), compute capability"), _device, False,
@@ -475,8 +499,10 @@ def _sequences(sink) -> None:
     if per_seq is not None and not unified:
         sink.take("context", str(per_seq.value), per_seq.line_number, per_seq.line, "n_ctx_per_seq")
     elif total is not None and not unified:
-        how = "n_ctx" if batch == 1 else f"n_ctx / {batch} sequences" if batch else \
-            "n_ctx, one sequence (n_seq_max not printed)"
+        # n_ctx (llama_context), kv_size (the cache of older builds) or -c: every sequence's cells.
+        source = {"n_ctx": "n_ctx", "kv_size": "kv_size", "arg_n_ctx": "-c"}[total.name]
+        how = source if batch == 1 else f"{source} / {batch} sequences" if batch else \
+            f"{source}, one sequence (n_seq_max not printed)"
         sink.take("context", str(total.value // (batch or 1)), total.line_number, total.line, how)
     elif cells is not None and seqs is not None and not unified:
         sink.take("context", str(cells.value), cells.line_number, cells.line, "the cache's cells per sequence")

@@ -124,21 +124,39 @@ def _server_args(match, sink, n, line):
 
 def _command(match, sink, n, line):
     sink.start("command", n)
-    words = match["args"].split()
+    args = match["args"]
+    words = args.split()
     if match["serve"] and words and not words[0].startswith("-"):
         _figure(sink, "model_path", words[0], n, line, "model_path")   # `sglang serve MODEL`
+    _flags(sink, args, n, line)
+
+
+def _flags(sink, args: str, n: int, line: str) -> None:
+    words = args.split()
+    # A command typed over several lines ends each but the last in "\": the next line goes on.
+    continues = bool(words) and words[-1] == "\\"
+    if continues:
+        words.pop()
+        sink.show("command_continues", n, n, line, keep="last")
     for i, word in enumerate(words):
         flag, equals, value = word.partition("=")
         if flag in _SWITCHES:
             _setting(sink, _SWITCHES[flag], "True", n, line)
         elif flag in _FLAGS:
-            last = i + 1 == len(words) - (0 if equals else 1)
+            last = i + 1 == len(words) - (0 if equals else 1) and not continues
             value = value if equals else (words[i + 1] if i + 1 < len(words) else "")
             if value.startswith("--") or not value:
                 continue
             if last and cut(sink, n, line, len(line.rstrip()), flag):
                 continue
             _setting(sink, _FLAGS[flag], value, n, line)
+
+
+def _continued(match, sink, n, line):
+    # "    --tp 4 \\" under `python -m sglang.launch_server \\`: read only right after such a line.
+    before = sink.printed.get("command_continues")
+    if before is not None and before.value == n - 1:
+        _flags(sink, line, n, line)
 
 
 def _version(match, sink, n, line):
@@ -266,6 +284,7 @@ def _ranks(match, sink, n, line):
 RULES = (
     Rule(re.compile(r"(?:^|[\s$#>=])(?:python3?\s+-m\s+sglang\.launch_server|(?P<serve>sglang\s+serve))"
                     r"(?P<args>.*)"), _command, True, "sglang"),
+    Rule(re.compile(r"^\s*--[a-z]"), _continued, False, "--"),
     Rule(re.compile(r"(?:server_args=)?ServerArgs\((?P<args>.*)"), _server_args, True, "ServerArgs("),
     Rule(re.compile(r"\bsglang(?:==|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
          _version, True, "glang"),
