@@ -22,7 +22,7 @@ try:
     with precompiled():
         from kvcalc import link
 
-        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, strip, takeaway
+        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, state, strip, takeaway
         from web import files as files_module
         from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
 except Exception as exc:
@@ -31,6 +31,8 @@ except Exception as exc:
 
 
 def on_user_input(event) -> None:
+    if event.target.id == "startup-log":
+        return          # the log box is no input: what it gives is written when it has been read
     put("#link-notes", "")      # the notes were about the link; the inputs are the user's now
     form.note(event.target)
     loop.update()
@@ -90,6 +92,28 @@ def on_source(source: str):
     return handler
 
 
+def after_log() -> None:
+    put("#link-notes", "")      # the inputs are the log's now
+    loop.update()
+
+
+def on_log_toggle(*_) -> None:
+    from web import log_paste           # the log reader is loaded on first use, not at start-up
+    log_paste.toggle()
+
+
+def on_log_text(*_) -> None:
+    import asyncio
+    from web import log_paste
+    asyncio.ensure_future(log_paste.take(after_log))
+
+
+def on_forget_log(*_) -> None:
+    from web import log_paste
+    log_paste.forget(loop.update)
+    el("#startup-log").focus()
+
+
 def on_attention_kind(*_) -> None:
     model_picker.show_fields()
     form.sync()
@@ -98,6 +122,9 @@ def on_attention_kind(*_) -> None:
 
 def load_link(fragment: str) -> None:
     kept = share.load(fragment)
+    if state.reading is not None and "measured-with" not in kept:
+        from web import log_paste
+        log_paste.drop()            # the panel was about the log, not about this link's inputs
     if "hf-config" in kept:
         model_picker.parse_config()
     loop.update()
@@ -137,6 +164,9 @@ def wire() -> None:
     on(el("#model-list"), "click", lambda event: on_model_picked(model_picker.on_list_click(event)))
     on(el("#source-config"), "click", on_source("config"))
     on(el("#source-custom"), "click", on_source("custom"))
+    on(el("#source-log"), "click", on_log_toggle)
+    on(el("#startup-log"), "input", on_log_text)
+    on(el("#forget-log"), "click", on_forget_log)
     on(el("#source-file"), "click", lambda *_: el("#hf-config-file").click())
     on(el("#attention-kind"), "change", on_attention_kind)
     on(el("#hf-config"), "input", on_config_text)

@@ -41,6 +41,7 @@ def _update() -> None:
         return
     u = state.unit = form.unit()
     scenario, result = state.computed = evaluation.scenario, evaluation.result
+    state.evaluation = evaluation
     texts = page_texts(scenario, result, u)
     results.render(texts)
     engine_view.render(texts["engine"])
@@ -100,7 +101,13 @@ def _source() -> None:
     source_view.render(*state.computed, state.unit)
 
 
-SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export)
+def _log() -> None:
+    if state.reading is not None:           # only after a log was pasted, so web.log_paste is loaded
+        from web import log_paste
+        log_paste.render_comparison()
+
+
+SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log)
 _side = []
 _scheduling = getattr(window.navigator, "scheduling", None)
 _CAN_TELL = not absent(_scheduling) and not absent(getattr(_scheduling, "isInputPending", None))

@@ -1,5 +1,5 @@
-"""What the page's modules share: the model a config.json gave, the pins, and the last
-computation. One place, so no module reaches into another's globals."""
+"""What the page's modules share: the model a config.json gave, a pasted log's reading, the
+pins, and the last computation. One place, so no module reaches into another's globals."""
 
 config = None           # the parsed config.json, when the model comes from one
 config_error = None     # why the text in the config box is not a config (an InputError)
@@ -9,3 +9,5 @@ stale = False           # inputs in error: the figures shown are the last valid 
 valid_once = False      # some inputs have computed since the page opened
 computed = None         # (scenario, result) of the last valid inputs
 current = None          # the last valid inputs' to_json column, for the comparison
+evaluation = None       # the last valid inputs' Evaluation, for the log's figures beside it
+reading = None          # the pasted start-up log's Reading (kvcalc.startup_log), while it is in use

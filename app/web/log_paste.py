@@ -1,0 +1,172 @@
+"""A pasted start-up log (issue 24): vLLM's, SGLang's or llama.cpp's lines become the inputs they
+imply, each shown with the line it was read from, and the log's own figures beside what the
+inputs on screen give, refreshed after every update.
+
+The engine's reader (kvcalc.startup_log) takes the text in slices; between slices the page gets
+its thread back (asyncio.sleep(0) is a browser task in Pyodide's event loop), so a paste of a
+server's whole day never freezes the tab. A log that is refused changes nothing. The text stays
+in the textarea, which is no form field: the link carries the inputs read, never the log.
+Imported on first use, so the page starts without it."""
+
+import asyncio
+import time
+
+import js
+
+from kvcalc.errors import InputError
+from kvcalc.options import MANUAL_FIELDS
+from kvcalc.startup_log import MAX_LOG_CHARS, MEASURED_PARTS, LogReader, comparison
+
+from web import files, form, model_picker, state
+from web.dom import el, lines_of, put, view
+
+SLICE_CHARS = 64 << 10           # one feed
+SLICE_SECONDS = 0.02             # the longest the reader runs before the page gets its thread back
+MEASURED = (*MEASURED_PARTS, "measured-with", "kv-memory-gib")   # what "Forget the log" clears
+
+_generation = [0]                # the latest read: an older one still reading stops
+_set_by_log = {}                 # field -> the value the log put there
+
+
+# The box's text, a slice at a time: taking the whole value into Python at once would copy a
+# 10 MB paste in one go (a third of a second in Pyodide) while the tab waits.
+_SLICER = js.Function.new("box", "const text = box.value; return (start, end) => text.slice(start, end);")
+
+
+class _Cancelled(Exception):
+    """The text changed (or the log was forgotten) while it was read."""
+
+
+def toggle(*_) -> None:
+    """"Paste a log" opens the log's box, or closes it."""
+    opening = el("#log-fields").hidden
+    put("#log-fields", not opening, "hidden")
+    put("#source-log", "true" if opening else "false", "aria-pressed")
+    if opening:
+        el("#startup-log").focus()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+async def _read(size: int, text_slice, generation: int):
+    """The Reading of the text, fed a slice at a time; InputError when it is refused."""
+    reader = LogReader()
+    if size > MAX_LOG_CHARS:
+        # Refused at once in the reader's own words: a stand-in of the length past its limit, so
+        # the text itself is neither copied nor read.
+        reader.feed(" " * (MAX_LOG_CHARS + 1))
+    yielded = time.monotonic()
+    for start in range(0, size, SLICE_CHARS):
+        reader.feed(text_slice(start, start + SLICE_CHARS))
+        if time.monotonic() - yielded >= SLICE_SECONDS:
+            await asyncio.sleep(0)
+            yielded = time.monotonic()
+            if _generation[0] != generation:
+                raise _Cancelled()
+    return reader.finish()
+
+
+async def take(then) -> None:
+    """Read the pasted log; on success write its inputs into the form, then `then()`. A refusal
+    is said in #error-log, one line, and changes nothing. An emptied box changes nothing either."""
+    _generation[0] += 1
+    generation = _generation[0]
+    box = el("#startup-log")
+    size, text_slice = int(box.textLength), _SLICER(box)
+    put("#error-log", "")
+    if not size:
+        put("#log-status", "")
+        return
+    put("#log-status", f"Reading the log here in this tab… ({_mb(size)})" if size > SLICE_CHARS else "")
+    try:
+        reading = await _read(size, text_slice, generation)
+    except _Cancelled:
+        return
+    except InputError as e:
+        put("#log-status", "")
+        put("#error-log", f"Not read: the pasted text {e.message}")
+        return
+    except Exception as e:               # a fault in the reader: said, never "Reading…" forever
+        put("#log-status", "")
+        put("#error-log", f"Not read: the log could not be read ({type(e).__name__})")
+        return
+    if _generation[0] != generation:
+        return
+    _apply(reading)
+    put("#log-status", "Read here in this tab; nothing was uploaded, and the link holds only the inputs below.")
+    then()
+
+
+def _apply(reading) -> None:
+    """The inputs on screen overlaid with the log's: what the log does not give stays, except
+    the figures an earlier log measured."""
+    named = reading.values.get("model")
+    if named and named != form.model_choice():
+        files.forget()                   # weights read from files belong to the model before
+    current = form.read()
+    for name in MEASURED:
+        current.pop(name, None)
+    if named:
+        for name in ("hf-config", *MANUAL_FIELDS):
+            current.pop(name, None)
+    values = dict(current, **reading.values)
+    form.write(values)
+    if "hf-config" in values:
+        model_picker.parse_config()
+    _set_by_log.clear()
+    _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
+    state.reading = reading
+    _render(reading, named)
+
+
+def _render(reading, named) -> None:
+    put("#log-reading", False, "hidden")
+    put("#log-summary", reading.summary() + ".")
+    if named:
+        put("#log-model", True, "hidden")
+    else:
+        chosen = "the pasted config.json" if form.model_choice() == "config" else (
+            "custom dimensions" if form.model_choice() == "custom" else el("#model-search").value)
+        put("#log-model", False, "hidden")
+        put("#log-model", f"The log names no model: every figure here assumes {chosen}, the model chosen now. "
+                          "Choose the model the log's server ran.")
+    view("#log-read tbody").show([("", [(r.option, None, ""), (r.text + (f" ({r.how})" if r.how else ""), None, ""),
+                                        (f"{r.line_number:,}", None, "num")]) for r in reading.read])
+    put("#log-not-read", ("Not in the log: " + "; ".join(reading.not_read) + ".") if reading.not_read else "")
+    view("#log-notes", item_tag="li").show(lines_of(reading.notes))
+    render_comparison()
+
+
+def render_comparison() -> None:
+    """The log's figures beside what the inputs on screen give: a side step of every update."""
+    if state.reading is None:
+        return
+    rows = comparison(state.reading, state.evaluation)
+    view("#log-compare tbody").show([("", [(label, None, ""), (printed, None, "num"), (ours, None, "num"),
+                                           (f"{line:,}", None, "num")]) for label, printed, ours, line in rows])
+    put("#log-compare", not rows, "hidden")
+
+
+def drop() -> None:
+    """The panel and the reading gone; the inputs as they are (a link loaded over them)."""
+    _generation[0] += 1
+    state.reading = None
+    _set_by_log.clear()
+    put("#log-reading", True, "hidden")
+    put("#log-status", "")
+    put("#error-log", "")
+
+
+def forget(then) -> None:
+    """"Forget the log": the figures it measured cleared (the KV memory only while it is still
+    the log's), the panel and the pasted text gone; the other inputs stay."""
+    for name in MEASURED:
+        field = el(f"#{name}")
+        if name != "kv-memory-gib" or field.value == _set_by_log.get(name):
+            field.value = ""
+    el("#startup-log").value = ""
+    drop()
+    form.sync()
+    then()

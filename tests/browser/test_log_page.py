@@ -1,0 +1,165 @@
+"""A pasted start-up log on the page (issue 24): the inputs it implies go into the form (each
+listed with its line), the log's figures sit beside what the inputs on screen give and follow an
+edit, the link carries the inputs read and never the log, and a text that is no log changes
+nothing."""
+
+from urllib.parse import unquote
+
+from pagekit import metrics, open_page, settle, url_of
+from support import ROOT
+
+LOG = (ROOT / "tests/fixtures/logs/vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log").read_text()
+READ = "!document.getElementById('log-reading').hidden"
+
+
+def paste_log(page, text: str) -> None:
+    if page.get_attribute("#source-log", "aria-pressed") != "true":
+        page.click("#source-log")
+    page.fill("#startup-log", text)
+
+
+def table(page, selector: str) -> list[list[str]]:
+    return page.eval_on_selector_all(f"{selector} tbody tr",
+                                     "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+
+
+def read_rows(page) -> dict:
+    return {option: (value, line) for option, value, line in table(page, "#log-read")}
+
+
+def compare_rows(page) -> dict:
+    return {label: (printed, ours, line) for label, printed, ours, line in table(page, "#log-compare")}
+
+
+def test_a_vllm_log_gives_its_inputs_and_figures(page, site):
+    recorder = open_page(page, site)
+    assert page.is_hidden("#log-fields")
+    page.click("#source-log")
+    assert page.get_attribute("#source-log", "aria-pressed") == "true" and page.is_visible("#startup-log")
+    paste_log(page, LOG)
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.inner_text("#log-summary").startswith("13 inputs read from a vLLM log")
+    read = read_rows(page)
+    assert read["kv-memory-gib"] == ("41.68", "8")
+    assert read["tp"] == ("2", "2")
+    assert read["model"][0].startswith("Qwen/Qwen3-30B-A3B")
+    assert "GPU's total" in page.inner_text("#log-not-read")
+    assert page.is_hidden("#log-model")                # the log names its model
+    # Each value read is in its visible field, for the user to see and edit.
+    assert page.input_value("#engine") == "vllm"
+    assert page.eval_on_selector("#engine", "s => s.selectedOptions[0].textContent").startswith("vLLM")
+    assert page.input_value("#engine-version") == "0.12.0"
+    assert page.input_value("#tp") == "2" and page.input_value("#context") == "40960"
+    assert page.input_value("#batch") == "64" and page.input_value("#kv-memory-gib") == "41.68"
+    assert page.input_value("#model") == "Qwen/Qwen3-30B-A3B"
+    compared = compare_rows(page)
+    assert compared["Maximum concurrency"] == ("22.23x", "22.23x", "10")
+    assert compared["KV memory per GPU"][:2] == ("41.68 GiB", "41.68 GiB")
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "22.23x"
+    assert all(url.startswith(site) for url in recorder.requests)
+    assert recorder.problems == []
+
+
+def test_an_edit_moves_the_right_column_and_the_link_carries_inputs_not_the_log(page, site):
+    open_page(page, site)
+    paste_log(page, LOG)
+    page.wait_for_function(READ)
+    settle(page)
+    page.select_option("#kv-dtype", "fp8")
+    page.wait_for_function("""() => [...document.querySelectorAll('#log-compare tbody tr')]
+        .some(r => r.cells[0].textContent === 'Maximum concurrency' && r.cells[2].textContent === '44.46x')""")
+    settle(page)
+    assert compare_rows(page)["Maximum concurrency"] == ("22.23x", "44.46x", "10")      # the log's stays
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "44.46x"
+    shown = metrics(page)
+    link = unquote(url_of(page))
+    assert "measured-with=" in link and "kv-memory-gib=41.68" in link and "kv-dtype=fp8" in link
+    for line in LOG.splitlines():
+        assert line.strip()[:40] not in link
+    assert "pid=" not in link and "APIServer" not in link
+    # The link alone gives the same figures back.
+    page.goto("about:blank")
+    open_page(page, link)
+    settle(page)
+    assert metrics(page) == shown
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "44.46x"
+    assert page.input_value("#startup-log") == ""       # the log itself never travelled
+
+
+def test_forget_the_log_clears_what_it_measured(page, site):
+    open_page(page, site)
+    paste_log(page, LOG)
+    page.wait_for_function(READ)
+    assert "measured-with=" in url_of(page)
+    page.click("#forget-log")
+    page.wait_for_function("document.getElementById('log-reading').hidden")
+    link = url_of(page)
+    assert "measured-with" not in link and "loaded-weights-gib" not in link and "kv-memory-gib" not in link
+    # The other inputs read stay as they are.
+    assert page.input_value("#tp") == "2" and page.input_value("#engine-version") == "0.12.0"
+    assert "tp=2" in link and "context=40960" in link
+    assert page.input_value("#startup-log") == ""
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') != "22.23x"   # estimated now
+
+
+def test_a_text_that_is_no_log_changes_nothing(page, site):
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&context=16384&engine=vllm")
+    settle(page)
+    before, link = metrics(page), url_of(page)
+    paste_log(page, "hello")
+    page.wait_for_function("document.getElementById('error-log').textContent !== ''")
+    assert "is not a start-up log of vLLM, SGLang or llama.cpp" in page.inner_text("#error-log")
+    settle(page)
+    assert metrics(page) == before and url_of(page) == link
+    assert page.is_hidden("#log-reading") and page.input_value("#context") == "16384"
+
+
+def test_a_log_naming_no_model_says_the_figures_assume_the_chosen_one(page, site):
+    open_page(page, site + "#model=Qwen/Qwen3-32B&engine=vllm")
+    lines = [line for line in LOG.splitlines() if "non-default args" not in line and "Initializing" not in line]
+    paste_log(page, "\n".join(lines) + "\n")
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.input_value("#model") == "Qwen/Qwen3-32B"
+    warning = page.inner_text("#log-model")
+    assert page.is_visible("#log-model") and "names no model" in warning and "Qwen3 32B" in warning
+
+
+def test_a_long_paste_never_freezes_the_tab(page, site):
+    open_page(page, site)
+    busy = "".join(f"(APIServer pid=248518) INFO 12-20 18:40:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt "
+                   "throughput: 1520.3 tokens/s, Avg generation throughput: 812.5 tokens/s, Running: 12 reqs, "
+                   "Waiting: 0 reqs, GPU KV cache usage: 7.1%, Prefix cache hit rate: 0.0%\n" for i in range(45000))
+    text = LOG + busy
+    assert len(text) > 10_000_000
+    page.click("#source-log")
+    # The browser lays out 10 MB in the box first (a second or more, with or without the page's
+    # code: a paste does the same); the reading starts from the input event after it.
+    page.evaluate("text => { document.getElementById('startup-log').value = text; }", text)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    # A heartbeat every 10 ms: a gap between beats while the status says "Reading" is the tab
+    # held by the reader.
+    page.evaluate("""() => { window.__gaps = []; let last = performance.now();
+        window.__beat = setInterval(() => { const now = performance.now();
+            if (document.getElementById('log-status').textContent.startsWith('Reading')) window.__gaps.push(now - last);
+            last = now; }, 10);
+        document.getElementById('startup-log').dispatchEvent(new Event('input', {bubbles: true})); }""")
+    page.wait_for_function(READ, timeout=60_000)
+    settle(page)
+    gaps = page.evaluate("() => { clearInterval(window.__beat); return window.__gaps; }")
+    assert read_rows(page)["kv-memory-gib"] == ("41.68", "8")
+    assert page.input_value("#tp") == "2"
+    assert len(gaps) > 10, gaps              # it was read in many steps, the page running between them
+    assert max(gaps) < 150, sorted(gaps)[-5:]
+
+
+def test_a_log_past_the_limit_is_refused_at_once(page, site):
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B")
+    before = metrics(page)
+    page.click("#source-log")
+    page.evaluate("() => { const box = document.getElementById('startup-log'); box.value = 'x'.repeat(17 << 20); "
+                  "box.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.wait_for_function("document.getElementById('error-log').textContent !== ''")
+    assert "longer than 16 MiB" in page.inner_text("#error-log")
+    assert metrics(page) == before
