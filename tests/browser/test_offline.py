@@ -165,3 +165,27 @@ def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
         page.wait_for_function(READY, timeout=90_000)
         assert page.title().startswith("Release B: ")
         assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
+
+
+def test_a_pasted_log_never_leaves_the_tab(page, site):
+    # Every request the page makes while a log is pasted, read and edited: only the page's own
+    # files, none carrying a line of the log (in its address or a body).
+    log = (ROOT / "tests/fixtures/logs/vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log").read_text()
+    sent = []
+    page.on("request", lambda r: sent.append((r.url, r.post_data or "")))
+    recorder = open_page(page, site)
+    page.click("#source-log")
+    page.fill("#startup-log", log)
+    page.wait_for_function("!document.getElementById('log-reading').hidden")
+    page.select_option("#kv-dtype", "fp8")
+    settle(page)
+    page.click("#copy-link")
+    settle(page)
+    assert recorder.problems == []
+    assert sent and all(url.startswith(site) for url, _ in sent), [u for u, _ in sent if not u.startswith(site)]
+    pieces = [line.strip()[-40:] for line in log.splitlines() if len(line.strip()) > 40]
+    for url, body in sent:
+        for piece in pieces + ["APIServer", "pid="]:
+            assert piece not in url and piece not in body, (url, piece)
+    # Nor does the link the page would share.
+    assert "APIServer" not in page.url and "measured-with=" in page.url
