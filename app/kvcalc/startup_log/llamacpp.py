@@ -12,7 +12,9 @@ Buffers are printed in MiB (2^20 bytes).
 import re
 from fractions import Fraction
 
-from . import Read, Rule, gpu_preset
+from ..engines import llamacpp as engine, releases
+from ..errors import InputError
+from .rules import Read, Rule, gpu_preset  # the pieces, not the package: no import cycle
 from .sglang import cut
 
 NAME = "llama.cpp"
@@ -72,8 +74,6 @@ def _device_kind(device: str) -> str:
 def _build(match, sink, n, line):
     sink.start(match["kind"], n)
     text = "b" + match["build"]
-    from ..engines import llamacpp as engine, releases
-    from ..errors import InputError
     try:
         releases.parse(engine, text)
     except InputError as e:
@@ -272,7 +272,6 @@ def _kv_size(match, sink, n, line):
 
 def _main_cache(sink):
     """(the full cache, the sliding one) of the size lines, or InputError for two start-ups."""
-    from ..errors import InputError
     printed = sink.printed
     caches = list(printed["kv_caches"].value) if "kv_caches" in printed else []
     swa_cells = printed["swa_cells"].value if "swa_cells" in printed else None
@@ -449,7 +448,6 @@ def complete(sink) -> None:
     printed, reads = sink.printed, sink.reads
     _caches(sink)
     if sink.conflicts:
-        from ..errors import InputError
         option, old, new = sink.conflicts[0]
         raise InputError("log", f"holds more than one start-up: {option} is {old.text} at line "
                                 f"{old.line_number:,} and {new.text} at line {new.line_number:,}; paste one")

@@ -11,7 +11,10 @@ TP3]" or "[time PP1 TP0]"; the rules search anywhere in a line, so the prefix do
 import re
 from fractions import Fraction
 
+from ..engines import releases, sglang as engine
+from ..errors import InputError
 from .rules import Read, Rule, number  # the pieces, not the package: no import cycle
+from .vllm import model_entry
 
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
@@ -166,8 +169,6 @@ def _version(match, sink, n, line):
 
 def _take_version(sink, text: str, n: int, line: str) -> None:
     # A release outside those modelled would refuse every figure: said, not taken.
-    from ..engines import releases, sglang as engine
-    from ..errors import InputError
     try:
         releases.parse(engine, text)
     except InputError as e:
@@ -324,7 +325,6 @@ def complete(sink) -> None:
     """What follows from the lines together: the model preset its path names, the layout (SGLang's
     --tp-size counts every GPU; with --enable-dp-attention each data-parallel rank's attention
     runs on tp_size / dp_size of them), a hybrid model's two pools, what it cannot say."""
-    from .vllm import model_entry
     printed, reads = sink.printed, sink.reads
     path = printed.get("model_path")
     if path is not None:
@@ -353,7 +353,6 @@ def complete(sink) -> None:
 def _pools(sink) -> None:
     """The token pool and its memory from the pool lines, the sliding-window line and the
     scheduler's summary together: one start-up has one full pool (and one sliding-window pool)."""
-    from ..errors import InputError
     printed = sink.printed
     pools = dict(printed["kv_pools"].value) if "kv_pools" in printed else {}
     full, swa = printed.get("full_tokens"), printed.get("swa_tokens")
