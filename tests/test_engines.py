@@ -402,7 +402,10 @@ def test_sglang_sparse_mla_pool_in_fp8_with_its_indexer():
     cfg = dict(hf_fixture("deepseek-ai__DeepSeek-V3.json"), model_type="deepseek_v32", index_head_dim=128)
     model = model_from_config(cfg)
     assert model.layers[0].row_bytes(precision("fp8")) == 656 + 132
-    pool = sglang.allocate(model, precision("fp8"), 8, 1, 8192, 975_424 * 788 * 61 + 5, page_size=64)
+    # --tp 8 --dp 8 --enable-dp-attention: each DP rank's pool is sized at attn_tp_size 8 // 8 = 1
+    # (our tp, the tp inside a rank; test_parallel_layouts.py sizes it through dp 8). An MLA latent is
+    # the same at any tp, so tp 8 would give the same pool; the rank's is the right one.
+    pool = sglang.allocate(model, precision("fp8"), 1, 1, 8192, 975_424 * 788 * 61 + 5, page_size=64)
     assert pool.kv_tokens == 975_424
     assert "KV Cache is allocated. #tokens: 975424, KV size: 43.67 GB" in sglang.log_lines(pool)
 

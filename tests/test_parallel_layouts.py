@@ -1,0 +1,241 @@
+"""Data-parallel attention and expert parallelism (issue 24, parts 3 and 4), as worked examples.
+
+Our layout: tp is the tensor-parallel size inside one data-parallel rank (the attention's), dp the
+ranks, GPUs = tp x pp x dp; each rank's cache holds only its own ceil(batch / dp) requests.
+
+Sources (read, not copied):
+- SGLang python/sglang/srt/layers/dp_attention.py (attn_tp_size = tp_size // dp_size),
+  model_executor/model_runner_kv_cache_mixin.py (get_cell_size_per_token over
+  get_attention_tp_size(); profile_max_num_token per rank), server_args.py
+  (_handle_data_parallelism: assert tp_size % dp_size == 0, chunked_prefill_size // dp_size;
+  _handle_gpu_memory_settings from PR #10975: + cuda_graph_max_bs x dp_size x 3 MiB reserved, and
+  x 1.5 more over a graph batch of 300), models/*: VocabParallelEmbedding(enable_tp=not
+  is_dp_attention_enabled()), FusedMoE (assert num_experts % moe_ep_size == 0,
+  intermediate_size % moe_tp_size == 0).
+- vLLM vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make
+  (flatten_tp_across_dp: experts over tp x dp, by tensor parallel or, with
+  --enable-expert-parallel, whole experts; determine_expert_map gives the first E mod ep ranks
+  one more); each DP rank is its own engine core with its own KV cache and log lines.
+"""
+
+from fractions import Fraction
+
+import pytest
+
+from kvcalc import launch, parallel
+from kvcalc.evaluation import evaluate
+from kvcalc.experts import weight_parts
+from kvcalc.presets import gpu
+from kvcalc.scenario import _config_model
+from kvcalc.verdict import verdict
+from support import FIXTURES, hf_fixture
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def full_config(cfg: dict) -> dict:
+    """A config.json given whole (hf-config), its tensors kept where experts.weight_parts finds them
+    (model.memo["config"]): what scenario._read_config is asked to do (see the report of this
+    change); here the test stands in for it."""
+    _config_model(cfg)[0].memo["config"] = cfg
+    return cfg
+
+
+def deepseek_v3() -> dict:
+    return full_config(hf_fixture("deepseek-ai__DeepSeek-V3.json"))
+
+
+def run(raw: dict):
+    evaluation = evaluate(raw)
+    assert not evaluation.errors, evaluation.errors
+    return evaluation
+
+
+# --- DeepSeek-V3 on 8 x H200 under SGLang: tp 8 against dp 8 with DP attention -----------------
+
+def test_deepseek_v3_weights_split_by_tensor():
+    # The config's FP8 layout (e4m3 weights, one float32 scale per 128 x 128 block; embedding, head
+    # and norms in bf16): 673,150,611,808 bytes, of which the routed experts (256 per MoE layer,
+    # 58 layers) 654,068,416,512; the MLA attention of 61 layers 11,416,465,248; the embedding
+    # 129,280 x 7,168 x 2 B = 1,853,358,080; the rest (3 dense MLPs, shared experts, routers,
+    # norms, lm_head) 5,812,371,968.
+    evaluation = run({"hf-config": deepseek_v3()})
+    weights = evaluation.result.weights_bytes
+    parts, why = weight_parts(evaluation.scenario.model, weights)
+    assert why is None and weights == 673_150_611_808
+    assert (parts.routed, parts.attention, parts.embedding, parts.rest) == \
+        (654_068_416_512, 11_416_465_248, 1_853_358_080, 5_812_371_968)
+    assert parts.embedding == 129_280 * 7_168 * 2
+    assert parts.routed + parts.attention + parts.embedding + parts.rest == weights
+    assert (parts.experts, parts.expert_width) == (256, 2048)
+
+
+def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
+    raw = {"hf-config": deepseek_v3(), "gpu": "h200-141gb", "engine": "sglang", "context": "8192"}
+    tp8 = run(dict(raw, gpus="8"))
+    dp8 = run(dict(raw, gpus="8", dp="8"))
+    h200 = gpu("h200-141gb")
+    assert h200.memory_bytes == 143_771 * MIB          # nvidia-smi's 143,771 MiB
+    free = h200.torch_memory_bytes - 390 * MIB         # PyTorch's total less SGLang's CUDA context
+    assert free == 149_710_899_773
+
+    # tp 8 (--tp-size 8): every weight over 8 GPUs; mem_fraction_static = round((143,771 - (512 +
+    # 8,192 x 1.5 + 512 x 2 + 8 x 1 / 8 x 1,024)) / 143,771, 3) = round(128,923 / 143,771, 3) = 0.897.
+    assert tp8.result.weights_bytes_per_gpu == 673_150_611_808 // 8 == 84_143_826_476
+    pool = int(free * Fraction("0.897")) - 84_143_826_476
+    assert pool == 50_146_850_620 == tp8.result.engine.kv_budget_bytes_per_gpu
+    # The MLA latent, 61 x (512 + 64) x 2 B = 70,272 B a token, replicated on all 8 GPUs.
+    assert tp8.result.engine.kv_tokens == pool // 70_272 == 713_610
+    assert tp8.result.capacity == 713_610 // 8192 == 87
+
+    # dp 8 (--tp-size 8 --dp-size 8 --enable-dp-attention): attn_tp_size 1. Weights per GPU as
+    # SGLang places them: attention and embedding whole, the rest and the experts over 8:
+    sglang_weights = 11_416_465_248 + 1_853_358_080 + 5_812_371_968 // 8 + 654_068_416_512 // 8
+    assert sglang_weights == 95_754_921_888
+    # The exact ideal (and vLLM) keep the rest whole too: (W - X) + X / 8.
+    assert dp8.result.weights_bytes_per_gpu == 673_150_611_808 - 654_068_416_512 + 654_068_416_512 // 8 \
+        == 100_840_747_360
+    # mem_fraction_static: + 512 x 8 x 3 + 512 x 8 x 1.5 MiB for DP attention (graph batch 512 > 300):
+    # round((143,771 - 33,280) / 143,771, 3) = 0.769.
+    assert any("0.769" in note for note in dp8.result.engine.notes)
+    pool = int(free * Fraction("0.769")) - sglang_weights
+    assert pool == 19_372_760_037 == dp8.result.engine.kv_budget_bytes_per_gpu
+    # Each rank's pool holds its own requests' latents: 275,682 tokens a rank, printed by each.
+    assert dp8.result.engine.kv_tokens == pool // 70_272 == 275_682
+    assert "KV Cache is allocated. #tokens: 275682, KV size: 18.04 GB" in dp8.result.engine.log
+    # Requests of 8,192 tokens in total: 33 a rank x 8 ranks = 264, three times tp 8's 87.
+    assert dp8.result.engine.max_concurrency == Fraction(275_682, 8192)
+    assert dp8.result.capacity == 33 * 8 == 264
+
+
+def test_deepseek_v3_sglang_dp8_launch_command():
+    raw = {"hf-config": deepseek_v3(), "gpu": "h200-141gb", "engine": "sglang", "context": "8192", "gpus": "8",
+           "dp": "8", "ep": "on"}
+    evaluation = run(raw)
+    command = launch.launch(evaluation.scenario, "sglang", evaluation.result).command
+    assert "--tp-size 8 --pp-size 1 --dp-size 8 --enable-dp-attention --ep-size 8" in command
+    # --max-running-requests is the deployment's (SGLang divides it by dp_size): 33 a rank x 8.
+    assert "--max-running-requests 264" in command
+    # --max-total-tokens is each rank's pool.
+    assert "--max-total-tokens 275682" in command
+
+
+# --- Qwen3-235B-A22B under vLLM: dp 2 x tp 4 with expert parallelism ----------------------------
+
+def test_qwen3_235b_vllm_dp2_tp4_expert_parallel():
+    # Weights: 235B at bf16 = 470,000,000,000 B (a rounded count); the routed experts' tensors
+    # 227,096,395,776 parameters x 2 B = 454,192,791,552 B.
+    raw = {"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "context": "32768", "kv-memory-gib": "20",
+           "batch": "26"}
+    dp2 = run(dict(raw, gpus="8", dp="2", ep="on"))
+    tp8 = run(dict(raw, gpus="8"))
+    # tp 8: 470e9 / 8. dp 2 x tp 4 with EP over 8: (W - X) / 4 + X / 8 (128 experts, 16 a GPU).
+    assert tp8.result.weights_bytes_per_gpu == 58_750_000_000
+    assert dp2.result.weights_bytes_per_gpu == (470_000_000_000 - 454_192_791_552) // 4 + 454_192_791_552 // 8 \
+        == 60_725_901_056
+    # KV on a GPU: 4 kv heads over tp 4 (and over tp 8: max(1, 4 // 8) = 1, replicated): one head,
+    # 94 layers x 2 x 128 x 2 B = 48,128 B a token; a block of 16 tokens 770,048 B over all layers.
+    # 20 GiB a GPU: 21,474,836,480 // 770,048 = 27,887 blocks; a request at 32,768 takes 2,048.
+    for evaluation in (dp2, tp8):
+        engine = evaluation.result.engine
+        assert engine.max_concurrency == Fraction(27_887, 2048)
+        assert "GPU KV cache size: 446,192 tokens" in engine.log           # 27,887 x 16, each rank's
+        assert "Maximum concurrency for 32,768 tokens per request: 13.62x" in engine.log
+    # 13 requests a rank: tp 8 is one rank (13 in all), dp 2 two (26 in all, the batch asked for).
+    assert tp8.result.capacity == 13 and dp2.result.capacity == 26
+    assert dp2.result.rank_batch == 13
+    assert verdict(dp2.scenario, dp2.result).fits is True
+    assert verdict(tp8.scenario, tp8.result).fits is False
+    command = launch.launch(dp2.scenario, "vllm", dp2.result).command
+    assert "--tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel" \
+        in command
+    assert "--max-num-seqs 13" in command          # each engine core's: ceil(26 / 2)
+
+
+def test_vllm_expert_parallel_gives_the_first_ranks_one_expert_more():
+    # determine_expert_map: 128 experts over an EP group of 3 -> 43, 43, 42; the busiest GPU holds
+    # 43 / 128 of the routed experts, and the rest whole (tp 1 a rank).
+    evaluation = run({"model": "Qwen/Qwen3-235B-A22B", "gpus": "3", "dp": "3", "ep": "on", "engine": "vllm",
+                      "kv-memory-gib": "1"})
+    x = 454_192_791_552
+    assert evaluation.result.weights_bytes_per_gpu == 470_000_000_000 - x + -(-x * 43 // 128)
+
+
+def test_exact_ideal_follows_the_ranks():
+    # Qwen3-235B-A22B on 8 x H200, dp 2 x tp 4: each rank's GPUs hold only their rank's 8 of 16
+    # requests; the total counts every rank.
+    evaluation = run({"model": "Qwen/Qwen3-235B-A22B", "gpus": "8", "dp": "2", "gpu": "h200-141gb",
+                      "context": "32768", "batch": "16"})
+    result = evaluation.result
+    per_request = 94 * 2 * 4 * 128 * 2 * 32768               # 4 kv heads, all GPUs of a rank together
+    assert result.kv_bytes_per_request == per_request
+    assert result.kv_bytes_per_gpu == 8 * per_request // 4  # 8 requests, one kv head a GPU
+    assert result.kv_bytes_total == 16 * per_request
+    assert result.kv_bytes_all_gpus == 4 * 16 * per_request // 4
+    budget = int(gpu("h200-141gb").memory_bytes) - result.weights_bytes_per_gpu
+    assert result.max_concurrency == budget // (per_request // 4) * 2
+    # The decode step reads the rank's 8 requests' cache and, of the experts, what 16 tokens touch.
+    timing = result.timing
+    assert timing.decode_flops * 2 == run({"model": "Qwen/Qwen3-235B-A22B", "gpus": "8", "gpu": "h200-141gb",
+                                           "context": "32768", "batch": "16"}).result.timing.decode_flops
+
+
+# --- The SGLang DP-attention log (PR #11309) ------------------------------------------------------
+
+def test_sglang_deepseek_v32_dp8_log_per_rank_pool():
+    # sglang-deepseek-v32-exp-mla-tp8-dp8.log: --tp 8 --dp 8 --enable-dp-attention, "[DP0 TP0] KV
+    # Cache is allocated. #tokens: 975424, KV size: 43.67 GB": each rank's pool (attn_tp_size 1),
+    # 788 B a token a layer in fp8 (the latent and the indexer key), pages of 64.
+    text = (FIXTURES / "logs" / "sglang-deepseek-v32-exp-mla-tp8-dp8.log").read_text()
+    assert "--tp 8 --dp 8 --enable-dp-attention" in text and "#tokens: 975424, KV size: 43.67 GB" in text
+    cfg = full_config(dict(hf_fixture("deepseek-ai__DeepSeek-V3.json"), model_type="deepseek_v32",
+                           index_head_dim=128))
+    evaluation = run({"hf-config": cfg, "gpus": "8", "dp": "8", "engine": "sglang", "kv-dtype": "fp8",
+                      "block-size": "64", "kv-memory-gib": "43.67", "context": "8192"})
+    assert evaluation.scenario.deployment.tp == 1          # attn_tp_size = 8 // 8
+    low, high = evaluation.result.engine.kv_tokens_range
+    assert low <= 975_424 <= high
+
+
+# --- Refusals ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, field, words", [
+    ({"model": "Qwen/Qwen3-8B", "engine": "llama.cpp", "gpus": "2", "dp": "2", "gpu": "h100-sxm-80gb"},
+     "dp", "llama.cpp has no data parallelism"),
+    ({"model": "Qwen/Qwen3-30B-A3B", "engine": "llama.cpp", "ep": "on", "gpu": "h100-sxm-80gb"},
+     "ep", "llama.cpp has no expert parallelism"),
+    ({"model": "meta-llama/Llama-3.1-8B", "ep": "on", "gpus": "2"}, "ep", "no routed experts"),
+    # 128 experts do not split whole over an EP group of 3 in SGLang (FusedMoE asserts it).
+    ({"model": "Qwen/Qwen3-235B-A22B", "engine": "sglang", "gpus": "3", "dp": "3", "ep": "on",
+      "kv-memory-gib": "1"}, "ep", "must divide the model's 128 routed experts"),
+    # Without EP each expert's width 1,536 is sliced over tp x dp = 5: it does not divide.
+    ({"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "gpus": "5", "dp": "5", "kv-memory-gib": "1"},
+     "dp", "moe_intermediate_size 1,536"),
+    ({"model": "Qwen/Qwen3-235B-A22B", "gpus": "5", "dp": "5"}, "dp", "moe_intermediate_size 1,536"),
+    # Attention heads (64) must divide by the attention tp (3 a rank).
+    ({"model": "Qwen/Qwen3-235B-A22B", "engine": "sglang", "gpus": "6", "dp": "2", "kv-memory-gib": "1"},
+     "tp", "does not divide the model's 64 attention heads"),
+    # The DeepSeek-V3 preset carries no experts' shapes: its weights cannot be split by rank.
+    ({"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "dp": "8"}, "dp", "the weights per GPU are not known"),
+])
+def test_refusals_name_the_field(raw, field, words):
+    evaluation = evaluate(raw)
+    assert evaluation.errors, "expected a refusal"
+    error = evaluation.errors[0]
+    assert error.field == field and words in error.message, (error.field, error.message)
+
+
+def test_llamacpp_launch_says_why_there_is_no_command_for_dp():
+    evaluation = run({"model": "Qwen/Qwen3-8B", "gpus": "2", "dp": "2", "gpu": "h100-sxm-80gb"})
+    out = launch.launch(evaluation.scenario, "llama.cpp", evaluation.result)
+    assert out.command is None and "no data parallelism" in out.notes[0]
+
+
+def test_dp1_figures_are_unchanged_by_the_layout():
+    # dp 1 without EP is the layout before this change: the same weights per GPU and capacity.
+    raw = {"model": "Qwen/Qwen3-235B-A22B", "gpus": "8", "gpu": "h200-141gb", "context": "32768"}
+    plain, explicit = run(raw), run(dict(raw, dp="1", ep="off"))
+    assert plain.result == explicit.result
+    assert plain.result.weights_bytes_per_gpu == 470_000_000_000 // 8
+    assert parallel.rank_batch(17, 4) == 5 and parallel.ranks_serving(3, 8) == 3
