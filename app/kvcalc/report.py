@@ -76,10 +76,10 @@ def usable_bytes_per_gpu(result: Result) -> int | None:
     engine = result.engine
     if engine is None:
         return result.usable_bytes_per_gpu
-    if engine.kv_budget_bytes_per_gpu is None or engine.overhead_bytes_per_gpu is None or \
-            result.weights_bytes_per_gpu is None:
+    weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
+    if engine.kv_budget_bytes_per_gpu is None or engine.overhead_bytes_per_gpu is None or weights is None:
         return None
-    return engine.kv_budget_bytes_per_gpu + result.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
+    return engine.kv_budget_bytes_per_gpu + weights + engine.overhead_bytes_per_gpu
 
 
 ENGINE_KEYS = ("engine", "engine_block_size", "engine_prefill_chunk", "engine_kv_bytes_per_request",
@@ -186,7 +186,8 @@ def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | N
         return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
     usable = usable_bytes_per_gpu(result)
     weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
-    logged = "" if engine.weights_bytes_per_gpu is None else " (the log's, moved by your edit)"
+    logged = "" if engine.weights_bytes_per_gpu is None else " (the log's, moved by your edit)" \
+        if engine.budget_source == "measured" else f" (as {name} places them)"
     line = f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights {size(weights, unit)}{logged}"
     if engine.overhead_bytes_per_gpu:        # SGLang subtracts none: its activations live in what it leaves
         what = SOURCE_WORDS.get(engine.budget_source, "yours")

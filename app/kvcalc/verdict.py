@@ -23,7 +23,7 @@ def verdict(scenario, result, unit: str = "gib") -> Verdict:
     requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"
     # Data-parallel ranks each hold ceil(batch / dp) of the requests; an engine prints one rank's figures.
     rank, dp = -(-batch // dep.dp), dep.dp
-    per_rank = f" a data-parallel rank (of {dp})" if dp > 1 else ""
+    per_rank = f" on each of its {dp} data-parallel ranks" if dp > 1 else ""
     if dp > 1:
         requests += f" over {dp} data-parallel ranks ({plural(rank, 'request')} a rank)"
     problems, reasons = [], []

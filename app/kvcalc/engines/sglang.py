@@ -321,8 +321,9 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     parallel.check(model, dep, parallel.SGLANG)
     page = scenario.settings.block_size or 1
+    placed = None                        # the weights per GPU as SGLang places them, where not the ideal's
     if dep.dp > 1:
-        budget = _dp_attention(scenario, chunk, budget, notes)
+        budget, placed = _dp_attention(scenario, chunk, budget, notes)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
                               request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens))
@@ -338,13 +339,15 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                          or work.context_tokens),
         refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
-        log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes))
+        log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes),
+        weights_bytes_per_gpu=placed)
 
 
-def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> Budget:
+def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Budget, int | None]:
     """Under DP attention each rank's model runner sizes its own pool (profile_max_num_token with
     the cell of get_attention_tp_size()), and the weights sit as SGLang places them (parallel.py):
-    the KV memory the budget took beside the exact ideal's weights per GPU moves by the difference."""
+    the KV memory the budget took beside the exact ideal's weights per GPU moves by the difference.
+    (the budget, SGLang's weights per GPU where they replaced the ideal's)."""
     dep, work = scenario.deployment, scenario.workload
     mine = parallel.weights_bytes_per_gpu(scenario.model, dep, parallel.SGLANG)
     ideal = parallel.weights_bytes_per_gpu(scenario.model, dep)
@@ -358,8 +361,8 @@ def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> Budget:
                   + ("whole over the EP group)" if dep.expert_parallel else "sliced over tp_size)"))
     notes.append(words)
     if budget.kv_bytes_per_gpu is None or budget.source not in ("estimate", "overhead-gib") or mine in (None, ideal):
-        return budget
-    return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine)
+        return budget, None
+    return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine), mine
 
 
 def stores(kv_precision) -> bool:
