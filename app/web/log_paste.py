@@ -12,6 +12,7 @@ import asyncio
 import time
 
 import js
+from pyscript import document
 
 from kvcalc.errors import InputError
 from kvcalc.options import MANUAL_FIELDS
@@ -57,6 +58,8 @@ async def _read(size: int, text_slice, generation: int):
         # Refused at once in the reader's own words: a stand-in of the length past its limit, so
         # the text itself is neither copied nor read.
         reader.feed(" " * (MAX_LOG_CHARS + 1))
+    if size > SLICE_CHARS:
+        await asyncio.sleep(0)           # the status line drawn before the first slice
     yielded = time.monotonic()
     for start in range(0, size, SLICE_CHARS):
         reader.feed(text_slice(start, start + SLICE_CHARS))
@@ -132,11 +135,29 @@ def _render(reading, named) -> None:
         put("#log-model", False, "hidden")
         put("#log-model", f"The log names no model: every figure here assumes {chosen}, the model chosen now. "
                           "Choose the model the log's server ran.")
-    view("#log-read tbody").show([("", [(r.option, None, ""), (r.text + (f" ({r.how})" if r.how else ""), None, ""),
-                                        (f"{r.line_number:,}", None, "num")]) for r in reading.read])
-    put("#log-not-read", ("Not in the log: " + "; ".join(reading.not_read) + ".") if reading.not_read else "")
+    _read_rows(reading.read)
+    put("#log-not-read", ("Not in the log, so the inputs on screen give them: " + "; ".join(reading.not_read) + ".")
+        if reading.not_read else "")
     view("#log-notes", item_tag="li").show(lines_of(reading.notes))
     render_comparison()
+
+
+def _read_rows(read) -> None:
+    """Each input read: its option, its value (and, smaller, how it was derived), its line."""
+    body = el("#log-read tbody")
+    rows = []
+    for r in read:
+        row = document.createElement("tr")
+        name, value, line = (document.createElement(tag) for tag in ("th", "td", "td"))
+        name.scope, name.className, line.className = "row", "option", "num"
+        name.textContent, value.textContent, line.textContent = r.option, r.text, f"{r.line_number:,}"
+        if r.how:
+            how = document.createElement("small")
+            how.className, how.textContent = "how", r.how
+            value.append(" ", how)
+        row.append(name, value, line)
+        rows.append(row)
+    body.replaceChildren(*rows)
 
 
 def render_comparison() -> None:
