@@ -106,12 +106,13 @@ def _apply(reading) -> None:
     """The inputs on screen overlaid with the log's: what the log does not give stays, except
     the figures an earlier log measured."""
     named = reading.values.get("model")
-    if named and named != form.model_choice():
+    shapes = any(name in reading.values for name in MANUAL_FIELDS)     # llama.cpp's, with no model named
+    if (named and named != form.model_choice()) or shapes:
         files.forget()                   # weights read from files belong to the model before
     current = form.read()
     for name in MEASURED:
         current.pop(name, None)
-    if named:
+    if named or shapes:
         for name in ("hf-config", *MANUAL_FIELDS):
             current.pop(name, None)
     values = dict(current, **reading.values)
@@ -121,13 +122,13 @@ def _apply(reading) -> None:
     _set_by_log.clear()
     _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
     state.reading = reading
-    _render(reading, named)
+    _render(reading, bool(named or shapes))
 
 
-def _render(reading, named) -> None:
+def _render(reading, model_given: bool) -> None:
     put("#log-reading", False, "hidden")
     put("#log-summary", reading.summary() + ".")
-    if named:
+    if model_given:
         put("#log-model", True, "hidden")
     else:
         chosen = "the pasted config.json" if form.model_choice() == "config" else (

@@ -126,6 +126,32 @@ def test_a_log_naming_no_model_says_the_figures_assume_the_chosen_one(page, site
     assert page.is_visible("#log-model") and "names no model" in warning and "Qwen3 32B" in warning
 
 
+def test_an_sglang_log_naming_no_preset_keeps_the_model_and_says_so(page, site):
+    # /data/models/Qwen3-8B is a local path, no preset's id: the model on screen stays, loudly.
+    open_page(page, site + "#model=Qwen/Qwen3-8B&gpu=h100-sxm-80gb")
+    paste_log(page, (ROOT / "tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log").read_text())
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.input_value("#engine") == "sglang" and page.input_value("#model") == "Qwen/Qwen3-8B"
+    assert page.input_value("#memory-utilization") == "0.9" and page.input_value("#kv-memory-gib") == "55.6"
+    assert page.input_value("#gpu") == "h100-sxm-80gb"            # the log names no GPU: the one on screen stays
+    assert "Qwen3 8B" in page.inner_text("#log-model") and page.is_visible("#log-model")
+    assert "not a preset" in page.inner_text("#log-notes")
+    assert compare_rows(page)["KV memory per GPU"][:2] == ("55.60 GiB", "55.60 GiB")
+
+
+def test_a_llamacpp_log_gives_the_models_shapes(page, site):
+    open_page(page, site)
+    paste_log(page, (ROOT / "tests/fixtures/logs/llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log").read_text())
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.input_value("#engine") == "llama.cpp" and page.input_value("#model") == "custom"
+    assert page.input_value("#layers") == "80" and page.input_value("#kv-heads") == "8"
+    assert page.is_hidden("#log-model")          # the model is the log's own shapes
+    assert compare_rows(page)["KV cache tokens"][:2] == ("4,096", "4,096")
+    assert "kv-heads=8" in url_of(page)
+
+
 def test_a_long_paste_never_freezes_the_tab(page, site):
     open_page(page, site)
     busy = "".join(f"(APIServer pid=248518) INFO 12-20 18:40:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt "
