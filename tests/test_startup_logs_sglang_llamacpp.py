@@ -571,3 +571,19 @@ def test_a_ten_megabyte_log_reads_quickly():
         elapsed = time.perf_counter() - started
         assert reading.engine == engine
         assert elapsed < 4, f"{engine}: {len(big) >> 20} MiB read in {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("line, gpu", [
+    ("llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 3090) (0000:01:00.0) - 23306 MiB free",
+     "rtx-3090-24gb"),
+    ("  Device 0: AMD Instinct MI300X, gfx942:sramecc+:xnack- (0x942), VMM: no, Wave Size: 64", "mi300x-192gb"),
+    ("  Device 0: NVIDIA H100 80GB HBM3, compute capability 9.0, VMM: yes", "h100-sxm-80gb"),
+    # An Apple chip's name does not say its memory: said, not read.
+    ("ggml_metal_init: found device: Apple M3 Max", None),
+    ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (AMD proprietary driver) | uma: 0 | fp16: 1", None),
+])
+def test_llamacpp_device_lines_name_the_gpu_preset(line, gpu):
+    reading = read_log(line + "\nllama_context: n_ctx         = 4096\n")
+    assert reading.values.get("gpu") == gpu
+    if gpu is None:
+        assert any(note.startswith("gpu not read") for note in reading.notes)

@@ -155,7 +155,7 @@ def _flags(sink, args: str, n: int, line: str) -> None:
 def _device(match, sink, n, line):
     name = match["name"].strip()
     devices = dict(sink.printed["device_names"].value) if "device_names" in sink.printed else {}
-    devices[int(match["index"])] = name
+    devices[int(match["index"]) if "index" in match.re.groupindex else 0] = name
     sink.show("device_names", tuple(sorted(devices.items())), n, line, keep="last")
 
 
@@ -404,8 +404,16 @@ RULES = (
     Rule(re.compile(r"^\s*--?[a-z]"), _continued, False, "-"),
     # Builds before the llama- prefix (mid-2024): ./server and ./main.
     Rule(re.compile(r"(?:^|[\s$>`])\./(?:server|main)(?P<args>\s+-.*)"), _command, True, "./"),
-    Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), compute capability"), _device, False,
-         "compute capability"),
+    # ggml_cuda_init's list (CUDA: compute capability; ROCm: gfx), then the model loader's
+    # "using device CUDA0 (NAME) - N MiB free", Vulkan's "0 = NAME (driver) | uma" and Metal's.
+    Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), (?:compute capability|gfx)"), _device, False,
+         "Device "),
+    Rule(re.compile(r"using device \w*?(?P<index>\d{1,3}) \((?P<name>[^()]{2,80})\)"), _device, False,
+         "using device"),
+    Rule(re.compile(r"ggml_vulkan: (?P<index>\d{1,3}) = (?P<name>[^()|]{2,80}?) ?[(|]"), _device, False,
+         "ggml_vulkan:"),
+    Rule(re.compile(r"ggml_metal_\w*: (?:found device:|GPU name:)\s+(?P<name>.{2,80})"), _device, False,
+         "ggml_metal"),
     Rule(re.compile(r"ggml_cuda_init: found (\S+) CUDA devices"), _found, True, "ggml_cuda_init"),
     Rule(re.compile(r"llama_model_loader: - kv\s+\d+:\s+(?P<arch>[\w\-]+)\.(?P<key>[\w.]+)\s+\S+\s+=\s+(?P<value>.*)"),
          _metadata, True, "llama_model_loader"),
@@ -434,7 +442,6 @@ RULES = (
 )
 
 EXPECTED = (("engine-version", "the build (build: / version: N (hash))"),
-            ("model", "the model (a GGUF file is not a preset: choose it, or read its shape from the metadata)"),
             ("context", "n_ctx_per_seq (llama_context) or the cache's cells"),
             ("batch", "n_seq_max (llama_context) or the cache's seqs"),
             ("kv-dtype", "the cache types (K (f16) ...)"),
@@ -520,7 +527,11 @@ def _gpus(sink) -> None:
     names = printed.get("device_names")
     if names is not None:
         distinct = {name for _, name in names.value}
-        if len(distinct) == 1:
+        if len(distinct) == 1 and next(iter(distinct)).startswith("Apple"):
+            # One Apple chip comes with several memory sizes; the name does not say which.
+            sink.notes.append(f"gpu not read: {next(iter(distinct))} comes with several memory sizes; choose the preset "
+                              "or give gpu-memory-gib")
+        elif len(distinct) == 1:
             name = distinct.pop()
             preset = gpu_preset(name)
             if preset is not None:
