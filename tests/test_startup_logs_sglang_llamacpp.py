@@ -587,3 +587,19 @@ def test_llamacpp_device_lines_name_the_gpu_preset(line, gpu):
     assert reading.values.get("gpu") == gpu
     if gpu is None:
         assert any(note.startswith("gpu not read") for note in reading.notes)
+
+
+def test_older_sglang_lines_without_tokens_or_mem_usage():
+    # Before 0.4.4 the pool line printed no #tokens ("KV Cache is allocated. K size: X GB, V size:
+    # Y GB.") and Load weight end no mem usage; the summary had no chunked_prefill_size. The
+    # weights are then what loading took: avail mem at Load weight begin less at its end.
+    reading = read_log("[2025-01-23 19:35:12 TP0] Load weight begin. avail mem=78.85 GB\n"
+                       "[2025-01-23 19:35:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+                       "avail mem=63.72 GB\n"
+                       "[2025-01-23 19:35:20 TP0] KV Cache is allocated. K size: 27.13 GB, V size: 27.13 GB.\n"
+                       "[2025-01-23 19:35:25 TP0] max_total_num_tokens=444500, max_prefill_tokens=16384, "
+                       "max_running_requests=4097, context_len=131072\n")
+    assert inputs(reading) == {"engine": "sglang", "tp": "1", "gpus": "1", "loaded-weights-gib": "15.13",
+                               "kv-memory-gib": "54.26", "context": "131072"}
+    assert reading.printed["kv_tokens"].value == 444500
+    assert next(r for r in reading.read if r.option == "loaded-weights-gib").how.startswith("avail mem at Load")

@@ -189,7 +189,7 @@ def _load_end(match, sink, n, line):
     if match["type"]:
         sink.show("architecture", match["type"], n, line)
     avail = _decimal(sink, "avail mem", match["avail"], n)
-    usage = _decimal(sink, "mem usage", match["usage"], n)
+    usage = _decimal(sink, "mem usage", match["usage"], n) if match["usage"] is not None else None
     if usage is not None:
         # Ranks print their own; the busiest rank's weights bind.
         sink.take("loaded-weights-gib", match["usage"], n, line, "mem usage at Load weight end", keep="max")
@@ -218,7 +218,8 @@ def _swa_pool(match, sink, n, line):
 def _kv_pool(match, sink, n, line):
     """Every rank prints its pool; a hybrid model prints a full and a sliding-window pool. The
     pools are gathered by their #tokens and sorted out in complete(), whatever the lines' order."""
-    tokens = _count(sink, "#tokens", match["tokens"], n)
+    # Releases before 0.4.4 print no #tokens here (the summary line gives them): kept as 0.
+    tokens = _count(sink, "#tokens", match["tokens"], n) if match["tokens"] is not None else 0
     if tokens is None:
         return
     parts = [_decimal(sink, label, match[group], n) for group, label in (("k", "K size"), ("v", "V size"),
@@ -290,12 +291,12 @@ RULES = (
     Rule(re.compile(r"\bsglang(?:==|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
          _version, True, "glang"),
     Rule(re.compile(r"Load weight begin\. avail mem=" + _VALUE + r"\s*GB"), _load_begin, True, "Load weight begin"),
-    Rule(re.compile(r"Load weight end\..*?(?:type=(?P<type>\w+).*?)?avail mem=(?P<avail>[^\s,]+?)\s*GB, "
-                    r"mem usage=(?P<usage>[^\s,]+?)\s*GB"), _load_end, True, "Load weight end"),
+    Rule(re.compile(r"Load weight end\..*?(?:type=(?P<type>\w+).*?)?avail mem=(?P<avail>[^\s,]+?)\s*GB"
+                    r"(?:, mem usage=(?P<usage>[^\s,]+?)\s*GB)?"), _load_end, True, "Load weight end"),
     Rule(re.compile(r"Using KV cache dtype: torch\.(\w+)"), _kv_dtype, False, "Using KV cache dtype"),
     Rule(re.compile(r"Use sliding window memory pool\. full_layer_tokens=" + _VALUE + r", swa_layer_tokens="
                     + _VALUE + r"(?:$|[\s,])"), _swa_pool, True, "sliding window memory pool"),
-    Rule(re.compile(r"KV Cache is allocated\. #tokens: (?P<tokens>[^\s,]+), (?:K size: (?P<k>[^\s,]+?)\s*GB, "
+    Rule(re.compile(r"KV Cache is allocated\. (?:#tokens: (?P<tokens>[^\s,]+), )?(?:K size: (?P<k>[^\s,]+?)\s*GB, "
                     r"V size: (?P<v>[^\s,]+?)\s*GB|KV size: (?P<kv>[^\s,]+?)\s*GB)"), _kv_pool, True,
          "KV Cache is allocated"),
     Rule(re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: ([^\s,]+), conv_state size: ([^\s,]+?)\s*GB, "
@@ -344,6 +345,11 @@ def complete(sink) -> None:
     if "max_total_tokens" in printed:
         sink.notes.append(f"--max-total-tokens {printed['max_total_tokens'].value} caps the pool: the #tokens it "
                           "printed is what it kept")
+    begin, end = printed.get("free_at_start_gib"), printed.get("avail_after_weights_gib")
+    if "loaded-weights-gib" not in reads and begin is not None and end is not None and begin.value >= end.value:
+        # Before 0.4.x Load weight end printed no mem usage: the weights are what loading took.
+        sink.take("loaded-weights-gib", _gib(begin.value - end.value), end.line_number, end.line,
+                  "avail mem at Load weight begin less at its end")
     if "loaded-weights-gib" in reads and "free_before_weights_gib" in printed:
         free = printed["free_before_weights_gib"].value
         sink.notes.append(f"SGLang started with {float(free):.2f} GiB free (avail mem + mem usage at Load weight "
@@ -360,7 +366,7 @@ def _pools(sink) -> None:
     if full is not None:
         witnesses = [(full.value, full.line_number)]
     else:
-        witnesses = [(tokens, pool[1]) for tokens, pool in pools.items()]
+        witnesses = [(tokens, pool[1]) for tokens, pool in pools.items() if tokens]
     if summary is not None and not (swa is not None and summary.value == swa.value):
         witnesses.append((summary.value, summary.line_number))
     distinct = sorted(set(witnesses), key=lambda w: w[1])
@@ -369,6 +375,10 @@ def _pools(sink) -> None:
         raise InputError("log", f"holds more than one start-up: #tokens is {a} at line {at:,} and {b} at line "
                                 f"{bt:,}; paste one")
     if not distinct:
+        if 0 in pools and swa is None:
+            gib, number, text, latent = pools[0]
+            sink.take("kv-memory-gib", _gib(gib), number, text, "K size + V size")
+            sink.show("kv_memory_gib", gib, number, text)
         return
     tokens, where = distinct[0]
     line = full.line if full is not None else pools[tokens][2] if tokens in pools else summary.line
@@ -385,8 +395,8 @@ def _pools(sink) -> None:
             sink.notes.append(f"kv-memory-gib not read: a hybrid sliding-window model has a full and a sliding-window "
                               f"pool, and only {kept} pool's \"KV Cache is allocated\" line is in the paste")
         return
-    if tokens in pools:
-        gib, number, text, latent = pools[tokens]
+    if tokens in pools or 0 in pools:
+        gib, number, text, latent = pools[tokens if tokens in pools else 0]
         sink.take("kv-memory-gib", _gib(gib), number, text,
                   "KV size (one latent, no K/V split)" if latent else "K size + V size")
         sink.show("kv_memory_gib", gib, number, text)
