@@ -5,10 +5,15 @@ nothing."""
 
 from urllib.parse import unquote
 
+import pytest
+
 from pagekit import metrics, open_page, settle, url_of
 from support import ROOT
+from test_a11y import run_axe
 
 LOG = (ROOT / "tests/fixtures/logs/vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log").read_text()
+# The log without the two lines that name its model.
+NO_MODEL = "".join(line + "\n" for line in LOG.splitlines() if "non-default args" not in line and "Initializing" not in line)
 READ = "!document.getElementById('log-reading').hidden"
 
 
@@ -117,8 +122,7 @@ def test_a_text_that_is_no_log_changes_nothing(page, site):
 
 def test_a_log_naming_no_model_says_the_figures_assume_the_chosen_one(page, site):
     open_page(page, site + "#model=Qwen/Qwen3-32B&engine=vllm")
-    lines = [line for line in LOG.splitlines() if "non-default args" not in line and "Initializing" not in line]
-    paste_log(page, "\n".join(lines) + "\n")
+    paste_log(page, NO_MODEL)
     page.wait_for_function(READ)
     settle(page)
     assert page.input_value("#model") == "Qwen/Qwen3-32B"
@@ -192,3 +196,16 @@ def test_a_log_past_the_limit_is_refused_at_once(page, site):
     page.wait_for_function("document.getElementById('error-log').textContent !== ''")
     assert "longer than 16 MiB" in page.inner_text("#error-log")
     assert metrics(page) == before
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_axe_on_the_log_panel(browser, site, color_scheme):
+    context = browser.new_context(color_scheme=color_scheme, service_workers="block")
+    page = context.new_page()
+    open_page(page, site + "#model=Qwen/Qwen3-32B")
+    paste_log(page, NO_MODEL)          # the warning shown too
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.is_visible("#log-model")
+    assert run_axe(page, site) == []
+    context.close()
