@@ -603,3 +603,19 @@ def test_older_sglang_lines_without_tokens_or_mem_usage():
                                "kv-memory-gib": "54.26", "context": "131072"}
     assert reading.printed["kv_tokens"].value == 444500
     assert next(r for r in reading.read if r.option == "loaded-weights-gib").how.startswith("avail mem at Load")
+
+
+def test_llamacpp_unified_cache_reads_each_sequences_share():
+    # Newer llama-server (-np 4 with a unified cache, "4/1 seqs"): n_ctx is all four's cells in one
+    # stream; each sequence's share is the context, and the notes say the cache is unified.
+    reading = read_log("srv    load_model: loading model '/models/Qwen3-8B-Q4_K_M.gguf'\n"
+                       "llama_context: n_seq_max     = 4\nllama_context: n_ctx         = 16384\n"
+                       "llama_kv_cache: size = 2304.00 MiB ( 16384 cells,  36 layers,  4/1 seqs), K (f16): "
+                       "1152.00 MiB, V (f16): 1152.00 MiB\n")
+    assert inputs(reading) == {"engine": "llama.cpp", "batch": "4", "context": "4096", "kv-dtype": "fp16"}
+    assert any("unified" in note for note in reading.notes)
+    assert any("Qwen3-8B-Q4_K_M.gguf" in note and "model not read" in note for note in reading.notes)
+    # The same memory as the calculator sizes it: 4 streams of 4,096 cells hold the 16,384 cells,
+    # 2304.00 MiB, the log's one stream holds.
+    engine = evaluate(dict(reading.values, model="Qwen/Qwen3-8B")).result.engine
+    assert engine.kv_tokens == 4096 and "size = 2304.00 MiB (  4096 cells,  36 layers,  4/4 seqs)" in engine.log[0]

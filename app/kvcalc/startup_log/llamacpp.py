@@ -383,6 +383,10 @@ def _offloaded(match, sink, n, line):
     sink.take("n-gpu-layers", str(done), n, line, f"offloaded {done}/{of} layers")
 
 
+def _model_file(match, sink, n, line):
+    sink.show("model_file", match[1], n, line)
+
+
 def _copies(match, sink, n, line):
     sink.show("pipeline_copies", int(match[1]), n, line)
 
@@ -437,6 +441,8 @@ RULES = (
     Rule(re.compile(r"(?P<device>[\w\-]+)\s+output buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
          _output_buffer, True, "output buffer size"),
     Rule(re.compile(r"offloaded (\S+)/(\S+) layers to GPU"), _offloaded, True, "layers to GPU"),
+    # llama-server's "srv    load_model: loading model 'path.gguf'" names the file, for the notes.
+    Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
     Rule(re.compile(r"llama_kv_cache\w*: layer\s+(\d{1,5}):"), _layer_line, True, ": layer"),
 )
@@ -511,8 +517,14 @@ def _sequences(sink) -> None:
         sink.take("context", str(total.value // (batch or 1)), total.line_number, total.line, how)
     elif cells is not None and seqs is not None and not unified:
         sink.take("context", str(cells.value), cells.line_number, cells.line, "the cache's cells per sequence")
+    elif unified and total is not None and batch:
+        # One stream of n_ctx cells shared by the sequences: each sequence's share of it, the
+        # same cells in all (a sequence may use more of a unified cache; the note says so).
+        sink.take("context", str(total.value // batch), total.line_number, total.line,
+                  f"n_ctx / {batch} sequences sharing a unified cache")
     elif unified:
-        sink.notes.append("context not read: a unified cache's cells are shared by its sequences")
+        sink.notes.append("context not read: a unified cache's cells are shared by its sequences, and n_ctx is not "
+                          "in the paste")
 
 
 def _gpus(sink) -> None:
