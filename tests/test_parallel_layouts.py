@@ -239,3 +239,19 @@ def test_dp1_figures_are_unchanged_by_the_layout():
     assert plain.result == explicit.result
     assert plain.result.weights_bytes_per_gpu == 470_000_000_000 // 8
     assert parallel.rank_batch(17, 4) == 5 and parallel.ranks_serving(3, 8) == 3
+
+
+def test_decode_under_dp_reads_the_rank_copy_and_the_experts_the_batch_touches():
+    # DeepSeek-V3 dp 8 on H200, 64 requests (8 a rank): each GPU reads its whole copy of the
+    # non-expert weights, W - X = 19,082,195,296 B, and of its eighth of the routed experts those
+    # the 64 tokens of all ranks are expected to touch, 1 - (1 - 8/256)^64 of them (experts.py).
+    evaluation = run({"hf-config": deepseek_v3(), "gpus": "8", "dp": "8", "gpu": "h200-141gb", "context": "8192",
+                      "batch": "64"})
+    timing, x = evaluation.result.timing, 654_068_416_512
+    touched = x * (1 - Fraction(248, 256) ** 64) / 8
+    expected = (673_150_611_808 - x) + touched
+    assert timing.decode_weights_bytes_per_gpu == -(-expected.numerator // expected.denominator)
+    assert timing.all_weights_bytes_per_gpu == evaluation.result.weights_bytes_per_gpu == 100_840_747_360
+    assert timing.decode_weights_bytes_per_gpu < timing.all_weights_bytes_per_gpu
+    # The rank's cache: 8 requests of 8,192 tokens, one latent each, 70,272 B a token.
+    assert evaluation.result.kv_bytes_per_gpu == 8 * 8192 * 70_272

@@ -92,11 +92,8 @@ def _unknown(why: str) -> str:
 
 
 def _preset_config(model) -> dict | None:
-    """The config.json the model was read from, where the scenario kept it in the model's memo
-    ("config"), else that of the preset this model is (by its repo, with the same layers and counts)."""
-    kept = model.memo.get("config")
-    if isinstance(kept, dict):
-        return kept
+    """The config.json of the preset this model is (by its repo, with the same layers and counts):
+    the only config a model carries with it."""
     entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
     if entry is None:
         return None
@@ -178,6 +175,7 @@ class WeightParts:
     rest: Fraction
     experts: int | None          # routed experts per MoE layer (None for a dense model)
     expert_width: int | None     # one routed expert's intermediate size, where the config gives it
+    top_k: int | None = None     # the experts each token is routed to
 
 
 def weight_parts(model, weights_bytes: int | None) -> tuple[WeightParts | None, str | None]:
@@ -193,8 +191,15 @@ def weight_parts(model, weights_bytes: int | None) -> tuple[WeightParts | None, 
     return memo[key]
 
 
+def _config_of(model) -> dict | None:
+    """The config.json the model was read from, where the scenario kept it in the model's memo
+    ("config"), else its preset's. Only the split by rank reads it: a dp-1 figure never moves."""
+    kept = model.memo.get("config")
+    return kept if isinstance(kept, dict) else _preset_config(model)
+
+
 def _parts(model, weights: int) -> tuple[WeightParts | None, str | None]:
-    cfg = _preset_config(model)
+    cfg = _config_of(model)
     if cfg is None:
         return None, "the model's tensors by name are known only for a preset's config"
     try:
@@ -214,10 +219,11 @@ def _parts(model, weights: int) -> tuple[WeightParts | None, str | None]:
     rest = weights - x - a - e
     if rest < 0:
         return None, f"the config's tensors price at more than the weights' {weights:,} bytes"
-    experts = {g.copies for g in routed}
+    shapes = {(g.copies, g.active) for g in routed}
     widths = {min(g.rows, g.cols) for g in routed if g.name.endswith(("gate_proj", "up_proj", "down_proj"))}
-    return WeightParts(x, a, e, rest, max(experts) if experts else None,
-                       widths.pop() if len(widths) == 1 else None), None
+    experts, top_k = max(shapes) if shapes else (None, None)
+    return WeightParts(x, a, e, rest, experts, widths.pop() if len(widths) == 1 else None,
+                       top_k if len(shapes) == 1 else None), None
 
 
 _ATTENTION = re.compile(r"\.(self_attn|linear_attn|attn|attention)\.")

@@ -26,7 +26,7 @@ Pure: values in, ints and Fractions out.
 from fractions import Fraction
 
 from .errors import InputError
-from .experts import routed_experts, weight_parts, weights_read as _weights_read
+from .experts import RoutedExperts, routed_experts, weight_parts, weights_read as _weights_read
 from .units import ceil_div
 
 EXACT, VLLM, SGLANG, LLAMACPP = "exact", "vllm", "sglang", "llama.cpp"
@@ -108,19 +108,30 @@ def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
         return dep.weights_bytes_per_gpu
     if engine == SGLANG and dep.dp > 1:
         return _sglang(model, dep)
-    routed, why = routed_experts(model, weights)
-    if routed is None:
+    x, experts, why = _routed_share(model, weights)
+    if x is None:
         if dep.dp == 1 or not is_moe(model):
             return dep.weights_bytes_per_gpu      # every weight replicated per rank, split over its tp
         raise InputError("dp", f"with dp={dep.dp} the routed experts are split over all {expert_group(dep)} GPUs "
                                f"and the rest is copied in every rank, but {_why(why)}: the weights per GPU are not "
                                "known (give a preset whose config lists the experts, or dp 1)")
-    if dep.dp == 1 and routed.experts % dep.tp == 0:
+    if dep.dp == 1 and experts % dep.tp == 0:
         return dep.weights_bytes_per_gpu          # whole experts over tp weigh what tp slices do
     _check_stages(dep)
-    x = routed.routed_bytes
-    per_gpu = (weights - x) / dep.tp + _expert_share(x, routed.experts, dep)
+    per_gpu = (weights - x) / dep.tp + _expert_share(x, experts, dep)
     return ceil_div(per_gpu.numerator, per_gpu.denominator * dep.pp)
+
+
+def _routed_share(model, weights: int) -> tuple[Fraction | None, int | None, str | None]:
+    """(the routed experts' bytes, experts per layer, why not known): from the config's tensors
+    (weight_parts, which also reads a config.json given whole), else routed_experts' counts."""
+    parts, _ = weight_parts(model, weights)
+    if parts is not None and parts.experts:
+        return parts.routed, parts.experts, None
+    routed, why = routed_experts(model, weights)
+    if routed is None:
+        return None, None, why
+    return routed.routed_bytes, routed.experts, None
 
 
 def _expert_share(x: Fraction, experts: int, dep) -> Fraction:
@@ -156,11 +167,24 @@ def _why(why: str | None) -> str:
     return text.split(" (")[0] if text.startswith("the routed experts' share") else text
 
 
+def routed_for(model, weights_bytes: int | None, dep) -> tuple[RoutedExperts | None, str | None]:
+    """experts.routed_experts, and with data-parallel ranks, where it cannot tell, the experts from
+    the config's tensors (weight_parts): every weight counted as read would be more than a GPU holds."""
+    routed, note = routed_experts(model, weights_bytes)
+    if routed is not None or dep.dp == 1 or weights_bytes is None:
+        return routed, note
+    parts, _ = weight_parts(model, weights_bytes)
+    if parts is None or not parts.experts or not parts.top_k:
+        return routed, note
+    return RoutedExperts(parts.experts, parts.top_k, None, parts.routed,
+                         "the config's routed-expert tensors at the weights' prices"), None
+
+
 def weights_read(model, weights_bytes: int, dep, tokens: int) -> int:
     """Weights a step of `tokens` tokens (all ranks' together: they meet in the MoE layers) reads on
     each GPU: the rank's copy of everything but the routed experts, and of the experts, split over
     all tp x dp GPUs, those the tokens are expected to touch (experts.weights_read)."""
-    routed = routed_experts(model, weights_bytes)[0]
+    routed = routed_for(model, weights_bytes, dep)[0]
     return _weights_read(routed, weights_bytes, dep.tp, tokens, dep.dp)
 
 

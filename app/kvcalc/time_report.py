@@ -1,6 +1,7 @@
 """The time bounds in words and JSON: each figure with its arithmetic, said to be a lower bound."""
 
-from .experts import expected_experts, routed_experts
+from . import parallel
+from .experts import expected_experts
 from .scenario import Scenario
 from .words import plural, rate, size
 from .units import ceil_div
@@ -63,7 +64,7 @@ def decode_bound_line(scenario: Scenario, result) -> str:
     """The decode bound where no FLOP peaks are on record (sizing's own step: bytes read over
     bandwidth), with what a mixture of experts reads said to be expected under uniform routing."""
     dep, work, step = scenario.deployment, scenario.workload, result.decode_step_seconds
-    routed, note = routed_experts(scenario.model, result.weights_bytes)
+    routed, note = parallel.routed_for(scenario.model, result.weights_bytes, dep)
     read = "weights" if routed is None else (
         f"the weights the batch touches (of the routed experts, the "
         f"{_experts_count(expected_experts(routed.experts, routed.top_k, work.batch))} of {routed.experts:,} per "

@@ -25,7 +25,7 @@ Pure: values in, Fractions of seconds out.
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .experts import RoutedExperts, every_weight, expected_experts, routed_experts, weights_read
+from .experts import RoutedExperts, every_weight, expected_experts, weights_read
 from . import parallel
 from .sizing import batch_bytes, cache_bytes
 from .units import ceil_div, last_holding
@@ -114,7 +114,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     # A token passes every stage in turn: each GPU of a stage reads its share of that stage (of a
     # mixture of experts, the routed experts the step's tokens are expected to touch).
     weights = result.weights_bytes
-    routed, moe_note = routed_experts(model, weights)
+    routed, moe_note = parallel.routed_for(model, weights, dep)
 
     def weights_for(tokens: int) -> int:
         # All data-parallel ranks' tokens meet in the experts, split over tp x dp GPUs (parallel.py).

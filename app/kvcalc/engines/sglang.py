@@ -77,7 +77,6 @@ def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None =
     if gpu_memory_bytes is None:
         return chunk or 4096, 160, Fraction(88, 100)
     mib = gpu_memory_bytes / MIB
-    parallel = tp * pp
     if not release.at_least(0, 5, 3):
         return _before_0_5_3(release, mib, tp, pp, chunk)
     for limit, tier_chunk, small_bs, big_bs in _TIERS:
