@@ -122,7 +122,7 @@ def on_attention_kind(*_) -> None:
 
 def load_link(fragment: str) -> None:
     kept = share.load(fragment)
-    if state.reading is not None and "measured-with" not in kept:
+    if state.reading is not None:
         from web import log_paste
         log_paste.drop()            # the panel was about the log, not about this link's inputs
     if "hf-config" in kept:

@@ -127,6 +127,7 @@ def _apply(reading) -> None:
 
 def _render(reading, model_given: bool) -> None:
     put("#log-reading", False, "hidden")
+    put("#log-read", False, "hidden")
     put("#log-summary", reading.summary() + ".")
     if model_given:
         put("#log-model", True, "hidden")
@@ -164,11 +165,34 @@ def _read_rows(read) -> None:
 def render_comparison() -> None:
     """The log's figures beside what the inputs on screen give: a side step of every update."""
     if state.reading is None:
+        _from_link()
         return
     rows = comparison(state.reading, state.evaluation)
     view("#log-compare tbody").show([("", [(label, None, ""), (printed, None, "num"), (ours, None, "num"),
                                            (f"{line:,}", None, "num")]) for label, printed, ours, line in rows])
     put("#log-compare", not rows, "hidden")
+
+
+def _from_link() -> None:
+    """A link (or a reload) carries what a log measured, not the log: the panel says so and
+    keeps "Forget the log" at hand."""
+    measured = {name: form.fields.get(name, "") for name in MEASURED}
+    measured = {name: value for name, value in measured.items() if value}
+    if "measured-with" not in measured or measured == _set_by_log:
+        return                           # nothing measured, or said already (the box may be closed since)
+    _set_by_log.clear()
+    _set_by_log.update(measured)
+    put("#log-fields", False, "hidden")
+    put("#source-log", "true", "aria-pressed")
+    put("#log-reading", False, "hidden")
+    figures = ", ".join(f"{name} {value}" for name, value in measured.items() if name != "measured-with")
+    put("#log-summary", "These inputs carry figures a start-up log measured" + (f" ({figures})" if figures else "")
+        + ", never the log itself: paste it again to see each line they came from.")
+    put("#log-model", True, "hidden")
+    put("#log-compare", True, "hidden")
+    put("#log-read", True, "hidden")
+    put("#log-not-read", "")
+    view("#log-notes", item_tag="li").show([])
 
 
 def drop() -> None:

@@ -102,7 +102,8 @@ def _source() -> None:
 
 
 def _log() -> None:
-    if state.reading is not None:           # only after a log was pasted, so web.log_paste is loaded
+    # Only once a log was pasted, or a link carries what one measured: web.log_paste is loaded then.
+    if state.reading is not None or form.fields.get("measured-with"):
         from web import log_paste
         log_paste.render_comparison()
 

@@ -90,6 +90,13 @@ def test_an_edit_moves_the_right_column_and_the_link_carries_inputs_not_the_log(
     assert metrics(page) == shown
     assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "44.46x"
     assert page.input_value("#startup-log") == ""       # the log itself never travelled
+    # The panel says the link carries what a log measured, and can forget it.
+    assert page.is_visible("#log-reading") and "kv-memory-gib 41.68" in page.inner_text("#log-summary")
+    assert page.is_hidden("#log-read") and page.is_hidden("#log-compare")
+    page.click("#forget-log")
+    page.wait_for_function("document.getElementById('log-reading').hidden")
+    link = unquote(url_of(page))
+    assert "measured-with" not in link and "kv-memory-gib" not in link and "kv-dtype=fp8" in link
 
 
 def test_forget_the_log_clears_what_it_measured(page, site):
