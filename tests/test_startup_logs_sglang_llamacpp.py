@@ -619,3 +619,26 @@ def test_llamacpp_unified_cache_reads_each_sequences_share():
     # 2304.00 MiB, the log's one stream holds.
     engine = evaluate(dict(reading.values, model="Qwen/Qwen3-8B")).result.engine
     assert engine.kv_tokens == 4096 and "size = 2304.00 MiB (  4096 cells,  36 layers,  4/4 seqs)" in engine.log[0]
+
+
+def test_sglang_memory_in_use_from_the_gpu_reproduces_the_pool_without_its_kv_memory():
+    # sglang-qwen3-8b-tp1-mfs090.log with the lines `python -m sglang.check_env` prints above it
+    # (the GPU and the release: added here, the thread's excerpt has neither; test_engines.py
+    # sizes this log on one H100). SGLang multiplies the memory free before the weights (63.49 +
+    # 15.35 = 78.84 GiB) by mem_fraction_static 0.9: in use before it started is the H100's 79.22
+    # GiB less that, 0.38 GiB. Sized from that, the weights it printed and 0.9 alone, without the
+    # pool's own K and V sizes, the pool holds the log's 404,890 tokens, within the rounding of
+    # the two printed figures (0.01 GiB of memory in use either way).
+    text = "GPU 0: NVIDIA H100 80GB HBM3\nsglang: 0.4.6.post4\n" + log_text("sglang-qwen3-8b-tp1-mfs090.log")
+    reading = read_log(text)
+    assert reading.values["gpu"] == "h100-sxm-80gb" and reading.values["memory-in-use-gib"] == "0.38"
+    assert reading.values["engine-version"] == "0.4.6.post4"
+    from kvcalc.startup_log import measured_with
+    values = {k: v for k, v in reading.values.items() if k not in ("kv-memory-gib", "measured-with")}
+    values["model"] = "Qwen/Qwen3-8B"
+    ends = []
+    for used in ("0.39", "0.37"):
+        end = dict(values, **{"memory-in-use-gib": used})
+        engine = evaluate(dict(end, **{"measured-with": measured_with(end)})).result.engine
+        ends.append(engine.kv_tokens)
+    assert ends[0] <= 404_890 <= ends[1], ends

@@ -11,9 +11,10 @@ TP3]" or "[time PP1 TP0]"; the rules search anywhere in a line, so the prefix do
 import re
 from fractions import Fraction
 
+from .. import presets
 from ..engines import releases, sglang as engine
 from ..errors import InputError
-from .rules import Read, Rule, number  # the pieces, not the package: no import cycle
+from .rules import Read, Rule, gpu_preset, number  # the pieces, not the package: no import cycle
 from .vllm import model_entry
 
 NAME = "sglang"
@@ -273,6 +274,11 @@ def _summary(match, sink, n, line):
         sink.take("context", match["context"], n, line, "context_len")
 
 
+def _check_env(match, sink, n, line):
+    # `python -m sglang.check_env`, often pasted above the log: "GPU 0,1,2,3: NVIDIA H100 80GB HBM3".
+    sink.show("device_name", match["name"].strip(), n, line)
+
+
 def _ranks(match, sink, n, line):
     # "[2025-05-14 09:29:03 DP1 TP3]": the highest rank printed, for the layout when no command
     # or ServerArgs gives it (complete()).
@@ -288,7 +294,8 @@ RULES = (
                     r"(?P<args>.*)"), _command, True, "sglang"),
     Rule(re.compile(r"^\s*--[a-z]"), _continued, False, "--"),
     Rule(re.compile(r"(?:server_args=)?ServerArgs\((?P<args>.*)"), _server_args, True, "ServerArgs("),
-    Rule(re.compile(r"\bsglang(?:==|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
+    Rule(re.compile(r"^GPU \d{1,4}(?:,\d{1,4})*: (?P<name>[^:]{2,80})$"), _check_env, False, "GPU "),
+    Rule(re.compile(r"\bsglang(?:==|:\s*|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
          _version, True, "glang"),
     Rule(re.compile(r"Load weight begin\. avail mem=" + _VALUE + r"\s*GB"), _load_begin, True, "Load weight begin"),
     Rule(re.compile(r"Load weight end\..*?(?:type=(?P<type>\w+).*?)?avail mem=(?P<avail>[^\s,]+?)\s*GB"
@@ -350,10 +357,36 @@ def complete(sink) -> None:
         # Before 0.4.x Load weight end printed no mem usage: the weights are what loading took.
         sink.take("loaded-weights-gib", _gib(begin.value - end.value), end.line_number, end.line,
                   "avail mem at Load weight begin less at its end")
-    if "loaded-weights-gib" in reads and "free_before_weights_gib" in printed:
-        free = printed["free_before_weights_gib"].value
-        sink.notes.append(f"SGLang started with {float(free):.2f} GiB free (avail mem + mem usage at Load weight "
-                          "end): memory-in-use-gib is the GPU's total less that, once the GPU is chosen")
+    _memory_in_use(sink)
+
+
+def _memory_in_use(sink) -> None:
+    """SGLang's mem_fraction_static multiplies the memory free when it starts, the avail mem before
+    the weights: what was in use then is the GPU's total (as PyTorch reports it) less that."""
+    printed, reads = sink.printed, sink.reads
+    device = printed.get("device_name")
+    if device is not None and "gpu" not in reads:
+        gpu = gpu_preset(device.value)
+        if gpu is not None:
+            sink.take("gpu", gpu, device.line_number, device.line, f"the preset {device.value} is")
+    free = printed.get("free_before_weights_gib") or printed.get("free_at_start_gib")
+    if free is None:
+        return
+    if "gpu" not in reads:
+        sink.notes.append(f"SGLang started with {float(free.value):.2f} GiB free (before the weights): "
+                          "memory-in-use-gib is the GPU's total less that, once the GPU is chosen")
+        return
+    gpu = presets.gpu(reads["gpu"].text)
+    total = gpu.torch_memory_bytes or gpu.memory_bytes
+    in_use = Fraction(total, 1 << 30) - free.value
+    if in_use < 0:
+        sink.notes.append(f"memory-in-use-gib not read: {float(free.value):.2f} GiB free is more than "
+                          f"{gpu.id}'s total; check the GPU")
+        return
+    sink.take("memory-in-use-gib", f"{float(in_use):.4f}".rstrip("0").rstrip(".") or "0", free.line_number,
+              free.line, f"{gpu.id}'s {float(total / (1 << 30)):.2f} GiB"
+              + ("" if gpu.torch_memory_bytes else " (nvidia-smi's: PyTorch's is not on record)")
+              + f" less the {float(free.value):.2f} GiB free before the weights")
 
 
 def _pools(sink) -> None:
