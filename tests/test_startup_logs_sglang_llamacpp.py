@@ -642,3 +642,18 @@ def test_sglang_memory_in_use_from_the_gpu_reproduces_the_pool_without_its_kv_me
         engine = evaluate(dict(end, **{"measured-with": measured_with(end)})).result.engine
         ends.append(engine.kv_tokens)
     assert ends[0] <= 404_890 <= ends[1], ends
+
+
+def test_llamacpp_a_speculative_draft_models_lines_are_not_the_targets():
+    # llama-server -md loads the draft after the target ("loading draft model"), with its own
+    # context and cache: read as the target's, they would look like a second start-up.
+    target = log_text("llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log")
+    draft = ("srv    load_model: loading draft model 'qwen2.5-0.5b-q8_0.gguf'\n"
+             "llama_new_context_with_model: n_ctx_per_seq = 4096\n"
+             "llama_kv_cache_init: kv_size = 4096, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = 24, "
+             "can_shift = 1\n"
+             "llama_new_context_with_model: KV self size  =   48.00 MiB, K (q8_0):   24.00 MiB, V (q8_0):   24.00 MiB\n")
+    reading = read_log(target + draft)
+    assert inputs(reading) == READS["llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log"]
+    assert reading.printed["kv_cache_mib"].value == 512
+    assert any("draft model" in note for note in reading.notes)

@@ -20,7 +20,7 @@ from .sglang import cut
 NAME = "llama.cpp"
 _PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
 _PLAIN_INT = re.compile(r"\d{1,12}")
-MAX_CELLS = 1 << 34           # llama.cpp keeps n_ctx in a uint32; past that a line was built to break us
+MAX_CELLS = 1 << 32           # llama.cpp keeps n_ctx in a uint32: past that a line was built to break us
 _CONTEXT = r"(?:llama_context|llama_new_context_with_model|llama_init_from_model)"
 # ggml's type names as precision.py names them.
 _TYPES = {"f16": "fp16", "f32": "fp32", "bf16": "bf16", "q8_0": "q8_0", "q5_0": "q5_0", "q5_1": "q5_1",
@@ -63,6 +63,19 @@ def _figure(sink, name: str, value, n: int, line: str, label: str = "") -> None:
 def _largest(sink, name: str, value, n: int, line: str) -> None:
     old = sink.printed.get(name)
     sink.show(name, value, n, line, keep="last" if old is not None and value > old.value else "first")
+
+
+def _draft(sink, n: int) -> bool:
+    """Whether line n comes after llama-server's "loading draft model": a speculative draft's own
+    context, cache and buffers follow, which are not the target's."""
+    draft = sink.printed.get("draft_from")
+    return draft is not None and n > draft.value
+
+
+def _draft_model(match, sink, n, line):
+    sink.show("draft_from", n, n, line)
+    sink.notes.append(f"the lines after line {n:,} are the draft model's ({match[1][:80]!r}): its own context, "
+                      "cache and buffers, not read")
 
 
 def _device_kind(device: str) -> str:
@@ -174,6 +187,8 @@ _METADATA = {"block_count": "layers", "attention.head_count_kv": "kv-heads", "at
 
 
 def _metadata(match, sink, n, line):
+    if _draft(sink, n):
+        return
     arch, key = match["arch"], match["key"]
     if match["arch"] == "general":
         if key == "architecture":
@@ -198,6 +213,8 @@ def _metadata(match, sink, n, line):
 # --- the context -----------------------------------------------------------------------------------
 
 def _context_param(match, sink, n, line):
+    if _draft(sink, n):
+        return
     key, value = match["key"], match["value"]
     if cut(sink, n, line, match.end("value"), key):
         return
@@ -222,11 +239,15 @@ def _context_param(match, sink, n, line):
 
 
 def _flash_auto(match, sink, n, line):
+    if _draft(sink, n):
+        return
     sink.take("flash-attn", "on" if match[1] == "enabled" else "off", n, line, f"-fa auto, set to {match[1]}")
 
 
 def _kv_init(match, sink, n, line):
     # "kv_size = 4096, offload = 1, type_k = 'f16', type_v = 'f16', n_layer = 64"
+    if _draft(sink, n):
+        return
     size = _count(sink, "kv_size", match["size"], n)
     if size is not None:
         _figure(sink, "kv_size", size, n, line, "kv_size")
@@ -240,6 +261,8 @@ def _kv_init(match, sink, n, line):
 
 def _cache_kind(match, sink, n, line):
     # llama-kv-cache-iswa.cpp names the two caches' cells before their size lines.
+    if _draft(sink, n):
+        return
     sink.show("next_cache", "swa" if match[1] == "SWA" else "full", n, line, keep="last")
     cells = _count(sink, "cells", match[2], n)
     if cells is not None:
@@ -249,6 +272,8 @@ def _cache_kind(match, sink, n, line):
 def _kv_size(match, sink, n, line):
     """A cache's size line; which cache it is (an iSWA model's full or sliding one) is settled in
     complete() by its cells, so the lines may come in any order."""
+    if _draft(sink, n):
+        return
     kind = sink.printed["next_cache"].value if "next_cache" in sink.printed else "full"
     sink.show("next_cache", "full", n, line, keep="last")
     total = _mib(sink, "KV size", match["total"], n)
@@ -328,6 +353,8 @@ def _caches(sink) -> None:
 
 
 def _kv_buffer(match, sink, n, line):
+    if _draft(sink, n):
+        return
     mib = _mib(sink, "KV buffer", match["mib"], n)
     if mib is None:
         return
@@ -342,6 +369,8 @@ def _kv_buffer(match, sink, n, line):
 
 
 def _weights_buffer(match, sink, n, line):
+    if _draft(sink, n):
+        return
     mib = _mib(sink, "model buffer", match["mib"], n)
     if mib is None:
         return
@@ -357,6 +386,8 @@ def _weights_buffer(match, sink, n, line):
 
 
 def _compute_buffer(match, sink, n, line):
+    if _draft(sink, n):
+        return
     mib = _mib(sink, "compute buffer", match["mib"], n)
     if mib is None:
         return
@@ -367,12 +398,16 @@ def _compute_buffer(match, sink, n, line):
 
 
 def _output_buffer(match, sink, n, line):
+    if _draft(sink, n):
+        return
     mib = _mib(sink, "output buffer", match["mib"], n)
     if mib is not None:
         sink.show("output_buffer_mib", mib, n, line)
 
 
 def _offloaded(match, sink, n, line):
+    if _draft(sink, n):
+        return
     done, of = _count(sink, "offloaded layers", match[1], n, 100_000), _count(sink, "layers", match[2], n, 100_000)
     if done is None or of is None:
         return
@@ -388,11 +423,15 @@ def _model_file(match, sink, n, line):
 
 
 def _copies(match, sink, n, line):
+    if _draft(sink, n):
+        return
     sink.show("pipeline_copies", int(match[1]), n, line)
 
 
 def _layer_line(match, sink, n, line):
     # LLamaSharp and debug builds print one line per layer: the highest index + 1 is the count.
+    if _draft(sink, n):
+        return
     index = int(match[1])
     old = sink.printed.get("highest_layer")
     if old is None or index > old.value:
@@ -441,6 +480,7 @@ RULES = (
     Rule(re.compile(r"(?P<device>[\w\-]+)\s+output buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
          _output_buffer, True, "output buffer size"),
     Rule(re.compile(r"offloaded (\S+)/(\S+) layers to GPU"), _offloaded, True, "layers to GPU"),
+    Rule(re.compile(r"loading draft model '([^']{1,300})'"), _draft_model, True, "loading draft model"),
     # llama-server's "srv    load_model: loading model 'path.gguf'" names the file, for the notes.
     Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
