@@ -657,3 +657,26 @@ def test_llamacpp_a_speculative_draft_models_lines_are_not_the_targets():
     assert inputs(reading) == READS["llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log"]
     assert reading.printed["kv_cache_mib"].value == 512
     assert any("draft model" in note for note in reading.notes)
+
+
+def test_fixture_lines_with_their_numbers_broken_never_raise_another_error():
+    # The fixtures' own lines, their numbers replaced by what a line can be built to hold (NaN,
+    # 1e999, 10^23, signs, separators, nothing) or cut, in any order: a reading, or a one-line
+    # refusal on "log"; never an exception of another kind. The same cases on every run.
+    lines = [line for name in ALL for line in log_text(name).split("\n") if line]
+    rng = random.Random(24)
+    breaks = ["NaN", "nan", "inf", "-1", "0", "99999999999999999999999", "1e999", "", "-0.0", "0x10", "1,2", "٣",
+              "½", "None", "'", ")", "(", "\\"]
+
+    def broken(line: str) -> str:
+        line = re.sub(r"\d+(?:\.\d+)?", lambda m: rng.choice(breaks) if rng.random() < 0.3 else m[0], line)
+        return line[:rng.randrange(len(line) + 1)] if rng.random() < 0.1 else line
+
+    for _ in range(600):
+        text = "\n".join(broken(rng.choice(lines)) for _ in range(rng.randrange(1, 25)))
+        try:
+            reading = read_log(text + ("\n" if rng.random() < 0.5 else ""))
+        except InputError as e:
+            assert e.field == "log" and "\n" not in e.message, e.message
+            continue
+        assert reading.engine in ("sglang", "llama.cpp")
