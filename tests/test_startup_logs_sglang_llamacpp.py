@@ -680,3 +680,21 @@ def test_fixture_lines_with_their_numbers_broken_never_raise_another_error():
             assert e.field == "log" and "\n" not in e.message, e.message
             continue
         assert reading.engine in ("sglang", "llama.cpp")
+
+
+def test_sglang_hybrid_sliding_window_pools_add_up_in_any_order():
+    # sglang-mimo-v2-flash-swa-tp4-page64.log prints only the sliding-window pool's line; with the
+    # full pool's line too (its #tokens are full_layer_tokens), the KV memory is both pools'.
+    lines = ["[2026-01-31 13:50:39 TP0] Use sliding window memory pool. full_layer_tokens=375360, "
+             "swa_layer_tokens=300288",
+             "[2026-01-31 13:50:39 TP0] KV Cache is allocated. #tokens: 375360, K size: 2.10 GB, V size: 1.40 GB",
+             "[2026-01-31 13:50:39 TP0] KV Cache is allocated. #tokens: 300288, K size: 8.38 GB, V size: 5.59 GB",
+             "[2026-01-31 13:50:40 TP0] max_total_num_tokens=375360, chunked_prefill_size=8192, "
+             "max_prefill_tokens=16384, max_running_requests=64, context_len=262144, available_gpu_mem=10.00 GB"]
+    for order in (lines, lines[::-1], lines[2:] + lines[:2]):
+        reading = read_log("\n".join(order) + "\n")
+        assert reading.values["kv-memory-gib"] == "17.47"          # 2.10 + 1.40 + 8.38 + 5.59
+        assert reading.printed["kv_tokens"].value == 375360
+        assert reading.values["context"] == "262144" and reading.values["prefill-chunk"] == "8192"
+    alone = read_log("\n".join(lines[:1] + lines[2:3]) + "\n")
+    assert "kv-memory-gib" not in alone.values and any("sliding-window pool's" in n for n in alone.notes)
