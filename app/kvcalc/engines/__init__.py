@@ -100,9 +100,11 @@ def size(scenario, result) -> EngineResult:
     memory = settings.kv_memory_gib
     if budget.source == "kv-memory-gib" and memory is not None and engine.KV_MEMORY_LOGGED and \
             (memory * 100).denominator == 1:
-        # Both ends of what a log's two decimals stand for, as the tests feed real logs.
+        # Both ends of what a log's two decimals stand for, as the tests feed real logs (SGLang's
+        # K and V sizes are each rounded, so their sum is off by twice as much).
+        half = getattr(engine, "KV_MEMORY_HALF_WIDTH", Fraction(1, 200))
         ends = [engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=int((memory + d) * GIB)), [])
-                for d in (Fraction(-1, 200), Fraction(1, 200))]
+                for d in (-half, half)]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)
     return replace(out, kv_tokens_range=spread, band=out.band or _band(engine, scenario, chunk, budget))
