@@ -28,6 +28,7 @@ from kvcalc.experts import weight_parts
 from kvcalc.presets import gpu
 from kvcalc.scenario import _config_model
 from kvcalc.verdict import verdict
+from kvcalc.sweep import concurrency_series, memory_series
 from support import FIXTURES, hf_fixture
 
 GIB = 1 << 30
@@ -255,3 +256,26 @@ def test_decode_under_dp_reads_the_rank_copy_and_the_experts_the_batch_touches()
     assert timing.decode_weights_bytes_per_gpu < timing.all_weights_bytes_per_gpu
     # The rank's cache: 8 requests of 8,192 tokens, one latent each, 70,272 B a token.
     assert evaluation.result.kv_bytes_per_gpu == 8 * 8192 * 70_272
+
+
+def test_longest_context_under_dp_is_what_one_rank_holds_for_its_share():
+    # Same deployment: 27,887 blocks of 16 a rank. 26 requests are 13 a rank, so the longest
+    # context is the one 13 requests fill: 13 x ceil(C / 16) <= 27,887 blocks, C = 16 x 2,145
+    # = 34,320 tokens; tp 8 (one rank) must hold all 26: 16 x 1,072 = 17,152.
+    raw = {"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "context": "32768", "kv-memory-gib": "20",
+           "batch": "26"}
+    assert run(dict(raw, gpus="8", dp="2", ep="on")).result.engine.max_context == 16 * (27_887 // 13) == 34_320
+    assert run(dict(raw, gpus="8")).result.engine.max_context == 16 * (27_887 // 26) == 17_152
+
+
+def test_charts_count_every_rank():
+    raw = {"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "context": "32768", "kv-memory-gib": "20",
+           "batch": "26", "gpus": "8", "dp": "2", "ep": "on"}
+    e = run(raw)
+    series = concurrency_series(e.scenario, [32768], e.result)
+    current = next(line for line in series["lines"] if line["current"])
+    assert current["requests"] == [26]                 # 13 a rank, as the headline's capacity
+    memory = memory_series(e.scenario, [32768], e.result)
+    assert memory["weights_bytes_per_gpu"] == 60_725_901_056
+    own = next(line for line in memory["lines"] if line["current"])
+    assert own["bytes"] == [13 * 2048 * 770_048]       # the rank's 13 requests' blocks on a GPU

@@ -6,13 +6,14 @@ the same colour and dash on every model, whatever its place among the lines."""
 from dataclasses import replace
 from fractions import Fraction
 
-from . import engines
+from . import engines, parallel
 from .compare import attention_variants_models
 from .errors import InputError
 from .precision import PRECISIONS
 from .scenario import Scenario
 from .sizing import _max_concurrency, batch_bytes, compute
 from .timing import batch_series
+from .units import ceil_div
 
 CHART_PRECISIONS = ("bf16", "fp8", "q8_0", "q4_0")
 NO_LIMIT_TOP = 131_072          # where the context axis ends for a model that gives no limit
@@ -81,8 +82,10 @@ def line_end(scenario: Scenario) -> int | None:
 
 
 def kv_per_gpu(model, workload, deployment, context: int) -> int:
-    # cache_bytes clamps the shared prefix to the context itself.
-    return max(batch_bytes(stage, context, workload, workload.batch, deployment.tp)
+    # cache_bytes clamps the shared prefix to the context itself; a GPU holds its data-parallel
+    # rank's requests.
+    batch = ceil_div(workload.batch, deployment.dp)
+    return max(batch_bytes(stage, context, workload, batch, deployment.tp)
                for stage, _ in model.stage_groups(deployment.pp))
 
 
@@ -101,7 +104,7 @@ def memory_series(scenario: Scenario, contexts: list[int], result=None) -> dict:
             continue
         lines.append({"label": label, "key": label, "current": current,
                       "bytes": [kv_per_gpu(model, scenario.workload, dep, c) for c in contexts]})
-    weights = dep.weights_bytes_per_gpu
+    weights = result.weights_bytes_per_gpu if result is not None else parallel.weights_bytes_per_gpu(scenario.model, dep)
     ideal = None
     if dep.gpu_memory_bytes is not None and weights is not None:
         ideal = int(dep.gpu_memory_bytes * dep.memory_utilization) - weights - dep.overhead_bytes
@@ -127,12 +130,15 @@ def concurrency_series(scenario: Scenario, contexts: list[int], result=None) -> 
     dep = scenario.deployment
     if dep.gpu_memory_bytes is None or dep.weights_bytes is None:
         return {"contexts": contexts, "lines": [], "engine": None}
-    budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - dep.weights_bytes_per_gpu - dep.overhead_bytes
+    weights = result.weights_bytes_per_gpu if result is not None else parallel.weights_bytes_per_gpu(scenario.model, dep)
+    budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - weights - dep.overhead_bytes
     stages = [stage for stage, _ in scenario.model.stage_groups(dep.pp)]
     lines = []
     for name in _precision_names(scenario):
         work = replace(scenario.workload, kv_precision=PRECISIONS[name])
-        values = [_max_concurrency(stages, c, work, budget, dep.tp) for c in contexts]
+        # Each data-parallel rank holds as many again.
+        values = [None if (v := _max_concurrency(stages, c, work, budget, dep.tp)) is None else v * dep.dp
+                  for c in contexts]
         lines.append(_precision_line(scenario, name, values))
     return {"contexts": contexts, "lines": lines, "engine": None}
 
@@ -157,7 +163,9 @@ def _engine_concurrency(scenario: Scenario, contexts: list[int], result) -> dict
     module = engines.REGISTRY[engines.engine_name(scenario.settings.engine)]
     names = [name for name in _precision_names(scenario) if module.stores(PRECISIONS[name])]
     answers = engine_answers(scenario, result, contexts, names)
-    lines = [_precision_line(scenario, name, [_capacity(a) for a in answers[name]]) for name in names]
+    dp = scenario.deployment.dp
+    lines = [_precision_line(scenario, name, [None if (c := _capacity(a)) is None else c * dp for a in answers[name]])
+             for name in names]
     if all(v is None for line in lines for v in line["requests"]):
         lines = []          # no memory to size in: the engine gives no capacity anywhere
     return {"contexts": contexts, "lines": lines, "engine": _engine_title(scenario)}

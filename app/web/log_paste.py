@@ -16,7 +16,7 @@ from pyscript import document
 
 from kvcalc.errors import InputError
 from kvcalc.options import MANUAL_FIELDS
-from kvcalc.startup_log import MAX_LOG_CHARS, MEASURED_PARTS, LogReader, comparison
+from kvcalc.startup_log import MEASURED_PARTS, LogReader, comparison
 
 from web import files, form, model_picker, state
 from web.dom import el, lines_of, put, view
@@ -54,10 +54,7 @@ def _mb(n: int) -> str:
 async def _read(size: int, text_slice, generation: int):
     """The Reading of the text, fed a slice at a time; InputError when it is refused."""
     reader = LogReader()
-    if size > MAX_LOG_CHARS:
-        # Refused at once in the reader's own words: a stand-in of the length past its limit, so
-        # the text itself is neither copied nor read.
-        reader.feed(" " * (MAX_LOG_CHARS + 1))
+    LogReader.check_length(size)       # refused at once, before a line is copied or read
     if size > SLICE_CHARS:
         await asyncio.sleep(0)           # the status line drawn before the first slice
     yielded = time.monotonic()

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
-from ..units import GIB
+from ..units import GIB, ceil_div
 from . import llamacpp, measured, sglang, vllm
 from .result import Band, Budget, EngineResult
 
@@ -133,6 +133,7 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
     engine, work, model = REGISTRY[out.engine], scenario.workload, scenario.model
     budget = Budget(out.kv_budget_bytes_per_gpu, out.activation_bytes_per_gpu, out.overhead_bytes_per_gpu,
                     out.budget_source)
+    need = ceil_div(work.batch, scenario.deployment.dp)     # an engine prints one data-parallel rank's
 
     def holds(tokens: int) -> bool:
         at = replace(scenario, workload=replace(work, context_tokens=tokens,
@@ -141,7 +142,7 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
             e = engine.size(at, out.prefill_chunk, budget, [])
         except InputError:
             return False
-        return bool(e.starts) and e.max_concurrency is not None and e.max_concurrency >= work.batch
+        return bool(e.starts) and e.max_concurrency is not None and e.max_concurrency >= need
 
     if out.kv_budget_bytes_per_gpu <= 0 or not holds(1):
         return 0, "memory"
@@ -149,7 +150,7 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
     # The exact ideal's answer at this memory is close (blocks and windows move it a little):
     # it only narrows the search, every step of which asks the engine itself.
     guesses = [g for stage, _ in model.stage_groups(scenario.deployment.pp)
-               if (g := _linear_guess(stage, work, work.batch, out.kv_budget_bytes_per_gpu, scenario.deployment.tp))]
+               if (g := _linear_guess(stage, work, need, out.kv_budget_bytes_per_gpu, scenario.deployment.tp))]
     largest = _largest_fitting(holds, 1, limit, min(guesses) if guesses else None)
     if largest is not None:
         return largest, "memory"

@@ -55,11 +55,16 @@ class LogReader:
         self.line_number = 0
         self._tail = ""
 
-    def feed(self, text: str) -> None:
-        self.chars += len(text)
-        if self.chars > MAX_LOG_CHARS:
+    @staticmethod
+    def check_length(chars: int) -> None:
+        """Refuse a text too long to read before reading any of it (the page knows its length)."""
+        if chars > MAX_LOG_CHARS:
             raise InputError("log", f"is longer than {MAX_LOG_CHARS >> 20} MiB; paste the start-up, its first "
                                     "few thousand lines")
+
+    def feed(self, text: str) -> None:
+        self.chars += len(text)
+        self.check_length(self.chars)
         lines = (self._tail + text).split("\n")
         self._tail = lines.pop()
         for line in lines:
