@@ -217,8 +217,8 @@ def test_sglang_deepseek_v32_dp8_log_per_rank_pool():
     # Attention heads (64) must divide by the attention tp (3 a rank).
     ({"model": "Qwen/Qwen3-235B-A22B", "engine": "sglang", "gpus": "6", "dp": "2", "kv-memory-gib": "1"},
      "tp", "does not divide the model's 64 attention heads"),
-    # The DeepSeek-V3 preset carries no experts' shapes: its weights cannot be split by rank.
-    ({"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "dp": "8"}, "dp", "the weights per GPU are not known"),
+    # The DeepSeek-R1 preset carries no experts' shapes: its weights cannot be split by rank.
+    ({"model": "deepseek-ai/DeepSeek-R1", "gpus": "8", "dp": "8"}, "dp", "the weights per GPU are not known"),
 ])
 def test_refusals_name_the_field(raw, field, words):
     evaluation = evaluate(raw)
@@ -279,3 +279,14 @@ def test_charts_count_every_rank():
     assert memory["weights_bytes_per_gpu"] == 60_725_901_056
     own = next(line for line in memory["lines"] if line["current"])
     assert own["bytes"] == [13 * 2048 * 770_048]       # the rank's 13 requests' blocks on a GPU
+
+
+def test_the_deepseek_v3_preset_splits_by_rank_as_its_config_does():
+    # The preset now carries the real config.json (its experts' shapes): picking it, not pasting
+    # the file, gives the worked figures above: 713,610 tokens and 87 requests at tp 8, 275,682 a
+    # rank and 33 x 8 = 264 requests at dp 8 with attention DP.
+    raw = {"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "gpu": "h200-141gb", "engine": "sglang",
+           "context": "8192"}
+    tp8, dp8 = run(raw), run(dict(raw, dp="8"))
+    assert (tp8.result.engine.kv_tokens, tp8.result.capacity) == (713_610, 87)
+    assert (dp8.result.engine.kv_tokens, dp8.result.capacity) == (275_682, 264)
