@@ -248,3 +248,16 @@ def test_cli_from_log_says_what_it_read_and_flags_win(tmp_path):
     assert code == 0 and json.loads(out)["context"] == 4096
     code, _, err = cli("--from-log", str(log), "--model", "Qwen/Qwen3-8B", "--engine", "sglang")
     assert code == 2 and "vLLM's, not SGLang's" in err
+
+
+def test_a_vllm_serve_command_over_several_lines_is_read_whole():
+    log = ("$ vllm serve Qwen/Qwen3-8B \\\n"
+           "    --tensor-parallel-size 2 \\\n"
+           "    --max-model-len 16k \\\n"
+           "    --kv-cache-dtype fp8 --enable-expert-parallel\n"
+           "--max-num-seqs 99\n"            # not part of it: the line before did not go on
+           "INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 10.00 GiB\n")
+    values = read_log(log).values
+    assert (values["model"], values["tp"], values["context"], values["kv-dtype"]) == ("Qwen/Qwen3-8B", "2", "16384",
+                                                                                      "fp8")
+    assert "batch" not in values

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..engines import llamacpp as engine, releases
 from ..errors import InputError
-from .rules import Read, Rule, gpu_preset  # the pieces, not the package: no import cycle
+from .rules import Read, Rule, command_words, continues_here, gpu_preset  # the pieces, not the package: no import cycle
 from .sglang import cut
 
 NAME = "llama.cpp"
@@ -114,18 +114,12 @@ def _command(match, sink, n, line):
 
 def _continued(match, sink, n, line):
     # "    -c 32768 \\" under `llama-server \\`: read only right after such a line.
-    before = sink.printed.get("command_continues")
-    if before is not None and before.value == n - 1:
+    if continues_here(sink, n):
         _flags(sink, line, n, line)
 
 
 def _flags(sink, args: str, n: int, line: str) -> None:
-    words = args.split()
-    # A command typed over several lines ends each but the last in "\": the next line goes on.
-    continues = bool(words) and words[-1] == "\\"
-    if continues:
-        words.pop()
-        sink.show("command_continues", n, n, line, keep="last")
+    words, continues = command_words(sink, args, n, line)
     for i, word in enumerate(words):
         flag, equals, value = word.partition("=")
         target = _FLAGS.get(flag)

@@ -133,3 +133,21 @@ def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
         matches.sort(key=lambda m: abs(m[0].memory_bytes - total_gib * (1 << 30)))
         return matches[0][0].id
     return matches[0][0].id if len(matches) == 1 else None
+
+
+def command_words(sink, args: str, n: int, line: str) -> tuple[list[str], bool]:
+    """A launch command's words, and whether it goes on on the next line: a command typed over
+    several lines ends each but the last in "\\" (`continues_here` then reads the next)."""
+    words = args.split()
+    continues = bool(words) and words[-1] == "\\"
+    if continues:
+        words.pop()
+        sink.show("command_continues", n, n, line, keep="last")
+    return words, continues
+
+
+def continues_here(sink, n: int) -> bool:
+    """Whether line n goes on the command the line before it began."""
+    before = sink.printed.get("command_continues")
+    return before is not None and before.value == n - 1
+

@@ -14,7 +14,7 @@ from fractions import Fraction
 from .. import presets
 from ..engines import releases, sglang as engine
 from ..errors import InputError
-from .rules import Read, Rule, gpu_preset, number  # the pieces, not the package: no import cycle
+from .rules import Read, Rule, command_words, continues_here, gpu_preset, number  # the pieces, not the package: no import cycle
 from .vllm import model_entry
 
 NAME = "sglang"
@@ -136,12 +136,7 @@ def _command(match, sink, n, line):
 
 
 def _flags(sink, args: str, n: int, line: str) -> None:
-    words = args.split()
-    # A command typed over several lines ends each but the last in "\": the next line goes on.
-    continues = bool(words) and words[-1] == "\\"
-    if continues:
-        words.pop()
-        sink.show("command_continues", n, n, line, keep="last")
+    words, continues = command_words(sink, args, n, line)
     for i, word in enumerate(words):
         flag, equals, value = word.partition("=")
         if flag in _SWITCHES:
@@ -158,8 +153,7 @@ def _flags(sink, args: str, n: int, line: str) -> None:
 
 def _continued(match, sink, n, line):
     # "    --tp 4 \\" under `python -m sglang.launch_server \\`: read only right after such a line.
-    before = sink.printed.get("command_continues")
-    if before is not None and before.value == n - 1:
+    if continues_here(sink, n):
         _flags(sink, line, n, line)
 
 
