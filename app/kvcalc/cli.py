@@ -69,15 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_config(path: str) -> dict:
+def _read_bytes(path: str, limit: int, field: str) -> bytes:
+    """Up to limit + 1 bytes of a file, or of standard input for "-": one more says it is too long."""
     try:
         if path == "-":
-            data = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_CONFIG_BYTES + 1)
+            return sys.stdin.buffer.read(limit + 1)
+        with open(path, "rb") as fh:
+            return fh.read(limit + 1)
     except OSError as e:
-        raise InputError("hf-config", f"cannot read {path!r}: {e.strerror}") from None
+        raise InputError(field, f"cannot read {path!r}: {e.strerror}") from None
+
+
+def _read_config(path: str) -> dict:
+    data = _read_bytes(path, MAX_CONFIG_BYTES, "hf-config")
     return parse_config_text(data)
 
 
@@ -87,14 +91,7 @@ def _read_link(value: str) -> str:
     if value != "-" and not value.startswith("@"):
         return value
     limit = link.MAX_FRAGMENT_CHARS + 4096          # the fragment's limit and a URL's other parts
-    try:
-        if value == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(value[1:], "rb") as fh:
-                data = fh.read(limit + 1)
-    except OSError as e:
-        raise InputError("link", f"cannot read {value[1:]!r}: {e.strerror}") from None
+    data = _read_bytes("-" if value == "-" else value[1:], limit, "link")
     if len(data) > limit:
         raise InputError("link", f"is longer than {limit:,} bytes; a share link is at most "
                                  f"{link.MAX_FRAGMENT_CHARS:,} characters after its #")
@@ -106,14 +103,7 @@ def _read_link(value: str) -> str:
 
 def _read_log_text(path: str) -> str:
     limit = MAX_LOG_CHARS
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(limit + 1)
-    except OSError as e:
-        raise InputError("from-log", f"cannot read {path!r}: {e.strerror}") from None
+    data = _read_bytes(path, limit, "from-log")
     if len(data) > limit:
         raise InputError("from-log", f"is longer than {limit >> 20} MiB; give the start-up, its first few thousand "
                                      "lines")

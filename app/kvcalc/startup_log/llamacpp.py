@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..engines import llamacpp as engine, releases
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continues_here, gpu_preset  # the pieces, not the package: no import cycle
+from .rules import Read, Rule, command_words, continuation, gpu_preset  # not the package: no cycle
 from .sglang import cut
 
 NAME = "llama.cpp"
@@ -111,11 +111,6 @@ def _command(match, sink, n, line):
     sink.start("command", n)
     _flags(sink, match["args"], n, line)
 
-
-def _continued(match, sink, n, line):
-    # "    -c 32768 \\" under `llama-server \\`: read only right after such a line.
-    if continues_here(sink, n):
-        _flags(sink, line, n, line)
 
 
 def _flags(sink, args: str, n: int, line: str) -> None:
@@ -438,7 +433,7 @@ RULES = (
          " ("),
     Rule(re.compile(r"(?:^|[\s*/\\$>`])llama-(?:server|cli|run)(?:\.exe)?\*{0,2}(?P<args>\s+(?:-|\\).*)"), _command, True,
          "llama-"),
-    Rule(re.compile(r"^\s*--?[a-z]"), _continued, False, "-"),
+    continuation(_flags),
     # Builds before the llama- prefix (mid-2024): ./server and ./main.
     Rule(re.compile(r"(?:^|[\s$>`])\./(?:server|main)(?P<args>\s+-.*)"), _command, True, "./"),
     # ggml_cuda_init's list (CUDA: compute capability; ROCm: gfx), then the model loader's

@@ -151,3 +151,12 @@ def continues_here(sink, n: int) -> bool:
     before = sink.printed.get("command_continues")
     return before is not None and before.value == n - 1
 
+
+def continuation(flags) -> "Rule":
+    """The rule for a launch command's next line ("    --tp 4 \\"), read by `flags(sink, line,
+    n, line)` only right after a line that went on."""
+    def handle(match, sink, n, line):
+        if continues_here(sink, n):
+            flags(sink, line, n, line)
+    return Rule(re.compile(r"^\s*--?[a-z]"), handle, False, "-")
+

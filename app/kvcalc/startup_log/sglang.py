@@ -14,7 +14,7 @@ from fractions import Fraction
 from .. import presets
 from ..engines import releases, sglang as engine
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continues_here, gpu_preset, number  # the pieces, not the package: no import cycle
+from .rules import Read, Rule, command_words, continuation, gpu_preset, number  # not the package: no cycle
 from .vllm import model_entry
 
 NAME = "sglang"
@@ -151,11 +151,6 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             _setting(sink, _FLAGS[flag], value, n, line)
 
 
-def _continued(match, sink, n, line):
-    # "    --tp 4 \\" under `python -m sglang.launch_server \\`: read only right after such a line.
-    if continues_here(sink, n):
-        _flags(sink, line, n, line)
-
 
 def _version(match, sink, n, line):
     sink.start("version", n)
@@ -286,7 +281,7 @@ def _ranks(match, sink, n, line):
 RULES = (
     Rule(re.compile(r"(?:^|[\s$#>=])(?:python3?\s+-m\s+sglang\.launch_server|(?P<serve>sglang\s+serve))"
                     r"(?P<args>.*)"), _command, True, "sglang"),
-    Rule(re.compile(r"^\s*--[a-z]"), _continued, False, "--"),
+    continuation(_flags),
     Rule(re.compile(r"(?:server_args=)?ServerArgs\((?P<args>.*)"), _server_args, True, "ServerArgs("),
     Rule(re.compile(r"^GPU \d{1,4}(?:,\d{1,4})*: (?P<name>[^:]{2,80})$"), _check_env, False, "GPU "),
     Rule(re.compile(r"\bsglang(?:==|:\s*|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),

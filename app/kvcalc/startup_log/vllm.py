@@ -8,7 +8,7 @@ from fractions import Fraction
 from .. import presets
 from ..engines import releases, vllm as engine
 from ..errors import InputError
-from .rules import Rule, command_words, continues_here, gpu_preset, number
+from .rules import Rule, command_words, continuation, gpu_preset, number
 
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -204,11 +204,6 @@ def _command(match, sink, n, line):
     _flags(sink, match["args"], n, line)
 
 
-def _continued(match, sink, n, line):
-    # "    --tensor-parallel-size 4 \" under `vllm serve MODEL \`: read only right after one.
-    if continues_here(sink, n):
-        _flags(sink, line, n, line)
-
 
 def _flags(sink, args: str, n: int, line: str) -> None:
     words, _ = command_words(sink, args, n, line)
@@ -270,7 +265,7 @@ RULES = (
     Rule(re.compile(r"ValueError: .*(?:KV cache is needed|No available memory for the cache blocks)"), _refusal,
          True, "ValueError"),
     Rule(re.compile(r"(?:^|[\s$#>])vllm serve (?P<args>.*)"), _command, True, "vllm serve"),
-    Rule(re.compile(r"^\s*--?[a-z]"), _continued, False, "-"),
+    continuation(_flags),
 )
 
 # What a full start-up prints, and how the page names it when it is missing.
