@@ -10,13 +10,12 @@ a number a line was built to break (NaN, 1e999) is said, never used.
 """
 
 import re
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 
 from .. import engines
 from ..errors import InputError
 from ..options import OPTIONS
-from .rules import Printed, Read, Rule, Sink, gpu_preset, number  # noqa: F401 - the readers' pieces
+from .rules import Sink
 from . import llamacpp, sglang, vllm  # noqa: E402 - after the pieces they import
 
 MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
@@ -196,6 +195,6 @@ def log_lines(reading: Reading, evaluation) -> list[str]:
     if reading.not_read:
         lines.append("not in the log: " + "; ".join(reading.not_read))
     lines += [f"note: {note}" for note in reading.notes]
-    for label, printed, ours, number in comparison(reading, evaluation):
-        lines.append(f"{label}: the log printed {printed} (line {number:,}); sized here {ours}")
+    for label, printed, ours, line_number in comparison(reading, evaluation):
+        lines.append(f"{label}: the log printed {printed} (line {line_number:,}); sized here {ours}")
     return lines

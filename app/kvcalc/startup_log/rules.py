@@ -160,3 +160,28 @@ def continuation(flags) -> "Rule":
             flags(sink, line, n, line)
     return Rule(re.compile(r"^\s*--?[a-z]"), handle, False, "-")
 
+
+def take_model(sink) -> None:
+    """The model the log's path names ("model_path"), when it is a preset's; else a note."""
+    path = sink.printed.get("model_path")
+    if path is None:
+        return
+    entry = model_entry(path.value)
+    if entry is not None:
+        sink.take("model", entry["id"], path.line_number, path.line,
+                  "" if entry["id"].lower() == path.value.lower() else f"the preset its path {path.value!r} names")
+    else:
+        sink.notes.append(f"model not read: {path.value[:80]!r} is not a preset's Hugging Face id; choose the model "
+                          "or paste its config.json")
+
+
+def model_entry(path: str):
+    """The preset a model path names: its id, or its last two folders (a local copy of the repo)."""
+    cleaned = path.strip().rstrip("/")
+    parts = [p for p in cleaned.split("/") if p]
+    for candidate in (cleaned, "/".join(parts[-2:]), parts[-1] if parts else ""):
+        if candidate:
+            entry = presets.find_model_entry(candidate)
+            if entry is not None:
+                return entry
+    return None

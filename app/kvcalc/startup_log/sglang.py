@@ -14,8 +14,7 @@ from fractions import Fraction
 from .. import presets
 from ..engines import releases, sglang as engine
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continuation, gpu_preset, number  # not the package: no cycle
-from .vllm import model_entry
+from .rules import Read, Rule, command_words, continuation, gpu_preset, number, take_model  # no cycle
 
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
@@ -323,15 +322,7 @@ def complete(sink) -> None:
     --tp-size counts every GPU; with --enable-dp-attention each data-parallel rank's attention
     runs on tp_size / dp_size of them), a hybrid model's two pools, what it cannot say."""
     printed, reads = sink.printed, sink.reads
-    path = printed.get("model_path")
-    if path is not None:
-        entry = model_entry(path.value)
-        if entry is not None:
-            sink.take("model", entry["id"], path.line_number, path.line,
-                      "" if entry["id"].lower() == path.value.lower() else f"the preset its path {path.value!r} names")
-        else:
-            sink.notes.append(f"model not read: {path.value[:80]!r} is not a preset's Hugging Face id; choose the "
-                              "model or paste its config.json")
+    take_model(sink)
     _layout(sink)
     _pools(sink)
     if "mamba_pool_gib" in printed:

@@ -5,10 +5,9 @@ vllm/worker/worker.py and vllm/executor/executor_base.py for V0)."""
 import re
 from fractions import Fraction
 
-from .. import presets
 from ..engines import releases, vllm as engine
 from ..errors import InputError
-from .rules import Rule, command_words, continuation, gpu_preset, number
+from .rules import Rule, command_words, continuation, gpu_preset, number, take_model
 
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -283,15 +282,7 @@ def complete(sink) -> None:
     """What follows from the lines together: the model and GPU presets they name, the GPU count,
     the V0 engine of 0.8-0.10, the default utilization where only the budget was printed."""
     reads = sink.reads
-    path = sink.printed.get("model_path")
-    if path is not None:
-        entry = model_entry(path.value)
-        if entry is not None:
-            sink.take("model", entry["id"], path.line_number, path.line,
-                      "" if entry["id"].lower() == path.value.lower() else f"the preset its path {path.value!r} names")
-        else:
-            sink.notes.append(f"model not read: {path.value!r} is not a preset's Hugging Face id; choose the model "
-                              "or paste its config.json")
+    take_model(sink)
     device = sink.printed.get("device_name")
     if device is not None:
         total = Fraction(reads["gpu-memory-gib"].text) if "gpu-memory-gib" in reads else None
@@ -311,15 +302,3 @@ def complete(sink) -> None:
     anchor = reads.get("tp") or reads.get("engine-version")
     if anchor is not None and "gpus" not in reads:
         sink.take("gpus", str(tp * pp * dp), anchor.line_number, anchor.line, "tp x pp x dp")
-
-
-def model_entry(path: str):
-    """The preset a model path names: its id, or its last two folders (a local copy of the repo)."""
-    cleaned = path.strip().rstrip("/")
-    parts = [p for p in cleaned.split("/") if p]
-    for candidate in (cleaned, "/".join(parts[-2:]), parts[-1] if parts else ""):
-        if candidate:
-            entry = presets.find_model_entry(candidate)
-            if entry is not None:
-                return entry
-    return None
