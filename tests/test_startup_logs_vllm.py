@@ -261,3 +261,19 @@ def test_a_vllm_serve_command_over_several_lines_is_read_whole():
     assert (values["model"], values["tp"], values["context"], values["kv-dtype"]) == ("Qwen/Qwen3-8B", "2", "16384",
                                                                                       "fp8")
     assert "batch" not in values
+
+
+def test_every_vllm_log_fixture_reads():
+    """Each vllm-*.log reads to at least the engine and one figure it measured, but the one paste
+    of two runs (the Qwen3-Coder-480B thread's two commands), which is refused as two start-ups."""
+    names = sorted(p.name for p in LOGS.glob("vllm-*.log"))
+    assert len(names) >= 60
+    for name in names:
+        if name == "vllm-qwen3-coder-480b-fp8-dp8-h20-refusal.log":
+            with pytest.raises(InputError, match="more than one start-up: lines 1 and 5"):
+                read_log(text(name))
+            assert read_log(text(name).split("\n\n#")[0]).values["dp"] == "8"    # its first run alone
+            continue
+        reading = read_log(text(name))
+        assert reading.engine == "vllm", name
+        assert {"kv-memory-gib", "loaded-weights-gib", "context"} & set(reading.values), name
