@@ -277,3 +277,15 @@ def test_every_vllm_log_fixture_reads():
         reading = read_log(text(name))
         assert reading.engine == "vllm", name
         assert {"kv-memory-gib", "loaded-weights-gib", "context"} & set(reading.values), name
+
+
+def test_another_model_after_the_log_is_a_what_if_not_a_refusal():
+    # The log measured Qwen3-30B-A3B; a config.json pasted afterwards is the model on screen, and
+    # the measured deployment keeps the log's model: the weights move by the two models' difference.
+    values = read_log(text("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log")).values
+    config = json.loads((FIXTURES / "hf" / "Qwen__Qwen3-32B.json").read_text(encoding="utf-8"))
+    now = {k: v for k, v in values.items() if k != "model"}
+    e = evaluate({**now, "hf-config": config})
+    assert e.ok, e.errors
+    assert e.result.engine.budget_source == "measured"
+    assert any("the weights per GPU +" in n for n in e.result.engine.notes)

@@ -13,7 +13,7 @@ from .errors import InputError
 from .hfconfig import model_from_config
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .model import Model
-from .options import MANUAL_FIELDS, SHAPE_FIELDS
+from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS
 from .params import count_params
 from .precision import Precision, precision
 from .sizing import Deployment, Workload
@@ -81,6 +81,9 @@ def _measured(values: dict) -> "Measured | None":
     current = {k: v for k, v in values.items()
                if k not in MEASURED_INPUTS and k not in ("measured-with", "kv-memory-gib")}
     logged = dict(values["measured-with"])
+    if any(name in logged for name in MODEL_INPUTS):
+        # The log's model is the measured one, however the model on screen is given now.
+        current = {k: v for k, v in current.items() if k not in MODEL_INPUTS}
     for _ in range(len(logged) + 1):
         try:
             scenario = build_scenario({**current, **logged})
