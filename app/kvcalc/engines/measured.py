@@ -38,7 +38,7 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
                      "so the log's KV memory and overhead are not used.")
         return None
     then = measured.scenario
-    then_result = compute(then.model, then.workload, then.deployment)
+    then_result = compute(then.model, then.workload, then.deployment, searches=False)   # its weights and memory
     then_chunk = then.settings.prefill_chunk or engine.default_chunk(then)
     usable_now, usable_then = _usable(engine, scenario, chunk, result), _usable(engine, then, then_chunk, then_result)
     weights_now, weights_then = result.weights_bytes_per_gpu, then_result.weights_bytes_per_gpu
