@@ -149,6 +149,7 @@ def read_log(text: str, engine: str | None = None) -> Reading:
     """The inputs a whole log implies (the CLI's --from-log); the page feeds it in slices."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("log", "is empty: paste the lines the engine printed when it started")
+    LogReader.check_length(len(text))
     reader = LogReader(engine)
     step = 1 << 20
     for start in range(0, len(text), step):
