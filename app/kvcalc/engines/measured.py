@@ -50,17 +50,17 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
     if not moves and measured.kv_bytes is not None:
         notes.append(f"The KV memory is the log's {_gib(measured.kv_bytes)} GiB: nothing changed here moves it "
                      "(the KV dtype, the context and the requests share the memory the log measured).")
-        return Budget(measured.kv_bytes, measured.activation_bytes, _logged_overhead(measured, usable_then),
-                      "kv-memory-gib")
+        return Budget(measured.kv_bytes, measured.activation_bytes,
+                      _logged_overhead(measured, usable_then, weights_then), "kv-memory-gib")
     if usable_now is None or weights_now is None or weights_then is None or usable_then is None:
         notes.append("The log's KV memory does not hold for these inputs, and without the GPU's memory and the "
                      "weights it cannot be re-estimated: choose the GPU and the model.")
         return Budget(None, act_now, over_now, "none", band_now)
     weights_log = measured.weights_bytes if measured.weights_bytes is not None else weights_then
-    overhead_log = _logged_overhead(measured, usable_then)
+    overhead_log = _logged_overhead(measured, usable_then, weights_then)
     if overhead_log is None:
         if over_then is None:
-            return None
+            return None         # nothing measured to move: the engine's own estimate, as without a log
         overhead_log = over_then
     weights = weights_log + (weights_now - weights_then)
     overhead = max(0, overhead_log + ((over_now or 0) - (over_then or 0)))
@@ -100,11 +100,13 @@ def _overhead(engine, scenario, chunk: int):
     return overhead, activation, band
 
 
-def _logged_overhead(measured, usable_then: int | None) -> int | None:
+def _logged_overhead(measured, usable_then: int | None, weights_then: int | None) -> int | None:
     """What the log implies was subtracted besides the weights: the memory it could use less the
-    weights and the KV memory it printed (the parts it printed, where it printed no total)."""
-    if usable_then is not None and measured.kv_bytes is not None and measured.weights_bytes is not None:
-        return max(0, usable_then - measured.weights_bytes - measured.kv_bytes)
+    weights (the log's, else ours for its deployment) and the KV memory it printed; the parts it
+    printed where it printed no KV memory. None: it measured neither."""
+    weights = measured.weights_bytes if measured.weights_bytes is not None else weights_then
+    if usable_then is not None and measured.kv_bytes is not None and weights is not None:
+        return max(0, usable_then - weights - measured.kv_bytes)
     return measured.parts_bytes
 
 
