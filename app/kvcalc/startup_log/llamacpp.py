@@ -72,6 +72,14 @@ def _draft(sink, n: int) -> bool:
     return draft is not None and n > draft.value
 
 
+def _target_only(handle):
+    """A rule's handler that leaves the draft model's lines unread."""
+    def handled(match, sink, n, line):
+        if not _draft(sink, n):
+            handle(match, sink, n, line)
+    return handled
+
+
 def _draft_model(match, sink, n, line):
     sink.show("draft_from", n, n, line)
     sink.notes.append(f"the lines after line {n:,} are the draft model's ({match[1][:80]!r}): its own context, "
@@ -175,9 +183,8 @@ _METADATA = {"block_count": "layers", "attention.head_count_kv": "kv-heads", "at
              "context_length": "context_train"}
 
 
+@_target_only
 def _metadata(match, sink, n, line):
-    if _draft(sink, n):
-        return
     arch, key = match["arch"], match["key"]
     if match["arch"] == "general":
         if key == "architecture":
@@ -201,9 +208,8 @@ def _metadata(match, sink, n, line):
 
 # --- the context -----------------------------------------------------------------------------------
 
+@_target_only
 def _context_param(match, sink, n, line):
-    if _draft(sink, n):
-        return
     key, value = match["key"], match["value"]
     if cut(sink, n, line, match.end("value"), key):
         return
@@ -227,16 +233,14 @@ def _context_param(match, sink, n, line):
         _figure(sink, key, count, n, line, key)
 
 
+@_target_only
 def _flash_auto(match, sink, n, line):
-    if _draft(sink, n):
-        return
     sink.take("flash-attn", "on" if match[1] == "enabled" else "off", n, line, f"-fa auto, set to {match[1]}")
 
 
+@_target_only
 def _kv_init(match, sink, n, line):
     # "kv_size = 4096, offload = 1, type_k = 'f16', type_v = 'f16', n_layer = 64"
-    if _draft(sink, n):
-        return
     size = _count(sink, "kv_size", match["size"], n)
     if size is not None:
         _figure(sink, "kv_size", size, n, line, "kv_size")
@@ -248,21 +252,19 @@ def _kv_init(match, sink, n, line):
             _figure(sink, "kv_layers", layers, n, line, "n_layer")
 
 
+@_target_only
 def _cache_kind(match, sink, n, line):
     # llama-kv-cache-iswa.cpp names the two caches' cells before their size lines.
-    if _draft(sink, n):
-        return
     sink.show("next_cache", "swa" if match[1] == "SWA" else "full", n, line, keep="last")
     cells = _count(sink, "cells", match[2], n)
     if cells is not None:
         _figure(sink, "swa_cells" if match[1] == "SWA" else "iswa_cells", cells, n, line, f"{match[1]} cells")
 
 
+@_target_only
 def _kv_size(match, sink, n, line):
     """A cache's size line; which cache it is (an iSWA model's full or sliding one) is settled in
     complete() by its cells, so the lines may come in any order."""
-    if _draft(sink, n):
-        return
     kind = sink.printed["next_cache"].value if "next_cache" in sink.printed else "full"
     sink.show("next_cache", "full", n, line, keep="last")
     total = _mib(sink, "KV size", match["total"], n)
@@ -341,9 +343,8 @@ def _caches(sink) -> None:
         _figure(sink, "cache_type_v", v_type, n, line, "V type")
 
 
+@_target_only
 def _kv_buffer(match, sink, n, line):
-    if _draft(sink, n):
-        return
     mib = _mib(sink, "KV buffer", match["mib"], n)
     if mib is None:
         return
@@ -357,9 +358,8 @@ def _kv_buffer(match, sink, n, line):
         _largest(sink, "kv_buffer_mib", mib, n, line)
 
 
+@_target_only
 def _weights_buffer(match, sink, n, line):
-    if _draft(sink, n):
-        return
     mib = _mib(sink, "model buffer", match["mib"], n)
     if mib is None:
         return
@@ -374,9 +374,8 @@ def _weights_buffer(match, sink, n, line):
         sink.show("cpu_model_buffer_mib", mib, n, line)
 
 
+@_target_only
 def _compute_buffer(match, sink, n, line):
-    if _draft(sink, n):
-        return
     mib = _mib(sink, "compute buffer", match["mib"], n)
     if mib is None:
         return
@@ -386,17 +385,15 @@ def _compute_buffer(match, sink, n, line):
         sink.show("host_compute_buffer_mib", mib, n, line)
 
 
+@_target_only
 def _output_buffer(match, sink, n, line):
-    if _draft(sink, n):
-        return
     mib = _mib(sink, "output buffer", match["mib"], n)
     if mib is not None:
         sink.show("output_buffer_mib", mib, n, line)
 
 
+@_target_only
 def _offloaded(match, sink, n, line):
-    if _draft(sink, n):
-        return
     done, of = _count(sink, "offloaded layers", match[1], n, 100_000), _count(sink, "layers", match[2], n, 100_000)
     if done is None or of is None:
         return
@@ -411,16 +408,14 @@ def _model_file(match, sink, n, line):
     sink.show("model_file", match[1], n, line)
 
 
+@_target_only
 def _copies(match, sink, n, line):
-    if _draft(sink, n):
-        return
     sink.show("pipeline_copies", int(match[1]), n, line)
 
 
+@_target_only
 def _layer_line(match, sink, n, line):
     # LLamaSharp and debug builds print one line per layer: the highest index + 1 is the count.
-    if _draft(sink, n):
-        return
     index = int(match[1])
     old = sink.printed.get("highest_layer")
     if old is None or index > old.value:
