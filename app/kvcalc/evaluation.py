@@ -26,16 +26,18 @@ class Evaluation:
         return self.result is not None and not self.errors
 
 
-def evaluate(raw: dict) -> Evaluation:
-    """Parse, build and compute. Never raises InputError: it comes back in `errors`."""
+def evaluate(raw: dict, searches: bool = True) -> Evaluation:
+    """Parse, build and compute. Never raises InputError: it comes back in `errors`.
+    `searches=False` leaves out the longest-context searches (max_context is None), for the
+    planner's probes that ask only whether a deployment fits."""
     values, errors = parse_options(raw)
     if errors:
         return Evaluation(values, tuple(errors))
     try:
         scenario = build_scenario(values)
-        result = compute(scenario.model, scenario.workload, scenario.deployment)
+        result = compute(scenario.model, scenario.workload, scenario.deployment, searches=searches)
         if scenario.settings.engine:
-            result = _with_engine(scenario, result)
+            result = _with_engine(scenario, result, searches)
         result = _with_timing(scenario, result)
         check_figures(result)
     except InputError as e:
@@ -86,9 +88,11 @@ def _figures(result, prefix: str = ""):
             yield prefix + f.name, value
 
 
-def _with_engine(scenario: Scenario, result: Result) -> Result:
+def _with_engine(scenario: Scenario, result: Result, searches: bool = True) -> Result:
     """The result with the engine's figures beside the exact ideal's, its longest context too."""
     out = engines.size(scenario, result)
+    if not searches:
+        return replace(result, engine=out)
     longest, limited_by = engines.longest_context(scenario, out)
     return replace(result, engine=replace(out, max_context=longest, max_context_limited_by=limited_by))
 

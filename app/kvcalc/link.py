@@ -95,6 +95,8 @@ def encode(values: dict, pins=()) -> str:
             text = encode_config(value)
         elif isinstance(value, Fraction):
             text = _decimal(value)
+        elif isinstance(value, tuple):      # a typed list: GPUs, precisions, (GPU, price) pairs
+            text = ",".join(f"{v[0]}:{_decimal(Fraction(v[1]))}" if isinstance(v, tuple) else str(v) for v in value)
         else:
             text = str(value)
         parts.append(f"{option.name}={quote(text, safe='/-_.:')}")

@@ -69,6 +69,64 @@ def _gpu_id(text: str, name: str) -> str:
     return presets.gpu(text, field=name).id
 
 
+def _gpu_ids(text: str, name: str) -> tuple[str, ...]:
+    """GPU presets, comma-separated, each by its id or name; "all" is every preset."""
+    if text.strip().lower() == "all":
+        return tuple(presets.gpus())
+    ids = []
+    for part in text.split(","):
+        if part.strip():
+            gpu_id = presets.gpu(part.strip(), field=name).id
+            if gpu_id not in ids:
+                ids.append(gpu_id)
+    if not ids:
+        raise InputError(name, "expected GPU presets separated by commas, e.g. h100-sxm-80gb,h200-141gb")
+    return tuple(ids)
+
+
+def _precisions(text: str, name: str) -> tuple[str, ...]:
+    names = []
+    for part in text.split(","):
+        if part.strip():
+            dtype = precision(part.strip(), field=name).name
+            if dtype not in names:
+                names.append(dtype)
+    if not names:
+        raise InputError(name, "expected precisions separated by commas, e.g. fp8,bf16")
+    return tuple(names)
+
+
+# A GPU-hour above this is a typo (a node's price, or cents), not a rental: the dearest GPUs
+# rent for tens of dollars an hour.
+MAX_USD_PER_GPU_HOUR = Fraction(1000)
+
+
+def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
+    """GPU=USD per GPU-hour pairs (GPU:USD in a link), comma-separated: what the user pays, for
+    no price is built in."""
+    prices = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        gpu_text, sep, usd = part.replace("=", ":").rpartition(":")
+        if not sep or not gpu_text.strip():
+            raise InputError(name, f"{_clip(part)!r} is not GPU=USD, e.g. h100-sxm-80gb=2.49")
+        gpu_id = presets.gpu(gpu_text.strip(), field=name).id
+        usd = usd.strip().lstrip("$")
+        if not _DECIMAL.fullmatch(usd):
+            raise InputError(name, f"{gpu_id}: {_clip(usd)!r} is not a price in USD per GPU-hour like 2.49")
+        value = Fraction(usd)
+        if not Fraction(1, 100) <= value <= MAX_USD_PER_GPU_HOUR:
+            raise InputError(name, f"{gpu_id}: {_num(value)} USD per GPU-hour is outside 0.01 to "
+                                   f"{_num(MAX_USD_PER_GPU_HOUR)}")
+        if gpu_id in prices:
+            raise InputError(name, f"names {gpu_id} twice")
+        prices[gpu_id] = value
+    if not prices:
+        raise InputError(name, "expected GPU=USD pairs, e.g. h100-sxm-80gb=2.49")
+    return tuple(prices.items())
+
+
 def _unit(text: str, name: str) -> str:
     unit = text.strip().lower()
     if unit not in UNITS:
@@ -158,6 +216,19 @@ OPTIONS = (
            "their KV cache, stay on the CPU (default: all).", 0, 100_000),
     Option("n-cpu-moe", "int", "engine", "llama.cpp: keep the MoE experts of the first N layers on the CPU "
            "(--n-cpu-moe).", 0, 100_000),
+    Option("rate", "decimal", "plan", "Requests arriving per second: the concurrency needed comes from Little's law "
+           "(rate x (time to first token + output tokens x decode step)), a lower bound.", Fraction(1, 1000), 10 ** 6),
+    Option("output-tokens", "int", "plan", "Mean tokens generated per request, with rate (the prompt is "
+           "prompt-tokens, else the context less these).", 1, 1 << 24),
+    Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated (default: every preset).",
+           choice=_gpu_ids),
+    Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs.", 1, 4096, "64"),
+    Option("plan-kv-dtypes", "text", "plan", "KV cache precisions the plan may use, comma-separated (default: "
+           "kv-dtype's).", choice=_precisions),
+    Option("plan-weights-dtypes", "text", "plan", "Weight precisions the plan may use, comma-separated (default: "
+           "weights-dtype's).", choice=_precisions),
+    Option("prices", "text", "plan", "What you pay per GPU-hour in USD, GPU=USD comma-separated (the CLI's "
+           "--price GPU=USD, repeatable); no price is built in.", choice=_prices),
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib",
            choice=_unit),
 )

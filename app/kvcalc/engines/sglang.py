@@ -29,6 +29,8 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
 parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
+# The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
+VENDORS = ("NVIDIA", "AMD")
 KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
 KV_MEMORY_HALF_WIDTH = Fraction(1, 100)   # K and V each printed to 0.01 GiB: their sum to +-0.01
 SEPARATE_V = False

@@ -35,6 +35,8 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.10.2 or v0.19.1", False
 parse_version = releases.pep440
 NAME, TITLE = "vllm", "vLLM"
+# The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
+VENDORS = ("NVIDIA", "AMD")
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
 TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count

@@ -1,0 +1,410 @@
+"""What do I need? The inverse of the single view: for each GPU type, the deployments that serve
+the workload as the chosen engine sizes them, smallest first.
+
+Every row is one evaluation of the inputs with the deployment filled in (evaluation.evaluate, the
+function the single view, the CLI and the link call): the planner chooses the GPU, the count and
+the layout, never a figure. What is searched, and how:
+- GPU counts: 1, 2, 4 and 8 on a node, then whole nodes of 8, up to plan-max-gpus.
+- Layouts at a count, in the order people deploy them: tensor parallel within the node (the
+  widest the model's heads allow) with pipeline stages across the rest; then data-parallel ranks
+  (with the experts placed whole, expert parallel, for a mixture of experts); then narrower tensor
+  parallel with more stages (an MLA latent is copied on every tensor-parallel GPU, so stages can
+  hold more of it). The first that fits is the row.
+- A count is skipped without evaluating when even the exact ideal cannot hold it: GPUs x memory
+  below the weights plus every request's KV cache (engines only add to both).
+- With a request rate, each deployment's concurrency is Little's law on its own time bounds,
+  N = rate x (TTFT + output tokens x decode step at N), iterated from N = 1 (the step grows with N,
+  so the iteration rises to the fixed point, or past what fits).
+Pure: values in, rows out.
+"""
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import engines, presets
+from .errors import InputError
+from .evaluation import Evaluation, evaluate
+from .options import OPTION_BY_NAME, parse_options
+from .parallel import is_moe
+from .scenario import MEASURED_INPUTS, build_scenario
+from .verdict import verdict
+
+NODE_GPUS = 8
+DEFAULT_MAX_GPUS = int(OPTION_BY_NAME["plan-max-gpus"].default)
+# Inputs of one deployment, which the plan chooses or which were measured on one: dropped.
+DEPLOYMENT_INPUTS = ("gpu", "gpus", "tp", "pp", "dp", "ep", "gpu-memory-gib", "kv-memory-gib", "measured-with",
+                     *MEASURED_INPUTS)
+_CHOSEN = ("gpu", "gpus", "tp", "pp", "dp", "ep")        # what every row sets anew
+PLAN_INPUTS = ("rate", "output-tokens", "plan-gpus", "plan-max-gpus", "plan-kv-dtypes", "plan-weights-dtypes",
+               "prices")
+# Little's law iterations: the concurrency rises each step; past this many it is not settling.
+FIXED_POINT_STEPS = 60
+SECONDS_PER_HOUR = 3600
+TOKENS_PER_MILLION = 10 ** 6
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    pp: int = 1
+    dp: int = 1
+    ep: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def words(self) -> str:
+        parts = [f"tp {self.tp}"] + [f"pp {self.pp}"] * (self.pp > 1) + [f"dp {self.dp}"] * (self.dp > 1) + \
+            ["ep"] * self.ep
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One deployment, as the single view sizes it."""
+    gpu: str                                  # preset id
+    gpu_name: str
+    layout: Layout
+    kv_dtype: str
+    weights_dtype: str | None
+    fits: bool | None
+    max_concurrency: int | None               # requests that fit, as the engine sizes them
+    max_context_tokens: int | None            # the longest context for the requests
+    limit: str                                # what limits it: weights, kv, context, layout, rate, unknown
+    why: str                                  # the verdict's sentence, or the refusal
+    batch: int                                # the concurrency the row must hold
+    decode_tokens_per_s: Fraction | None      # an upper bound, all requests together
+    usd_per_hour: Fraction | None
+    values: dict                              # the inputs that give this row in the single view
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus
+
+    @property
+    def usd_per_million_tokens(self) -> Fraction | None:
+        """A lower bound on the cost of output tokens: the hour's price over the decode bound."""
+        if self.usd_per_hour is None or not self.decode_tokens_per_s:
+            return None
+        return self.usd_per_hour * TOKENS_PER_MILLION / (self.decode_tokens_per_s * SECONDS_PER_HOUR)
+
+    def form_values(self) -> dict:
+        """The deployment's inputs as a form holds them (text), to apply the row to the form."""
+        return {"gpu": self.gpu, "gpus": str(self.gpus), "tp": "", "pp": str(self.layout.pp),
+                "dp": str(self.layout.dp), "ep": "on" if self.layout.ep else "off",
+                "kv-dtype": self.kv_dtype, "weights-dtype": self.weights_dtype or ""}
+
+    def words(self) -> str:
+        """"8 x H200 fits 12 requests": a row as the verdict names it."""
+        head = f"{self.gpus} x {self.gpu_name}"
+        if not self.fits:
+            return f"{head} does not fit ({self.limit})"
+        return f"{head} ({self.layout.words()}) fits {self.max_concurrency:,} request" + \
+            ("s" * (self.max_concurrency != 1))
+
+
+@dataclass(frozen=True)
+class Plan:
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...]
+    everything: bool                          # every deployment, not only the smallest per GPU type
+
+    @property
+    def best(self) -> Row | None:
+        return next((row for row in self.rows if row.fits), None)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """The plan's own inputs, typed."""
+    base: dict                                # the inputs less the deployment's
+    gpus: tuple[str, ...]
+    max_gpus: int
+    kv_dtypes: tuple[str | None, ...]         # None: the inputs' own
+    weights_dtypes: tuple[str | None, ...]
+    prices: dict
+    rate: Fraction | None
+    output_tokens: int | None
+    engine: str | None
+    dropped: tuple[str, ...] = ()             # inputs of one deployment the plan leaves out
+    needs: dict = field(default_factory=dict, compare=False)   # _need's, by precision pair
+
+
+def ask_from(values: dict) -> Ask:
+    """The plan's inputs from typed values (options.parse_options), InputError naming the field."""
+    rate, output = values.get("rate"), values.get("output-tokens")
+    if rate is not None and output is None:
+        raise InputError("output-tokens", "a request rate needs the tokens each request generates (output-tokens) "
+                                          "for its decode time")
+    base = {k: v for k, v in values.items() if k not in DEPLOYMENT_INPUTS and k not in PLAN_INPUTS}
+    if output is not None:
+        context = values.get("context", int(OPTION_BY_NAME["context"].default))
+        if "prompt-tokens" not in values:
+            if output >= context:
+                raise InputError("output-tokens", f"{output:,} output tokens leave no prompt in a context of "
+                                                  f"{context:,}; the context holds the prompt and the output")
+            base["prompt-tokens"] = context - output
+        elif values["prompt-tokens"] + output > context:
+            raise InputError("output-tokens", f"a prompt of {values['prompt-tokens']:,} and {output:,} output tokens "
+                                              f"are longer than the context of {context:,}")
+    prices = dict(values.get("prices", ()))
+    engine = values.get("engine")
+    vendors = engines.REGISTRY[engine].VENDORS if engine else None
+    if "plan-gpus" in values:
+        considered = values["plan-gpus"]
+        foreign = [gpu_id for gpu_id in considered if vendors and presets.gpu(gpu_id).vendor not in vendors]
+        if foreign:
+            raise InputError("plan-gpus", f"{engines.title(engine)} does not run on {', '.join(foreign)} "
+                                          f"(it runs on {' and '.join(vendors)} GPUs)")
+    else:
+        considered = tuple(gpu_id for gpu_id, gpu in presets.gpus().items() if gpu.memory_bytes and
+                           gpu.bandwidth_bytes_per_s and (not vendors or gpu.vendor in vendors))
+    return Ask(base=base, gpus=tuple(considered), max_gpus=values.get("plan-max-gpus", DEFAULT_MAX_GPUS),
+               kv_dtypes=values.get("plan-kv-dtypes") or (None,),
+               weights_dtypes=values.get("plan-weights-dtypes") or (None,),
+               prices=prices, rate=rate, output_tokens=output, engine=engine,
+               dropped=tuple(name for name in DEPLOYMENT_INPUTS if name in values and name not in _CHOSEN))
+
+
+def gpu_counts(max_gpus: int) -> list[int]:
+    """1, 2, 4, 8 on a node, then whole nodes of 8."""
+    return [n for n in (1, 2, 4) if n <= max_gpus] + list(range(NODE_GPUS, max_gpus + 1, NODE_GPUS))
+
+
+def layouts(count: int, model, engine: str | None) -> list[Layout]:
+    """The layouts of `count` GPUs the plan tries, in the order it prefers them (module docstring)."""
+    widths = [tp for tp in (8, 4, 2, 1) if tp <= count and count % tp == 0 and _splits(model, tp)]
+    moe = is_moe(model)
+    data_parallel = engine != "llama.cpp"
+    out = []
+    for tp in widths[:1]:
+        out.append(Layout(tp, count // tp))
+        if moe and count == tp and data_parallel:
+            out.append(Layout(tp, ep=True))
+    if data_parallel:
+        for tp in widths:
+            if count > tp:
+                out.append(Layout(tp, dp=count // tp, ep=moe))
+    for tp in widths[1:]:
+        if count // tp <= len(model.layers):
+            out.append(Layout(tp, count // tp))
+    return list(dict.fromkeys(out))
+
+
+def _splits(model, tp: int) -> bool:
+    try:
+        model.check_parallel(tp, 1)
+    except InputError:
+        return False
+    return True
+
+
+def plan(values: dict, everything: bool = False) -> Plan:
+    """For each GPU type considered: the smallest deployment that fits (or, `everything`, every
+    count and layout), sorted by GPU count, then price, then the requests it holds. The page
+    calls the same three steps itself (ask_from, gpu_rows per GPU type, finish), yielding between
+    GPU types so that typing never waits."""
+    ask = ask_from(values)
+    rows = []
+    for gpu_id in ask.gpus:
+        rows.extend(gpu_rows(ask, gpu_id, everything))
+    return finish(ask, rows, everything)
+
+
+def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
+    notes = []
+    if not ask.prices:
+        notes.append("no prices given: add what you pay per GPU-hour (prices, or --price GPU=USD) for $/hour and "
+                     "$/million tokens")
+    if ask.rate is not None:
+        notes.append(f"concurrency from Little's law at {_decimal(ask.rate)} requests/s and {ask.output_tokens:,} output "
+                     "tokens each: a lower bound, from the time bounds (queueing and scheduling only add)")
+    if ask.dropped:
+        notes.append(f"left out, as they belong to one deployment: {', '.join(ask.dropped)}")
+    return Plan(tuple(sorted(rows, key=_order(ask))), tuple(notes), everything)
+
+
+def _order(ask: Ask):
+    rank = {gpu_id: i for i, gpu_id in enumerate(ask.gpus)}
+
+    def key(row: Row):
+        price = row.usd_per_hour
+        return (not row.fits, row.gpus, price is None, price or 0, -(row.max_concurrency or 0), rank[row.gpu],
+                row.layout.pp, -row.layout.tp)
+    return key
+
+
+def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
+    """One GPU type's rows: per precision pair, the smallest deployment that fits (the largest
+    tried when none does), or every deployment."""
+    rows = []
+    gpu = presets.gpu(gpu_id)
+    for weights_dtype in ask.weights_dtypes:
+        for kv_dtype in ask.kv_dtypes:
+            values = dict(ask.base)
+            if weights_dtype:
+                values["weights-dtype"] = weights_dtype
+            if kv_dtype:
+                values["kv-dtype"] = kv_dtype
+            rows.extend(_search(ask, dict(values, gpu=gpu_id), _need(ask, values), everything,
+                                [1] if gpu.unified_memory else None))
+    return rows
+
+
+def _need(ask: Ask, values: dict) -> int | None:
+    """Bytes no deployment can do with less of: the weights and every request's KV cache as the
+    exact ideal sizes them on one GPU (tensor parallel only copies more, engines only add)."""
+    key = tuple(sorted((k, str(v)) for k, v in values.items()))
+    if key not in ask.needs:
+        evaluation = evaluate(dict(values, batch=1) if ask.rate else values, searches=False)
+        result = evaluation.result
+        ask.needs[key] = None if result is None or result.weights_bytes is None else \
+            result.weights_bytes + result.kv_bytes_total
+    return ask.needs[key]
+
+
+def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list | None = None) -> list[Row]:
+    typed, errors = parse_options(values)
+    if errors:
+        raise errors[0]
+    model = build_scenario(typed).model          # the model or workload refused: the single view's refusal
+    memory = presets.gpu(values["gpu"]).memory_bytes
+    # A machine whose memory is shared with its CPU is one device: no tensor parallel across machines.
+    counts = counts or gpu_counts(ask.max_gpus)
+    rows, preferred = [], None
+    for count in counts:
+        if not everything and need is not None and count * memory < need:
+            continue
+        for i, layout in enumerate(layouts(count, model, ask.engine)):
+            probe = _probe(ask, _with_layout(values, layout))
+            if everything:
+                rows.append(_row(ask, probe))
+                continue
+            if i == 0:
+                preferred = probe
+            if _fits(probe):
+                return [_row(ask, probe)]
+    if everything:
+        return rows
+    if preferred is None:       # no count reaches the ideal's need: the largest says how far short
+        preferred = _probe(ask, _with_layout(values, layouts(counts[-1], model, ask.engine)[0]))
+    return [_row(ask, preferred)]
+
+
+def _with_layout(values: dict, layout: Layout) -> dict:
+    out = dict(values, gpus=layout.gpus, tp=layout.tp, pp=layout.pp, dp=layout.dp)
+    if layout.ep:
+        out["ep"] = "on"
+    return out
+
+
+@dataclass(frozen=True)
+class _Probe:
+    values: dict
+    evaluation: Evaluation
+    rate_met: bool = True
+
+
+def _probe(ask: Ask, values: dict) -> _Probe:
+    """The deployment evaluated at the concurrency it must hold (the inputs' requests, or Little's
+    law's), without the longest-context searches."""
+    if ask.rate is None:
+        return _Probe(values, evaluate(values, searches=False))
+    batch = 1
+    for _ in range(FIXED_POINT_STEPS):
+        row_values = dict(values, batch=batch)
+        evaluation = evaluate(row_values, searches=False)
+        if not evaluation.ok:
+            return _Probe(row_values, evaluation)
+        step, ttft = _step_seconds(evaluation), _ttft_seconds(evaluation)
+        if step is None:
+            return _Probe(row_values, evaluation, rate_met=False)
+        needed = _ceil(ask.rate * (ttft + ask.output_tokens * step))
+        if needed <= batch:
+            return _Probe(row_values, evaluation)
+        capacity = evaluation.result.capacity
+        if capacity is not None and needed > capacity:
+            # More requests in flight than fit: the rate is past what it serves.
+            return _Probe(dict(values, batch=needed), evaluate(dict(values, batch=needed), searches=False),
+                          rate_met=False)
+        batch = needed
+    return _Probe(row_values, evaluation, rate_met=False)
+
+
+def _fits(probe: _Probe) -> bool:
+    evaluation = probe.evaluation
+    if not evaluation.ok or not probe.rate_met:
+        return False
+    return bool(verdict(evaluation.scenario, evaluation.result).fits)
+
+
+def _row(ask: Ask, probe: _Probe) -> Row:
+    """The row of a probe: evaluated again whole (the longest context too), as the single view."""
+    values = probe.values
+    gpu = presets.gpu(values["gpu"])
+    layout = Layout(values["tp"], values["pp"], values["dp"], values.get("ep") == "on")
+    price = ask.prices.get(gpu.id)
+    evaluation = evaluate(values) if probe.evaluation.ok else probe.evaluation
+    batch = values.get("batch", 1)
+    if not evaluation.ok:
+        error = evaluation.errors[0]
+        return Row(gpu.id, gpu.name, layout, values.get("kv-dtype", ""), values.get("weights-dtype"), False, None,
+                   None, "layout" if error.field in ("tp", "pp", "dp", "ep", "gpus") else error.field,
+                   f"{error.field}: {error.message}", batch, None, None if price is None else price * layout.gpus,
+                   _shown(values))
+    scenario, result = evaluation.scenario, evaluation.result
+    judged = verdict(scenario, result)
+    fits = judged.fits and probe.rate_met
+    longest, limited_by = result.context_limit
+    if not probe.rate_met and judged.fits:
+        limit, why = "rate", (f"{batch:,} requests in flight at {_decimal(ask.rate)}/s (Little's law) are more than "
+                              f"the {result.capacity:,} that fit")
+    elif judged.fits is False:
+        limit, why = _limit(judged.reasons, result), judged.sentence
+    elif judged.fits is None:
+        limit, why = "unknown", judged.sentence
+    else:
+        limit, why = ("context" if limited_by == "model" else "kv"), judged.sentence
+    timing = result.timing
+    step = timing.decode_step_seconds if timing else result.decode_step_seconds
+    tokens_per_s = Fraction(batch) / step if step and fits else None
+    return Row(gpu.id, gpu.name, layout, scenario.workload.kv_precision.name,
+               scenario.settings.weights_dtype or scenario.model.weights_dtype, fits, result.capacity, longest, limit,
+               why, batch, tokens_per_s, None if price is None else price * layout.gpus, _shown(values))
+
+
+def _limit(reasons: tuple, result) -> str:
+    if "context" in reasons:
+        return "context"
+    if "weights" in reasons:
+        return "weights"
+    budget = result.budget_bytes_per_gpu
+    if "engine" in reasons and budget is not None and budget < 0:
+        return "weights"
+    return "kv"
+
+
+def _shown(values: dict) -> dict:
+    """The row's inputs as the single view takes them (the link, the form): tp follows from the
+    GPUs over pp x dp, and pp 1, dp 1 are the defaults."""
+    return {k: v for k, v in values.items() if k != "tp" and not (k in ("pp", "dp") and v == 1)}
+
+
+def _step_seconds(evaluation: Evaluation) -> Fraction | None:
+    result = evaluation.result
+    timing = result.timing
+    return timing.decode_step_seconds if timing else result.decode_step_seconds
+
+
+def _ttft_seconds(evaluation: Evaluation) -> Fraction:
+    timing = evaluation.result.timing
+    return timing.ttft_seconds if timing else Fraction(0)
+
+
+def _ceil(value: Fraction) -> int:
+    return max(1, -(-value.numerator // value.denominator))
+
+
+def _decimal(value: Fraction) -> str:
+    return f"{float(value):g}"
