@@ -408,3 +408,19 @@ def _ceil(value: Fraction) -> int:
 
 def _decimal(value: Fraction) -> str:
     return f"{float(value):g}"
+
+
+def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
+    """(GPUs, requests that fit) for one GPU type over every count, each in the count's preferred
+    layout (the first of `layouts`): the plan chart's line. 0 where it does not start."""
+    values = dict(ask.base, gpu=gpu_id)
+    typed, errors = parse_options(values)
+    if errors:
+        raise errors[0]
+    model = build_scenario(typed).model
+    counts = [1] if presets.gpu(gpu_id).unified_memory else gpu_counts(ask.max_gpus)
+    points = []
+    for count in counts:
+        evaluation = evaluate(_with_layout(values, layouts(count, model, ask.engine)[0]), searches=False)
+        points.append((count, (evaluation.result.capacity or 0) if evaluation.ok else 0))
+    return points
