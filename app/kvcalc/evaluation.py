@@ -30,15 +30,57 @@ def evaluate(raw: dict, searches: bool = True) -> Evaluation:
     """Parse, build and compute. Never raises InputError: it comes back in `errors`.
     `searches=False` leaves out the longest-context searches (max_context is None), for the
     planner's probes that ask only whether a deployment fits."""
+    return carry_on(begin(raw, searches), searches)
+
+
+def begin(raw: dict, searches: bool = True) -> Evaluation:
+    """evaluate's first half: parsed, built and the exact ideal computed, before the engine's
+    rules and the time bounds (the planner screens a deployment on the ideal's bytes here).
+    carry_on(begin(raw, s), s) is evaluate(raw, s)."""
     values, errors = parse_options(raw)
     if errors:
         return Evaluation(values, tuple(errors))
     try:
         scenario = build_scenario(values)
         result = compute(scenario.model, scenario.workload, scenario.deployment, searches=searches)
+    except InputError as e:
+        return Evaluation(values, (e,))
+    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
+        return Evaluation(values, (unexpected(e, values),))
+    return Evaluation(values, (), scenario, result)
+
+
+def carry_on(begun: Evaluation, searches: bool = True) -> Evaluation:
+    """evaluate's second half on begin's answer: the engine's rules, the time bounds, the check."""
+    if not begun.ok:
+        return begun
+    values, scenario, result = begun.values, begun.scenario, begun.result
+    try:
         if scenario.settings.engine:
             result = _with_engine(scenario, result, searches)
         result = _with_timing(scenario, result)
+        check_figures(result)
+    except InputError as e:
+        return Evaluation(values, (e,))
+    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
+        return Evaluation(values, (unexpected(e, values),))
+    return Evaluation(values, (), scenario, result)
+
+
+def with_searches(evaluation: Evaluation) -> Evaluation:
+    """evaluate(values) from evaluate(values, searches=False): the exact ideal's searches and the
+    engine's longest context added, and nothing sized twice (the engine's answer, its band and
+    the time bounds depend on no search)."""
+    if not evaluation.ok:
+        return evaluation
+    values, scenario, quick = evaluation.values, evaluation.scenario, evaluation.result
+    try:
+        result = compute(scenario.model, scenario.workload, scenario.deployment)
+        out = quick.engine
+        if out is not None:
+            longest, limited_by = engines.longest_context(scenario, out)
+            out = replace(out, max_context=longest, max_context_limited_by=limited_by)
+        result = replace(result, engine=out, timing=quick.timing, timing_missing=quick.timing_missing)
         check_figures(result)
     except InputError as e:
         return Evaluation(values, (e,))
@@ -80,12 +122,28 @@ SIGNED_FIGURES = frozenset({"kv_budget_bytes_per_gpu", "engine.kv_budget_bytes_p
 
 
 def _figures(result, prefix: str = ""):
-    for f in fields(result):
-        value = getattr(result, f.name)
-        if is_dataclass(value) and not isinstance(value, type):
-            yield from _figures(value, f"{prefix}{f.name}.")
+    for name, nested in _field_plan(type(result)):
+        value = getattr(result, name)
+        if nested and is_dataclass(value) and not isinstance(value, type):
+            yield from _figures(value, f"{prefix}{name}.")
         elif isinstance(value, (int, float, Fraction)):
-            yield prefix + f.name, value
+            yield prefix + name, value
+
+
+_FIELD_PLANS: dict = {}
+
+
+def _field_plan(cls) -> tuple:
+    """(field name, may hold a dataclass) per field of a dataclass type, read once: a figure is
+    an int, float or Fraction, so a field typed as one of those is never walked into."""
+    plan = _FIELD_PLANS.get(cls)
+    if plan is None:
+        plan = _FIELD_PLANS[cls] = tuple((f.name, f.type not in _SCALAR_TYPES) for f in fields(cls))
+    return plan
+
+
+_SCALAR_TYPES = frozenset({int, float, bool, str, Fraction, int | None, float | None, bool | None, str | None,
+                           Fraction | None})
 
 
 def _with_engine(scenario: Scenario, result: Result, searches: bool = True) -> Result:

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from . import engines, presets
 from .errors import InputError
-from .evaluation import Evaluation, evaluate
+from .evaluation import Evaluation, begin, carry_on, evaluate, with_searches
 from .options import OPTION_BY_NAME, parse_options
 from .parallel import is_moe
 from .scenario import MEASURED_INPUTS, build_scenario
@@ -173,22 +173,25 @@ def gpu_counts(max_gpus: int) -> list[int]:
 
 
 def layouts(count: int, model, engine: str | None) -> list[Layout]:
-    """The layouts of `count` GPUs the plan tries, in the order it prefers them (module docstring)."""
+    """The layouts of `count` GPUs the plan tries, in the order it prefers them (module docstring),
+    each one the engine and the model allow: tp a width the model's heads divide (no wider than a
+    node), pp no more stages than layers, data-parallel ranks only where the engine has them
+    (llama.cpp has none and no tensor parallelism either: it splits layers over its GPUs; SGLang's
+    ranks are DP attention, which it runs for a mixture of experts)."""
+    layers = len(model.layers)
+    if engine == "llama.cpp":
+        return [Layout(1, count)] if count <= layers else []
     widths = [tp for tp in (8, 4, 2, 1) if tp <= count and count % tp == 0 and _splits(model, tp)]
     moe = is_moe(model)
-    data_parallel = engine != "llama.cpp"
+    data_parallel = engine != "sglang" or moe
     out = []
-    for tp in widths[:1]:
-        out.append(Layout(tp, count // tp))
-        if moe and count == tp and data_parallel:
-            out.append(Layout(tp, ep=True))
+    if widths and count // widths[0] <= layers:
+        out.append(Layout(widths[0], count // widths[0]))
+    if widths and moe and count == widths[0]:
+        out.append(Layout(widths[0], ep=True))
     if data_parallel:
-        for tp in widths:
-            if count > tp:
-                out.append(Layout(tp, dp=count // tp, ep=moe))
-    for tp in widths[1:]:
-        if count // tp <= len(model.layers):
-            out.append(Layout(tp, count // tp))
+        out.extend(Layout(tp, dp=count // tp, ep=moe) for tp in widths if count > tp)
+    out.extend(Layout(tp, count // tp) for tp in widths[1:] if count // tp <= layers)
     return list(dict.fromkeys(out))
 
 
@@ -226,20 +229,29 @@ def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
 
 
 def _order(ask: Ask):
+    """Fitting rows first; then fewer GPUs, then cheaper (priced before unpriced), then more
+    requests held; then the GPU types and precisions in the order asked, fewer stages, wider tp."""
     rank = {gpu_id: i for i, gpu_id in enumerate(ask.gpus)}
 
     def key(row: Row):
         price = row.usd_per_hour
-        return (not row.fits, row.gpus, price is None, price or 0, -(row.max_concurrency or 0), rank[row.gpu],
-                row.layout.pp, -row.layout.tp)
+        return (not row.fits, row.gpus, price is None, price or 0, -(row.max_concurrency or 0), rank.get(row.gpu, 0),
+                _index(ask.weights_dtypes, row.weights_dtype), _index(ask.kv_dtypes, row.kv_dtype),
+                row.layout.pp, -row.layout.tp, row.layout.dp, row.layout.ep)
     return key
 
 
+def _index(names: tuple, name) -> int:
+    return names.index(name) if name in names else 0
+
+
 def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
-    """One GPU type's rows: per precision pair, the smallest deployment that fits (the largest
-    tried when none does), or every deployment."""
+    """One GPU type's rows: the smallest deployment that fits over the precisions allowed (the
+    fewest GPUs; at a tie, the precisions in the order asked), the largest tried when none does;
+    or, `everything`, every count, layout and precision pair."""
     rows = []
     gpu = presets.gpu(gpu_id)
+    best = None
     for weights_dtype in ask.weights_dtypes:
         for kv_dtype in ask.kv_dtypes:
             values = dict(ask.base)
@@ -247,49 +259,91 @@ def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
                 values["weights-dtype"] = weights_dtype
             if kv_dtype:
                 values["kv-dtype"] = kv_dtype
-            rows.extend(_search(ask, dict(values, gpu=gpu_id), _need(ask, values), everything,
-                                [1] if gpu.unified_memory else None))
-    return rows
+            # A machine whose memory is shared with its CPU is one device: no parallelism across machines.
+            counts = [1] if gpu.unified_memory else gpu_counts(ask.max_gpus)
+            if not everything and best is not None and best.fits:
+                counts = [n for n in counts if n < best.gpus]     # an equal count keeps the first pair
+                if not counts:
+                    continue
+            found = _search(ask, dict(values, gpu=gpu_id), _need(ask, values), everything, counts)
+            if everything:
+                rows.extend(found)
+            elif best is None or (found[0].fits and not best.fits):
+                best = found[0]
+            elif found[0].fits and found[0].gpus < best.gpus:
+                best = found[0]
+    return rows if everything else [best] if best is not None else []
 
 
 def _need(ask: Ask, values: dict) -> int | None:
-    """Bytes no deployment can do with less of: the weights and every request's KV cache as the
-    exact ideal sizes them on one GPU (tensor parallel only copies more, engines only add)."""
+    """Bytes all a deployment's GPUs together can do with no less of: the weights and every
+    request's KV cache as the exact ideal sizes them (one logical copy, no overhead). Every
+    layout stores each weight at least once (tensor parallelism splits or copies, data-parallel
+    ranks copy, SGLang's DP attention copies its embedding) and each request's cache at least
+    once, and every engine only adds (blocks, pages, padding, a prefix copied per rank, its
+    overhead), so a count whose GPUs' whole memory is less cannot fit. None where it cannot be
+    said: weights unknown, or llama.cpp keeping layers or experts in CPU memory."""
+    if any(name in values for name in ("n-gpu-layers", "n-cpu-moe")):
+        return None
     key = tuple(sorted((k, str(v)) for k, v in values.items()))
     if key not in ask.needs:
-        evaluation = evaluate(dict(values, batch=1) if ask.rate else values, searches=False)
-        result = evaluation.result
-        ask.needs[key] = None if result is None or result.weights_bytes is None else \
+        begun = begin(dict(values, batch=1) if ask.rate else values, searches=False)
+        result = begun.result
+        ask.needs[key] = None if not begun.ok or result.weights_bytes is None else \
             result.weights_bytes + result.kv_bytes_total
     return ask.needs[key]
 
 
-def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list | None = None) -> list[Row]:
+def _memory(gpu) -> int:
+    """A GPU's memory as the most generous sizing counts it (nvidia-smi's or PyTorch's total)."""
+    return max(gpu.memory_bytes, gpu.torch_memory_bytes or 0)
+
+
+def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list) -> list[Row]:
     typed, errors = parse_options(values)
     if errors:
         raise errors[0]
     model = build_scenario(typed).model          # the model or workload refused: the single view's refusal
-    memory = presets.gpu(values["gpu"]).memory_bytes
-    # A machine whose memory is shared with its CPU is one device: no tensor parallel across machines.
-    counts = counts or gpu_counts(ask.max_gpus)
-    rows, preferred = [], None
+    memory = _memory(presets.gpu(values["gpu"]))
+    screen = need is not None
+    rows, tried = [], []
     for count in counts:
         if not everything and need is not None and count * memory < need:
             continue
-        for i, layout in enumerate(layouts(count, model, ask.engine)):
-            probe = _probe(ask, _with_layout(values, layout))
+        for layout in layouts(count, model, ask.engine):
+            layout_values = _with_layout(values, layout)
             if everything:
-                rows.append(_row(ask, probe))
+                rows.append(_row(ask, _probe(ask, layout_values, memory, False)))
                 continue
-            if i == 0:
-                preferred = probe
-            if _fits(probe):
-                return [_row(ask, probe)]
+            probe = _probe(ask, layout_values, memory, screen)
+            tried.append((count, probe))
+            if probe.fits:
+                row = _row(ask, probe)
+                if row.fits:            # always: the probe is the row's own evaluation, less its searches
+                    return [row]
     if everything:
         return rows
-    if preferred is None:       # no count reaches the ideal's need: the largest says how far short
-        preferred = _probe(ask, _with_layout(values, layouts(counts[-1], model, ask.engine)[0]))
-    return [_row(ask, preferred)]
+    return [_fallback(ask, values, model, counts, memory, tried)]
+
+
+def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: list) -> Row:
+    """Nothing fits: the largest count tried (the largest considered when none was), in the layout
+    that holds the most requests there, to say how far short it is."""
+    largest = max((count for count, _ in tried), default=None)
+    probes = [probe for count, probe in tried if count == largest and probe.evaluation is not None]
+    if not probes:
+        for count in reversed(counts):
+            options = layouts(count, model, ask.engine)
+            if options:
+                probes = [_probe(ask, _with_layout(values, layout), memory, False) for layout in options]
+                break
+        else:
+            return _row(ask, _probe(ask, _with_layout(values, Layout(1, counts[-1])), memory, False))
+    return _row(ask, max(probes, key=lambda p: (p.evaluation.ok, _capacity(p.evaluation))))
+
+
+def _capacity(evaluation: Evaluation) -> int:
+    return (evaluation.result.capacity or 0) if evaluation.ok else -1
 
 
 def _with_layout(values: dict, layout: Layout) -> dict:
@@ -302,76 +356,128 @@ def _with_layout(values: dict, layout: Layout) -> dict:
 @dataclass(frozen=True)
 class _Probe:
     values: dict
-    evaluation: Evaluation
+    evaluation: Evaluation | None             # evaluate(values, searches=False); None: screened out
     rate_met: bool = True
+    fits: bool = False
 
 
-def _probe(ask: Ask, values: dict) -> _Probe:
+def _screened(begun: Evaluation, memory: int, engine: str | None) -> bool:
+    """True when the exact ideal shows the deployment cannot fit: its busiest GPU's weights and KV
+    cache, with no overhead, are more than the GPU's whole memory. Every engine holds at least
+    those bytes there (the same weights per GPU; blocks, pages and pools only add), but SGLang's
+    DP attention places less than the ideal on a GPU, so its ranks are not screened."""
+    if not begun.ok:
+        return False
+    result, dep = begun.result, begun.scenario.deployment
+    if result.weights_bytes_per_gpu is None or (engine == "sglang" and dep.dp > 1):
+        return False
+    return result.weights_bytes_per_gpu + result.kv_bytes_per_gpu > memory
+
+
+def _quick(values: dict, memory: int, engine: str | None, screen: bool) -> Evaluation | None:
+    """evaluate(values, searches=False), or None when screened out before the engine's rules."""
+    begun = begin(values, searches=False)
+    if screen and _screened(begun, memory, engine):
+        return None
+    return carry_on(begun, searches=False)
+
+
+def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
     """The deployment evaluated at the concurrency it must hold (the inputs' requests, or Little's
-    law's), without the longest-context searches."""
+    law's), without the longest-context searches.
+
+    Little's law: N = rate x (TTFT + output tokens x decode step at N), each bound at N requests.
+    The right side grows with N, so iterating from N = 1 rises to its least fixed point (never
+    past it: below a fixed point the next N stays below it); it stops there, or once N is more
+    than the deployment holds (the rate is past what it serves), or after FIXED_POINT_STEPS
+    steps without settling."""
     if ask.rate is None:
-        return _Probe(values, evaluate(values, searches=False))
+        evaluation = _quick(values, memory, ask.engine, screen)
+        return _Probe(values, evaluation, True, evaluation is not None and _fits(evaluation))
     batch = 1
     for _ in range(FIXED_POINT_STEPS):
         row_values = dict(values, batch=batch)
-        evaluation = evaluate(row_values, searches=False)
-        if not evaluation.ok:
-            return _Probe(row_values, evaluation)
+        evaluation = _quick(row_values, memory, ask.engine, screen)
+        if evaluation is None or not evaluation.ok:
+            return _Probe(row_values, evaluation, False)
         step, ttft = _step_seconds(evaluation), _ttft_seconds(evaluation)
         if step is None:
             return _Probe(row_values, evaluation, rate_met=False)
         needed = _ceil(ask.rate * (ttft + ask.output_tokens * step))
         if needed <= batch:
-            return _Probe(row_values, evaluation)
+            return _Probe(row_values, evaluation, True, _fits(evaluation))
         capacity = evaluation.result.capacity
         if capacity is not None and needed > capacity:
             # More requests in flight than fit: the rate is past what it serves.
-            return _Probe(dict(values, batch=needed), evaluate(dict(values, batch=needed), searches=False),
-                          rate_met=False)
+            over = dict(values, batch=needed)
+            return _Probe(over, _quick(over, memory, ask.engine, False), rate_met=False)
         batch = needed
     return _Probe(row_values, evaluation, rate_met=False)
 
 
-def _fits(probe: _Probe) -> bool:
-    evaluation = probe.evaluation
-    if not evaluation.ok or not probe.rate_met:
+def _fits(evaluation: Evaluation) -> bool:
+    if not evaluation.ok:
         return False
     return bool(verdict(evaluation.scenario, evaluation.result).fits)
 
 
 def _row(ask: Ask, probe: _Probe) -> Row:
-    """The row of a probe: evaluated again whole (the longest context too), as the single view."""
+    """The row of a probe: its evaluation completed with the longest-context searches, which is
+    evaluate(values) itself, the single view's."""
     values = probe.values
     gpu = presets.gpu(values["gpu"])
     layout = Layout(values["tp"], values["pp"], values["dp"], values.get("ep") == "on")
     price = ask.prices.get(gpu.id)
-    evaluation = evaluate(values) if probe.evaluation.ok else probe.evaluation
+    hourly = None if price is None else price * layout.gpus
+    evaluation = probe.evaluation
+    evaluation = evaluate(values) if evaluation is None else with_searches(evaluation)
     batch = values.get("batch", 1)
     if not evaluation.ok:
         error = evaluation.errors[0]
         return Row(gpu.id, gpu.name, layout, values.get("kv-dtype", ""), values.get("weights-dtype"), False, None,
-                   None, "layout" if error.field in ("tp", "pp", "dp", "ep", "gpus") else error.field,
-                   f"{error.field}: {error.message}", batch, None, None if price is None else price * layout.gpus,
+                   None, _refusal_limit(error), f"{error.field}: {error.message}", batch, None, hourly,
                    _shown(values))
     scenario, result = evaluation.scenario, evaluation.result
     judged = verdict(scenario, result)
     fits = judged.fits and probe.rate_met
     longest, limited_by = result.context_limit
     if not probe.rate_met and judged.fits:
-        limit, why = "rate", (f"{batch:,} requests in flight at {_decimal(ask.rate)}/s (Little's law) are more than "
-                              f"the {result.capacity:,} that fit")
+        limit, why = "rate", _rate_words(ask, batch, result)
     elif judged.fits is False:
         limit, why = _limit(judged.reasons, result), judged.sentence
     elif judged.fits is None:
         limit, why = "unknown", judged.sentence
     else:
         limit, why = ("context" if limited_by == "model" else "kv"), judged.sentence
-    timing = result.timing
-    step = timing.decode_step_seconds if timing else result.decode_step_seconds
+    step = _step_seconds(evaluation)
     tokens_per_s = Fraction(batch) / step if step and fits else None
     return Row(gpu.id, gpu.name, layout, scenario.workload.kv_precision.name,
                scenario.settings.weights_dtype or scenario.model.weights_dtype, fits, result.capacity, longest, limit,
-               why, batch, tokens_per_s, None if price is None else price * layout.gpus, _shown(values))
+               why, batch, tokens_per_s, hourly, _shown(values))
+
+
+def _rate_words(ask: Ask, batch: int, result) -> str:
+    capacity = result.capacity
+    if capacity is not None and batch > capacity:
+        return (f"{batch:,} requests in flight at {_decimal(ask.rate)}/s (Little's law) are more than the "
+                f"{capacity:,} that fit")
+    return (f"Little's law at {_decimal(ask.rate)}/s does not settle within {FIXED_POINT_STEPS} steps: the rate is at "
+            "the edge of what it serves")
+
+
+# The limits a row names: weights, kv, context (the model's own limit), layout (a refused tp, pp,
+# dp or ep: heads not divisible by tp and the like), hybrid (an engine that refuses the model's
+# hybrid state pages), engine (another refusal of the engine's), rate, unknown, or the field of
+# any other refusal (kv-dtype an engine cannot store, ...).
+LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "gpus")
+
+
+def _refusal_limit(error: InputError) -> str:
+    if error.field in LAYOUT_FIELDS:
+        return "layout"
+    if error.field == "engine":
+        return "hybrid" if "hybrid" in error.message else "engine"
+    return error.field
 
 
 def _limit(reasons: tuple, result) -> str:
@@ -421,6 +527,9 @@ def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
     counts = [1] if presets.gpu(gpu_id).unified_memory else gpu_counts(ask.max_gpus)
     points = []
     for count in counts:
-        evaluation = evaluate(_with_layout(values, layouts(count, model, ask.engine)[0]), searches=False)
+        options = layouts(count, model, ask.engine)
+        if not options:
+            continue
+        evaluation = evaluate(_with_layout(values, options[0]), searches=False)
         points.append((count, (evaluation.result.capacity or 0) if evaluation.ok else 0))
     return points
