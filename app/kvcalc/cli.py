@@ -1,10 +1,11 @@
 """`kvcalc`: the engine on the command line. Bad input exits 2 with one line naming the option."""
 
 import argparse
+import json
 import os
 import sys
 
-from . import architectures, gguf, link, presets
+from . import architectures, gguf, link, plan, presets
 from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
@@ -18,8 +19,9 @@ from .units import GIB
 from .export import FORMATS, export
 from .engines import REGISTRY
 from .launch import launch
-from .report import table
-
+from .plan_report import plan_json, plan_table
+from .report import table, to_json
+from .verdict import verdict
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,8 +31,18 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kvcalc", description="Exact KV-cache and serving-capacity calculator.")
-    for group_name in ("model", "workload", "deployment", "engine", "view"):
+    for group_name in ("model", "workload", "deployment", "engine", "plan", "view"):
         group = parser.add_argument_group(group_name)
+        if group_name == "plan":
+            group.add_argument("--plan", action="store_true",
+                               help="what do I need? For each GPU type the smallest deployment that fits these "
+                                    "inputs (as --engine sizes them), by GPU count then price: a table, or key "
+                                    "plan with --json")
+            group.add_argument("--plan-all", action="store_true",
+                               help="--plan with every GPU count and layout tried, not only the smallest per GPU type")
+            group.add_argument("--price", metavar="GPU=USD", action="append",
+                               help="what you pay per GPU-hour for a GPU preset, e.g. h100-sxm-80gb=2.49; repeat "
+                                    "for each GPU (the link's prices); no price is built in")
         for option in OPTIONS:
             if option.group != group_name:
                 continue
@@ -133,6 +145,7 @@ def _with_layer_weights(raw: dict) -> dict:
 
 
 def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
+    prices = None
     try:
         args = vars(build_parser().parse_args(argv))
         if args.pop("list_models"):
@@ -159,6 +172,15 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if engine is not None and (as_json or fmt != "table"):
             raise InputError("launch", "prints a command, not results: leave out --json and --format")
         fmt = "json" if as_json else fmt
+        everything = args.pop("plan_all")
+        planning = args.pop("plan") or everything
+        prices, prices_option = args.pop("price"), "prices" if args.get("prices") else "price"
+        if planning and engine is not None:
+            raise InputError("plan", "prints the deployments, not a command: leave out --launch")
+        if planning and fmt not in ("table", "json"):
+            raise InputError("plan", f"prints a table or --json, not --format {fmt}")
+        if prices:
+            args["prices"] = ",".join(([args["prices"]] if args.get("prices") else []) + prices)
         raw: dict = {}
         if link_url is not None:
             if link_url == "-" and args.get("hf-config") == "-":
@@ -194,23 +216,10 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw[name] = _read_config(value) if name == "hf-config" and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
-        evaluation = evaluate(raw)
-        if evaluation.errors:
-            raise evaluation.errors[0]
-        if reading is not None:
-            for line in log_lines(reading, evaluation):
-                print(f"# {line}", file=stderr)
-        if fmt == "log" and evaluation.result.engine is None:
-            raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
-        if fmt == "log" and not evaluation.result.engine.log:
-            raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
-                                       "weights, or --kv-memory-gib")
-        if engine is not None:
-            command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
-            if command.command is None:
-                raise InputError("launch", command.notes[0])
-        output = _render(evaluation, fmt, command if engine is not None else None)
+        output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr)
     except InputError as e:
+        if e.field == "prices" and prices:
+            e = InputError(prices_option, e.message)    # --price was typed: name it so
         return _refuse(e, stderr)
     except (BrokenPipeError, KeyboardInterrupt):
         raise
@@ -223,6 +232,74 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
     return 0
 
 
+def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
+    """The single view: one deployment evaluated, rendered."""
+    evaluation = evaluate(raw)
+    if evaluation.errors:
+        raise evaluation.errors[0]
+    if reading is not None:
+        for line in log_lines(reading, evaluation):
+            print(f"# {line}", file=stderr)
+    if fmt == "log" and evaluation.result.engine is None:
+        raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
+    if fmt == "log" and not evaluation.result.engine.log:
+        raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
+                                   "weights, or --kv-memory-gib")
+    command = None
+    if engine is not None:
+        command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
+        if command.command is None:
+            raise InputError("launch", command.notes[0])
+    if any(name in evaluation.values for name in plan.PLAN_INPUTS):
+        plan.ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
+    return _render(evaluation, fmt, command)
+
+
+def _plan(raw: dict, everything: bool, fmt: str) -> tuple[str, list[str]]:
+    """`--plan`: the planner over the inputs (plan.plan), as a table or JSON."""
+    values, errors = parse_options(raw)
+    if errors:
+        raise errors[0]
+    chosen = [name for name in ("gpu", "gpus", "tp", "pp", "dp", "ep") if name in values]
+    found = plan.plan(values, everything=everything)
+    notes = []
+    if chosen:
+        notes.append(f"the plan chooses the GPU and the layout, so the inputs' {', '.join(chosen)} "
+                     f"{'is' if len(chosen) == 1 else 'are'} left out; --plan-gpus limits the GPUs it considers")
+    if fmt == "json":
+        return json.dumps(plan_json(found), indent=2) + "\n", notes
+    return plan_table(found) + "\n", notes
+
+
+def _plan_best(evaluation) -> str | None:
+    """When the single view does not fit on a GPU preset, the plan's best row in words: "8 x
+    NVIDIA H200 SXM 141GB (tp 8) fits 12 requests". The view's own GPU first (or the plan-gpus
+    given), then every GPU when none of those fits. Computed only then (a plan costs a tenth of a
+    second or more); None otherwise."""
+    values = evaluation.values
+    judged = verdict(evaluation.scenario, evaluation.result)
+    if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
+        return None             # a context past the model's limit: no deployment helps, the verdict says so
+    limit = values.get("plan-max-gpus", plan.DEFAULT_MAX_GPUS)
+    found, short = None, ""
+    try:
+        if "plan-gpus" not in values:
+            gpu = presets.gpu(values["gpu"])
+            try:
+                found = plan.plan(dict(values, **{"plan-gpus": (gpu.id,)}))
+            except InputError:
+                found = None        # the engine does not run on it: every GPU it runs on
+            if found is None or found.best is None:
+                short = f"no deployment of {'one' if gpu.unified_memory else f'up to {limit:,} x'} {gpu.name} fits; "
+                found = None
+        found = found or plan.plan(values)
+    except InputError:
+        return None             # the single view stands; the line is only a pointer
+    if found.best is not None:
+        return short + found.best.words()
+    return f"no deployment of up to {limit:,} GPUs fits on any GPU considered"
+
+
 def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
     """(what goes to standard output, notes for standard error), built in full before anything
     is written, so a refusal never follows half an answer."""
@@ -230,7 +307,19 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
     if command is not None:
         return command.command + "\n", list(command.notes)
     if fmt == "table":
-        return table(evaluation, unit) + "\n", []
+        text = table(evaluation, unit)
+        best = _plan_best(evaluation)
+        if best is not None:
+            first, _, rest = text.partition("\n")
+            indent = len(first) - len(first[len("Verdict"):].lstrip())
+            text = f"{first}\n{' ' * indent}What you need: {best}; kvcalc --plan for every GPU\n{rest}"
+        return text + "\n", []
+    if fmt == "json":
+        data = to_json(evaluation.scenario, evaluation.result, unit)
+        best = _plan_best(evaluation)
+        if best is not None:
+            data["plan_best"] = best
+        return json.dumps(data, indent=2) + "\n", []
     if fmt == "log":
         return "".join(line + "\n" for line in evaluation.result.engine.log), []
     return export(evaluation.scenario, evaluation.result, fmt, unit), []

@@ -23,3 +23,82 @@ def plan_json(plan: Plan) -> dict:
     return {"plan": [row_json(row) for row in plan.rows], "plan_notes": list(plan.notes),
             "plan_everything": plan.everything,
             "plan_best": None if plan.best is None else plan.best.words()}
+
+
+def row_flags(row: Row) -> list[str]:
+    """The row's deployment as the CLI's options: with the plan's other inputs, `kvcalc` gives
+    this row in the single view."""
+    flags = ["--gpu", row.gpu, "--gpus", str(row.gpus)]
+    flags += ["--pp", str(row.layout.pp)] * (row.layout.pp > 1) + ["--dp", str(row.layout.dp)] * (row.layout.dp > 1)
+    flags += ["--ep", "on"] * row.layout.ep
+    for name in ("kv-dtype", "weights-dtype"):
+        if row.values.get(name):
+            flags += [f"--{name}", str(row.values[name])]
+    return flags
+
+
+def _count(value) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _usd(value) -> str:
+    if value is None:
+        return "-"
+    return f"{float(value):,.2f}" if value >= 1 else f"{float(value):.3g}"
+
+
+_FITS = {True: "yes", False: "no", None: "?"}
+
+
+def plan_table(plan: Plan) -> str:
+    """The plan as the CLI prints it: one line a row, then the notes. The $ columns only when
+    some row has a price; decode tok/s is an upper bound and $/Mtok a lower one."""
+    priced = any(row.usd_per_hour is not None for row in plan.rows)
+    head = ["GPU", "GPUs", "layout", "KV/weights", "fits", "needs", "holds", "context", "limit",
+            "tok/s ≤"]
+    head += ["$/hour", "$/Mtok ≥"] * priced
+    lines = []
+    for row in plan.rows:
+        cells = [row.gpu, str(row.gpus), row.layout.words(), f"{row.kv_dtype}/{row.weights_dtype or '-'}",
+                 _FITS[row.fits], _count(row.batch), _count(row.max_concurrency), _count(row.max_context_tokens), row.limit,
+                 "-" if row.decode_tokens_per_s is None else f"{float(row.decode_tokens_per_s):,.0f}"]
+        if priced:
+            cells += [_usd(row.usd_per_hour), _usd(row.usd_per_million_tokens)]
+        lines.append(cells)
+    widths = [max(len(cells[i]) for cells in [head] + lines) for i in range(len(head))]
+    left = {0, 2, 3, 4, 8}          # words to the left, numbers to the right
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))\
+            .rstrip()
+    if plan.everything:
+        title = "What do I need? Every GPU count and layout tried, those that fit first, by GPUs then $/hour:"
+    else:
+        title = "What do I need? The smallest deployment that fits, per GPU type, by GPUs then $/hour:"
+    out = [title, "", line(head)] + [line(cells) for cells in lines]
+    if not plan.rows:
+        out.append("(no GPU considered)")
+    out.append("")
+    best = plan.best
+    if best is not None:
+        out.append(f"best: {best.words()}: {' '.join(row_flags(best))}")
+    else:
+        out.append("best: none of these fits")
+    out.append("needs: the requests in flight it must hold; holds: how many fit; context: the longest for those")
+    out.append("limit: what stops more; tok/s: decode, all requests together; ≤ an upper bound, ≥ a lower bound")
+    notes = list(plan.notes) + ["--plan-all for every GPU count and layout tried"] * (not plan.everything)
+    for note in notes:
+        out.extend(_wrap(f"note: {note}"))
+    return "\n".join(out)
+
+
+def _wrap(text: str, width: int = 110) -> list[str]:
+    """A note in lines of at most `width` (textwrap's job, kept out of the page's imports)."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
