@@ -77,3 +77,13 @@ def test_the_installed_cli_lists_models_reads_gguf_and_refuses(installed, tmp_pa
     refused = run(kvcalc, "--model", "meta-llama/Llama-3.1-8B", "--context", "0", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.startswith("kvcalc: error: --context:"), refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_the_installed_cli_plans(installed, tmp_path):
+    _, kvcalc, _ = installed
+    done = run(kvcalc, "--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--plan", "--plan-gpus",
+               "h100-sxm-80gb", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["plan"]
+    # Llama 3.1 8B in bf16 is 16 GB of weights: one H100 80GB holds it and a request of 8,192 tokens.
+    assert (row["gpu"], row["gpus"], row["fits"]) == ("h100-sxm-80gb", 1, True)
