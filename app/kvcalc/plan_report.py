@@ -85,7 +85,8 @@ def plan_table(plan: Plan) -> str:
     else:
         out.append("best: none of these fits")
     out.append("needs: the requests in flight it must hold; holds: how many fit; context: the longest for those")
-    out.append("limit: what stops more; tok/s: decode, all requests together; ≤ an upper bound, ≥ a lower bound")
+    out.append("limit: what stops more (kv: memory for the cache; context: the model's own limit)")
+    out.append("tok/s: decode, all requests together; ≤ an upper bound, ≥ a lower bound")
     notes = list(plan.notes) + ["--plan-all for every GPU count and layout tried"] * (not plan.everything)
     for note in notes:
         out.extend(_wrap(f"note: {note}"))
