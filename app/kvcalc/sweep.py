@@ -48,6 +48,13 @@ SERIES_STYLES = {
     # marks: the chosen context or batch, the model's limit
     "mark": ("#57606a", "#9da7b3", (3, 3)),
     "other": ("#57606a", "#9da7b3", (1, 2)),
+    # the plan chart's GPU types, in the plan's order: "gpu 1" is the best row's type
+    "gpu 1": ("#0969da", "#58a6ff", None),
+    "gpu 2": ("#bc4c00", "#f0883e", (10, 4)),
+    "gpu 3": ("#1a7f37", "#3fb950", (2, 3)),
+    "gpu 4": ("#8250df", "#bc8cff", (10, 3, 2, 3)),
+    "gpu 5": ("#cf222e", "#ff7b72", (6, 2, 2, 2, 2, 2)),
+    "gpu 6": ("#1b7c83", "#39c5cf", (6, 6)),
 }
 # The series each chart draws together (the tests check they read apart).
 CHART_KEYS = {
@@ -55,6 +62,7 @@ CHART_KEYS = {
     "chart-concurrency": (*CHART_PRECISIONS, "other precision", "mark"),
     "chart-batch": ("total", "per request", "ceiling", "mark"),
     "chart-roofline": ("roof", "decode", "prefill"),
+    "chart-plan": ("gpu 1", "gpu 2", "gpu 3", "gpu 4", "gpu 5", "gpu 6"),
 }
 
 
