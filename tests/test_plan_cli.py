@@ -284,3 +284,19 @@ def test_from_log_plans_from_its_inputs(tmp_path):
     assert any(note.startswith("left out, as they belong to one deployment: kv-memory-gib")
                for note in data["plan_notes"])
     assert "# the plan chooses the GPU and the layout, so the inputs' gpus" in err
+
+
+def test_expert_parallel_rows_agree_for_a_mixture_of_experts():
+    # Qwen3-30B-A3B (128 experts, 8 a token): expert parallel and data-parallel ranks are layouts
+    # the plan tries; each such row is again the single view of its --dp and --ep.
+    base = ["--model", "Qwen/Qwen3-30B-A3B", "--context", "32768", "--batch", "64", "--engine", "vllm"]
+    code, out, err = cli(*base, "--plan-all", "--plan-gpus", "h100-sxm-80gb", "--plan-max-gpus", "8", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["plan"]
+    expert = [row for row in rows if row["ep"]]
+    assert any(row["dp"] > 1 for row in expert) and any(row["dp"] == 1 for row in expert)
+    for row in [r for r in expert if r["dp"] > 1][:2] + [r for r in expert if r["dp"] == 1][:1]:
+        single = cli_json(*base, *deployment(row))
+        assert (single["max_concurrency"], single["max_context"], single["fits"]) == \
+            (row["max_concurrency"], row["max_context_tokens"], row["fits"])
+        assert single["decode_tokens_per_s_total"] == row["decode_tokens_per_s"]
