@@ -67,28 +67,6 @@ def carry_on(begun: Evaluation, searches: bool = True) -> Evaluation:
     return Evaluation(values, (), scenario, result)
 
 
-def with_searches(evaluation: Evaluation) -> Evaluation:
-    """evaluate(values) from evaluate(values, searches=False): the exact ideal's searches and the
-    engine's longest context added, and nothing sized twice (the engine's answer, its band and
-    the time bounds depend on no search)."""
-    if not evaluation.ok:
-        return evaluation
-    values, scenario, quick = evaluation.values, evaluation.scenario, evaluation.result
-    try:
-        result = compute(scenario.model, scenario.workload, scenario.deployment)
-        out = quick.engine
-        if out is not None:
-            longest, limited_by = engines.longest_context(scenario, out)
-            out = replace(out, max_context=longest, max_context_limited_by=limited_by)
-        result = replace(result, engine=out, timing=quick.timing, timing_missing=quick.timing_missing)
-        check_figures(result)
-    except InputError as e:
-        return Evaluation(values, (e,))
-    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
-        return Evaluation(values, (unexpected(e, values),))
-    return Evaluation(values, (), scenario, result)
-
-
 class Unexpected(InputError):
     """A refusal the engine did not foresee: shown like any other, and told apart by the tests,
     for which every one is a bug (an input that validation let through)."""

@@ -18,12 +18,12 @@ the layout, never a figure. What is searched, and how:
 Pure: values in, rows out.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from . import engines, presets
 from .errors import InputError
-from .evaluation import Evaluation, begin, carry_on, evaluate, with_searches
+from .evaluation import Evaluation, begin, carry_on, evaluate, unexpected
 from .options import OPTION_BY_NAME, parse_options
 from .parallel import is_moe
 from .scenario import MEASURED_INPUTS, build_scenario
@@ -129,6 +129,9 @@ class Ask:
     engine: str | None
     dropped: tuple[str, ...] = ()             # inputs of one deployment the plan leaves out
     needs: dict = field(default_factory=dict, compare=False)   # _need's, by precision pair
+    # What depends on no GPU, worked out once for every GPU type: the model and its layouts per
+    # precision pair, and each layout's exact-ideal bytes on its busiest GPU (the screen).
+    memo: dict = field(default_factory=dict, compare=False)
 
 
 def ask_from(values: dict) -> Ask:
@@ -300,17 +303,14 @@ def _memory(gpu) -> int:
 
 
 def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list) -> list[Row]:
-    typed, errors = parse_options(values)
-    if errors:
-        raise errors[0]
-    model = build_scenario(typed).model          # the model or workload refused: the single view's refusal
+    model = _model(ask, values)
     memory = _memory(presets.gpu(values["gpu"]))
     screen = need is not None
     rows, tried = [], []
     for count in counts:
         if not everything and need is not None and count * memory < need:
             continue
-        for layout in layouts(count, model, ask.engine):
+        for layout in _layouts(ask, values, model, count):
             layout_values = _with_layout(values, layout)
             if everything:
                 rows.append(_row(ask, _probe(ask, layout_values, memory, False)))
@@ -326,6 +326,30 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
     return [_fallback(ask, values, model, counts, memory, tried)]
 
 
+def _key(values: dict) -> tuple:
+    """The inputs but the GPU, as a key: what the model, its layouts and the screen depend on."""
+    return tuple(sorted((k, str(v)) for k, v in values.items() if k != "gpu"))
+
+
+def _model(ask: Ask, values: dict):
+    """The model of these inputs, built once per precision pair (the model or workload refused
+    raises the single view's refusal)."""
+    key = ("model", _key(values))
+    if key not in ask.memo:
+        typed, errors = parse_options(values)
+        if errors:
+            raise errors[0]
+        ask.memo[key] = build_scenario(typed).model
+    return ask.memo[key]
+
+
+def _layouts(ask: Ask, values: dict, model, count: int) -> list:
+    key = ("layouts", _key(values), count)
+    if key not in ask.memo:
+        ask.memo[key] = layouts(count, model, ask.engine)
+    return ask.memo[key]
+
+
 def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: list) -> Row:
     """Nothing fits: the largest count tried (the largest considered when none was), in the layout
     that holds the most requests there, to say how far short it is."""
@@ -333,7 +357,7 @@ def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: l
     probes = [probe for count, probe in tried if count == largest and probe.evaluation is not None]
     if not probes:
         for count in reversed(counts):
-            options = layouts(count, model, ask.engine)
+            options = _layouts(ask, values, model, count)
             if options:
                 probes = [_probe(ask, _with_layout(values, layout), memory, False) for layout in options]
                 break
@@ -355,49 +379,74 @@ def _with_layout(values: dict, layout: Layout) -> dict:
 
 @dataclass(frozen=True)
 class _Probe:
-    values: dict
-    evaluation: Evaluation | None             # evaluate(values, searches=False); None: screened out
+    values: dict                              # the deployment's inputs, at the concurrency it must hold
+    evaluation: Evaluation | None             # how it was judged (see _quick); None: screened out
     rate_met: bool = True
     fits: bool = False
 
 
-def _screened(begun: Evaluation, memory: int, engine: str | None) -> bool:
-    """True when the exact ideal shows the deployment cannot fit: its busiest GPU's weights and KV
-    cache, with no overhead, are more than the GPU's whole memory. Every engine holds at least
-    those bytes there (the same weights per GPU; blocks, pages and pools only add), but SGLang's
-    DP attention places less than the ideal on a GPU, so its ranks are not screened."""
+def _screen_bytes(begun: Evaluation, engine: str | None) -> int | None:
+    """The exact ideal's weights and KV cache on the deployment's busiest GPU, no overhead: every
+    engine holds at least those bytes there (the same weights per GPU; blocks, pages and pools
+    only add), so a GPU with less memory cannot fit it. None where that does not hold or is not
+    known: SGLang's DP attention places less than the ideal on a GPU, and unknown weights. The
+    figure depends on the layout and the workload, not on the GPU."""
     if not begun.ok:
-        return False
+        return None
     result, dep = begun.result, begun.scenario.deployment
     if result.weights_bytes_per_gpu is None or (engine == "sglang" and dep.dp > 1):
-        return False
-    return result.weights_bytes_per_gpu + result.kv_bytes_per_gpu > memory
-
-
-def _quick(values: dict, memory: int, engine: str | None, screen: bool) -> Evaluation | None:
-    """evaluate(values, searches=False), or None when screened out before the engine's rules."""
-    begun = begin(values, searches=False)
-    if screen and _screened(begun, memory, engine):
         return None
-    return carry_on(begun, searches=False)
+    return result.weights_bytes_per_gpu + result.kv_bytes_per_gpu
+
+
+_UNKNOWN = object()
+
+
+def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = False) -> Evaluation | None:
+    """Enough of evaluate(values, searches=False) to say whether the deployment fits: the exact
+    ideal and the engine's answer (engines.answer: its sizing without the ends of its overhead
+    band, which change the verdict's words, never whether it fits); with `timed`, all of it, the
+    time bounds too. None when screened out before the engine's rules (the screen's bytes for a
+    layout are worked out on the first GPU type and kept for the others)."""
+    key = ("screen", _key(values))
+    known = ask.memo.get(key, _UNKNOWN) if screen else None
+    if known is not _UNKNOWN and known is not None and known > memory:
+        return None
+    begun = begin(values, searches=False)
+    if known is _UNKNOWN:
+        known = _screen_bytes(begun, ask.engine)
+        if begun.ok:
+            ask.memo[key] = known
+        if known is not None and known > memory:
+            return None
+    if timed or not begun.ok or not begun.scenario.settings.engine:
+        return carry_on(begun, searches=False) if timed else begun
+    try:
+        engine = engines.answer(begun.scenario, begun.result)
+    except InputError as e:
+        return Evaluation(begun.values, (e,))
+    except Exception as e:      # noqa: BLE001 - as evaluate: a fault is a refusal, the row says which
+        return Evaluation(begun.values, (unexpected(e, begun.values),))
+    return Evaluation(begun.values, (), begun.scenario, replace(begun.result, engine=engine))
 
 
 def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
-    """The deployment evaluated at the concurrency it must hold (the inputs' requests, or Little's
-    law's), without the longest-context searches.
+    """Whether the deployment fits at the concurrency it must hold (the inputs' requests, or
+    Little's law's), without the longest-context searches.
 
     Little's law: N = rate x (TTFT + output tokens x decode step at N), each bound at N requests.
     The right side grows with N, so iterating from N = 1 rises to its least fixed point (never
     past it: below a fixed point the next N stays below it); it stops there, or once N is more
-    than the deployment holds (the rate is past what it serves), or after FIXED_POINT_STEPS
-    steps without settling."""
+    than the deployment holds (the rate is past what it serves: the decode step grows with N, so
+    a rate above what the largest batch decodes has no fixed point within it), or after
+    FIXED_POINT_STEPS steps without settling."""
     if ask.rate is None:
-        evaluation = _quick(values, memory, ask.engine, screen)
+        evaluation = _quick(ask, values, memory, screen)
         return _Probe(values, evaluation, True, evaluation is not None and _fits(evaluation))
     batch = 1
     for _ in range(FIXED_POINT_STEPS):
         row_values = dict(values, batch=batch)
-        evaluation = _quick(row_values, memory, ask.engine, screen)
+        evaluation = _quick(ask, row_values, memory, screen, timed=True)
         if evaluation is None or not evaluation.ok:
             return _Probe(row_values, evaluation, False)
         step, ttft = _step_seconds(evaluation), _ttft_seconds(evaluation)
@@ -409,8 +458,7 @@ def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
         capacity = evaluation.result.capacity
         if capacity is not None and needed > capacity:
             # More requests in flight than fit: the rate is past what it serves.
-            over = dict(values, batch=needed)
-            return _Probe(over, _quick(over, memory, ask.engine, False), rate_met=False)
+            return _Probe(dict(values, batch=needed), evaluation, rate_met=False)
         batch = needed
     return _Probe(row_values, evaluation, rate_met=False)
 
@@ -422,15 +470,13 @@ def _fits(evaluation: Evaluation) -> bool:
 
 
 def _row(ask: Ask, probe: _Probe) -> Row:
-    """The row of a probe: its evaluation completed with the longest-context searches, which is
-    evaluate(values) itself, the single view's."""
+    """The row of a probe: evaluate(values), the single view's own evaluation of its inputs."""
     values = probe.values
     gpu = presets.gpu(values["gpu"])
     layout = Layout(values["tp"], values["pp"], values["dp"], values.get("ep") == "on")
     price = ask.prices.get(gpu.id)
     hourly = None if price is None else price * layout.gpus
-    evaluation = probe.evaluation
-    evaluation = evaluate(values) if evaluation is None else with_searches(evaluation)
+    evaluation = evaluate(values)
     batch = values.get("batch", 1)
     if not evaluation.ok:
         error = evaluation.errors[0]
@@ -520,16 +566,14 @@ def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
     """(GPUs, requests that fit) for one GPU type over every count, each in the count's preferred
     layout (the first of `layouts`): the plan chart's line. 0 where it does not start."""
     values = dict(ask.base, gpu=gpu_id)
-    typed, errors = parse_options(values)
-    if errors:
-        raise errors[0]
-    model = build_scenario(typed).model
-    counts = [1] if presets.gpu(gpu_id).unified_memory else gpu_counts(ask.max_gpus)
+    model = _model(ask, values)
+    gpu = presets.gpu(gpu_id)
+    counts = [1] if gpu.unified_memory else gpu_counts(ask.max_gpus)
     points = []
     for count in counts:
-        options = layouts(count, model, ask.engine)
+        options = _layouts(ask, values, model, count)
         if not options:
             continue
-        evaluation = evaluate(_with_layout(values, options[0]), searches=False)
+        evaluation = _quick(ask, _with_layout(values, options[0]), _memory(gpu), False)
         points.append((count, (evaluation.result.capacity or 0) if evaluation.ok else 0))
     return points
