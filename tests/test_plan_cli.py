@@ -209,26 +209,27 @@ def test_bad_plan_input_as_a_user_runs_it():
 
 
 def test_the_verdict_that_does_not_fit_names_the_best_row():
-    # Two H100s hold 4 of the 64 requests; the plan on the same GPU is the 8 x H100 row above.
+    # Two H100s hold 4 of the 64 requests. The plan's best row over every GPU is the fewest GPUs:
+    # two MI355X (288 GB each); over the H100 alone (--plan-gpus), the 8 x H100 row above.
     code, out, err = cli(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2")
     assert code == 0, err
     first, second = out.splitlines()[:2]
     assert first.startswith("Verdict") and "Does not fit" in first
-    assert second.strip() == "What you need: 8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests; kvcalc --plan " \
-                             "for every GPU"
+    assert second.strip() == "What you need: 2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests; kvcalc " \
+                             "--plan for every GPU"
     assert second.index("What") == first.index("Does")
     data = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2")
-    assert data["fits"] is False and data["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests"
+    assert data["fits"] is False and data["plan_best"] == "2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests"
+    own = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2", "--plan-gpus", "h100-sxm-80gb")
+    assert own["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests"
 
 
-def test_a_gpu_no_count_of_which_fits_points_at_another():
-    data = cli_json("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx-4090-24gb", "--engine", "vllm",
-                    "--plan-max-gpus", "2")
-    # 70B in bf16 is 141 GB: not on two 24 GB cards; one 288 GB MI355X holds it (a request at a time
-    # is the default batch).
+def test_a_verdict_nothing_fixes_up_to_the_largest_count_says_so():
+    # Llama 3.1 405B at 131,072 tokens x 64: 4.3 TB of KV cache, past 8 of any GPU.
+    data = cli_json("--model", "meta-llama/Llama-3.1-405B", "--context", "131072", "--batch", "64", "--engine",
+                    "vllm", "--gpu", "h100-sxm-80gb", "--plan-max-gpus", "8")
     assert data["fits"] is False
-    assert data["plan_best"] == "no deployment of up to 2 x NVIDIA GeForce RTX 4090 24GB fits; 1 x AMD Instinct " \
-                                "MI355X 288GB (tp 1) fits 51 requests"
+    assert data["plan_best"] == "no deployment of up to 8 GPUs fits on any GPU considered"
 
 
 def test_a_fitting_verdict_plans_nothing(monkeypatch):

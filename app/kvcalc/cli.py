@@ -272,32 +272,20 @@ def _plan(raw: dict, everything: bool, fmt: str) -> tuple[str, list[str]]:
 
 
 def _plan_best(evaluation) -> str | None:
-    """When the single view does not fit on a GPU preset, the plan's best row in words: "8 x
-    NVIDIA H200 SXM 141GB (tp 8) fits 12 requests". The view's own GPU first (or the plan-gpus
-    given), then every GPU when none of those fits. Computed only then (a plan costs a tenth of a
-    second or more); None otherwise."""
+    """When the single view does not fit on a GPU preset, the plan's best row in words, as the
+    page's verdict names it: "8 x NVIDIA H200 SXM 141GB (tp 8) fits 12 requests". Computed only
+    then (a plan costs a tenth of a second or more); None otherwise."""
     values = evaluation.values
     judged = verdict(evaluation.scenario, evaluation.result)
     if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
         return None             # a context past the model's limit: no deployment helps, the verdict says so
-    limit = values.get("plan-max-gpus", plan.DEFAULT_MAX_GPUS)
-    found, short = None, ""
     try:
-        if "plan-gpus" not in values:
-            gpu = presets.gpu(values["gpu"])
-            try:
-                found = plan.plan(dict(values, **{"plan-gpus": (gpu.id,)}))
-            except InputError:
-                found = None        # the engine does not run on it: every GPU it runs on
-            if found is None or found.best is None:
-                short = f"no deployment of {'one' if gpu.unified_memory else f'up to {limit:,} x'} {gpu.name} fits; "
-                found = None
-        found = found or plan.plan(values)
+        best = plan.plan(values).best
     except InputError:
         return None             # the single view stands; the line is only a pointer
-    if found.best is not None:
-        return short + found.best.words()
-    return f"no deployment of up to {limit:,} GPUs fits on any GPU considered"
+    if best is not None:
+        return best.words()
+    return f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU considered"
 
 
 def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
