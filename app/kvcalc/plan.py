@@ -487,7 +487,8 @@ def _row(ask: Ask, probe: _Probe) -> Row:
     judged = verdict(scenario, result)
     fits = judged.fits and probe.rate_met
     longest, limited_by = result.context_limit
-    if not probe.rate_met and judged.fits:
+    if not probe.rate_met and (judged.fits or (result.capacity and set(judged.reasons) <= {"kv", "engine"})):
+        # It holds requests, but not the many Little's law puts in flight at this rate.
         limit, why = "rate", _rate_words(ask, batch, result)
     elif judged.fits is False:
         limit, why = _limit(judged.reasons, result), judged.sentence
