@@ -209,17 +209,19 @@ def test_bad_plan_input_as_a_user_runs_it():
 
 
 def test_the_verdict_that_does_not_fit_names_the_best_row():
-    # Two H100s hold 4 of the 64 requests. The plan's best row over every GPU is the fewest GPUs:
-    # two MI355X (288 GB each); over the H100 alone (--plan-gpus), the 8 x H100 row above.
+    # Two H100s hold 4 of the 64 requests. What they need: the smallest H100 deployment that
+    # fits (8 x H100, the worked example above), then the plan's best row over every GPU, the
+    # fewest GPUs: two MI355X (288 GB each).
     code, out, err = cli(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2")
     assert code == 0, err
     first, second = out.splitlines()[:2]
     assert first.startswith("Verdict") and "Does not fit" in first
-    assert second.strip() == "What you need: 2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests; kvcalc " \
-                             "--plan for every GPU"
+    assert second.strip() == "What you need: 8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests; fewest GPUs: " \
+                             "2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests; kvcalc --plan for every GPU"
     assert second.index("What") == first.index("Does")
     data = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2")
-    assert data["fits"] is False and data["plan_best"] == "2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests"
+    assert data["fits"] is False and data["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests; " \
+                                                          "fewest GPUs: 2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests"
     own = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2", "--plan-gpus", "h100-sxm-80gb")
     assert own["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests"
 

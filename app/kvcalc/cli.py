@@ -19,7 +19,7 @@ from .units import GIB
 from .export import FORMATS, export
 from .engines import REGISTRY
 from .launch import launch
-from .plan_report import plan_json, plan_table
+from .plan_report import plan_json, plan_table, pointer
 from .report import table, to_json
 from .verdict import verdict
 
@@ -272,19 +272,19 @@ def _plan(raw: dict, everything: bool, fmt: str) -> tuple[str, list[str]]:
 
 
 def _plan_best(evaluation) -> str | None:
-    """When the single view does not fit on a GPU preset, the plan's best row in words, as the
-    page's verdict names it: "8 x NVIDIA H200 SXM 141GB (tp 8) fits 12 requests". Computed only
-    then (a plan costs a tenth of a second or more); None otherwise."""
+    """When the single view does not fit on a GPU preset, what the plan says it needs, as the
+    page's verdict names it (plan_report.pointer: its own GPU type first, then the plan's best
+    row). Computed only then (a plan costs a tenth of a second or more); None otherwise."""
     values = evaluation.values
     judged = verdict(evaluation.scenario, evaluation.result)
     if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
         return None             # a context past the model's limit: no deployment helps, the verdict says so
     try:
-        best = plan.plan(values).best
+        best = pointer(plan.plan(values), values["gpu"])
     except InputError:
         return None             # the single view stands; the line is only a pointer
     if best is not None:
-        return best.words()
+        return best
     return f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU considered"
 
 

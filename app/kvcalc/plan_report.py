@@ -103,3 +103,17 @@ def _wrap(text: str, width: int = 110) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     return lines + [line]
+
+
+def pointer(plan: Plan, gpu_id: str | None) -> str | None:
+    """What a verdict that does not fit says the user needs: the smallest deployment of their own
+    GPU type that fits, and the plan's best row when that is another GPU type or fewer GPUs
+    ("16 x H100 (tp 8, pp 2) fits 6 requests; fewest GPUs: 8 x H200 (tp 8) fits 5 requests").
+    None when nothing fits."""
+    best = plan.best
+    own = next((row for row in plan.rows if row.fits and row.gpu == gpu_id), None)
+    if own is None:
+        return None if best is None else best.words()
+    if best is None or best is own or (best.gpu == own.gpu and best.gpus == own.gpus):
+        return own.words()
+    return f"{own.words()}; fewest GPUs: {best.words()}"
