@@ -21,12 +21,25 @@ class Recorder:
             self.problems.append(f"{message.type}: {text}")
 
 
+# Polled on a timer, not on animation frames (Playwright's default): a renderer that paints no
+# frame for a while (a busy machine) must not hide a page that has long left "loading", and the
+# page's own 30 s watchdog turns a start that hangs into "failed" with the stage it hung in.
+POLL_MS = 200
+
+
 def open_page(page, url: str) -> Recorder:
     recorder = Recorder(page)
     crashed = []
     page.on("crash", lambda *_: crashed.append(True))
     page.goto(url)
-    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
+    try:
+        page.wait_for_function("document.documentElement.dataset.state !== 'loading'", polling=POLL_MS,
+                               timeout=90_000)
+    except Exception as e:
+        # The page could not even run its watchdog: say what it had fetched and reported.
+        loaded = sorted({r.rsplit("/", 1)[-1].split("?")[0] for r in recorder.requests})
+        raise AssertionError(f"the page was still loading after 90 s ({type(e).__name__}); it requested "
+                             f"{loaded}; problems: {recorder.problems}; crashed: {bool(crashed)}") from e
     assert not crashed, "the page's renderer crashed while starting"
     assert page.evaluate("document.documentElement.dataset.state") == "ready", recorder.problems
     return recorder

@@ -4,7 +4,7 @@ reserved share, and wide tables on a phone."""
 
 import json
 
-from pagekit import choose_model, metrics, open_page, settle, url_of
+from pagekit import POLL_MS, choose_model, metrics, open_page, settle, url_of
 
 
 def test_typing_before_python_is_ready_is_kept_and_computed(page, site):
@@ -22,7 +22,7 @@ def test_typing_before_python_is_ready_is_kept_and_computed(page, site):
     for route in held:
         route.continue_()
     page.unroute("**/app/kvcalc.zip")
-    page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+    page.wait_for_function("document.documentElement.dataset.state === 'ready'", polling=POLL_MS, timeout=90_000)
     assert page.input_value("#context") == "65536" and page.input_value("#batch") == "3"
     m = metrics(page)
     assert m["kv_bytes_per_request"] == str(65536 * 131072)
@@ -122,7 +122,7 @@ def test_pasted_config_reaches_capacity(page, site):
 def test_messages_use_the_page_labels(page, site):
     # The engine names other inputs by their CLI names; the page says the labels a user sees.
     page.goto(site + "#layers=32&kv-heads=8&head-dim=128&params=8B&gpu=h100-sxm-80gb&engine=vllm")
-    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", timeout=90_000)
+    page.wait_for_function("document.documentElement.dataset.state !== 'loading'", polling=POLL_MS, timeout=90_000)
     # vLLM's overhead estimate needs the hidden size this custom model leaves out: its field says so.
     page.wait_for_selector("#error-hidden-size:not(:empty)")
     text = page.inner_text("#error-hidden-size")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pagekit import metrics, open_page, settle
+from pagekit import POLL_MS, metrics, open_page, settle
 from support import ROOT
 
 DIST = Path(os.environ.get("KVCALC_DIST") or ROOT / "dist")   # another build, for a second checkout at work
@@ -41,7 +41,7 @@ def test_shared_link_shows_computing_until_python_has_its_numbers(page, site):
     page.unroute("**/app/kvcalc.zip")
     if not held:
         pytest.fail("the engine archive was never requested")
-    page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+    page.wait_for_function("document.documentElement.dataset.state === 'ready'", polling=POLL_MS, timeout=90_000)
     assert metrics(page)["kv_bytes_per_token"] == "70272"
     assert cell.evaluate("e => getComputedStyle(e).fontSize") != "0px"
 
@@ -53,12 +53,12 @@ def test_works_offline_after_one_visit(browser, site):
     # The first visit installs the cache (after start-up); the next load is served from it.
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
     page.reload()
-    page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+    page.wait_for_function("document.documentElement.dataset.state === 'ready'", polling=POLL_MS, timeout=90_000)
     page.wait_for_function("navigator.serviceWorker.controller !== null")
     context.set_offline(True)
     try:
         page.goto(site + "#model=Qwen/Qwen3-32B&context=32768")
-        page.wait_for_function("document.documentElement.dataset.state === 'ready'", timeout=90_000)
+        page.wait_for_function("document.documentElement.dataset.state === 'ready'", polling=POLL_MS, timeout=90_000)
         assert metrics(page)["kv_bytes_per_token"] == "262144"
         page.fill("#batch", "4")
         settle(page)
@@ -104,7 +104,7 @@ def release_a(browser, tmp_path):
         open_page(page, base)
         page.evaluate("navigator.serviceWorker.ready.then(() => true)")
         page.reload()
-        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
         page.wait_for_function("navigator.serviceWorker.controller !== null")
         yield root, page
     finally:
@@ -142,7 +142,7 @@ def test_a_new_release_replaces_the_offline_copy(browser, tmp_path):
         assert page.title().startswith("Release B: ")
         page.context.set_offline(True)
         page.reload()
-        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
         assert page.title().startswith("Release B: ")
 
 
@@ -156,13 +156,13 @@ def test_an_open_tab_says_when_a_new_version_is_ready(browser, tmp_path):
         assert page.get_attribute("#update", "role") == "status"        # a polite live region
         publish_release_b(root)
         page.reload()         # still release A, from its copy; the browser finds B's sw.js
-        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
         page.wait_for_selector("#update-reload", state="visible", timeout=60_000)
         assert page.inner_text("#update-text") == "A new version is ready."
         assert not page.title().startswith("Release B: ")
         with page.expect_navigation():
             page.click("#update-reload")
-        page.wait_for_function(READY, timeout=90_000)
+        page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
         assert page.title().startswith("Release B: ")
         assert page.inner_text("#update-text") == "" and page.is_hidden("#update-reload")
 

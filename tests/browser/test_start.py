@@ -13,7 +13,7 @@ import pytest
 from kvcalc.link import evaluate_link
 from kvcalc.report import to_json
 
-from pagekit import metrics, open_page
+from pagekit import POLL_MS, metrics, open_page
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -59,7 +59,7 @@ def test_reload_after_a_failed_start(page, site):
     page.unroute("**/app/kvcalc.zip")
     with page.expect_navigation():
         page.click("#status-reload")
-    page.wait_for_function(READY, timeout=90_000)
+    page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
     assert metrics(page)["kv_bytes_per_token"] == str(to_json(*_evaluated(LINK))["kv_bytes_per_token"])
 
 
@@ -80,7 +80,7 @@ def test_python_failing_to_start_is_the_same_failed_state(page, site):
                 target.writestr(item, source.read(item))
     page.route("**/app/kvcalc.zip", lambda route: route.fulfill(body=broken.getvalue(), content_type="application/zip"))
     page.goto(site + LINK)
-    page.wait_for_function(FAILED, timeout=90_000)
+    page.wait_for_function(FAILED, polling=POLL_MS, timeout=90_000)
     text = page.inner_text("#status-text")
     assert "The calculator failed to start: ModuleNotFoundError" in text and "web.dom" in text
     assert page.is_visible("#status-reload")
@@ -106,7 +106,7 @@ def test_a_stalled_start_says_where_it_stopped_and_still_becomes_ready(page, sit
     for route in held:
         route.continue_()
     page.unroute("**/pyodide.asm.wasm")
-    page.wait_for_function(READY, timeout=90_000)
+    page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
     assert not page.is_visible("#status")
     assert metrics(page)["kv_bytes_per_token"] == str(to_json(*_evaluated(LINK))["kv_bytes_per_token"])
 
@@ -124,7 +124,7 @@ def test_storage_that_never_answers_is_named(page, site):
 
 def test_a_normal_start_never_passes_through_failed_and_sends_the_csp_header(page, site):
     response = page.goto(site + LINK)
-    recorder_state = page.wait_for_function(f"{STATE} !== 'loading'", timeout=90_000)
+    recorder_state = page.wait_for_function(f"{STATE} !== 'loading'", polling=POLL_MS, timeout=90_000)
     assert recorder_state and page.evaluate(STATE) == "ready"
     assert page.evaluate("kvcalcStart.failed") == "" and page.evaluate("kvcalcStart.storage") == 0
     # The policy as a header too, with what a meta tag cannot carry; the same hash for the boot script.
@@ -152,7 +152,7 @@ def test_a_links_inputs_are_in_the_form_before_python_runs(page, site):
     for route in held:
         route.continue_()
     page.unroute("**/app/kvcalc.zip")
-    page.wait_for_function(READY, timeout=90_000)
+    page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
     assert page.input_value("#context") == "65536" and page.input_value("#model") == "google/gemma-2-9b"
     expected = to_json(*_evaluated(LINK))
     shown = metrics(page)
@@ -173,7 +173,7 @@ def test_pythons_reading_of_the_link_wins_over_the_preview(page, site):
     for route in held:
         route.continue_()
     page.unroute("**/app/kvcalc.zip")
-    page.wait_for_function(READY, timeout=90_000)
+    page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
     # Python loaded the link itself: what it refused is back to the default and listed.
     assert page.input_value("#context") == "8192" and page.input_value("#gpus") == "4"
     assert page.input_value("#model") == "meta-llama/Llama-3.1-8B"
@@ -192,7 +192,7 @@ def test_typed_while_starting_wins_over_the_preview(page, site):
     for route in held:
         route.continue_()
     page.unroute("**/app/kvcalc.zip")
-    page.wait_for_function(READY, timeout=90_000)
+    page.wait_for_function(READY, polling=POLL_MS, timeout=90_000)
     assert page.input_value("#batch") == "5" and page.input_value("#context") == "65536"
     m = metrics(page)
     assert m["kv_bytes_total"] == str(5 * int(m["kv_bytes_per_request"]))
