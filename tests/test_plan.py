@@ -215,8 +215,7 @@ def test_limits_are_named():
 
 
 def test_layouts_the_engines_allow():
-    llama = presets.model("meta-llama/Llama-3.1-8B") if hasattr(presets, "model") else None
-    model = llama or evaluate(typed(model="meta-llama/Llama-3.1-8B")).scenario.model
+    model = evaluate(typed(model="meta-llama/Llama-3.1-8B")).scenario.model
     dense = planner.layouts(16, model, "vllm")
     assert dense[0] == planner.Layout(8, 2)
     assert all(layout.gpus == 16 and layout.pp <= 32 and not layout.ep for layout in dense)
@@ -387,3 +386,38 @@ def test_the_search_finds_what_the_exhaustive_table_finds(model, engine, context
     fitting = [row for row in every if row.fits]
     (row,) = planner.gpu_rows(ask, gpu)
     assert row == (fitting[0] if fitting else row) and bool(row.fits) == bool(fitting)
+
+
+ALL_MODELS = tuple(entry["id"] for entry in presets.model_entries())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(ALL_MODELS), engine=st.sampled_from((None, "vllm", "sglang", "llama.cpp")),
+       context=st.sampled_from((2048, 32768, 131072)), batch=st.integers(1, 64),
+       gpu=st.sampled_from(GPUS + ("b200-180gb", "rtx-4090-24gb", "m3-ultra-512gb")),
+       count=st.sampled_from((1, 2, 4, 8, 16)), pick=st.integers(0, 7))
+def test_what_fits_is_never_below_the_lower_bounds(model, engine, context, batch, gpu, count, pick):
+    # The search's two lower bounds, against the full evaluation of any deployment: what fits
+    # holds at least the exact ideal's weights and KV on its busiest GPU, and all its GPUs together
+    # at least the ideal's weights and every request's cache.
+    raw = dict(model=model, context=context, batch=batch)
+    if engine:
+        raw["engine"] = engine
+    values = typed(**raw)
+    try:
+        ask = planner.ask_from(dict(values, **{"plan-gpus": (gpu,)}))     # vLLM and SGLang refuse Apple's
+        model_of = planner._model(ask, dict(values, gpu=gpu))
+    except InputError:
+        return
+    options = planner.layouts(count, model_of, engine)
+    if not options or presets.gpu(gpu).unified_memory and count > 1:
+        return
+    row_values = planner._with_layout(dict(values, gpu=gpu), options[pick % len(options)])
+    evaluation = evaluate(row_values)
+    if not (evaluation.ok and planner._fits(evaluation)):
+        return
+    memory = planner._memory(presets.gpu(gpu))
+    screen = planner._screen_bytes(planner.begin(row_values, searches=False), engine)
+    assert screen is None or screen <= memory
+    need = planner._need(ask, values)
+    assert need is None or need <= count * memory

@@ -228,6 +228,9 @@ def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
                      "tokens each: a lower bound, from the time bounds (queueing and scheduling only add)")
     if ask.dropped:
         notes.append(f"left out, as they belong to one deployment: {', '.join(ask.dropped)}")
+    unused = [gpu_id for gpu_id in ask.prices if gpu_id not in ask.gpus]
+    if unused:
+        notes.append(f"prices for GPUs the plan does not consider: {', '.join(unused)}")
     return Plan(tuple(sorted(rows, key=_order(ask))), tuple(notes), everything)
 
 
@@ -313,7 +316,9 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
         for layout in _layouts(ask, values, model, count):
             layout_values = _with_layout(values, layout)
             if everything:
-                rows.append(_row(ask, _probe(ask, layout_values, memory, False)))
+                # Every row is evaluated whole anyway; only a rate needs its probe (Little's law's N).
+                probe = _Probe(layout_values, None) if ask.rate is None else _probe(ask, layout_values, memory, False)
+                rows.append(_row(ask, probe))
                 continue
             probe = _probe(ask, layout_values, memory, screen)
             tried.append((count, probe))
@@ -567,6 +572,11 @@ def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
     """(GPUs, requests that fit) for one GPU type over every count, each in the count's preferred
     layout (the first of `layouts`): the plan chart's line. 0 where it does not start."""
     values = dict(ask.base, gpu=gpu_id)
+    weights_dtype, kv_dtype = ask.weights_dtypes[0], ask.kv_dtypes[0]     # the first precisions allowed
+    if weights_dtype:
+        values["weights-dtype"] = weights_dtype
+    if kv_dtype:
+        values["kv-dtype"] = kv_dtype
     model = _model(ask, values)
     gpu = presets.gpu(gpu_id)
     counts = [1] if gpu.unified_memory else gpu_counts(ask.max_gpus)
