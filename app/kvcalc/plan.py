@@ -1,20 +1,40 @@
 """What do I need? The inverse of the single view: for each GPU type, the deployments that serve
 the workload as the chosen engine sizes them, smallest first.
 
-Every row is one evaluation of the inputs with the deployment filled in (evaluation.evaluate, the
-function the single view, the CLI and the link call): the planner chooses the GPU, the count and
-the layout, never a figure. What is searched, and how:
-- GPU counts: 1, 2, 4 and 8 on a node, then whole nodes of 8, up to plan-max-gpus.
+Every row is evaluation.evaluate of the inputs with the deployment filled in (the function the
+single view, the CLI and the link call): the planner chooses the GPU, the count, the layout and
+the precisions, never a figure. What is searched, and how:
+- GPU counts: 1, 2, 4 and 8 on a node, then whole nodes of 8, up to plan-max-gpus; a machine
+  whose memory the CPU shares (Apple, DGX Spark) is one device.
 - Layouts at a count, in the order people deploy them: tensor parallel within the node (the
-  widest the model's heads allow) with pipeline stages across the rest; then data-parallel ranks
+  widest the model's heads divide) with pipeline stages across the rest; then data-parallel ranks
   (with the experts placed whole, expert parallel, for a mixture of experts); then narrower tensor
   parallel with more stages (an MLA latent is copied on every tensor-parallel GPU, so stages can
-  hold more of it). The first that fits is the row.
-- A count is skipped without evaluating when even the exact ideal cannot hold it: GPUs x memory
-  below the weights plus every request's KV cache (engines only add to both).
+  hold more of it). Never more stages than layers. llama.cpp has neither tensor nor data
+  parallelism: it splits the layers over its GPUs (tp 1, pp the count). SGLang's data-parallel
+  ranks are DP attention, which it runs for a mixture of experts. The first that fits is the row;
+  over several precisions allowed, the fewest GPUs (at a tie, the precisions in the order asked).
+- Two lower bounds skip what cannot fit, without the engine's rules. Every layout stores each
+  weight at least once and each request's cache at least once, and every engine only adds
+  (blocks, pages, padding, a prefix copied per rank, its overhead): so a count whose GPUs'
+  memory together is less than the exact ideal's weights plus every request's KV cache is
+  skipped (_need), and a layout whose busiest GPU, as the exact ideal fills it, needs more than
+  the GPU's room is screened out (_screen_bytes, _room). Neither depends on anything but bytes the
+  engines are known to hold at least; tests/test_plan.py checks both against full evaluations over
+  every preset, and the search against the exhaustive table.
+- A probe asks only whether a deployment fits: the exact ideal and the engine's answer
+  (engines.answer, without the ends of its overhead band, which change the verdict's words,
+  never whether it fits), no time bounds and no longest-context search; the row is then the
+  deployment's full evaluation. What depends on no GPU (the model, its layouts, each layout's
+  bytes on its busiest GPU) is worked out once for every GPU type.
 - With a request rate, each deployment's concurrency is Little's law on its own time bounds,
   N = rate x (TTFT + output tokens x decode step at N), iterated from N = 1 (the step grows with N,
-  so the iteration rises to the fixed point, or past what fits).
+  so the iteration rises to the least fixed point, or past what fits: the rate is more than it
+  serves); a lower bound, as queueing and scheduling only add.
+- Limits a row names: weights, kv, context (the model's own limit), layout (a tp, pp, dp or ep the
+  engine or model refuses, with the refusal's own words), hybrid (an engine that refuses the
+  model's hybrid state pages), engine (another refusal of its), rate, unknown, or the field of any
+  other refusal.
 Pure: values in, rows out.
 """
 
@@ -25,6 +45,7 @@ from . import engines, presets
 from .errors import InputError
 from .evaluation import Evaluation, begin, carry_on, evaluate, unexpected
 from .options import OPTION_BY_NAME, parse_options
+from . import parallel
 from .parallel import is_moe
 from .scenario import MEASURED_INPUTS, build_scenario
 from .verdict import verdict
@@ -98,6 +119,8 @@ class Row:
     def words(self) -> str:
         """"8 x H200 fits 12 requests": a row as the verdict names it."""
         head = f"{self.gpus} x {self.gpu_name}"
+        if self.fits is None:
+            return f"{head}: whether it fits is not known ({self.limit})"
         if not self.fits:
             return f"{head} does not fit ({self.limit})"
         return f"{head} ({self.layout.words()}) fits {self.max_concurrency:,} request" + \
@@ -271,12 +294,11 @@ def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
                 counts = [n for n in counts if n < best.gpus]     # an equal count keeps the first pair
                 if not counts:
                     continue
-            found = _search(ask, dict(values, gpu=gpu_id), _need(ask, values), everything, counts)
+            found = _search(ask, dict(values, gpu=gpu_id), _need(ask, values), everything, counts,
+                            fallback=best is None or not best.fits)
             if everything:
                 rows.extend(found)
-            elif best is None or (found[0].fits and not best.fits):
-                best = found[0]
-            elif found[0].fits and found[0].gpus < best.gpus:
+            elif found and (best is None or (found[0].fits and (not best.fits or found[0].gpus < best.gpus))):
                 best = found[0]
     return rows if everything else [best] if best is not None else []
 
@@ -305,13 +327,18 @@ def _memory(gpu) -> int:
     return max(gpu.memory_bytes, gpu.torch_memory_bytes or 0)
 
 
-def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list) -> list[Row]:
+def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: list,
+            fallback: bool = True) -> list[Row]:
+    """The first deployment that fits over `counts` and their layouts; when none does, the
+    fallback row (or nothing, without `fallback`); or, `everything`, every row."""
     model = _model(ask, values)
     memory = _memory(presets.gpu(values["gpu"]))
     screen = need is not None
     rows, tried = [], []
+    room_key = _room_key(values)
     for count in counts:
-        if not everything and need is not None and count * memory < need:
+        # The GPU's room (_room) once a probe has found it, else its whole memory.
+        if not everything and need is not None and count * ask.memo.get(room_key, memory) < need:
             continue
         for layout in _layouts(ask, values, model, count):
             layout_values = _with_layout(values, layout)
@@ -324,9 +351,9 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
             tried.append((count, probe))
             if probe.fits:
                 row = _row(ask, probe)
-                if row.fits:            # always: the probe is the row's own evaluation, less its searches
+                if row.fits:            # always: the engine's answer is the row's, its band only words
                     return [row]
-    if everything:
+    if everything or not fallback:
         return rows
     return [_fallback(ask, values, model, counts, memory, tried)]
 
@@ -394,36 +421,72 @@ def _screen_bytes(begun: Evaluation, engine: str | None) -> int | None:
     """The exact ideal's weights and KV cache on the deployment's busiest GPU, no overhead: every
     engine holds at least those bytes there (the same weights per GPU; blocks, pages and pools
     only add), so a GPU with less memory cannot fit it. None where that does not hold or is not
-    known: SGLang's DP attention places less than the ideal on a GPU, and unknown weights. The
-    figure depends on the layout and the workload, not on the GPU."""
+    known (unknown weights). SGLang's DP attention places less than the ideal on a GPU (the
+    embedding whole, dense layers over all tp x dp GPUs): its ranks count the weights as it places
+    them. The figure depends on the layout and the workload, not on the GPU."""
     if not begun.ok:
         return None
     result, dep = begun.result, begun.scenario.deployment
-    if result.weights_bytes_per_gpu is None or (engine == "sglang" and dep.dp > 1):
-        return None
-    return result.weights_bytes_per_gpu + result.kv_bytes_per_gpu
+    weights = result.weights_bytes_per_gpu
+    if weights is not None and engine == "sglang" and dep.dp > 1:
+        try:
+            weights = parallel.weights_bytes_per_gpu(begun.scenario.model, dep, parallel.SGLANG)
+        except InputError:
+            return None
+    return None if weights is None else weights + result.kv_bytes_per_gpu
 
 
 _UNKNOWN = object()
+
+
+# Engines whose memory for the weights and the cache (the total times the utilization, before any
+# overhead) depends on the GPU and the settings only, never on the layout: SGLang's
+# mem_fraction_static shrinks as tp x pp grows, so its room is taken layout by layout.
+_ROOM_BY_GPU = (None, "vllm", "llama.cpp")
+
+
+def _room(begun: Evaluation) -> int | None:
+    """The most memory a GPU of this deployment has for its weights and cache as the chosen rules
+    size it: the exact ideal's memory x utilization, or the engine's usable memory (usable_memory,
+    before it takes its overhead). Every engine's KV memory is that less the weights and an
+    overhead of no less than nothing. None where it cannot be said."""
+    result, scenario = begun.result, begun.scenario
+    if result.usable_bytes_per_gpu is None:
+        return None
+    name = scenario.settings.engine
+    if not name:
+        return result.usable_bytes_per_gpu
+    try:
+        module = engines.REGISTRY[engines.engine_name(name)]
+        chunk = scenario.settings.prefill_chunk or engines.default_prefill_chunk(module.NAME, scenario)
+        return module.usable_memory(scenario, chunk, [], result.usable_bytes_per_gpu)
+    except InputError:
+        return None
 
 
 def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = False) -> Evaluation | None:
     """Enough of evaluate(values, searches=False) to say whether the deployment fits: the exact
     ideal and the engine's answer (engines.answer: its sizing without the ends of its overhead
     band, which change the verdict's words, never whether it fits); with `timed`, all of it, the
-    time bounds too. None when screened out before the engine's rules (the screen's bytes for a
-    layout are worked out on the first GPU type and kept for the others)."""
+    time bounds too. None when screened out before the engine's rules: the exact ideal's bytes on
+    the busiest GPU (_screen_bytes, worked out for a layout on the first GPU type and kept for the
+    others) over the GPU's room (_room, kept per GPU type where no layout moves it)."""
     key = ("screen", _key(values))
+    room_key = _room_key(values)
     known = ask.memo.get(key, _UNKNOWN) if screen else None
-    if known is not _UNKNOWN and known is not None and known > memory:
+    room = ask.memo.get(room_key, memory)
+    if known is not _UNKNOWN and known is not None and known > room:
         return None
     begun = begin(values, searches=False)
-    if known is _UNKNOWN:
-        known = _screen_bytes(begun, ask.engine)
-        if begun.ok:
-            ask.memo[key] = known
-        if known is not None and known > memory:
-            return None
+    if screen and begun.ok:
+        if known is _UNKNOWN:
+            known = ask.memo[key] = _screen_bytes(begun, ask.engine)
+        if known is not None:
+            room = _room(begun)
+            if ask.engine in _ROOM_BY_GPU and room is not None:
+                ask.memo[room_key] = room
+            if known > (memory if room is None else room):
+                return None
     if timed or not begun.ok or not begun.scenario.settings.engine:
         return carry_on(begun, searches=False) if timed else begun
     try:
@@ -433,6 +496,13 @@ def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = Fals
     except Exception as e:      # noqa: BLE001 - as evaluate: a fault is a refusal, the row says which
         return Evaluation(begun.values, (unexpected(e, begun.values),))
     return Evaluation(begun.values, (), begun.scenario, replace(begun.result, engine=engine))
+
+
+_LAYOUT_KEYS = ("gpus", "tp", "pp", "dp", "ep", "batch")
+
+
+def _room_key(values: dict) -> tuple:
+    return ("room", values["gpu"], _key({k: v for k, v in values.items() if k not in _LAYOUT_KEYS}))
 
 
 def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
