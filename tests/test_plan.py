@@ -212,6 +212,11 @@ def test_limits_are_named():
                    plan_max_gpus=4)
     (row,) = planner.plan(values).rows
     assert not row.fits and row.limit == "hybrid" and "hybrid" in row.why
+    # A refusal of the model, not of a layout, ends the search at the first deployment tried: llama.cpp
+    # does not model MLA caches. DeepSeek-V3's 671e9 fp8 parameters need 8 x 85.5e9 B at least.
+    values = typed(model="deepseek-ai/DeepSeek-V3", engine="llama.cpp", plan_gpus="h100-sxm-80gb")
+    (row,) = planner.plan(values).rows
+    assert not row.fits and row.limit == "engine" and row.gpus == 8 and "not modelled" in row.why
 
 
 def test_layouts_the_engines_allow():

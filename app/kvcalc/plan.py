@@ -349,6 +349,8 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
                 continue
             probe = _probe(ask, layout_values, memory, screen)
             tried.append((count, probe))
+            if _refused_whatever_the_layout(probe):
+                return [_row(ask, probe)]       # the model or the settings, refused as at every count
             if probe.fits:
                 row = _row(ask, probe)
                 if row.fits:            # always: the engine's answer is the row's, its band only words
@@ -356,6 +358,13 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
     if everything or not fallback:
         return rows
     return [_fallback(ask, values, model, counts, memory, tried)]
+
+
+def _refused_whatever_the_layout(probe: "_Probe") -> bool:
+    """A refusal of the model or the settings (an engine that does not model its caches, a KV
+    precision it cannot store), not of this layout: no other count or layout would be taken."""
+    evaluation = probe.evaluation
+    return evaluation is not None and not evaluation.ok and evaluation.errors[0].field not in LAYOUT_FIELDS
 
 
 def _key(values: dict) -> tuple:
