@@ -246,15 +246,26 @@ def _needed(values: dict, batch: int, rate: Fraction, output: int) -> int:
     return max(1, math.ceil(rate * (timing.ttft_seconds + output * timing.decode_step_seconds)))
 
 
-def test_littles_law_concurrency_is_the_least_fixed_point():
-    values = typed(model="meta-llama/Llama-3.1-8B", context=8192, engine="vllm", plan_gpus="h100-sxm-80gb",
-                   rate=20, output_tokens=512)
-    (row,) = planner.plan(values).rows
+@pytest.mark.parametrize("model, engine, gpu, rate", [
+    ("meta-llama/Llama-3.1-8B", "vllm", "h100-sxm-80gb", 20),
+    ("Qwen/Qwen3-30B-A3B", "sglang", "h200-141gb", 40),
+    ("meta-llama/Llama-3.1-70B", None, "a100-sxm-80gb", "2.5"),
+])
+def test_littles_law_concurrency_is_the_least_fixed_point(model, engine, gpu, rate):
+    raw = dict(model=model, context=8192, plan_gpus=gpu, rate=rate, output_tokens=512)
+    if engine:
+        raw["engine"] = engine
+    values = typed(**raw)
+    result = planner.plan(values)
+    (row,) = result.rows
     assert row.fits and row.batch > 1
     assert row.values["prompt-tokens"] == 8192 - 512
-    assert _needed(row.values, row.batch, Fraction(20), 512) <= row.batch
-    assert _needed(row.values, row.batch - 1, Fraction(20), 512) > row.batch - 1
-    assert any("Little's law" in note and "lower bound" in note for note in planner.plan(values).notes)
+    # N is a fixed point (the requests in flight at N need no more than N) and the least (N - 1 is not).
+    assert _needed(row.values, row.batch, Fraction(rate), 512) <= row.batch
+    assert _needed(row.values, row.batch - 1, Fraction(rate), 512) > row.batch - 1
+    assert row.max_concurrency >= row.batch
+    _agree(row)
+    assert any("Little's law" in note and "lower bound" in note for note in result.notes)
 
 
 def test_a_rate_past_what_the_deployment_decodes_does_not_fit():
