@@ -50,6 +50,22 @@ def begin(raw: dict, searches: bool = True) -> Evaluation:
     return Evaluation(values, (), scenario, result)
 
 
+def searched(evaluation: Evaluation) -> Evaluation:
+    """evaluate(values) from any evaluation of the same values that built its scenario (begin's,
+    or one with searches=False): the scenario is a function of the values alone, so only the
+    sizing is done again, with its searches."""
+    if not evaluation.ok:
+        return evaluate(evaluation.values)
+    scenario = evaluation.scenario
+    try:
+        result = compute(scenario.model, scenario.workload, scenario.deployment)
+    except InputError as e:
+        return Evaluation(evaluation.values, (e,))
+    except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
+        return Evaluation(evaluation.values, (unexpected(e, evaluation.values),))
+    return carry_on(Evaluation(evaluation.values, (), scenario, result))
+
+
 def carry_on(begun: Evaluation, searches: bool = True) -> Evaluation:
     """evaluate's second half on begin's answer: the engine's rules, the time bounds, the check."""
     if not begun.ok:

@@ -43,7 +43,7 @@ from fractions import Fraction
 
 from . import engines, presets
 from .errors import InputError
-from .evaluation import Evaluation, begin, carry_on, evaluate, unexpected
+from .evaluation import Evaluation, begin, carry_on, evaluate, searched, unexpected
 from .options import OPTION_BY_NAME, parse_options
 from . import parallel
 from .parallel import is_moe
@@ -395,7 +395,7 @@ def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: l
     """Nothing fits: the largest count tried (the largest considered when none was), in the layout
     that holds the most requests there, to say how far short it is."""
     largest = max((count for count, _ in tried), default=None)
-    probes = [probe for count, probe in tried if count == largest and probe.evaluation is not None]
+    probes = [probe for count, probe in tried if count == largest and (probe.evaluation or probe.held is not None)]
     if not probes:
         for count in reversed(counts):
             options = _layouts(ask, values, model, count)
@@ -404,11 +404,7 @@ def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: l
                 break
         else:
             return _row(ask, _probe(ask, _with_layout(values, Layout(1, counts[-1])), memory, False))
-    return _row(ask, max(probes, key=lambda p: (p.evaluation.ok, _capacity(p.evaluation))))
-
-
-def _capacity(evaluation: Evaluation) -> int:
-    return (evaluation.result.capacity or 0) if evaluation.ok else -1
+    return _row(ask, max(probes, key=lambda p: p.holds))
 
 
 def _with_layout(values: dict, layout: Layout) -> dict:
@@ -421,9 +417,18 @@ def _with_layout(values: dict, layout: Layout) -> dict:
 @dataclass(frozen=True)
 class _Probe:
     values: dict                              # the deployment's inputs, at the concurrency it must hold
-    evaluation: Evaluation | None             # how it was judged (see _quick); None: screened out
+    evaluation: Evaluation | None             # of these values, as judged (see _quick); None: not evaluated
     rate_met: bool = True
     fits: bool = False
+    held: int | None = None                   # the requests it holds, where evaluation does not say
+
+    @property
+    def holds(self) -> int:
+        """The requests it holds (-1: refused or not evaluated): the fallback picks the most."""
+        evaluation = self.evaluation
+        if evaluation is None:
+            return -1 if self.held is None else self.held
+        return (evaluation.result.capacity or 0) if evaluation.ok else -1
 
 
 def _screen_bytes(begun: Evaluation, engine: str | None) -> int | None:
@@ -542,7 +547,7 @@ def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
         capacity = evaluation.result.capacity
         if capacity is not None and needed > capacity:
             # More requests in flight than fit: the rate is past what it serves.
-            return _Probe(dict(values, batch=needed), evaluation, rate_met=False)
+            return _Probe(dict(values, batch=needed), None, rate_met=False, held=capacity)
         batch = needed
     return _Probe(row_values, evaluation, rate_met=False)
 
@@ -554,13 +559,15 @@ def _fits(evaluation: Evaluation) -> bool:
 
 
 def _row(ask: Ask, probe: _Probe) -> Row:
-    """The row of a probe: evaluate(values), the single view's own evaluation of its inputs."""
+    """The row of a probe: evaluate(values), the single view's own evaluation of its inputs (from
+    the scenario the probe built of the same values, evaluation.searched)."""
     values = probe.values
     gpu = presets.gpu(values["gpu"])
     layout = Layout(values["tp"], values["pp"], values["dp"], values.get("ep") == "on")
     price = ask.prices.get(gpu.id)
     hourly = None if price is None else price * layout.gpus
-    evaluation = evaluate(values)
+    probed = probe.evaluation
+    evaluation = searched(probed) if probed is not None and probed.ok else evaluate(values)
     batch = values.get("batch", 1)
     if not evaluation.ok:
         error = evaluation.errors[0]
