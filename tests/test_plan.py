@@ -437,3 +437,19 @@ def test_what_fits_is_never_below_the_lower_bounds(model, engine, context, batch
     assert screen is None or screen <= memory
     need = planner._need(ask, values)
     assert need is None or need <= count * memory
+
+
+@pytest.mark.parametrize("raw", [
+    dict(model="meta-llama/Llama-3.1-8B", context=8192, batch=64, engine="vllm", gpu="l4-24gb", gpus=2),
+    dict(model="deepseek-ai/DeepSeek-V3", context=131072, engine="sglang", gpu="h200-141gb", gpus=8, dp=8, ep="on"),
+    dict(model="openai/gpt-oss-20b", context=32768, batch=4, engine="llama.cpp", gpu="rtx-4090-24gb"),
+    dict(model="google/gemma-3-12b-it", context=16384, batch=8, gpu="l4-24gb", gpus=2, pp=2),
+    dict(model="meta-llama/Llama-3.1-70B", context=8192, batch=64, engine="vllm", gpu="h100-sxm-80gb", gpus=4),
+])
+def test_the_halves_the_planner_uses_are_evaluate(raw):
+    from kvcalc.evaluation import begin, carry_on, searched
+    values = typed(**raw)
+    whole, quick = evaluate(values), evaluate(values, searches=False)
+    assert carry_on(begin(values, False), False).result == quick.result
+    assert carry_on(begin(values)).result == whole.result
+    assert searched(quick).result == whole.result and searched(begin(values, False)).result == whole.result
