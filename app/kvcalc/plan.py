@@ -362,9 +362,15 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
 
 def _refused_whatever_the_layout(probe: "_Probe") -> bool:
     """A refusal of the model or the settings (an engine that does not model its caches, a KV
-    precision it cannot store), not of this layout: no other count or layout would be taken."""
+    precision it cannot store), not of this layout, or a context past the model's own limit: no
+    other count or layout would be taken."""
     evaluation = probe.evaluation
-    return evaluation is not None and not evaluation.ok and evaluation.errors[0].field not in LAYOUT_FIELDS
+    if evaluation is None:
+        return False
+    if not evaluation.ok:
+        return evaluation.errors[0].field not in LAYOUT_FIELDS
+    scenario = evaluation.scenario
+    return bool(scenario.model.past_limit(scenario.workload.context_tokens))
 
 
 def _key(values: dict) -> tuple:
@@ -392,10 +398,10 @@ def _layouts(ask: Ask, values: dict, model, count: int) -> list:
 
 
 def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: list) -> Row:
-    """Nothing fits: the largest count tried (the largest considered when none was), in the layout
-    that holds the most requests there, to say how far short it is."""
-    largest = max((count for count, _ in tried), default=None)
-    probes = [probe for count, probe in tried if count == largest and (probe.evaluation or probe.held is not None)]
+    """Nothing fits: the deployment tried that comes closest (the most requests held, then the
+    most KV memory a GPU, short or not, then more GPUs), to say how far short it is; without one
+    evaluated, the layouts of the largest count considered."""
+    probes = [probe for _, probe in tried if probe.evaluation is not None or probe.held is not None]
     if not probes:
         for count in reversed(counts):
             options = _layouts(ask, values, model, count)
@@ -404,7 +410,13 @@ def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: l
                 break
         else:
             return _row(ask, _probe(ask, _with_layout(values, Layout(1, counts[-1])), memory, False))
-    return _row(ask, max(probes, key=lambda p: p.holds))
+    return _row(ask, max(probes, key=_closeness))
+
+
+def _closeness(probe: "_Probe") -> tuple:
+    evaluation = probe.evaluation
+    budget = evaluation.result.budget_bytes_per_gpu if evaluation is not None and evaluation.ok else None
+    return probe.holds, -1 << 80 if budget is None else budget, probe.values["gpus"]
 
 
 def _with_layout(values: dict, layout: Layout) -> dict:
