@@ -399,9 +399,21 @@ def _layouts(ask: Ask, values: dict, model, count: int) -> list:
 
 def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: list) -> Row:
     """Nothing fits: the deployment tried that comes closest (the most requests held, then the
-    most KV memory a GPU, short or not, then more GPUs), to say how far short it is; without one
-    evaluated, the layouts of the largest count considered."""
+    most KV memory a GPU, short or not, then more GPUs), to say how far short it is (the last
+    screened out, evaluated, when every one evaluated was refused); without one tried, the
+    layouts of the largest count considered."""
     probes = [probe for _, probe in tried if probe.evaluation is not None or probe.held is not None]
+    if max((probe.holds for probe in probes), default=-1) < 0:
+        # Every one evaluated was refused: the last screened out says how far short memory is.
+        screened = [probe for _, probe in tried if probe.evaluation is None and probe.held is None]
+        # The largest first, pipeline stages before data-parallel ranks (which engines refuse more
+        # often), eight at most, until one is not refused.
+        screened.sort(key=lambda probe: (probe.values["dp"] == 1, probe.values["gpus"]), reverse=True)
+        for probe in screened[:8]:
+            probe = _probe(ask, probe.values, memory, False)
+            probes.append(probe)
+            if probe.holds >= 0:
+                break
     if not probes:
         for count in reversed(counts):
             options = _layouts(ask, values, model, count)
