@@ -133,7 +133,12 @@ def plan_now() -> None:
     state.plan_generation += 1
     put("#plan", "computing", "state")
     put("#plan-best", True, "hidden")
-    asyncio.ensure_future(_plan_task(state.plan_generation, state.evaluation.values))
+    task = asyncio.ensure_future(_plan_task(state.plan_generation, state.evaluation.values))
+    _plan_tasks.add(task)           # asyncio keeps only a weak reference to a running task
+    task.add_done_callback(_plan_tasks.discard)
+
+
+_plan_tasks = set()
 
 
 async def _plan_task(generation: int, values: dict) -> None:

@@ -30,7 +30,7 @@ _ROW_SET = ("gpu", "gpus", "tp", "pp", "dp", "ep", "unit")
 _mode = {"everything": False}
 _shown = {"key": None, "plan": None, "ask": None, "rows": []}
 _field_errors = set()           # the plan fields this module marked in error
-timings = []                    # per finished plan: {"compute_ms", "wall_ms", "rows", "gpus"} (bench/plan_page.py)
+timings = []                    # per finished plan: its compute, table and whole times (bench/plan_page.py)
 
 # One call builds the table body from the rows' texts: a row at a time from Python would cost
 # ~10 us per element and attribute, tens of ms for the whole table.
@@ -40,14 +40,19 @@ tbody.replaceChildren(...rows.map(r => {
   const tr = document.createElement("tr");
   tr.className = r.cls;
   for (const [k, v] of Object.entries(r.data)) tr.setAttribute("data-" + k, v);
-  r.cells.forEach(([value, cls, note], i) => {
+  r.cells.forEach(([value, cls, note, sub], i) => {
     const cell = document.createElement(i === 0 ? "th" : "td");
     if (i === 0) cell.scope = "row";
-    cell.textContent = value;
     if (cls) cell.className = cls;
-    if (note) {
+    if (note) {             // why it does not fit, opened on demand: the column stays narrow
+      const details = document.createElement("details"), summary = document.createElement("summary");
+      const why = document.createElement("p");
+      summary.textContent = value; why.className = "why"; why.textContent = note;
+      details.append(summary, why); cell.append(details);
+    } else cell.textContent = value;
+    if (sub) {
       const small = document.createElement("small");
-      small.className = "why"; small.textContent = note; cell.append(" ", small);
+      small.className = "sub"; small.textContent = sub; cell.append(small);
     }
     tr.append(cell);
   });
@@ -68,6 +73,29 @@ def _cancelled(generation: int) -> bool:
     return state.plan_generation != generation
 
 
+class _Slices:
+    """The thread given back between slices once SLICE_SECONDS are used; the longest stretch
+    the page waited is kept (bench/plan_page.py reports it)."""
+
+    def __init__(self, generation: int):
+        self.generation, self.since, self.longest = generation, time.perf_counter(), 0.0
+
+    async def pause(self, status: str = "") -> bool:
+        """After a slice: True when a newer plan was asked for meanwhile (this one stops)."""
+        now = time.perf_counter()
+        if now - self.since < SLICE_SECONDS:
+            return False
+        self.longest = max(self.longest, now - self.since)
+        if status:
+            put("#plan-status", status)
+        await asyncio.sleep(0)
+        self.since = time.perf_counter()
+        return _cancelled(self.generation)
+
+    def end(self) -> None:
+        self.longest = max(self.longest, time.perf_counter() - self.since)
+
+
 async def run(generation: int, values: dict) -> None:
     """Plan for these (typed) inputs; stops when a newer plan is asked for."""
     if _cancelled(generation):
@@ -77,6 +105,7 @@ async def run(generation: int, values: dict) -> None:
         _done()         # the same plan (a row applied, a unit switched): only which row is current changes
         return
     started = time.perf_counter()
+    slices = _Slices(generation)
     try:
         ask = planner.ask_from(values)
     except InputError as e:
@@ -84,15 +113,11 @@ async def run(generation: int, values: dict) -> None:
         return
     _clear_field_errors()
     everything = _mode["everything"]
-    rows, compute, yielded = [], 0.0, time.perf_counter()
+    rows, compute = [], 0.0
     try:
         for i, gpu_id in enumerate(ask.gpus):
-            if time.perf_counter() - yielded >= SLICE_SECONDS:
-                put("#plan-status", f"Planning… {i} of {len(ask.gpus)} GPU types")
-                await asyncio.sleep(0)
-                if _cancelled(generation):
-                    return
-                yielded = time.perf_counter()
+            if await slices.pause(f"Planning… {i} of {len(ask.gpus)} GPU types"):
+                return
             t = time.perf_counter()
             rows.extend(planner.gpu_rows(ask, gpu_id, everything))
             compute += time.perf_counter() - t
@@ -104,28 +129,30 @@ async def run(generation: int, values: dict) -> None:
         return
     _shown.update(key=key, plan=result, ask=ask)
     _render(result, ask)
-    timings.append({"compute_ms": compute * 1000, "wall_ms": (time.perf_counter() - started) * 1000,
+    table_ms = (time.perf_counter() - started) * 1000
+    if not await _chart(slices, result, ask):
+        return
+    slices.end()
+    timings.append({"compute_ms": compute * 1000, "table_ms": table_ms,
+                    "wall_ms": (time.perf_counter() - started) * 1000, "longest_slice_ms": slices.longest * 1000,
                     "rows": len(result.rows), "gpus": len(ask.gpus)})
-    await _chart(generation, result, ask)
-    if not _cancelled(generation):
-        _done()
+    _done()
 
 
-async def _chart(generation: int, result, ask) -> None:
+async def _chart(slices: _Slices, result, ask) -> bool:
+    """The chart's lines, a GPU type per slice; False when a newer plan stopped it."""
     drawn = plan_chart.drawn_gpus(result.rows, ask.gpus)
     names = {row.gpu: row.gpu_name for row in result.rows}
-    curves, yielded = [], time.perf_counter()
+    curves = []
     for gpu_id in drawn:
-        if time.perf_counter() - yielded >= SLICE_SECONDS:
-            await asyncio.sleep(0)
-            if _cancelled(generation):
-                return
-            yielded = time.perf_counter()
+        if await slices.pause():
+            return False
         try:
             curves.append((names.get(gpu_id, gpu_id), planner.curve(ask, gpu_id)))
         except InputError:
             continue
     plan_chart.render(planner.gpu_counts(ask.max_gpus), curves, len(ask.gpus))
+    return True
 
 
 def _done() -> None:
@@ -176,13 +203,12 @@ def _cells(row, figures: dict) -> list:
     weights = figures["weights_dtype"] or "model's"
     return [
         (f"{figures['gpus']:,} x {figures['gpu_name']}", "", ""),
-        (row.layout.words(), "", ""),
-        (f"{figures['kv_dtype']} / {weights}", "", ""),
+        (row.layout.words(), "", "", f"{figures['kv_dtype']} / {weights}"),
         ("fits" if fits else "unknown" if fits is None else f"does not fit ({figures['limit']})",
          "" if fits else "plan-why", "" if fits else figures["why"]),
         ("–" if requests is None else f"{requests:,}", "num", ""),
         ("–" if longest is None else f"{longest:,}", "num", ""),
-        ("–" if decode is None else f"{decode:,.0f} tok/s", "num", ""),
+        ("–" if decode is None else f"{decode:,.0f}", "num", ""),
         (_money(figures["usd_per_hour"]), "num price", ""),
         (_money(figures["usd_per_million_tokens"]), "num price", ""),
     ]
@@ -246,6 +272,8 @@ def _hint() -> None:
 def choose(event) -> bool:
     """A click on a row (or its Use button): the row's deployment written into the form. True
     when one was applied."""
+    if not absent(event.target.closest("#plan-table details")):
+        return False            # opening why a row does not fit, not choosing it
     tr = event.target.closest("#plan-table tbody tr")
     if absent(tr) or not _shown["rows"]:
         return False
