@@ -1,7 +1,6 @@
 """The page's entry point: wires the browser modules (package `web`) to the page's events and
 starts. Every figure comes from the engine (`kvcalc`, the same package the CLI runs)."""
 
-import js
 from pyscript import document, window
 
 window.performance.mark("kvcalc-python")      # the boot script's watchdog: Python is running
@@ -23,9 +22,10 @@ try:
     with precompiled():
         from kvcalc import link
 
-        from web import compare, early, engine_view, form, loop, model_picker, plot, privacy, share, state, strip, takeaway
+        from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy, share, state,
+                         strip, takeaway)
         from web import files as files_module
-        from web.dom import HTML, el, guarded, js_obj, on, proxy, put, watch_scrolling_tables
+        from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
 except Exception as exc:
     failed(exc)
     raise
@@ -148,27 +148,6 @@ def on_compare_click(event) -> None:
         el("#pin").focus()        # the button pressed is gone with the header row it sat in
 
 
-def on_plan_seen(entries, *_) -> None:
-    # The plan's section came near the screen: planned now, and after every update from now on.
-    if not state.plan_seen and any(entry.isIntersecting for entry in entries):
-        state.plan_seen = True
-        loop.plan_now()
-
-
-def on_plan_choose(event) -> None:
-    from web import plan_view           # loaded with the first plan, whose rows are clicked
-    if plan_view.choose(event):
-        loop.update()
-
-
-def on_plan_everything(*_) -> None:
-    with precompiled():
-        from web import plan_view
-    plan_view.toggle_everything()
-    state.plan_seen = True
-    loop.plan_now()
-
-
 def on_context_shortcut(event) -> None:
     if form.on_context_shortcut(event):
         loop.update()
@@ -197,9 +176,7 @@ def wire() -> None:
     on(document, "drop", on_drop)
     on(el(".shortcuts"), "click", on_context_shortcut)
     on(el("#plan-fields"), "input", on_user_input)
-    on(el("#plan-table"), "click", on_plan_choose)
-    on(el("#plan-everything"), "click", on_plan_everything)
-    js.IntersectionObserver.new(proxy(guarded(on_plan_seen)), js_obj({"rootMargin": "200px"})).observe(el("#plan"))
+    plan_start.wire(loop.update)
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
     on(window, "resize", plot.resize)

@@ -111,10 +111,14 @@ class Row:
         return self.usd_per_hour * TOKENS_PER_MILLION / (self.decode_tokens_per_s * SECONDS_PER_HOUR)
 
     def form_values(self) -> dict:
-        """The deployment's inputs as a form holds them (text), to apply the row to the form."""
+        """The deployment's inputs as a form holds them (text), to apply the row to the form. The
+        precisions are the ones it was evaluated with: empty where the model's own was used (naming
+        the model's dtype can size a quantized checkpoint's weights another way), and the
+        concurrency is the one it holds (Little's law's, with a rate)."""
         return {"gpu": self.gpu, "gpus": str(self.gpus), "tp": "", "pp": str(self.layout.pp),
                 "dp": str(self.layout.dp), "ep": "on" if self.layout.ep else "off",
-                "kv-dtype": self.kv_dtype, "weights-dtype": self.weights_dtype or ""}
+                "kv-dtype": str(self.values.get("kv-dtype", "")),
+                "weights-dtype": str(self.values.get("weights-dtype", "")), "batch": str(self.batch)}
 
     def words(self) -> str:
         """"8 x H200 fits 12 requests": a row as the verdict names it."""

@@ -3,19 +3,16 @@ and charts are written first; the side tables, comparison, commands, export and 
 formula follow step by step, in the same task unless a keystroke waits; the link once edits
 pause."""
 
-import asyncio
-
 from pyscript import window
 
 from kvcalc.compare import attention_variants, precision_rows
 from kvcalc.evaluation import evaluate
-from kvcalc.options import OPTIONS
 from kvcalc.report import page_texts
 from kvcalc.words import size
 
-from web import charts, compare, engine_view, errors, form, pending, results, share, source_view, state, takeaway, timing_view
+from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, share, source_view, state,
+                 takeaway, timing_view)
 from web.dom import absent, guarded, proxy, put, view
-from web.generated_code import precompiled
 
 
 def update(*_) -> None:
@@ -112,46 +109,7 @@ def _log() -> None:
         log_paste.render_comparison()
 
 
-PLAN_FIELDS = tuple(o.name for o in OPTIONS if o.group == "plan")
-
-
-def _plan() -> None:
-    """What do I need? planned after the update once its section has been on screen, a plan
-    input is set, or the verdict does not fit; otherwise web.plan_view is never loaded."""
-    fits = None if state.current is None else state.current.get("fits")
-    if state.plan_seen or fits is False or any(form.fields.get(name, "") != (form.DEFAULTS.get(name) or "")
-                                               for name in PLAN_FIELDS):
-        plan_now()
-    else:
-        put("#plan-best", True, "hidden")
-
-
-def plan_now() -> None:
-    """Plan the last valid inputs, in slices (web.plan_view.run), stopping any plan still running."""
-    if state.evaluation is None or state.stale:
-        return                  # the inputs are in error: the last plan stays
-    state.plan_generation += 1
-    put("#plan", "computing", "state")
-    put("#plan-best", True, "hidden")
-    task = asyncio.ensure_future(_plan_task(state.plan_generation, state.evaluation.values))
-    _plan_tasks.add(task)           # asyncio keeps only a weak reference to a running task
-    task.add_done_callback(_plan_tasks.discard)
-
-
-_plan_tasks = set()
-
-
-async def _plan_task(generation: int, values: dict) -> None:
-    try:
-        with precompiled():
-            from web import plan_view       # loaded on first use, not at start-up
-        await plan_view.run(generation, values)
-    except Exception as e:      # noqa: BLE001 - a fault in the plan is said in its section
-        put("#plan-status", f"The plan failed: {type(e).__name__}: {e}")
-        put("#plan", "failed", "state")
-
-
-SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, _plan)
+SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, plan_start.side_step)
 _side = []
 _scheduling = getattr(window.navigator, "scheduling", None)
 _CAN_TELL = not absent(_scheduling) and not absent(getattr(_scheduling, "isInputPending", None))

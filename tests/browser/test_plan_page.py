@@ -199,10 +199,15 @@ def test_a_verdict_that_does_not_fit_names_the_plans_best_row(page, site):
     assert page.get_attribute("[data-metric=verdict]", "data-value") == "false"
     # Planned without scrolling: the verdict needs it.
     page.wait_for_function(DONE, timeout=60_000)
-    best = plan.plan(values_of(page)).best
+    values = values_of(page)
+    planned = plan.plan(values)
+    best = planned.best
     assert best is not None
     page.wait_for_function("!document.getElementById('plan-best').hidden")
-    assert page.inner_text("#plan-best-text") == f"The plan's best: {best.words()}."
+    # The user's own GPU type first (16 x H100, tp 8, pp 2), then the fewest GPUs of any type.
+    own = next(row for row in planned.rows if row.fits and row.gpu == values["gpu"])
+    assert (own.gpus, own.layout.pp) == (16, 2)
+    assert page.inner_text("#plan-best-text") == f"What you need: {own.words()}; fewest GPUs: {best.words()}."
     # Chosen, it fits, and the pointer goes.
     page.locator(f'{ROWS}[data-gpu="{best.gpu}"][data-gpus="{best.gpus}"]').first.click()
     wait_plan(page)
