@@ -39,8 +39,11 @@ chromium:
 	  else echo "Chromium missing: install it (apt-get install chromium) or set CHROMIUM=path"; exit 1; fi; \
 	fi
 
+# Two workers, one a core: the engine's tests and the browser's overlap (each worker serves dist/
+# and drives its own Chromium); `make test JOBS=0` runs them in one process.
+JOBS ?= 2
 test: venv dist chromium
-	$(VPY) -m pytest -q
+	$(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS))
 
 test-engine: venv
 	$(VPY) -m pytest -q -m "not browser"
