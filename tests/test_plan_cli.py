@@ -200,6 +200,12 @@ def test_bad_plan_input_exits_2_with_one_line(argv, option):
     assert err.count("\n") == 1 and err.startswith(f"kvcalc: error: {option}:"), err
 
 
+def test_a_negative_price_is_said_to_be_one():
+    code, out, err = kvcalc(*L70, "--plan", "--price", "h100-sxm-80gb=-2")
+    assert (code, out) == (2, "") and err == "kvcalc: error: --price: h100-sxm-80gb: a price is at least 0.01 USD " \
+                                             "per GPU-hour, got -2\n"
+
+
 def test_bad_plan_input_as_a_user_runs_it():
     code, out, err = kvcalc(*L70, "--plan", "--price", "h100-sxm-80gb=abc")
     assert (code, out) == (2, "") and err == "kvcalc: error: --price: h100-sxm-80gb: 'abc' is not a price in " \

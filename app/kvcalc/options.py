@@ -113,6 +113,8 @@ def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
             raise InputError(name, f"{_clip(part)!r} is not GPU=USD, e.g. h100-sxm-80gb=2.49")
         gpu_id = presets.gpu(gpu_text.strip(), field=name).id
         usd = usd.strip().lstrip("$")
+        if re.fullmatch(r"-\s*\$?[0-9.]+", usd):
+            raise InputError(name, f"{gpu_id}: a price is at least 0.01 USD per GPU-hour, got {_clip(usd)}")
         if not _DECIMAL.fullmatch(usd):
             raise InputError(name, f"{gpu_id}: {_clip(usd)!r} is not a price in USD per GPU-hour like 2.49")
         value = Fraction(usd)
@@ -220,7 +222,8 @@ OPTIONS = (
            "(rate x (time to first token + output tokens x decode step)), a lower bound.", Fraction(1, 1000), 10 ** 6),
     Option("output-tokens", "int", "plan", "Mean tokens generated per request, with rate (the prompt is "
            "prompt-tokens, else the context less these).", 1, 1 << 24),
-    Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated (default: every preset).",
+    Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated (default: every preset the "
+           "engine runs on; vLLM and SGLang: NVIDIA and AMD).",
            choice=_gpu_ids),
     Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs.", 1, 4096, "64"),
     Option("plan-kv-dtypes", "text", "plan", "KV cache precisions the plan may use, comma-separated (default: "
