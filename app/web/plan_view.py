@@ -29,7 +29,10 @@ _field_errors = set()           # the plan fields this module marked in error
 timings = []                    # per finished plan: its compute, table and whole times (bench/plan_page.py)
 
 def _key(values: dict) -> str:
-    return repr(sorted((k, str(v)) for k, v in values.items() if k not in _ROW_SET)) + repr(_mode["everything"])
+    # With a rate, each row holds its own Little's law concurrency: the batch a row applied is not
+    # an input of the plan.
+    row_set = _ROW_SET + ("batch",) * ("rate" in values)
+    return repr(sorted((k, str(v)) for k, v in values.items() if k not in row_set)) + repr(_mode["everything"])
 
 
 def _cancelled(generation: int) -> bool:
