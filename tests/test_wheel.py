@@ -4,6 +4,7 @@ install the other tests use hid a wheel without `kvcalc.engines` (issue 19)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,7 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed(tmp_path_factory):
     """The `kvcalc` script of a fresh venv that has only the built wheel in it."""
     work = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q",
+    # Built from a copy of what the wheel is made of: setuptools writes build/ into the tree it
+    # builds, and two test workers building the one checkout at once trip over each other's.
+    source = work / "source"
+    shutil.copytree(ROOT / "app" / "kvcalc", source / "app" / "kvcalc",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q",
                             "--disable-pip-version-check", "-w", str(work / "dist")],
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
