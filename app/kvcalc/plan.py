@@ -155,9 +155,8 @@ class Ask:
     output_tokens: int | None
     engine: str | None
     dropped: tuple[str, ...] = ()             # inputs of one deployment the plan leaves out
-    needs: dict = field(default_factory=dict, compare=False)   # _need's, by precision pair
-    # What depends on no GPU, worked out once for every GPU type: the model and its layouts per
-    # precision pair, and each layout's exact-ideal bytes on its busiest GPU (the screen).
+    # What depends on no GPU, worked out once for every GPU type: the model, its layouts and the
+    # ideal's need per precision pair, and each layout's exact-ideal bytes on its busiest GPU (the screen).
     memo: dict = field(default_factory=dict, compare=False)
 
 
@@ -317,13 +316,13 @@ def _need(ask: Ask, values: dict) -> int | None:
     said: weights unknown, or llama.cpp keeping layers or experts in CPU memory."""
     if any(name in values for name in ("n-gpu-layers", "n-cpu-moe")):
         return None
-    key = tuple(sorted((k, str(v)) for k, v in values.items()))
-    if key not in ask.needs:
+    key = ("need", _key(values))
+    if key not in ask.memo:
         begun = begin(dict(values, batch=1) if ask.rate else values, searches=False)
         result = begun.result
-        ask.needs[key] = None if not begun.ok or result.weights_bytes is None else \
+        ask.memo[key] = None if not begun.ok or result.weights_bytes is None else \
             result.weights_bytes + result.kv_bytes_total
-    return ask.needs[key]
+    return ask.memo[key]
 
 
 def _memory(gpu) -> int:
