@@ -43,10 +43,8 @@ def begin(raw: dict, searches: bool = True) -> Evaluation:
     try:
         scenario = build_scenario(values)
         result = compute(scenario.model, scenario.workload, scenario.deployment, searches=searches)
-    except InputError as e:
-        return Evaluation(values, (e,))
     except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
-        return Evaluation(values, (unexpected(e, values),))
+        return refused(values, e)
     return Evaluation(values, (), scenario, result)
 
 
@@ -59,10 +57,8 @@ def searched(evaluation: Evaluation) -> Evaluation:
     scenario = evaluation.scenario
     try:
         result = compute(scenario.model, scenario.workload, scenario.deployment)
-    except InputError as e:
-        return Evaluation(evaluation.values, (e,))
     except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
-        return Evaluation(evaluation.values, (unexpected(e, evaluation.values),))
+        return refused(evaluation.values, e)
     return carry_on(Evaluation(evaluation.values, (), scenario, result))
 
 
@@ -76,11 +72,15 @@ def carry_on(begun: Evaluation, searches: bool = True) -> Evaluation:
             result = _with_engine(scenario, result, searches)
         result = _with_timing(scenario, result)
         check_figures(result)
-    except InputError as e:
-        return Evaluation(values, (e,))
     except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
-        return Evaluation(values, (unexpected(e, values),))
+        return refused(values, e)
     return Evaluation(values, (), scenario, result)
+
+
+def refused(values: dict, error: Exception) -> Evaluation:
+    """The boundary's answer to a fault: a refusal as it came, anything else the refusal
+    `unexpected` words."""
+    return Evaluation(values, (error if isinstance(error, InputError) else unexpected(error, values),))
 
 
 class Unexpected(InputError):

@@ -43,7 +43,7 @@ from fractions import Fraction
 
 from . import engines, presets
 from .errors import InputError
-from .evaluation import Evaluation, begin, carry_on, evaluate, searched, unexpected
+from .evaluation import Evaluation, begin, carry_on, evaluate, refused, searched
 from .options import OPTION_BY_NAME, parse_options
 from . import parallel
 from .parallel import is_moe
@@ -532,10 +532,8 @@ def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = Fals
         return carry_on(begun, searches=False) if timed else begun
     try:
         engine = engines.answer(begun.scenario, begun.result)
-    except InputError as e:
-        return Evaluation(begun.values, (e,))
     except Exception as e:      # noqa: BLE001 - as evaluate: a fault is a refusal, the row says which
-        return Evaluation(begun.values, (unexpected(e, begun.values),))
+        return refused(begun.values, e)
     return Evaluation(begun.values, (), begun.scenario, replace(begun.result, engine=engine))
 
 
