@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kvcalc", description="Exact KV-cache and serving-capacity calculator.")
-    for group_name in ("model", "workload", "deployment", "engine", "plan", "view"):
+    for group_name in ("model", "workload", "deployment", "engine", "serving", "plan", "view"):
         group = parser.add_argument_group(group_name)
         if group_name == "plan":
             group.add_argument("--plan", action="store_true",
@@ -213,7 +213,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             # A model named here replaces the link's model, whichever way each names it.
             raw = {k: v for k, v in raw.items() if k not in MODEL_INPUTS}
         for name, value in given.items():
-            raw[name] = _read_config(value) if name == "hf-config" and isinstance(value, str) else value
+            raw[name] = _read_config(value) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
         output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr)

@@ -232,6 +232,34 @@ OPTIONS = (
            "weights-dtype's).", choice=_precisions),
     Option("prices", "text", "plan", "What you pay per GPU-hour in USD, GPU=USD comma-separated (the CLI's "
            "--price GPU=USD, repeatable); no price is built in.", choice=_prices),
+    Option("draft-model", "text", "serving", "Speculative decoding with a draft model: a preset id or Hugging Face "
+           "repo id (vLLM --speculative-config model, SGLang --speculative-draft-model-path, llama.cpp -md)."),
+    Option("draft-hf-config", "config", "serving", "Speculative decoding with a draft model given by its config.json."),
+    Option("mtp", "text", "serving", "Speculative decoding with the model's own multi-token-prediction heads "
+           "(DeepSeek-V3's num_nextn_predict_layers, Qwen3.5's mtp_num_hidden_layers): on or off.",
+           choice=_one_of("on", "off"), bare="on"),
+    Option("spec-tokens", "int", "serving", "Tokens proposed per step by the draft or the MTP heads (vLLM "
+           "num_speculative_tokens, SGLang --speculative-num-steps, llama.cpp --draft-max).", 1, 64),
+    Option("offload-gib", "decimal", "serving", "A host-memory KV tier in GiB (vLLM --kv-offloading-size, summed over "
+           "its ranks; SGLang --hicache-size, per rank; LMCache max_local_cpu_size, per worker).", 0, 1 << 24),
+    Option("offload-backend", "text", "serving", "Which tier holds the offloaded KV: native (vLLM's own CPU offload, "
+           "SGLang's HiCache) or lmcache.", choice=_one_of("native", "lmcache")),
+    Option("offload-link", "text", "serving", "The link a prefix comes back over, for the lower bound on its time: "
+           "pcie4 (Gen4 x16), pcie5 (Gen5 x16) or nvme.", choice=_one_of("pcie4", "pcie5", "nvme")),
+    Option("host-memory-gib", "decimal", "serving", "Host memory per node in GiB: an offload tier larger than it "
+           "is refused.", Fraction(1, 1024), 1 << 24),
+    Option("max-loras", "int", "serving", "LoRA adapters served at once, each with its own slot in GPU memory "
+           "(vLLM --max-loras, SGLang --max-loras-per-batch).", 1, 1024),
+    Option("max-lora-rank", "int", "serving", "The largest LoRA rank served (vLLM --max-lora-rank): every slot is "
+           "allocated at it.", 1, 4096),
+    Option("prefix-hit-rate", "decimal", "serving", "The share of requests whose prompt starts with the shared prefix "
+           "(prefix-tokens), from 0 to 1: the cached tokens, requests that fit and prefill skipped are then "
+           "expectations.", 0, 1),
+    Option("mm-encoder-tp-mode", "text", "serving", "Where a vision encoder's weights go under tensor parallel: "
+           "weights (split, vLLM's default) or data (whole on every GPU; vLLM --mm-encoder-tp-mode data, SGLang "
+           "--mm-enable-dp-encoder).", choice=_one_of("weights", "data")),
+    Option("mmproj-bytes", "int", "serving", "llama.cpp: the multimodal projector's (--mmproj) tensor bytes, as its "
+           "GGUF header gives them (the CLI's --mmproj FILE reads them).", 1, 1 << 50),
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib",
            choice=_unit),
 )

@@ -100,7 +100,13 @@ def _parts_width(model, dep) -> int | None:
 def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
     """The weights on the busiest GPU as `engine` places them: Deployment.weights_bytes_per_gpu
     (every weight split over tp, evenly over pp stages) unless data or expert parallelism moves
-    them, then the split the module docstring gives. InputError where the split cannot be known."""
+    them, then the split the module docstring gives; plus what the deployment adds on every GPU
+    (a draft, LoRA slots). InputError where the split cannot be known."""
+    share = _model_share(model, dep, engine)
+    return None if share is None else share + dep.added_weights_bytes_per_gpu
+
+
+def _model_share(model, dep, engine: str) -> int | None:
     weights = dep.weights_bytes
     if weights is None:
         return None

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from . import engines, presets
+from . import engines, presets, production
 from .engines import releases, vllm_release
 from .engines.releases import Release
 from .config_fields import InvalidValue
@@ -153,6 +153,10 @@ class Scenario:
     deployment: Deployment
     warnings: tuple[str, ...] = field(default=())
     settings: Settings = field(default=Settings())
+    # What runs beside the bare model (a draft, LoRA slots, an encoder, an offload tier, a prefix
+    # hit rate): its weights are in deployment.added_weights_bytes_per_gpu and a draft's pooled
+    # layers in model.layers.
+    serving: production.Serving = field(default=production.NONE)
 
 
 def resolve_model(values: dict) -> tuple[Model, list[str]]:
@@ -320,6 +324,12 @@ def build_scenario(values: dict) -> Scenario:
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
+    engine = values.get("engine")
+    serving = production.serving_from(values, model, engine)
+    if serving != production.NONE:
+        added = production.added_weights_bytes_per_gpu(serving, model, deployment, engine)
+        deployment = replace(deployment, added_weights_bytes_per_gpu=added)
+        model = production.sizing_model(model, serving, engine)
     if "gpu" in values and "gpu-memory-gib" not in values and presets.gpu(values["gpu"]).unified_memory:
         notes.append(f"{deployment.gpu_name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
                      "with the CPU and the operating system, so less than that is free for weights and KV cache: "
@@ -338,7 +348,7 @@ def build_scenario(values: dict) -> Scenario:
         notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
                      "weights' size (weights-gib) to size "
                      "the memory budget (KV figures need neither)")
-    return Scenario(model, workload, deployment, tuple(notes), settings_from(values))
+    return Scenario(model, workload, deployment, tuple(notes), settings_from(values), serving)
 
 
 def _deployment(values: dict, model: Model) -> Deployment:
