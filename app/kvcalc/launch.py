@@ -1,12 +1,20 @@
 """Launch commands for the serving engines, for the configuration on screen: each engine module
 writes its own (engines/vllm.py, sglang.py, llama.cpp's) from the pieces in command_line.py."""
 
-from .command_line import Launch
+from dataclasses import replace
+
+from . import production
+from .command_line import Launch, shell_join
 from .engines import REGISTRY
 
 __all__ = ["Launch", "launch"]
 
 
 def launch(scenario, engine: str, result=None) -> Launch:
-    """The command for `engine`; with the result, the server may run as many requests as fit."""
-    return REGISTRY[engine].launch(scenario, result)
+    """The command for `engine`; with the result, the server may run as many requests as fit.
+    What runs beside the model (a draft, LoRA slots, an offload tier) adds its own flags."""
+    out = REGISTRY[engine].launch(scenario, result)
+    flags = production.launch_flags(scenario, engine)
+    if out.command is None or not flags:
+        return out
+    return replace(out, command=out.command + " " + shell_join(flags))

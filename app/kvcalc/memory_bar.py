@@ -3,6 +3,7 @@ utilization, the overhead you set) or the chosen engine's (its usable memory, it
 estimate, the KV pool it allocates whole). Pure, exact ints."""
 
 from .engines import REGISTRY
+from .production import WEIGHT_PARTS
 from .report import usable_bytes_per_gpu
 
 # Each part's words, for the legend and the bar's label: the engine's pool is allocated whole at
@@ -12,8 +13,22 @@ IDEAL_LABELS = {"weights": "Weights", "kv": "KV cache", "overhead": "Overhead", 
 
 
 def memory_bar(result, scenario) -> dict:
-    """{total, usable, weights, kv, overhead, free, reserved, over, fits, labels} per GPU, bytes
-    (None without a GPU). `over` is how far the parts pass the usable memory."""
+    """{total, usable, weights, draft, lora, encoder, kv, overhead, free, reserved, over, fits,
+    labels} per GPU, bytes (None without a GPU). `over` is how far the parts pass the usable
+    memory. What runs beside the model (a draft, LoRA slots, an encoder kept whole) has its own
+    segments, carved out of the weights the engine loads with them."""
+    bar = _bar(result, scenario)
+    added = dict(scenario.serving.added)
+    weights = bar["weights"]
+    for part, label in WEIGHT_PARTS.items():
+        n = min(added.get(part, 0), weights)
+        bar[part], weights = n, weights - n
+        bar["labels"][part] = label
+    bar["weights"] = weights
+    return bar
+
+
+def _bar(result, scenario) -> dict:
     if result.engine is not None and result.engine.kv_budget_bytes_per_gpu is not None \
             and result.gpu_memory_bytes is not None:
         return _engine_bar(result, scenario)

@@ -3,7 +3,7 @@
 from collections import Counter
 from fractions import Fraction
 
-from . import engines, source_formula
+from . import engines, production, source_formula
 from .evaluation import Evaluation
 from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
@@ -61,6 +61,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
     out["source_formula"] = source_formula.json_of(scenario, result)
+    out.update(production.figures(scenario, result))
     out["exact_ideal"] = None if result.engine is None else {
         "max_concurrency": result.max_concurrency, "max_context": result.max_context,
         "max_context_limited_by": result.max_context_limited_by,
@@ -261,10 +262,15 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
+    rows += _serving_rows(scenario, result)
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
     out.extend("  " + line for line in formula_lines(scenario, result, unit, judged.fits))
+    for name, part in production.figures(scenario, result)["serving"].items():
+        out.append("")
+        out.append(f"{SERVING_TITLES[name]}:")
+        out.extend("  " + line for line in part.get("lines", ()))
     engine = engine_texts(scenario, result, unit)
     if engine["title"]:
         out.append("")
@@ -273,6 +279,30 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         out.extend(f"  why: {line}" for line in engine["why"])
     out.extend(f"note: {w}" for w in scenario.warnings)
     return "\n".join(out)
+
+
+SERVING_TITLES = {"draft": "Speculative decoding", "lora": "LoRA adapters", "encoder": "Vision encoder",
+                  "offload": "KV offload tier", "prefix_hits": "Prefix cache hits"}
+
+
+def _serving_rows(scenario: Scenario, result: Result) -> list:
+    """The table's rows for what runs beside the model: each part's headline figure."""
+    data = production.figures(scenario, result)
+    rows = []
+    if data["draft_weights_bytes_per_gpu"] is not None:
+        rows.append(("Draft weights per GPU", both(data["draft_weights_bytes_per_gpu"])))
+    if data["draft_kv_bytes_per_gpu"] is not None:
+        rows.append(("Draft KV per GPU", both(data["draft_kv_bytes_per_gpu"])))
+    if data["lora_bytes_per_gpu"] is not None:
+        rows.append(("LoRA slots per GPU", both(data["lora_bytes_per_gpu"])))
+    if data["encoder_weights_bytes"] is not None:
+        rows.append(("Vision encoder weights", both(data["encoder_weights_bytes"])))
+    if data["offload_tokens"] is not None:
+        rows.append(("Offload tier holds", f"{data['offload_tokens']:,} tokens"
+                     + ("" if data["offload_requests"] is None else f" ({plural(data['offload_requests'], 'request')})")))
+    if data["expected_requests_fit"] is not None:
+        rows.append(("Requests that fit (expected, hit rate)", f"{float(data['expected_requests_fit']):,.2f}"))
+    return rows
 
 
 def _max_context_text(result: Result) -> str:

@@ -325,10 +325,9 @@ def build_scenario(values: dict) -> Scenario:
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
     engine = values.get("engine")
-    serving = production.serving_from(values, model, engine)
-    if serving != production.NONE:
-        added = production.added_weights_bytes_per_gpu(serving, model, deployment, engine)
-        deployment = replace(deployment, added_weights_bytes_per_gpu=added)
+    serving = production.serving_from(values, model, deployment, engine)
+    if serving is not production.NONE:
+        deployment = replace(deployment, added_weights_bytes_per_gpu=serving.added_weights_bytes_per_gpu)
         model = production.sizing_model(model, serving, engine)
     if "gpu" in values and "gpu-memory-gib" not in values and presets.gpu(values["gpu"]).unified_memory:
         notes.append(f"{deployment.gpu_name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "

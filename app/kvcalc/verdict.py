@@ -18,6 +18,29 @@ class Verdict:
 
 
 def verdict(scenario, result, unit: str = "gib") -> Verdict:
+    judged = _verdict(scenario, result, unit)
+    beside = _beside(scenario, unit)
+    if not beside:
+        return judged
+    return Verdict(judged.fits, judged.sentence[:-1] + beside + ".", judged.reasons)
+
+
+def _beside(scenario, unit: str) -> str:
+    """What each GPU holds beside the model's weights (a draft, LoRA slots, an encoder kept whole),
+    which the figures above have already subtracted: said, so the verdict is not read as the bare
+    model's."""
+    parts = [(name, n) for name, n in scenario.serving.added if n]
+    if not parts:
+        return ""
+    draft = scenario.serving.draft
+    words = {"draft": "the MTP heads'" if draft is not None and draft.kind == "mtp" else "the draft model's",
+             "lora": "the LoRA slots'", "encoder": "the vision encoder's copy"}
+    listed = [f"{words[name]} {size(n, unit)}" for name, n in parts]
+    joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    return f" (with {joined} on each GPU beside the model's weights)"
+
+
+def _verdict(scenario, result, unit: str) -> Verdict:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     ctx, batch = work.context_tokens, work.batch
     requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"

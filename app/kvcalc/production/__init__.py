@@ -3,15 +3,18 @@ the model's own MTP heads, LoRA adapter slots, a vision encoder, a host-memory K
 prefix hit rate. One module per part, each owning its byte formula and its engines' rules; this
 module types them from the inputs once (`serving_from`) and answers what the rest of the engine
 asks of all of them together: the layers that join the KV pool, the weights each GPU holds
-beside the model's share, and the parts' figures for reports."""
+beside the model's share, the parts' figures for reports and their launch flags."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import draft as _draft
 from . import encoder as _encoder
 from . import lora as _lora
 from . import offload as _offload
 from . import prefix_hits as _prefix_hits
+
+# The memory bar's segment and the words for each part a GPU holds beside the model's weights.
+WEIGHT_PARTS = {"draft": "Draft weights", "lora": "LoRA adapter slots", "encoder": "Vision encoder (beside the split)"}
 
 
 @dataclass(frozen=True)
@@ -22,22 +25,36 @@ class Serving:
     offload: "_offload.OffloadAsk | None" = None
     prefix_hit_rate: object = None             # a Fraction in [0, 1], with prefix-tokens
     encoder: "_encoder.Encoder | None" = None  # the model's vision tower (or llama.cpp's mmproj), when it has one
+    # (part, bytes on each GPU beside the model's share), set once the deployment is known.
+    added: tuple = ()
 
     @property
-    def any(self) -> bool:
-        return any(p is not None for p in (self.draft, self.lora, self.offload, self.prefix_hit_rate))
+    def added_weights_bytes_per_gpu(self) -> int:
+        return sum(n for _, n in self.added)
 
 
 NONE = Serving()
 
 
-def serving_from(values: dict, model, engine: str | None) -> Serving:
-    """The parts the inputs ask for, each typed and checked against the target model (InputError
-    naming the field otherwise)."""
-    return Serving(draft=_draft.draft_from(values, model, engine), lora=_lora.lora_from(values),
-                   offload=_offload.offload_from(values),
-                   prefix_hit_rate=_prefix_hits.hit_rate_from(values),
-                   encoder=_encoder.encoder_from(values, model, engine))
+def serving_from(values: dict, model, deployment, engine: str | None) -> Serving:
+    """The parts the inputs ask for, each typed and checked against the target model and the
+    deployment (InputError naming the field otherwise), with what each adds on every GPU."""
+    serving = Serving(draft=_draft.draft_from(values, model, engine), lora=_lora.lora_from(values),
+                      offload=_offload.offload_from(values, engine, deployment),
+                      prefix_hit_rate=_prefix_hits.hit_rate_from(values),
+                      encoder=_encoder.encoder_from(values, model, engine))
+    if serving == NONE:
+        return NONE
+    added = []
+    if serving.draft is not None:
+        added.append(("draft", _draft.weights_bytes_per_gpu(serving.draft, model, deployment, engine)))
+    if serving.lora is not None:
+        added.append(("lora", _lora.slots(serving.lora, model, deployment.tp, engine).bytes_per_gpu))
+    if serving.encoder is not None:
+        extra = _encoder.added_bytes_per_gpu(serving.encoder, deployment.tp, engine)
+        if extra:
+            added.append(("encoder", extra))
+    return replace(serving, added=tuple(added))
 
 
 def sizing_model(model, serving: Serving, engine: str | None):
@@ -49,14 +66,43 @@ def sizing_model(model, serving: Serving, engine: str | None):
     return _draft.sizing_model(model, serving.draft, engine)
 
 
-def added_weights_bytes_per_gpu(serving: Serving, model, deployment, engine: str | None) -> int:
-    """What each GPU holds beside its share of the model's weights: the draft's weights, the LoRA
-    slots, a vision encoder held whole on every GPU (data mode)."""
-    total = 0
-    if serving.draft is not None:
-        total += _draft.weights_bytes_per_gpu(serving.draft, model, deployment, engine)
-    if serving.lora is not None:
-        total += _lora.slots(serving.lora, model, deployment.tp, engine).bytes_per_gpu
-    if serving.encoder is not None:
-        total += _encoder.added_bytes_per_gpu(serving.encoder, deployment.tp, engine)
-    return total
+# Keys every JSON answer carries (null where the part is not asked for), as the issue names them.
+FLAT_KEYS = {"draft": ("draft_weights_bytes", "draft_weights_bytes_per_gpu", "draft_kv_bytes_per_token",
+                       "draft_kv_bytes_per_gpu"),
+             "lora": ("lora_bytes_per_gpu",),
+             "encoder": ("encoder_weights_bytes", "encoder_weights_bytes_per_gpu"),
+             "offload": ("offload_tokens", "offload_requests", "offload_restore_seconds"),
+             "prefix_hits": ("expected_requests_fit", "expected_prefill_tokens_skipped")}
+
+
+def _parts(serving: Serving):
+    """(name, the part, its module) for each part asked for."""
+    for name, part, module in (("draft", serving.draft, _draft), ("lora", serving.lora, _lora),
+                               ("encoder", serving.encoder, _encoder), ("offload", serving.offload, _offload),
+                               ("prefix_hits", serving.prefix_hit_rate, _prefix_hits)):
+        if part is not None:
+            yield name, part, module
+
+
+def figures(scenario, result) -> dict:
+    """{"serving": {part: its figures and lines}, and the flat keys}: every part's figures for
+    these inputs as sized (the engine's where one is chosen)."""
+    serving = scenario.serving
+    out = {key: None for keys in FLAT_KEYS.values() for key in keys}
+    parts = {}
+    for name, part, module in _parts(serving):
+        data = module.figures(part, scenario, result)
+        parts[name] = data
+        out.update({key: data.get(key) for key in FLAT_KEYS[name]})
+    out["serving"] = parts
+    return out
+
+
+def launch_flags(scenario, engine: str) -> list:
+    """The flags each part adds to `engine`'s launch command, in the parts' order."""
+    args = []
+    for _, part, module in _parts(scenario.serving):
+        flags = getattr(module, "launch_flags", None)
+        if flags is not None:
+            args += flags(part, engine)
+    return args
