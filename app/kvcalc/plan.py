@@ -98,6 +98,9 @@ class Row:
     decode_tokens_per_s: Fraction | None      # an upper bound, all requests together
     usd_per_hour: Fraction | None
     values: dict                              # the inputs that give this row in the single view
+    # What each GPU holds beside its share of the model's weights in this layout (a draft, LoRA
+    # slots, an encoder kept whole), by part: counted in every figure above.
+    beside: tuple = ()
 
     @property
     def gpus(self) -> int:
@@ -616,7 +619,7 @@ def _row(ask: Ask, probe: _Probe) -> Row:
     tokens_per_s = Fraction(batch) / step if step and fits else None
     return Row(gpu.id, gpu.name, layout, scenario.workload.kv_precision.name,
                scenario.settings.weights_dtype or scenario.model.weights_dtype, fits, result.capacity, longest, limit,
-               why, batch, tokens_per_s, hourly, _shown(values))
+               why, batch, tokens_per_s, hourly, _shown(values), scenario.serving.added)
 
 
 def _rate_words(ask: Ask, batch: int, result) -> str:

@@ -16,6 +16,7 @@ def row_json(row: Row) -> dict:
         "decode_tokens_per_s": None if row.decode_tokens_per_s is None else float(row.decode_tokens_per_s),
         "usd_per_hour": None if row.usd_per_hour is None else float(row.usd_per_hour),
         "usd_per_million_tokens": None if per_million is None else float(per_million),
+        "beside_weights_bytes_per_gpu": dict(row.beside),
     }
 
 
@@ -88,6 +89,10 @@ def plan_table(plan: Plan) -> str:
     out.append("limit: what stops more (kv: memory for the cache; context: the model's own limit)")
     out.append("tok/s: decode, all requests together; ≤ an upper bound, ≥ a lower bound")
     notes = list(plan.notes) + ["--plan-all for every GPU count and layout tried"] * (not plan.everything)
+    beside = sorted({part for row in plan.rows for part, n in row.beside if n})
+    if beside:
+        notes.append(f"every row counts what each GPU holds beside the model's weights ({', '.join(beside)}), "
+                     "as its layout places it")
     for note in notes:
         out.extend(_wrap(f"note: {note}"))
     return "\n".join(out)
