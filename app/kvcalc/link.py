@@ -71,15 +71,15 @@ def encode_config(cfg: dict) -> str:
     return base64.urlsafe_b64encode(packed).decode().rstrip("=")
 
 
-def decode_config(text: str) -> dict:
+def decode_config(text: str, field: str = "hf-config") -> dict:
     try:
         packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         inflater = zlib.decompressobj()
         raw = inflater.decompress(packed, MAX_CONFIG_BYTES + 1)
     except (ValueError, zlib.error):
-        raise InputError("hf-config", "the embedded config.json is damaged (not base64url + zlib)") from None
+        raise InputError(field, "the embedded config.json is damaged (not base64url + zlib)") from None
     if len(raw) > MAX_CONFIG_BYTES or inflater.unconsumed_tail:
-        raise InputError("hf-config", f"the embedded config.json is over {MAX_CONFIG_BYTES:,} bytes")
+        raise InputError(field, f"the embedded config.json is over {MAX_CONFIG_BYTES:,} bytes")
     return parse_config_text(raw)
 
 
@@ -151,7 +151,7 @@ def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
             ignored.append((key, "empty value"))
             continue
         try:
-            value = decode_config(text) if option.kind == "config" else text
+            value = decode_config(text, key) if option.kind == "config" else text
             parse_value(option, value)
         except InputError as e:
             ignored.append((key, e.message))
