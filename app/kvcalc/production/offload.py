@@ -98,11 +98,17 @@ def _layout(values: dict, deployment) -> tuple[int, int, int]:
     return tp, pp, dp
 
 
-def offload_from(values: dict, engine: str | None = None, deployment=None, release=None) -> OffloadAsk | None:
+# offload_from's default engine: the one the inputs name (values["engine"]), as the scenario reads it.
+_FROM_VALUES = object()
+
+
+def offload_from(values: dict, engine=_FROM_VALUES, deployment=None, release=None) -> OffloadAsk | None:
     """The tier the inputs ask for, checked (InputError naming the field otherwise): its options
     need offload-gib; lmcache is vLLM's backend; llama.cpp has no such tier; the busiest host
     must hold it within host-memory-gib. With `release` (the engine's Release) it is refused
     where that release has no such flag."""
+    if engine is _FROM_VALUES:
+        engine = values.get("engine")
     gib = values.get("offload-gib")
     if gib is None:
         for name in ("offload-backend", "offload-link", "host-memory-gib"):
