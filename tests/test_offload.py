@@ -253,3 +253,23 @@ def test_the_engine_defaults_to_the_one_the_inputs_name():
     ask = offload.offload_from(typed({"engine": "vllm", "offload-gib": "64", "offload-backend": "lmcache"}))
     assert ask.engine == "vllm" and ask.backend == "lmcache"
     assert offload.offload_from(typed({"engine": "vllm"})) is None
+
+
+def test_another_engines_launch_command_carries_the_same_bytes_per_rank():
+    # 64 GiB total over vLLM's 2 ranks is 32 GiB = 34.36 GB a rank: SGLang's --hicache-size 34.
+    ask, _ = ask_and_run(dict(L8, engine="vllm", tp="2", gpus="2"), {"offload-gib": "64"})
+    assert offload.launch_flags(ask, "sglang") == ["--enable-hierarchical-cache", "--hicache-size", "34"]
+    assert offload.launch_flags(ask, "llama.cpp") == []
+    # SGLang's 64 GiB per rank at tp 2 is vLLM's --kv-offloading-size 128 (the total).
+    ask, _ = ask_and_run(dict(L8, engine="sglang", tp="2", gpus="2"), {"offload-gib": "64"})
+    assert offload.launch_flags(ask, "vllm") == ["--kv-offloading-size", "128", "--kv-offloading-backend", "native"]
+    # Under 1 GB a rank SGLang has no flag to hold it: no flags rather than a refusal.
+    ask, _ = ask_and_run(dict(L8, engine="vllm"), {"offload-gib": "0.5"})
+    assert offload.launch_flags(ask, "sglang") == []
+
+
+def test_the_release_is_read_from_the_inputs_when_not_passed():
+    values = typed({"engine": "vllm", "engine-version": "0.13.0", "offload-gib": "64"})
+    with pytest.raises(InputError) as caught:
+        offload.offload_from(values, "vllm", None)
+    assert caught.value.field == "engine-version"

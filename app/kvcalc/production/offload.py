@@ -24,6 +24,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from .. import presets
+from ..engines.releases import pep440
 from ..sizing import bytes_per_token
 from ..units import GB, GIB, ceil_div
 
@@ -135,6 +136,10 @@ def offload_from(values: dict, engine=_FROM_VALUES, deployment=None, release=Non
     tp, pp, dp = _layout(values, deployment)
     ask = OffloadAsk(gib=Fraction(gib), backend=backend, link=values.get("offload-link"),
                      host_memory_gib=values.get("host-memory-gib"), engine=engine, tp=tp, pp=pp, dp=dp)
+    if release is None and engine in (_VLLM, _SGLANG) and "engine-version" in values:
+        # The scenario's builder checks the version against the modelled range; a text that is
+        # no version is left to it.
+        release = pep440(str(values["engine-version"]))
     if release is not None:
         check_release(ask, release)
     if engine == _SGLANG:
@@ -376,13 +381,24 @@ def tier(ask: OffloadAsk, engine: str | None, scenario, result) -> Tier:
                 rule=rule, release=None if release is None else str(release))
 
 
+def _per_rank_gib(ask: OffloadAsk) -> Fraction:
+    """One rank's share of the tier in GiB: offload-gib as the chosen engine's flag means it."""
+    if ask.backend == "native" and ask.engine in (None, _VLLM):
+        return ask.gib / (ask.tp * ask.pp)        # a total over one engine's ranks
+    return ask.gib                                # SGLang per rank, LMCache per worker
+
+
 def launch_flags(ask: OffloadAsk, engine: str | None) -> list[str]:
-    """The engine's flags for the tier (the LMCache size goes in the environment: launch_env)."""
+    """The flags for the tier on `engine`'s launch command (the LMCache size goes in the
+    environment: launch_env). For an engine other than the one sized as, the same bytes per rank in
+    that engine's unit; none where it cannot hold the tier as asked (llama.cpp; LMCache on SGLang;
+    SGLang under 1 GB a rank). Never raises: every launch command is written."""
+    per_rank = _per_rank_gib(ask)
     if engine == _VLLM:
-        size = ask.gib if ask.backend == "native" else ask.gib * ask.tp * ask.pp
-        return ["--kv-offloading-size", _dec(size), "--kv-offloading-backend", ask.backend]
-    if engine == _SGLANG:
-        return ["--enable-hierarchical-cache", "--hicache-size", str(_sglang_gb(ask))]
+        return ["--kv-offloading-size", _dec(per_rank * ask.tp * ask.pp), "--kv-offloading-backend", ask.backend]
+    if engine == _SGLANG and ask.backend == "native":
+        gb = int(per_rank * GIB // GB)            # --hicache-size: whole decimal GB per rank
+        return ["--enable-hierarchical-cache", "--hicache-size", str(gb)] if gb >= 1 else []
     return []
 
 
