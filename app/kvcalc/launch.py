@@ -14,7 +14,8 @@ def launch(scenario, engine: str, result=None) -> Launch:
     """The command for `engine`; with the result, the server may run as many requests as fit.
     What runs beside the model (a draft, LoRA slots, an offload tier) adds its own flags."""
     out = REGISTRY[engine].launch(scenario, result)
-    flags = production.launch_flags(scenario, engine)
-    if out.command is None or not flags:
+    flags, env = production.launch_flags(scenario, engine), production.launch_env(scenario, engine)
+    if out.command is None or not (flags or env):
         return out
-    return replace(out, command=out.command + " " + shell_join(flags))
+    command = out.command + "".join(" " + shell_join([flag]) for flag in flags)
+    return replace(out, command=shell_join(f"{k}={v}" for k, v in env.items()) + " " * bool(env) + command)

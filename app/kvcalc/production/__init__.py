@@ -71,8 +71,10 @@ FLAT_KEYS = {"draft": ("draft_weights_bytes", "draft_weights_bytes_per_gpu", "dr
                        "draft_kv_bytes_per_gpu"),
              "lora": ("lora_bytes_per_gpu",),
              "encoder": ("encoder_weights_bytes", "encoder_weights_bytes_per_gpu"),
-             "offload": ("offload_tokens", "offload_requests", "offload_restore_seconds"),
-             "prefix_hits": ("expected_requests_fit", "expected_prefill_tokens_skipped")}
+             "offload": ("offload_bytes", "offload_tokens", "offload_requests", "offload_restore_seconds",
+                         "offload_link"),
+             "prefix_hits": ("expected_cached_tokens_per_request", "expected_requests_fit",
+                             "expected_prefill_tokens_skipped")}
 
 
 def _parts(serving: Serving):
@@ -96,6 +98,16 @@ def figures(scenario, result) -> dict:
         out.update({key: data.get(key) for key in FLAT_KEYS[name]})
     out["serving"] = parts
     return out
+
+
+def launch_env(scenario, engine: str) -> dict:
+    """Environment variables the parts need on `engine`'s command (LMCache's tier size)."""
+    env = {}
+    for _, part, module in _parts(scenario.serving):
+        more = getattr(module, "launch_env", None)
+        if more is not None:
+            env.update(more(part, engine))
+    return env
 
 
 def launch_flags(scenario, engine: str) -> list:

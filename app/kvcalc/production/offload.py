@@ -125,7 +125,7 @@ def offload_from(values: dict, engine=_FROM_VALUES, deployment=None, release=Non
                                         "(MiB, 8192 by default) keeps whole prompt states in host memory "
                                         "(llama.cpp PR #16391), which this calculator does not model; choose "
                                         "engine vllm or sglang, or leave offload-gib out")
-    if backend == "lmcache" and engine != _VLLM:
+    if backend == "lmcache" and engine not in (_VLLM, None):   # the exact ideal sizes any tier as one copy
         if engine == _SGLANG:
             raise InputError("offload-backend", "SGLang runs LMCache with its own --enable-lmcache (0.5.2 on), sized "
                                                 "by an LMCache config file this calculator does not model; use "
