@@ -7,6 +7,7 @@ weights unknown) and the sentence then says what is missing.
 from dataclasses import dataclass
 
 from .engines import REGISTRY, title
+from .production import offload, prefix_hits
 from .words import plural, size
 
 
@@ -19,10 +20,25 @@ class Verdict:
 
 def verdict(scenario, result, unit: str = "gib") -> Verdict:
     judged = _verdict(scenario, result, unit)
-    beside = _beside(scenario, unit)
-    if not beside:
+    more = _beside(scenario, unit) + _tiers(scenario, result, judged.fits)
+    if not more:
         return judged
-    return Verdict(judged.fits, judged.sentence[:-1] + beside + ".", judged.reasons)
+    return Verdict(judged.fits, judged.sentence[:-1] + more + ".", judged.reasons)
+
+
+def _tiers(scenario, result, fits) -> str:
+    """What the host tier and the prefix hits add, as expectations and a tier beside the GPUs."""
+    serving, words = scenario.serving, ""
+    if serving.offload is not None:
+        tier = offload.figures(serving.offload, scenario, result)
+        held = "" if tier["offload_requests"] is None else f" ({plural(tier['offload_requests'], 'request')})"
+        words += f"; its host KV tier holds {plural(tier['offload_tokens'], 'more token')}{held}"
+    if serving.prefix_hit_rate is not None and fits is not None:
+        expected = prefix_hits.figures(serving.prefix_hit_rate, scenario, result)["expected_requests_fit"]
+        if expected is not None:
+            words += (f"; at a prefix hit rate of {float(serving.prefix_hit_rate):.0%}, {float(expected):,.0f} "
+                      "requests are expected to fit")
+    return words
 
 
 def _beside(scenario, unit: str) -> str:
