@@ -539,3 +539,17 @@ def read_file(path: str) -> Header:
             return read_header_from(fh, os.path.getsize(path), parse)
     except OSError as e:
         raise InputError(FIELD, f"cannot read {path!r}: {e.strerror}") from None
+
+
+def mmproj_bytes(path: str) -> int:
+    """The tensor bytes of a llama.cpp multimodal projector (--mmproj FILE): the sum of its tensor
+    table's sizes, as for a model. Its general.architecture is "clip" (clip.cpp's loader), so a
+    language model's GGUF given in its place is refused."""
+    header = read_file(path)
+    arch = header.metadata.get("general.architecture")
+    if arch != "clip":
+        raise InputError("mmproj", f"{path!r} is not a multimodal projector: its general.architecture is "
+                                   f"{str(arch)[:40]!r}, an mmproj's is 'clip'")
+    if not header.tensors:
+        raise InputError("mmproj", f"{path!r} holds no tensors")
+    return header.weights_bytes

@@ -85,6 +85,10 @@ FAMILIES_2026 = {
     # transformers Qwen3VLTextDecoderLayer / Qwen3VLMoeTextSparseMoeBlock: Qwen3's and Qwen3-MoE's shapes
     "qwen3_vl_text": Family(qk_norm=True),
     "qwen3_vl_moe_text": Family(qk_norm=True, moe="qwen"),
+    # transformers Qwen2_5_VLTextModel: Qwen2's layers (biased q, k, v; untied by default). The original
+    # checkpoints' config.json is flat ("qwen2_5_vl" with the text keys beside vision_config).
+    "qwen2_5_vl": Family(qkv_bias=True, bias_key=None),
+    "qwen2_5_vl_text": Family(qkv_bias=True, bias_key=None),
 }
 FAMILIES_2026["qwen3_5"] = FAMILIES_2026["qwen3_5_text"]
 FAMILIES_2026["qwen3_5_moe"] = FAMILIES_2026["qwen3_5_moe_text"]
@@ -96,6 +100,9 @@ FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 # "vector": norms, biases, convolutions, gates' scalars, and "vision": the tower the quantizers
 # of these formats leave out) stays in the checkpoint's 16-bit dtype.
 QUANTIZABLE = ("linear", "expert")
+# Wrappers whose config.json may keep the language model's keys at the top, beside vision_config,
+# rather than under text_config: their tower is counted either way.
+FLAT_VISION_WRAPPERS = ("qwen2_5_vl",)
 
 
 @dataclass(frozen=True)
@@ -211,7 +218,7 @@ def count_params(cfg: dict) -> ParamCount:
             _attention(c, t, family, base + ".self_attn", hidden)
         t.vector(base + ".norms", hidden, copies=family.norms_per_layer)
         _mlp(c, t, family, base, hidden, index, layers)
-    if text is not cfg:
+    if text is not cfg or model_type in FLAT_VISION_WRAPPERS:
         for name, rows, cols in vision_groups(cfg, hidden):
             t.linear(name, rows, cols, role="vision")
     return t.count(vocab * hidden)

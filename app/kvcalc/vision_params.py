@@ -2,7 +2,13 @@
 transformers builds the modules.
 
 A wrapper config (architectures ...ForConditionalGeneration with a vision_config) loads the
-tower's weights beside the language model's, so they take GPU memory too. Two towers are known:
+tower's weights beside the language model's, so they take GPU memory too. Three towers are known:
+- Qwen2.5-VL's (Qwen2_5_VisionTransformerPretrainedModel): a Conv3d patch embedding without bias,
+  `depth` blocks of two RMSNorms (weight only), a biased fused qkv and proj, and a gated SiLU MLP
+  (gate_proj, up_proj, down_proj, all biased), then the merger: an RMSNorm (ln_q) over one patch
+  and two biased linears on spatial_merge_size^2 patches side by side. No position table (2D
+  rotary positions). Its wrapper config is flat in the original checkpoints (the language model's
+  keys beside vision_config) and nested under text_config when transformers 4.53 on re-saves it.
 - Qwen3-VL's (Qwen3VLVisionModel; Qwen3.5 and 3.6 reuse it without the DeepStack mergers): a
   Conv3d patch embedding with bias, a learned position table, `depth` pre-norm blocks (LayerNorm,
   fused qkv, proj, a biased two-layer MLP), the patch merger (LayerNorm over one patch, then two
@@ -24,6 +30,9 @@ MAX_DEPTH = 10_000
 
 # The wrapper's model_type -> the tower its modeling code builds.
 QWEN3_VL_TOWER = {"qwen3_vl": True, "qwen3_vl_moe": True, "qwen3_5": False, "qwen3_5_moe": False}
+# transformers Qwen2_5_VLVisionConfig's defaults for the keys the original config.json leaves out
+# (it spells the channels in_chans, which the class ignores: in_channels defaults to 3).
+QWEN2_5_VL_DEFAULTS = {"in_channels": 3, "patch_size": 14, "temporal_patch_size": 2, "spatial_merge_size": 2}
 # transformers SiglipVisionConfig's defaults, which apply to a key Gemma 3's vision_config leaves out.
 SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
                    "image_size": 224, "patch_size": 16}
@@ -41,11 +50,13 @@ def vision_groups(cfg: dict, text_hidden: int) -> list:
                      missing="is missing from config.json, and the vision tower's parameter count needs it")
     if wrapper in QWEN3_VL_TOWER:
         return _qwen3_vl(c, deepstack=QWEN3_VL_TOWER[wrapper])
+    if wrapper == "qwen2_5_vl":
+        return _qwen2_5_vl(c)
     if wrapper == "gemma3":
         return _siglip(c) + _gemma3_projector(c, text_hidden)
     raise InputError("vision_config", f"the vision tower of a {wrapper or 'unnamed'!r} wrapper is not counted here "
-                                      "(only Qwen3-VL, Qwen3.5 and Gemma 3 towers); give the parameter count or "
-                                      "the weights' size")
+                                      "(only Qwen2.5-VL, Qwen3-VL, Qwen3.5 and Gemma 3 towers); give the parameter "
+                                      "count or the weights' size")
 
 
 def _linear(name, rows, cols):
@@ -80,6 +91,25 @@ def _qwen3_vl(c: ConfigFields, deepstack: bool) -> list:
         for i in range(len(indexes)):
             groups += _merger(f"visual.deepstack_merger_list.{i}", merged, merged, out)
     return groups
+
+
+def _qwen2_5_vl(c: ConfigFields) -> list:
+    d = QWEN2_5_VL_DEFAULTS
+    hidden, width = c.int("hidden_size"), c.int("intermediate_size")
+    depth = c.int("depth", maximum=MAX_DEPTH)
+    patch, frames = c.int("patch_size", d["patch_size"]), c.int("temporal_patch_size", d["temporal_patch_size"])
+    channels = c.int("in_channels", d["in_channels"])
+    merged = hidden * c.int("spatial_merge_size", d["spatial_merge_size"]) ** 2
+    out = c.int("out_hidden_size")
+    groups = [("visual.patch_embed.proj", hidden, channels * frames * patch * patch)]   # Conv3d, bias=False
+    for i in range(depth):
+        name = f"visual.blocks.{i}"
+        groups += [(name + ".norm1.weight", hidden, 1), (name + ".norm2.weight", hidden, 1)]
+        groups += _linear(name + ".attn.qkv", 3 * hidden, hidden) + _linear(name + ".attn.proj", hidden, hidden)
+        groups += _linear(name + ".mlp.gate_proj", width, hidden) + _linear(name + ".mlp.up_proj", width, hidden)
+        groups += _linear(name + ".mlp.down_proj", hidden, width)
+    groups.append(("visual.merger.ln_q.weight", hidden, 1))
+    return groups + _linear("visual.merger.mlp.0", merged, merged) + _linear("visual.merger.mlp.2", out, merged)
 
 
 def _merger(name, norm_width, merged, out):
