@@ -376,7 +376,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                     f"builds and to 256 in newer ones: give a context that is a multiple of "
                                     f"{PAD} (or flash-attn on) for figures that hold in every build")
     _check_cpu_moe(model, settings, notes)
+    draft_pool = _draft_pool(scenario, chunk)
     place = offload(model, settings)
+    if place.partial and draft_pool is not None:
+        raise InputError("n-gpu-layers", "partial offload (-ngl) with a draft model is not modelled; offload every layer")
     if place.partial and dep.gpus > 1:
         raise InputError("n-gpu-layers", f"-ngl {settings.n_gpu_layers} over {dep.gpus} GPUs: llama.cpp splits "
                                          "the offloaded layers by -ts or free memory, which is not modelled; "
@@ -404,6 +407,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         if available is not None and budget.source != "kv-memory-gib":
             available += moe_cpu
         staging = max(staging, moe_staging)
+    if draft_pool is not None:
+        if available is not None and budget.source != "kv-memory-gib":
+            available -= draft_pool.bytes_total
+        notes.append(_draft_words(scenario.serving.draft, draft_pool))
     compute = compute_buffer_bytes(model, pool, chunk, flash)
     if compute is not None and min(chunk, pool.kv_tokens) >= OP_OFFLOAD_MIN_BATCH:
         # A prompt ubatch runs the CPU layers' matmuls on the GPU, their weights copied into the
@@ -453,8 +460,37 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         kv_bytes_per_request=pool.bytes_total // pool.seqs, kv_tokens=pool.kv_tokens,
         max_concurrency=pool.max_concurrency, starts=starts, max_model_len=pool.max_context_per_seq,
         refusal=refusal, activation_bytes_per_gpu=activation, overhead_bytes_per_gpu=overhead,
-        budget_source=budget.source, log=tuple(log_lines(pool) + extra_log + ([refusal] if refusal else [])),
+        budget_source=budget.source, log=tuple(log_lines(pool) + extra_log + (
+            log_lines(draft_pool) if draft_pool is not None else []) + ([refusal] if refusal else [])),
         notes=tuple(notes), band=band, kv_bytes_on_busiest_gpu=on_gpu)
+
+
+def _draft_pool(scenario, chunk: int) -> Pool | None:
+    """A draft model's own context (-md): as many cells as the target's, one stream per slot, K
+    and V in f16 unless -ctkd/-ctvd say otherwise (PR #10586 "Use F16 KV cache for the draft
+    model; set draft context equal to slot context"; tools/server/server-context.cpp load_model,
+    late 2025, gives each slot a context of n_ctx_seq cells; common/speculative.cpp
+    common_speculative_init_result, 2026, one context of the target's n_ctx with its n_seq_max:
+    the same cells). None without a draft."""
+    draft = scenario.serving.draft
+    if draft is None:
+        return None
+    if draft.model is None:
+        raise InputError("mtp", "llama.cpp's MTP context is not modelled")
+    work = scenario.workload
+    f16 = precision("fp16")
+    try:
+        return allocate(draft.model, f16, f16, work.context_tokens, work.batch, ubatch=chunk)
+    except InputError as e:
+        raise InputError("draft-model", f"the draft {draft.name}: {e.message}") from None
+
+
+def _draft_words(draft, pool: Pool) -> str:
+    cache = pool.caches[0]
+    return (f"The draft {draft.name} has its own context: {cache.cells:,} cells x {pool.seqs} slot(s) x "
+            f"{cache.layers} layers, f16 K and V (-ctkd/-ctvd default) = {pool.bytes_total / MIB:,.2f} MiB on the GPU "
+            f"beside its weights ({draft.weights_bytes / GIB:.2f} GiB, the whole draft on the one GPU); the draft "
+            "context's compute buffer is not counted.")
 
 
 def stores(kv_precision) -> bool:

@@ -10,6 +10,13 @@ mem_cache/memory_pool.py, 2025-2026 main):
   (set_num_tokens_hybrid_swa, swa_full_tokens_ratio 0.8 by default).
 - MHATokenToKVPool / MLATokenToKVPool allocate (tokens + page_size) rows per layer and log
   "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB" in GiB (2^30 bytes).
+- Speculative decoding (0.5.23, model_executor/pool_configurator.py DefaultPoolConfigurator,
+  EAGLE / NEXTN / STANDALONE): cell = cell_target + int(cell_target x L_draft / L_target), "assumes
+  the draft shares the target's per-layer KV size"; the draft worker allocates its own pool of the
+  same #tokens (kv_cache_configurator.py). The draft's weights are loaded before the pool is sized
+  (managers/scheduler.py init_model_worker), so they come out of it. Releases before 0.5.16 sized
+  the target's cell alone and took the draft from the 1 - mem_fraction_static slack (0.5.9
+  profile_max_num_token): refused here.
 """
 
 import sys
@@ -169,17 +176,50 @@ def _swa_pool_layers(model) -> list:
     return sliding if hybrid else []
 
 
-def _request_bytes(first_stage, sliding: list, precision, tp: int, context: int) -> int:
+def _request_bytes(first_stage, sliding: list, precision, tp: int, context: int, draft=None) -> int:
+    if draft is not None:
+        return _cell(first_stage, precision, tp, draft) * context
     return sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
                                                        if sliding and layer.kind == "sliding" else context)
                for layer in first_stage if layer.held_range(1) is not None)
 
 
-def request_bytes(model, precision, tp: int, pp: int, context: int) -> int:
+def _cell(layers, precision, tp: int, draft=None) -> int:
+    """One token's cell on a rank. With a draft (its `draft` = (the draft layers at the end of
+    `layers`, SGLang's L_draft)), 0.5.23's rule: the target's cell plus int(cell x L_draft /
+    L_target), whatever the draft's own heads (pool_configurator.py DefaultPoolConfigurator)."""
+    if draft is None:
+        return sum(sum(_kv_split(layer, precision, tp)) for layer in layers if layer.held_range(1) is not None)
+    added, l_draft = draft
+    target = layers[:len(layers) - added]
+    cell = _cell(target, precision, tp)
+    return cell + cell * l_draft // len(target)
+
+
+def draft_rule(scenario):
+    """(the draft's layers at the end of the sizing model, SGLang's L_draft), or None."""
+    draft = scenario.serving.draft
+    return None if draft is None else (len(draft.layers), draft.sglang_layers)
+
+
+def _check_draft(scenario, model) -> None:
+    if scenario.serving.draft is None:
+        return
+    release = releases.in_force(sys.modules[__name__], scenario.settings)
+    if not release.at_least(0, 5, 16):
+        raise InputError("engine-version", f"SGLang {release} sized the target's cell alone and took the draft's weights "
+                                           "and pool from the 1 - mem_fraction_static slack with a reserve for it "
+                                           "(0.5.9 profile_max_num_token, server_args.py _handle_gpu_memory_settings): "
+                                           "not modelled; the combined cell is read from 0.5.23 (0.5.16 and later)")
+    if _swa_pool_layers(model):
+        raise InputError("engine", "SGLang's split sliding-window pools with a draft are not modelled")
+
+
+def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None) -> int:
     """What one request of `context` tokens takes in the first stage's pool: the model and the
     context decide it, not the memory."""
     _check_modelled(model)
-    return _request_bytes(_stage_layers(model, pp)[0], _swa_pool_layers(model), precision, tp, context)
+    return _request_bytes(_stage_layers(model, pp)[0], _swa_pool_layers(model), precision, tp, context, draft)
 
 
 def _check_modelled(model) -> None:
@@ -192,12 +232,14 @@ def _check_modelled(model) -> None:
         raise InputError("engine", "SGLang's cache for sparse-attention index keys (MiniMax-M3) is not modelled yet")
 
 
-def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1) -> Pool:
+def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1,
+             draft=None) -> Pool:
+    """The token pool; `draft` (see _cell) when a draft's layers end the model (pp 1)."""
     _check_modelled(model)
     stages = _stage_layers(model, pp)
     tokens = None
     for layers in stages:
-        cell = sum(sum(_kv_split(layer, precision, tp)) for layer in layers if layer.held_range(1) is not None)
+        cell = _cell(layers, precision, tp, draft)
         if cell == 0:
             continue
         stage_tokens = max(0, available_bytes) // cell // page_size * page_size
@@ -215,14 +257,15 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
         swa_tokens = int(int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) * SWA_FULL_TOKENS_RATIO) \
             // page_size * page_size
     k_bytes = v_bytes = 0
-    for layer in first:
+    # The logged pool is the target's: the draft worker allocates and logs its own.
+    for layer in (first if draft is None else first[:len(first) - draft[0]]):
         if layer.held_range(1) is None:
             continue
         k, v = _kv_split(layer, precision, tp)
         rows = (swa_tokens if sliding and layer.kind == "sliding" else full_tokens) + page_size
         k_bytes += rows * k
         v_bytes += rows * v
-    per_request = _request_bytes(first, sliding, precision, tp, context)
+    per_request = _request_bytes(first, sliding, precision, tp, context, draft)
     concurrency = Fraction(full_tokens, context)
     if swa_tokens is not None:
         window = max(layer.window for layer in sliding)
@@ -322,14 +365,24 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, Non
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     parallel.check(model, dep, parallel.SGLANG)
+    _check_draft(scenario, model)
+    draft = draft_rule(scenario)
     page = scenario.settings.block_size or 1
     placed = None                        # the weights per GPU as SGLang places them, where not the ideal's
     if dep.dp > 1:
         budget, placed = _dp_attention(scenario, chunk, budget, notes)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
-                              request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens))
-    pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page)
+                              request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, draft))
+    pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page,
+                    draft)
+    if draft is not None:
+        target = _cell(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
+        notes.append(f"The draft's pool (its worker's, #tokens as the target's): its cell is sized as "
+                     f"int({target:,} x {draft[1]} / {len(model.layers) - draft[0]}) = "
+                     f"{_cell(model.layers, work.kv_precision, dep.tp, draft) - target:,} B beside the target's "
+                     f"{target:,} B (SGLang 0.5.23 pool_configurator.py: cell_target + int(cell_target x L_draft / "
+                     "L_target)); the draft's weights were loaded before the pool was sized, so they come out of it.")
     starts = pool.kv_tokens > 0
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     return EngineResult(

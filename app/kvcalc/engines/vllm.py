@@ -439,6 +439,8 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tupl
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     parallel.check(model, dep, parallel.VLLM)
+    if scenario.serving.draft is not None:
+        _check_draft(scenario, notes)
     block, why = block_size_for(model, dep.gpu_name, scenario.settings.block_size)
     if why:
         notes.append(why)
@@ -447,10 +449,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, request_bytes(
             model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
-            rules.mamba_state_pages(release_of(scenario))))
+            state_pages(scenario)))
     available = budget.kv_bytes_per_gpu
     release = release_of(scenario)
-    pages = rules.mamba_state_pages(release)
+    pages = state_pages(scenario)
     pool, refusal, longest, config_lines = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
                                                     chunk, block, available, work.state_precision, pages)
     if pool is not None and not rules.logs_tokens_as_concurrency(release):
@@ -468,6 +470,31 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         budget_source=budget.source, log=tuple(log_lines(pool, refusal, available, work.context_tokens, config_lines,
                                                          release, _swap_blocks(model, work, dep, block))),
         notes=tuple(notes))
+
+
+def state_pages(scenario) -> int:
+    """Pages of state one request keeps in each Mamba group: the release's, plus one a speculative
+    token (MambaSpec.num_speculative_blocks = num_speculative_tokens; max_memory_usage_bytes =
+    page x (1 or 2 + num_speculative_blocks), kv_cache_interface.py)."""
+    pages = rules.mamba_state_pages(release_of(scenario))
+    draft = scenario.serving.draft
+    return pages + (draft.spec_tokens or 0) if draft is not None else pages
+
+
+def _check_draft(scenario, notes: list) -> None:
+    """vLLM V1 pools a drafter's layers with the target's (gpu_model_runner.py get_kv_cache_spec;
+    KVCacheSpec.is_draft compare=False, 0.33.0): the sizing model already holds them. V0's
+    speculative worker kept a cache of its own, which is not modelled."""
+    release = release_of(scenario)
+    if not rules.v1(release):
+        raise InputError("engine-version", f"vLLM {release}'s V0 engine ran the draft in a worker with a KV cache of "
+                                           "its own, which is not modelled; V1 pools it with the target's")
+    draft = scenario.serving.draft
+    notes.append(f"The {'MTP heads' if draft.kind == 'mtp' else 'draft ' + draft.name}' {len(draft.layers)} "
+                 "layer(s) share the target's KV cache groups (a layer with the target's spec joins its group; any "
+                 "other spec is grouped by the hybrid rule), and its weights load with the target's, inside \"Model "
+                 "loading took\". The capacity printed leaves out the lookahead slots (num_speculative_tokens per "
+                 "running request) the scheduler reserves at run time.")
 
 
 def _dp_words(dep, work) -> str:
