@@ -90,6 +90,10 @@ def test_vllm_figures_the_budget_and_its_cache_estimate():
     weights = qwen(engine="vllm", gpus=2)
     assert encoder.figures(weights.scenario.serving.encoder, weights.scenario,
                            weights.result)["encoder_weights_bytes_per_gpu"] == 676_550_144
+    fp8 = qwen(engine="vllm", gpus=2, **{"mm-encoder-tp-mode": "data", "weights-dtype": "fp8"})
+    assert any("kept at bf16" in line for line in
+               encoder.figures(fp8.scenario.serving.encoder, fp8.scenario, fp8.result)["lines"])
+    assert fp8.scenario.deployment.added_weights_bytes_per_gpu == 676_550_144
     # The 0.6.x V1 preview hard-coded the budget (PR #11210).
     assert encoder.budget_tokens(e.scenario.settings.release, 2048) == 2048
     old = qwen(engine="vllm", **{"engine-version": "0.6.5"})

@@ -144,6 +144,10 @@ def figures(encoder: Encoder, scenario, result) -> dict:
                      f"({encoder.dtype}, the model's dtype: the quantized formats priced here leave the tower "
                      f"unquantized) = {encoder.weights_bytes:,} B, counted in the model's weights when they are "
                      "counted from the config.")
+        given = scenario.settings.weights_dtype
+        if given and given != encoder.dtype:
+            lines.append(f"weights-dtype {given} prices the model's weights, the tower's share among them; the tower "
+                         f"itself is kept at {encoder.dtype} here, as the quantized checkpoints priced here keep it.")
         if encoder.mode == "weights":
             lines.append(f"mm_encoder_tp_mode weights (vLLM's default): its linears split over tp = {tp} with the "
                          f"model's, {held:,} B per GPU, already in the model's share; nothing added. The patch "
