@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--weights-file", metavar="PATH", action="append",
                        help="a .safetensors file (repeat for each shard) or a model.safetensors.index.json: "
                             "the exact weights in place of params x precision")
+    files.add_argument("--mmproj", metavar="PATH", help="llama.cpp's multimodal projector GGUF: its tensor bytes "
+                                                       "(the header's table), held whole on the first GPU")
     files.add_argument("--from-log", metavar="PATH", help="an engine's start-up log (- for standard input): the "
                                                         "inputs it implies, each said with its line; options given "
                                                         "here win over it (e.g. --model for a local path)")
@@ -190,7 +192,12 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
         gguf_path, weight_files, log_path = args.pop("gguf"), args.pop("weights_file"), args.pop("from_log")
+        mmproj_path = args.pop("mmproj")
         given = {name: value for name, value in args.items() if value is not None}
+        if mmproj_path is not None:
+            if "mmproj-bytes" in given:
+                raise InputError("mmproj", "give the projector once: --mmproj FILE or --mmproj-bytes N")
+            given["mmproj-bytes"] = str(gguf.mmproj_bytes(mmproj_path))
         reading = None
         if log_path is not None:
             if log_path == "-" and (link_url == "-" or given.get("hf-config") == "-"):

@@ -49,11 +49,11 @@ def _beside(scenario, unit: str) -> str:
     if not parts:
         return ""
     draft = scenario.serving.draft
-    words = {"draft": "the MTP heads'" if draft is not None and draft.kind == "mtp" else "the draft model's",
-             "lora": "the LoRA slots'", "encoder": "the vision encoder's copy"}
-    listed = [f"{words[name]} {size(n, unit)}" for name, n in parts]
+    words = {"draft": "the MTP heads" if draft is not None and draft.kind == "mtp" else "the draft model",
+             "lora": "the LoRA slots", "encoder": "a whole copy of the vision encoder"}
+    listed = [f"{words[name]} ({size(n, unit)})" for name, n in parts]
     joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
-    return f" (with {joined} on each GPU beside the model's weights)"
+    return f"; beside its share of the model's weights each GPU holds {joined}"
 
 
 def _verdict(scenario, result, unit: str) -> Verdict:
