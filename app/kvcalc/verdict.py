@@ -50,7 +50,7 @@ def _beside(scenario, unit: str) -> str:
         return ""
     draft = scenario.serving.draft
     words = {"draft": "the MTP heads" if draft is not None and draft.kind == "mtp" else "the draft model",
-             "lora": "the LoRA slots", "encoder": "a whole copy of the vision encoder"}
+             "lora": "the LoRA slots", "encoder": "the rest of a whole vision encoder"}
     listed = [f"{words[name]} ({size(n, unit)})" for name, n in parts]
     joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
     return f"; beside its share of the model's weights each GPU holds {joined}"
