@@ -6,7 +6,7 @@ import pytest
 
 from kvcalc import presets
 from kvcalc.evaluation import evaluate
-from kvcalc.params import quantized_weights
+from kvcalc.params import count_params, quantized_weights
 from kvcalc.production import draft as drafts
 from kvcalc.startup_log import read_log
 from kvcalc.units import GIB
@@ -136,6 +136,10 @@ def test_llama_1b_draft_kv_and_weights():
     # The whole model's row (tp 1): 80 x 8 x 128 x 2 x 2 + 16 x 8 x 64 x 2 x 2 = 327,680 + 32,768.
     assert e.result.kv_bytes_per_token == 327_680 + 32_768
     assert draft.weights_bytes == 1_235_814_400 * 2 == 2_471_628_800
+    # Llama-3.2-1B's config.json ties the embeddings (tie_word_embeddings: true), which the
+    # preset's copy of it leaves out: counted so, its shapes give the published 1,235,814,400.
+    cfg = presets.find_model_entry("meta-llama/Llama-3.2-1B")["config"]
+    assert count_params({**cfg, "tie_word_embeddings": True}).total == 1_235_814_400
     assert e.scenario.deployment.added_weights_bytes_per_gpu == 617_907_200
 
 
@@ -194,7 +198,10 @@ def test_qwen3_6_mtp_log_is_reproduced():
     # tokens, 12.84x, the log's own figures (74.22 GiB holds 3,299 to 3,300 blocks of 11 layers).
     reading = read_log((FIXTURES / "logs" / MTP_LOG).read_text(encoding="utf-8"))
     printed = reading.printed
-    e = run({**reading.values, "model": "Qwen/Qwen3.6-35B-A3B", "mtp": "on", "spec-tokens": "3"})
+    # The reader takes the MTP heads and their tokens from the non-default args line; the model is
+    # RedHatAI's NVFP4 checkpoint of Qwen/Qwen3.6-35B-A3B (the preset's shapes).
+    assert (reading.values["mtp"], reading.values["spec-tokens"]) == ("on", "3")
+    e = run({**reading.values, "model": "Qwen/Qwen3.6-35B-A3B"})
     engine = e.result.engine
     assert engine.block_size == printed["attention_block_size"].value == 1_072
     low, high = engine.kv_tokens_range
@@ -203,7 +210,8 @@ def test_qwen3_6_mtp_log_is_reproduced():
     assert f"{float(engine.max_concurrency):.2f}" == "12.84"
     assert "Add 3 padding layers, may waste at most 10.00% KV cache memory" in engine.log
     # The bare model misses all three: 1,056-token blocks, no padding, 3,832,295 tokens.
-    bare = run({**reading.values, "model": "Qwen/Qwen3.6-35B-A3B"}).result.engine
+    without = {k: v for k, v in reading.values.items() if k not in ("mtp", "spec-tokens", "measured-with", "loaded-weights-gib")}
+    bare = run({**without, "model": "Qwen/Qwen3.6-35B-A3B"}).result.engine
     assert bare.block_size == 1_056 and bare.kv_tokens == 3_832_295
     assert not any("padding layers" in line for line in bare.log)
 

@@ -74,6 +74,27 @@ def _non_default(match, sink, n, line):
     model = re.search(r"'model': '([^']{1,300})'", match["args"])
     if model:
         sink.show("model_path", model[1], n, line)
+    _speculative(match["args"], sink, n, line)
+
+
+# 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}: the model's own MTP heads
+# (vLLM's "mtp", and the per-family names config/speculative.py maps to it). A separate draft's
+# 'model' is a path or repo the inputs may not know, so it is left to draft-model.
+_SPECULATIVE = re.compile(r"'speculative_config': \{([^{}]{0,400})\}")
+_MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_moe_mtp")
+
+
+def _speculative(args: str, sink, n, line) -> None:
+    found = _SPECULATIVE.search(args)
+    if not found:
+        return
+    method = re.search(r"'method': '([\w.\-]{1,40})'", found[1])
+    if method is None or method[1] not in _MTP_METHODS:
+        return
+    sink.take("mtp", "on", n, line, "speculative_config method " + method[1])
+    tokens = re.search(r"'num_speculative_tokens': (\d{1,2})\b", found[1])
+    if tokens:
+        sink.take("spec-tokens", tokens[1], n, line, "speculative_config num_speculative_tokens")
 
 
 def _gib_text(byte_count: int) -> str:
