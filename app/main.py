@@ -22,8 +22,8 @@ try:
     with precompiled():
         from kvcalc import link
 
-        from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy, share, state,
-                         strip, takeaway)
+        from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy,
+                         serving_fields, share, state, strip, takeaway)
         from web import files as files_module
         from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
 except Exception as exc:
@@ -177,6 +177,7 @@ def wire() -> None:
     on(el(".shortcuts"), "click", on_context_shortcut)
     on(el("#plan-fields"), "input", on_user_input)
     plan_start.wire(loop.update)
+    serving_fields.wire()
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
     on(window, "resize", plot.resize)

@@ -7,7 +7,7 @@ from kvcalc.evaluation import unexpected
 from kvcalc.options import OPTION_BY_NAME, OPTIONS
 
 from web import state
-from web.dom import absent, el, on_fault, q, put
+from web.dom import absent, on_fault, q, put
 
 _placed = {}            # field id -> the message shown beside it
 
@@ -35,8 +35,9 @@ def show(errors, model_choice: str) -> None:
         if control is not None:
             if field in placed:
                 control.setAttribute("aria-invalid", "true")
-                if not absent(control.closest("#advanced")):
-                    el("#advanced").open = True     # an error is never hidden in a closed group
+                group = control.closest("details.group")
+                if not absent(group):
+                    group.open = True       # an error is never hidden in a closed group (Advanced, Production)
             else:
                 control.removeAttribute("aria-invalid")
     _placed.clear()

@@ -1,5 +1,6 @@
 """The form: reading its controls as the engine's raw inputs, writing a link's inputs into it,
-and the Advanced group that opens when one of its values differs from the page's default."""
+and the folded groups (Advanced, Production) that open when one of their values differs from
+the page's default."""
 
 import json
 
@@ -104,19 +105,23 @@ def write(raw: dict) -> None:
     open_advanced_if_set()
 
 
+FOLDED_GROUPS = ("#advanced", "#serving")
+
+
 def open_advanced_if_set() -> None:
-    """Open the Advanced group when any of its controls holds something other than the page's
-    own default, so a link's tp or overhead is never hidden."""
-    group = el("#advanced")
-    for element in group.querySelectorAll("input, select"):
-        if element.tagName == "SELECT":
-            initial = next((i for i, o in enumerate(element.options) if o.defaultSelected), 0)
-            changed = element.selectedIndex != initial
-        else:
-            changed = element.value != element.defaultValue
-        if changed:
+    """Open each folded group (Advanced, Production) when any of its controls holds something
+    other than the page's own default, so a link's tp or LoRA slots are never hidden."""
+    for selector in FOLDED_GROUPS:
+        group = el(selector)
+        if any(_changed(element) for element in group.querySelectorAll("input, select")):
             group.open = True
-            return
+
+
+def _changed(element) -> bool:
+    if element.tagName == "SELECT":
+        initial = next((i for i, o in enumerate(element.options) if o.defaultSelected), 0)
+        return element.selectedIndex != initial
+    return element.value != element.defaultValue
 
 
 def on_context_shortcut(event) -> bool:

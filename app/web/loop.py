@@ -10,8 +10,8 @@ from kvcalc.evaluation import evaluate
 from kvcalc.report import page_texts
 from kvcalc.words import size
 
-from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, share, source_view, state,
-                 takeaway, timing_view)
+from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, serving_view, share,
+                 source_view, state, takeaway, timing_view)
 from web.dom import absent, guarded, proxy, put, view
 
 
@@ -49,6 +49,7 @@ def _update() -> None:
     charts.render(scenario, u, result)
     timing_view.render(texts, scenario, result, texts["data"]["fits"])
     results.render_bar(result, scenario, u)
+    serving_view.render(texts["data"], u)
     state.current = texts["data"]
     if not state.valid_once:
         window.performance.mark("kvcalc-figures")

@@ -29,17 +29,23 @@ def render(texts: dict) -> None:
         put(f'[data-live="{key}"]', text)
 
 
-BAR_PARTS = ("weights", "kv", "overhead", "free", "reserved")
+BAR_PARTS = ("weights", "draft", "lora", "encoder", "kv", "overhead", "free", "reserved")
+# What a GPU holds beside the model's weights (a draft, LoRA slots, an encoder kept whole): drawn
+# and named only when the inputs ask for it (memory_bar gives 0 otherwise).
+BESIDE = ("draft", "lora", "encoder")
 
 
 def render_bar(result, scenario, u: str) -> None:
     bar = memory_bar(result, scenario)
-    shown = {key: max(0, bar[key] or 0) for key in BAR_PARTS}
+    shown = {key: max(0, bar.get(key) or 0) for key in BAR_PARTS}
     # Over the cap, the bar is drawn to what was asked for, so the overflow shows past the line.
     whole = max(bar["total"] or 0, sum(shown.values())) or 1
     legends = {}
+    parts = [key for key in BAR_PARTS if key not in BESIDE or bar.get(key)]
+    for key in BESIDE:
+        put(f"#legend-item-{key}", key not in parts, "hidden")
     for key in BAR_PARTS:
-        value = bar[key]
+        value = bar.get(key, 0)
         put(f"#bar-{key}", f"{shown[key] * 100 / whole:.3f}%", "width")
         put(f"#bar-{key}", "" if value is None else str(value), "bytes")
         legends[key] = "n/a (no GPU chosen)" if value is None else size(value, u) if value >= 0 \
@@ -50,6 +56,6 @@ def render_bar(result, scenario, u: str) -> None:
     over = "" if bar["fits"] else f"over the usable memory by {size(bar['over'], u)}: it does not fit" \
         if bar["over"] else ""
     put("#bar-over", over)
-    label = "Per-GPU memory: " + ", ".join(f"{bar['labels'][key]} {legends[key]}" for key in BAR_PARTS) + (
+    label = "Per-GPU memory: " + ", ".join(f"{bar['labels'][key]} {legends[key]}" for key in parts) + (
         f"; {over}" if over else "")
     put("#memory-bar", label, "aria-label")
