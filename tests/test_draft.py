@@ -2,6 +2,8 @@
 by hand with the engines' rules (docs/research/issue-26-engine-rules.md section 1) and held to a
 public vLLM start-up log of an MTP deployment (tests/fixtures/logs/SOURCES.md)."""
 
+import json
+
 import pytest
 
 from kvcalc import presets
@@ -267,3 +269,23 @@ def test_the_sizing_model_is_the_same_object_every_edit():
     first = run({**DEEPSEEK_MTP, "engine": "vllm"}).scenario.model
     again = run({**DEEPSEEK_MTP, "engine": "vllm", "context": "4096"}).scenario.model
     assert first is again
+
+
+def test_qwen3_5_27b_mtp_head_weights_and_row():
+    # tests/fixtures/hf/Qwen__Qwen3.5-27B.json: mtp_num_hidden_layers 1, a full-attention decoder
+    # layer (qwen3_5_mtp.py builds it with layer_type "full_attention"): 4 kv heads of 256, so
+    # 2 x 4 x 256 x 2 B = 4,096 B per token at tp 1, the target's full layers' row.
+    # Its weights, hidden 5,120: q_proj with its output gate 5,120 x 24 x 256 x 2 = 62,914,560,
+    # k and v 5,120 x 1,024 each = 10,485,760, o 6,144 x 5,120 = 31,457,280, q/k norms 512, the MLP
+    # 3 x 5,120 x 17,408 = 267,386,880, two norms 10,240: 372,255,232 x 2 B = 744,510,464 B; fc
+    # (a ColumnParallelLinear, split over tp) 2 x 5,120 x 5,120 x 2 B = 104,857,600 B; three
+    # norms 3 x 5,120 x 2 B = 30,720 B on every GPU. At tp 8: 849,368,064 / 8 + 30,720.
+    cfg = json.loads((FIXTURES / "hf" / "Qwen__Qwen3.5-27B.json").read_text(encoding="utf-8"))
+    e = run({"hf-config": cfg, "mtp": "on", "gpu": "h200-141gb", "gpus": "8", "engine": "vllm"})
+    draft = e.scenario.serving.draft
+    assert drafts.kv_bytes_per_token(draft, e.scenario.workload.kv_precision, 1) == 4_096
+    assert (draft.split_bytes, draft.replicated_bytes) == (744_510_464 + 104_857_600, 30_720)
+    assert e.scenario.deployment.added_weights_bytes_per_gpu == 849_368_064 // 8 + 30_720 == 106_201_728
+    # vLLM widens the 48 Gated DeltaNet layers' conv state by the spec tokens (1, n_predict).
+    assert any("conv state from 3 to 4 positions" in line
+               for line in drafts.figures(draft, e.scenario, e.result)["lines"])
