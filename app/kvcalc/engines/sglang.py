@@ -382,7 +382,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                      f"int({target:,} x {draft[1]} / {len(model.layers) - draft[0]}) = "
                      f"{_cell(model.layers, work.kv_precision, dep.tp, draft) - target:,} B beside the target's "
                      f"{target:,} B (SGLang 0.5.23 pool_configurator.py: cell_target + int(cell_target x L_draft / "
-                     "L_target)); the draft's weights were loaded before the pool was sized, so they come out of it.")
+                     "L_target)); the draft's weights were loaded before the pool was sized, so they come out of it."
+                     + (" Not counted: a NEXTN head's own embed_tokens and lm_head, freed only after the pool is "
+                        "sized (sgl-project/sglang#36452, open), shrink the pool by their bytes."
+                        if scenario.serving.draft.kind == "mtp" else ""))
     starts = pool.kv_tokens > 0
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     return EngineResult(
