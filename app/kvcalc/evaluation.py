@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 
-from . import engines
+from . import engines, parallel, production
 from .errors import InputError
 from .options import MODEL_INPUTS, parse_options
 from .scenario import Scenario, build_scenario
@@ -160,6 +160,12 @@ def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
     other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False,
                                                kv_memory_gib=None, measured=None))
     try:
+        if scenario.serving is not production.NONE:
+            # What runs beside the model is sized by that engine's rules too (llama.cpp gives a
+            # draft its own context; vLLM and SGLang pool it with the target's layers).
+            serving, model, dep = production.for_engine(scenario.serving, scenario.deployment, engine)
+            other = replace(other, model=model, deployment=dep, serving=serving)
+            result = replace(result, weights_bytes_per_gpu=parallel.weights_bytes_per_gpu(scenario.serving.target, dep))
         return replace(result, engine=engines.size(other, result))
     except InputError:
         return None

@@ -5,7 +5,7 @@ module types them from the inputs once (`serving_from`) and answers what the res
 asks of all of them together: the layers that join the KV pool, the weights each GPU holds
 beside the model's share, the parts' figures for reports and their launch flags."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from . import draft as _draft
 from . import encoder as _encoder
@@ -27,6 +27,10 @@ class Serving:
     encoder: "_encoder.Encoder | None" = None  # the model's vision tower (or llama.cpp's mmproj), when it has one
     # (part, bytes on each GPU beside the model's share), set once the deployment is known.
     added: tuple = ()
+    # What they were typed from, to size them again for another engine (for_engine): the
+    # target model (before a draft joins its pool) and the inputs.
+    target: object = field(default=None, compare=False)
+    values: dict = field(default_factory=dict, compare=False)
 
     @property
     def added_weights_bytes_per_gpu(self) -> int:
@@ -45,6 +49,7 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
                       encoder=_encoder.encoder_from(values, model, engine))
     if serving == NONE:
         return NONE
+    serving = replace(serving, target=model, values=values)
     added = []
     if serving.draft is not None:
         added.append(("draft", _draft.weights_bytes_per_gpu(serving.draft, model, deployment, engine)))
@@ -55,6 +60,16 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
         if extra:
             added.append(("encoder", extra))
     return replace(serving, added=tuple(added))
+
+
+def for_engine(serving: Serving, deployment, engine: str | None):
+    """(the parts, the sizing model, the deployment) as `engine` runs them: the same inputs, that
+    engine's rules (a draft's pool, its default spec tokens, its LoRA slots)."""
+    if serving is NONE:
+        return serving, None, deployment
+    typed = serving_from(serving.values, serving.target, deployment, engine)
+    deployment = replace(deployment, added_weights_bytes_per_gpu=typed.added_weights_bytes_per_gpu)
+    return typed, sizing_model(serving.target, typed, engine), deployment
 
 
 def sizing_model(model, serving: Serving, engine: str | None):
