@@ -254,7 +254,8 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     ] + ([(f"KV on all GPUs ({requests}, every copy)", both(result.kv_bytes_all_gpus))]
          if result.kv_bytes_all_gpus != result.kv_bytes_total else []) + [
         ("Weights (all GPUs)", weights(result.weights_bytes)),
-        ("Weights per GPU", weights(result.weights_bytes_per_gpu)),
+        ("Weights per GPU" + (" (with the parts below)" if scenario.serving.added_weights_bytes_per_gpu else ""),
+         weights(result.weights_bytes_per_gpu)),
         (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
          "n/a (needs GPU memory and the weights' size)" if result.capacity is None
          else f"{result.capacity:,}"),

@@ -6,6 +6,7 @@ asks of all of them together: the layers that join the KV pool, the weights each
 beside the model's share, the parts' figures for reports and their launch flags."""
 
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from . import draft as _draft
 from . import encoder as _encoder
@@ -109,11 +110,23 @@ def figures(scenario, result) -> dict:
     out = {key: None for keys in FLAT_KEYS.values() for key in keys}
     parts = {}
     for name, part, module in _parts(serving):
-        data = module.figures(part, scenario, result)
+        data = _json_ready(module.figures(part, scenario, result))
         parts[name] = data
         out.update({key: data.get(key) for key in FLAT_KEYS[name]})
     out["serving"] = parts
     return out
+
+
+def _json_ready(value):
+    """A part's figures as JSON holds them: expectations and seconds (Fractions) as floats, an
+    exact whole one as an int."""
+    if isinstance(value, Fraction):
+        return int(value) if value.denominator == 1 else float(value)
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    return value
 
 
 def launch_env(scenario, engine: str) -> dict:

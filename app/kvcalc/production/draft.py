@@ -415,14 +415,14 @@ def figures(draft: Draft, scenario, result) -> dict:
     engine = scenario.settings.engine
     kv = work.kv_precision
     row = kv_bytes_per_token(draft, kv, dep.tp)
-    per_gpu = weights_bytes_per_gpu(draft, scenario.model, dep, engine)
+    per_gpu = weights_bytes_per_gpu(draft, scenario.serving.target or scenario.model, dep, engine)
     requests = _requests(result, work)
     held = work.context_tokens * requests
     lines = []
     n = len(draft.layers)
     what = "MTP heads" if draft.kind == MTP else f"draft model {draft.name}"
     lines.append(f"Speculative decoding with the {what}: {n} layer{'s' if n != 1 else ''} of KV cache, "
-                 + (f"{draft.spec_tokens} tokens proposed a step" + ("" if draft.spec_tokens_given else
+                 + (f"{draft.spec_tokens} token{'s' if draft.spec_tokens != 1 else ''} proposed a step" + ("" if draft.spec_tokens_given else
                                                                      " (the engine's default)")
                     if draft.spec_tokens is not None else "the engine's default number of tokens a step") + ".")
     lines.append(f"Draft weights: {draft.weights_rule} = {draft.weights_bytes:,} B in all; per GPU "

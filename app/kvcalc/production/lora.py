@@ -189,7 +189,7 @@ def launch_flags(lora: Lora, engine: str) -> list:
 def figures(lora: Lora, scenario, result) -> dict:
     """The slots' figures for a report, as the scenario's engine allocates them."""
     engine = scenario.settings.engine
-    sized = slots(lora, scenario.model, scenario.deployment.tp, engine)
+    sized = slots(lora, scenario.serving.target or scenario.model, scenario.deployment.tp, engine)
     lines = list(sized.lines)
     release = scenario.settings.release
     if engine == "vllm" and release is not None and not release.at_least(0, 12, 0):
