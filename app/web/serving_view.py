@@ -1,6 +1,7 @@
 """Beside the model (issue 26): for each production part the inputs ask for (a draft or MTP
 heads, LoRA slots, a vision encoder, a KV offload tier, a prefix hit rate), its headline figures
-and the engine's sentences with their formula and source. Every figure is the engine's
+and the engine's sentences with their formula and source (the inputs they name said by their
+labels, as the page's arithmetic says them). Every figure is the engine's
 (`page_texts(...)["data"]["serving"]`, kvcalc.production.figures); here each is only named,
 written in the page's unit, or left out where the engine gives none. Hidden when no part is
 asked for."""
@@ -10,6 +11,7 @@ from fractions import Fraction
 from kvcalc.words import size
 
 from web.dom import lines_of, put, view
+from web.errors import in_page_words
 
 # part -> its figures shown: (key in the part's figures, its name on the page, how it is written).
 FIGURES = {
@@ -80,4 +82,5 @@ def render(data: dict, unit: str) -> None:
             text, exact = figure(value, how, unit)
             rows.append(("", [(name, None, ""), (text, str(value), "figure"), (exact, None, "exact")]))
         view(f"#serving-{part}-figures", item_tag="div", first_cell_tag="dt", cell_tag="dd").show(rows)
-        view(f"#serving-{part}-lines", item_tag="li").show(lines_of(figures.get("lines") or []))
+        lines = [in_page_words(line) for line in figures.get("lines") or []]     # inputs named by their labels
+        view(f"#serving-{part}-lines", item_tag="li").show(lines_of(lines))

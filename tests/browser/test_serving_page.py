@@ -5,19 +5,25 @@ the page's own link), the memory bar's segments for what a GPU holds beside the 
 value said beside its field with nothing typed lost, and a link carrying every serving key back
 into the fields. Every wait is for a condition."""
 
+import re
 from urllib.parse import unquote
 
 from kvcalc.link import evaluate_link
 from kvcalc.memory_bar import memory_bar
+from kvcalc.options import OPTIONS
 from kvcalc.report import to_json
 from kvcalc.words import size
 
+import pytest
+
 from pagekit import open_page, settle, url_of
+from test_a11y import run_axe
 
 LLAMA_8B = "#model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm-80gb&engine=vllm"
 ROUND_TRIP = {"draft-model": "meta-llama/Llama-3.2-1B", "spec-tokens": "4", "max-loras": "4", "max-lora-rank": "64",
               "offload-gib": "64", "offload-backend": "lmcache", "host-memory-gib": "512"}
 OPEN = "document.getElementById('serving').open"
+SHOWN = LLAMA_8B + "&max-loras=4&max-lora-rank=64&offload-gib=64&draft-model=meta-llama/Llama-3.2-1B&spec-tokens=4"
 
 
 def engine_answer(page):
@@ -25,6 +31,15 @@ def engine_answer(page):
     evaluation, ignored = evaluate_link(unquote(url_of(page).split("#", 1)[1]))
     assert evaluation.ok and not ignored, (evaluation.errors, ignored)
     return to_json(evaluation.scenario, evaluation.result), memory_bar(evaluation.result, evaluation.scenario)
+
+
+def in_page(page, lines: list) -> list:
+    """The engine's sentences as the page says them: each input named by its label's words
+    (web.errors.in_page_words: "offload-link" is “Offload link”)."""
+    labels = dict(page.eval_on_selector_all("label[for]", "ls => ls.map(l => [l.htmlFor, l.textContent])"))
+    names = sorted((re.escape(o.name) for o in OPTIONS if "-" in o.name), key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(names) + r")(?![\w-])")
+    return [pattern.sub(lambda m: f"“{labels.get(m[1], m[1]).split(' (')[0].strip()}”", line) for line in lines]
 
 
 def shown_part(page, part: str) -> dict:
@@ -53,7 +68,7 @@ def test_lora_slots_typed_show_the_engines_bytes_in_their_section_and_the_bar(pa
     shown = shown_part(page, "lora")
     assert shown["figures"]["LoRA slots per GPU"] == (size(slots, "gib"), str(slots), f"{slots:,} B")
     assert shown["figures"]["Adapter slots"][1] == "4" and shown["figures"]["Rank of every slot"][1] == "64"
-    assert shown["lines"] == data["serving"]["lora"]["lines"]
+    assert shown["lines"] == in_page(page, data["serving"]["lora"]["lines"])
     for other in ("draft", "encoder", "offload", "prefix_hits"):
         assert page.is_hidden(f"#serving-{other}")
     # The bar: the slots' own segment, carved out of the weights, and its legend entry.
@@ -127,7 +142,7 @@ def test_a_link_with_the_serving_keys_reproduces_the_inputs(page, site, context)
     data, bar = engine_answer(page)
     for part in ("draft", "lora", "offload"):
         assert page.is_visible(f"#serving-{part}")
-        assert shown_part(page, part)["lines"] == data["serving"][part]["lines"]
+        assert shown_part(page, part)["lines"] == in_page(page, data["serving"][part]["lines"])
     assert shown_part(page, "draft")["figures"]["Draft weights, total"][1] == str(data["draft_weights_bytes"])
     assert shown_part(page, "offload")["figures"]["Tokens the tier holds"][1] == str(data["offload_tokens"])
     assert page.get_attribute("#bar-draft", "data-bytes") == str(bar["draft"]) and page.is_visible("#legend-item-draft")
@@ -151,10 +166,10 @@ def test_prefix_hits_and_the_offload_link_show_their_expectations(page, site):
     assert page.get_attribute("#summary", "data-stale") == "false", page.inner_text("#error-summary")
     data, _ = engine_answer(page)
     hits = shown_part(page, "prefix_hits")
-    assert hits["lines"] == data["serving"]["prefix_hits"]["lines"]
+    assert hits["lines"] == in_page(page, data["serving"]["prefix_hits"]["lines"])
     assert hits["figures"]["Expected requests that fit"][1] == str(data["expected_requests_fit"])
     offload = shown_part(page, "offload")
-    assert offload["lines"] == data["serving"]["offload"]["lines"]
+    assert offload["lines"] == in_page(page, data["serving"]["offload"]["lines"])
     assert "Bringing one request back, at least" in offload["figures"]
     assert page.input_value("#offload-link") == "pcie5"
     assert not recorder.problems, recorder.problems
@@ -167,7 +182,7 @@ def test_a_vision_encoder_kept_whole_has_its_own_segment(page, site):
     assert page.evaluate(OPEN) and page.input_value("#mm-encoder-tp-mode") == "data"
     data, bar = engine_answer(page)
     encoder = shown_part(page, "encoder")
-    assert encoder["lines"] == data["serving"]["encoder"]["lines"]
+    assert encoder["lines"] == in_page(page, data["serving"]["encoder"]["lines"])
     assert encoder["figures"]["Encoder weights, total"][1] == str(data["encoder_weights_bytes"])
     assert bar["encoder"] > 0 and page.get_attribute("#bar-encoder", "data-bytes") == str(bar["encoder"])
     assert page.is_visible("#legend-item-encoder") and page.inner_text("#legend-encoder") == size(bar["encoder"], "gib")
@@ -176,3 +191,30 @@ def test_a_vision_encoder_kept_whole_has_its_own_segment(page, site):
     page.wait_for_selector("#legend-item-encoder", state="hidden")
     assert page.get_attribute("#bar-encoder", "data-bytes") == "0"
     assert not recorder.problems, recorder.problems
+
+
+def test_the_draft_field_offers_the_presets(page, site):
+    open_page(page, site + LLAMA_8B)
+    assert page.evaluate("document.querySelectorAll('#draft-presets option').length") == 0, "filled on first use"
+    page.click("#serving > summary")
+    page.focus("#draft-model")
+    page.wait_for_function("document.querySelectorAll('#draft-presets option').length > 0")
+    ids = page.eval_on_selector_all("#draft-presets option", "options => options.map(o => o.value)")
+    assert "meta-llama/Llama-3.2-1B" in ids and len(ids) == len(set(ids))
+    page.fill("#draft-model", "meta-llama/Llama-3.2-1B")
+    page.fill("#spec-tokens", "4")
+    page.wait_for_selector("#serving-draft", state="visible")
+    assert page.is_visible("#legend-item-draft")
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_axe_on_the_group_open_and_the_section_shown(browser, site, color_scheme):
+    context = browser.new_context(color_scheme=color_scheme)
+    page = context.new_page()
+    open_page(page, site + SHOWN)
+    page.fill("#prefix-hit-rate", "1.5")            # an error beside a field of the group too
+    page.wait_for_function("document.getElementById('error-prefix-hit-rate').textContent !== ''")
+    settle(page)
+    assert page.evaluate(OPEN) and page.is_visible("#serving-lora")
+    assert run_axe(page, site) == []
+    context.close()
