@@ -107,8 +107,8 @@ def test_a_bad_value_is_said_beside_its_field_and_nothing_typed_is_lost(page, si
     assert page.get_attribute("#prefix-hit-rate", "aria-invalid") == "true"
     assert page.get_attribute("#summary", "data-stale") == "true"
     assert "Prefix hit rate" in page.inner_text("#error-summary")
-    assert [page.input_value(f"#{name}") for name in ("prefix-hit-rate", "max-loras", "max-lora-rank", "prefix-tokens")] \
-        == ["1.5", "4", "64", "2048"]
+    kept = ("prefix-hit-rate", "max-loras", "max-lora-rank", "prefix-tokens")
+    assert [page.input_value(f"#{name}") for name in kept] == ["1.5", "4", "64", "2048"]
     assert url_of(page) == before, "the link keeps the last valid inputs"
     # A negative offload: the same, beside its own field.
     page.fill("#prefix-hit-rate", "")
@@ -209,7 +209,7 @@ def test_the_draft_field_offers_the_presets(page, site):
 
 @pytest.mark.parametrize("color_scheme", ["light", "dark"])
 def test_axe_on_the_group_open_and_the_section_shown(browser, site, color_scheme):
-    context = browser.new_context(color_scheme=color_scheme)
+    context = browser.new_context(color_scheme=color_scheme, service_workers="block")     # axe is routed
     page = context.new_page()
     open_page(page, site + SHOWN)
     page.fill("#prefix-hit-rate", "1.5")            # an error beside a field of the group too
