@@ -8,7 +8,7 @@ from kvcalc.options import MODEL_INPUTS
 
 from web import form, pending, state
 from web.errors import in_page_words, label
-from web.dom import absent, copy_text, el, proxy, put
+from web.dom import absent, copy_text, el, proxy, put, q
 
 URL_DELAY_MS = 80
 _link = {"last": None, "due": None, "timer": None}
@@ -58,6 +58,9 @@ def load(fragment: str) -> dict:
     state.pins[:], pin_notes = link.decode_pins(fragment)
     form.write(kept)
     notes = [f"{label(key)}: {in_page_words(why)}" for key, why in dropped + pin_notes]
+    # A key the page has no field for (a draft's config.json) is said, never silently left out.
+    notes += [f"{key}: not an input on this page; the CLI reads it (kvcalc --link)" for key in kept
+              if key != "hf-config" and q(f'[data-option="{key}"]') is None]
     if not any(k in kept for k in MODEL_INPUTS) and not any(k in MODEL_INPUTS for k, _ in dropped):
         notes.append(f"model: the link names none; showing {el('#model-search').value}")
     put("#link-notes", ("This link had entries that were ignored: " + "; ".join(notes)) if notes else "")

@@ -8,6 +8,7 @@ into the fields. Every wait is for a condition."""
 import re
 from urllib.parse import unquote
 
+from kvcalc import link
 from kvcalc.link import evaluate_link
 from kvcalc.memory_bar import memory_bar
 from kvcalc.options import OPTIONS
@@ -218,3 +219,12 @@ def test_axe_on_the_group_open_and_the_section_shown(browser, site, color_scheme
     assert page.evaluate(OPEN) and page.is_visible("#serving-lora")
     assert run_axe(page, site) == []
     context.close()
+
+
+def test_a_link_key_the_page_has_no_field_for_is_said(page, site):
+    # A draft given by its config.json is the CLI's (--draft-hf-config): the page says it left it out.
+    fragment = link.encode({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "draft-hf-config": {
+        "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+        "vocab_size": 128256}})
+    open_page(page, site + "#" + fragment)
+    assert "draft-hf-config: not an input on this page" in page.inner_text("#link-notes")
