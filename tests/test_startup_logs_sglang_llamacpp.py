@@ -560,17 +560,23 @@ def test_hostile_llamacpp_lines_are_said_and_not_taken(line, option, words):
     assert any(words in note and "not taken" in note for note in reading.notes), reading.notes
 
 
-def test_a_ten_megabyte_log_reads_quickly():
-    # Every rank's lines of a long start-up, repeated: reading stays linear and fast.
+def test_a_ten_megabyte_log_reads_in_linear_time():
+    # Every rank's lines of a long start-up, repeated: ten times the log takes about ten times as
+    # long, never a hundred (a rule that rescans what it read). Measured as this process's CPU
+    # time against its own 1 MiB run, so a busy machine moves both alike; the speed itself is a
+    # benchmark's to print, not a test's to time.
     block = "\n".join(line for line in log_text("sglang-qwen3-omni-30b-a3b-tp4-pool.log").split("\n") if line)
     llama = "\n".join(line for line in log_text("llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log").split("\n") if line)
     for text, engine in ((block, "sglang"), (llama, "llama.cpp")):
-        big = (text + "\n") * ((10 << 20) // (len(text) + 1))
-        started = time.perf_counter()
-        reading = read_log(big)
-        elapsed = time.perf_counter() - started
-        assert reading.engine == engine
-        assert elapsed < 4, f"{engine}: {len(big) >> 20} MiB read in {elapsed:.1f} s"
+        seconds = []
+        for mib in (1, 10):
+            log = (text + "\n") * ((mib << 20) // (len(text) + 1))
+            started = time.process_time()
+            reading = read_log(log)
+            seconds.append(time.process_time() - started)
+            assert reading.engine == engine
+        small, big = seconds
+        assert big < 30 * small + 0.5, f"{engine}: 1 MiB in {small:.2f} s, 10 MiB in {big:.2f} s"
 
 
 @pytest.mark.parametrize("line, gpu", [
