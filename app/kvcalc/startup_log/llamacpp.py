@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..engines import llamacpp as engine, releases
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continuation, gpu_preset  # not the package: no cycle
+from .rules import Read, Rule, command_words, continuation, gpu_preset, model_entry  # not the package: no cycle
 from .sglang import cut
 
 NAME = "llama.cpp"
@@ -86,6 +86,17 @@ def _draft_model(match, sink, n, line):
                       "cache and buffers, not read")
 
 
+def _slots(match, sink, n, line):
+    # llama-server's init() (server.cpp, 2024-25; research note 1.3) prints "initializing slots"
+    # and then gives each slot its own draft context (llama_init_from_model(model_dft,
+    # cparams_dft)): a context built after this line is a draft's, even when the paste leaves out
+    # the "loading draft model" line before it.
+    if "draft_from" not in sink.printed:
+        sink.show("draft_from", n, n, line)
+        sink.notes.append(f"the contexts after line {n:,} (initializing slots) are a speculative draft's, one a "
+                          "slot: not read as the model's")
+
+
 def _device_kind(device: str) -> str:
     return "cpu" if device.upper().startswith("CPU") or device.endswith("_Host") else "gpu"
 
@@ -110,7 +121,10 @@ _FLAGS = {"-c": "n_ctx", "--ctx-size": "n_ctx", "-np": "n_parallel", "--parallel
           "--gpu-layers": "n-gpu-layers", "--n-gpu-layers": "n-gpu-layers", "-ctk": "kv-dtype",
           "--cache-type-k": "kv-dtype", "-ctv": "kv-dtype-v", "--cache-type-v": "kv-dtype-v",
           "--n-cpu-moe": "n-cpu-moe", "-ncmoe": "n-cpu-moe", "-m": "model_file", "--model": "model_file",
-          "-hf": "model_repo", "--hf-repo": "model_repo", "-fa": "flash-attn", "--flash-attn": "flash-attn"}
+          "-hf": "model_repo", "--hf-repo": "model_repo", "-fa": "flash-attn", "--flash-attn": "flash-attn",
+          "-md": "draft_file", "--model-draft": "draft_file", "-hfd": "draft_repo", "-hfrd": "draft_repo",
+          "--hf-repo-draft": "draft_repo", "--draft-max": "draft_max", "--draft": "draft_max",
+          "--draft-n": "draft_max"}
 _ON_OFF = {"on": "on", "1": "on", "true": "on", "enabled": "on", "off": "off", "0": "off", "false": "off",
            "disabled": "off"}
 
@@ -151,8 +165,12 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             count = _count(sink, flag, value, n)
             if count is not None:
                 _figure(sink, "arg_" + target, count, n, line, flag)
-        elif target in ("model_file", "model_repo"):
+        elif target in ("model_file", "model_repo", "draft_file", "draft_repo"):
             sink.show(target, value, n, line)
+        elif target == "draft_max":
+            count = _count(sink, flag, value, n, 1 << 10)
+            if count is not None:
+                _figure(sink, "draft_max", count, n, line, flag)
         else:
             of = sink.printed.get("offloadable_layers")
             old = sink.reads.get(target)
@@ -465,6 +483,7 @@ RULES = (
          _output_buffer, True, "output buffer size"),
     Rule(re.compile(r"offloaded (\S+)/(\S+) layers to GPU"), _offloaded, True, "layers to GPU"),
     Rule(re.compile(r"loading draft model '([^']{1,300})'"), _draft_model, True, "loading draft model"),
+    Rule(re.compile(r"\binit: initializing slots, n_slots = \d+"), _slots, True, "initializing slots"),
     # llama-server's "srv    load_model: loading model 'path.gguf'" names the file, for the notes.
     Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
@@ -492,6 +511,7 @@ def complete(sink) -> None:
     _sequences(sink)
     _gpus(sink)
     _shape(sink)
+    _draft_inputs(sink)
     if printed.get("unified") is not None and printed["unified"].value:
         sink.notes.append("the cache is unified (one stream shared by the sequences, --kv-unified): no input says "
                           "that yet, so figures for its sequences are each sequence's own stream")
@@ -503,6 +523,26 @@ def complete(sink) -> None:
         sink.notes.append("model not read: " + (f"{str(name.value)[:80]!r} is a GGUF file, not a preset" if name else
                                                 "the lines name no model")
                           + "; choose the model (a plain architecture's llama_model_loader lines give its shape)")
+
+
+def _draft_inputs(sink) -> None:
+    """A speculative draft (-md FILE, -hfd REPO) as the draft-model input when it names a preset,
+    with --draft-max as spec-tokens; a GGUF file never is one, so a note says what to choose."""
+    printed = sink.printed
+    draft = printed.get("draft_repo") or printed.get("draft_file")
+    steps = printed.get("draft_max")
+    if draft is None:
+        return
+    entry = model_entry(str(draft.value)) if "draft_repo" in printed else None
+    if entry is not None:
+        sink.take("draft-model", entry["id"], draft.line_number, draft.line, "-hfd")
+        if steps is not None:
+            sink.take("spec-tokens", str(steps.value), steps.line_number, steps.line, "--draft-max")
+        return
+    also = f" (and --draft-max {steps.value}, spec-tokens, which needs the draft)" if steps is not None else ""
+    sink.notes.append(f"draft model not read{also}: {str(draft.value)[:80]!r} is a GGUF file, not a preset (a "
+                      "local file cannot be one); choose the draft as draft-model or give its config.json as "
+                      "draft-hf-config")
 
 
 def _types(sink) -> None:

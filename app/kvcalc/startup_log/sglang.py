@@ -14,7 +14,7 @@ from fractions import Fraction
 from .. import presets
 from ..engines import releases, sglang as engine
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continuation, gpu_preset, number, take_model  # no cycle
+from .rules import Read, Rule, command_words, continuation, gpu_preset, model_entry, number, take_model  # no cycle
 
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
@@ -82,9 +82,16 @@ _SETTINGS = {"model_path": "model_path", "tp_size": "tp_size", "pp_size": "pp_si
              "ep_size": "ep_size", "enable_dp_attention": "dp_attention", "mem_fraction_static": "memory-utilization",
              "context_length": "context", "chunked_prefill_size": "prefill-chunk", "page_size": "block-size",
              "kv_cache_dtype": "kv-dtype", "max_running_requests": "max_running_requests",
-             "max_total_tokens": "max_total_tokens"}
+             "max_total_tokens": "max_total_tokens", "speculative_algorithm": "spec_algorithm",
+             "speculative_draft_model_path": "spec_draft_path", "speculative_num_steps": "spec_steps"}
 _FLAGS = {"--" + key.replace("_", "-"): key for key in _SETTINGS}
-_FLAGS.update({"--model": "model_path", "--tp": "tp_size", "--pp": "pp_size", "--dp": "dp_size", "--ep": "ep_size"})
+_FLAGS.update({"--model": "model_path", "--tp": "tp_size", "--pp": "pp_size", "--dp": "dp_size", "--ep": "ep_size",
+               # --tp-size's other name, which the launch in PR #3582 passed and argparse took (its
+               # traceback is the draft worker's, after the arguments were parsed).
+               "--tensor-parallel-size": "tp_size",
+               # argparse takes a flag's unambiguous prefix: these two are in SGLang's 2025 DeepSeek docs
+               # and threads (PR #3582).
+               "--speculative-algo": "speculative_algorithm", "--speculative-draft": "speculative_draft_model_path"})
 _SWITCHES = {"--enable-dp-attention": "enable_dp_attention"}
 # key=value pairs of the ServerArgs(...) repr; a value must end in "," or ")", so a line cut
 # mid-value ("chunked_prefill_size=163") is not read as a number it never was.
@@ -109,6 +116,8 @@ def _setting(sink, key: str, value: str, n: int, line: str, how: str = "") -> No
         count = _count(sink, key, value, n)
         if count is not None:
             _figure(sink, target, count, n, line, key)
+    elif target in ("spec_algorithm", "spec_draft_path", "spec_steps"):
+        _figure(sink, target, value, n, line, key)         # what they are waits for complete()
     elif target == "kv-dtype":
         if value != "auto":
             sink.take("kv-dtype", _KV_DTYPES.get(value, value), n, line, how)
@@ -323,6 +332,7 @@ def complete(sink) -> None:
     runs on tp_size / dp_size of them), a hybrid model's two pools, what it cannot say."""
     printed, reads = sink.printed, sink.reads
     take_model(sink)
+    _speculative(sink)
     _layout(sink)
     _pools(sink)
     if "mamba_pool_gib" in printed:
@@ -338,6 +348,46 @@ def complete(sink) -> None:
         sink.take("loaded-weights-gib", _gib(begin.value - end.value), end.line_number, end.line,
                   "avail mem at Load weight begin less at its end")
     _memory_in_use(sink)
+
+
+# --speculative-algorithm (server_args.py, 0.5.x): NEXTN runs the model's own next-n (MTP) layers,
+# from the model's checkpoint or, in early 2025 (PR #3582), an extracted copy given as the draft
+# path; it is EAGLE by another name (arg_groups/speculative_hook.py). EAGLE without a draft path
+# is the same MTP heads (server_args.py sets the draft path to the model's for the MTP families);
+# EAGLE or EAGLE3 with a path of its own is a separate EAGLE head and NGRAM no model at all: no
+# input says either.
+_NEXTN, _EAGLE, _DRAFT_ALGORITHM = "NEXTN", "EAGLE", "STANDALONE"
+
+
+def _speculative(sink) -> None:
+    """The proposer --speculative-algorithm and --speculative-draft-model-path name, as inputs:
+    mtp on, or a draft-model preset, with --speculative-num-steps as spec-tokens."""
+    printed = sink.printed
+    algorithm = printed.get("spec_algorithm")
+    if algorithm is None:
+        return
+    name = str(algorithm.value).upper()
+    path, steps, model = printed.get("spec_draft_path"), printed.get("spec_steps"), printed.get("model_path")
+    own = path is None or (model is not None and path.value.rstrip("/") == str(model.value).rstrip("/"))
+    if name == _NEXTN or (name == _EAGLE and own):
+        sink.take("mtp", "on", algorithm.line_number, algorithm.line,
+                  f"--speculative-algorithm {algorithm.value}" + ("" if own else ", its next-n layers from the draft "
+                                                                  "path"))
+    elif name == _DRAFT_ALGORITHM and path is not None:
+        entry = model_entry(path.value)
+        if entry is None:
+            sink.notes.append(f"draft model not read: --speculative-draft-model-path {path.value[:80]!r} is not a "
+                              "preset's Hugging Face id (a local file cannot be one); give its config.json as "
+                              "draft-hf-config")
+            return
+        sink.take("draft-model", entry["id"], path.line_number, path.line, "--speculative-draft-model-path")
+    else:
+        sink.notes.append(f"speculative decoding not read: --speculative-algorithm {algorithm.value}"
+                          + (f" with the draft {path.value[:80]!r}" if path is not None else "")
+                          + " is no input here; only the model's MTP heads (NEXTN) and a STANDALONE draft model are")
+        return
+    if steps is not None:
+        sink.take("spec-tokens", steps.value, steps.line_number, steps.line, "--speculative-num-steps")
 
 
 def _memory_in_use(sink) -> None:

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from ..engines import releases, vllm as engine
 from ..errors import InputError
-from .rules import Rule, command_words, continuation, gpu_preset, number, take_model
+from .rules import Rule, command_words, continuation, gpu_preset, model_entry, number, take_model
 
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -39,6 +39,7 @@ def _config_pairs(config: str, sink, n, line):
     model = _MODEL.search(config)
     if model:
         sink.show("model_path", model[1], n, line)
+    _speculative_repr(config, sink, n, line)
 
 
 def _take_setting(sink, option, value, n, line, how=""):
@@ -77,11 +78,16 @@ def _non_default(match, sink, n, line):
     _speculative(match["args"], sink, n, line)
 
 
-# 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}: the model's own MTP heads
-# (vLLM's "mtp", and the per-family names config/speculative.py maps to it). A separate draft's
-# 'model' is a path or repo the inputs may not know, so it is left to draft-model.
+# 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3} in the non-default args, and
+# speculative_config=SpeculativeConfig(method='mtp', model=..., num_spec_tokens=3) in the engine's
+# config line (the method vLLM resolved, when the args left it out). What they are is decided in
+# complete(), from both lines: the model's own MTP heads (vLLM's "mtp" and the per-family names
+# config/speculative.py maps to it), or a draft_model whose 'model' names a preset. EAGLE, EAGLE3,
+# DFlash, n-gram and the other proposers are no input here: a note says so.
 _SPECULATIVE = re.compile(r"'speculative_config': \{([^{}]{0,400})\}")
+_SPECULATIVE_REPR = re.compile(r"speculative_config=SpeculativeConfig\(([^()]{0,400})\)")
 _MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_moe_mtp")
+_DRAFT_METHOD = "draft_model"
 
 
 def _speculative(args: str, sink, n, line) -> None:
@@ -89,12 +95,58 @@ def _speculative(args: str, sink, n, line) -> None:
     if not found:
         return
     method = re.search(r"'method': '([\w.\-]{1,40})'", found[1])
-    if method is None or method[1] not in _MTP_METHODS:
-        return
-    sink.take("mtp", "on", n, line, "speculative_config method " + method[1])
+    model = re.search(r"'model': '([^']{1,300})'", found[1])
     tokens = re.search(r"'num_speculative_tokens': (\d{1,2})\b", found[1])
-    if tokens:
-        sink.take("spec-tokens", tokens[1], n, line, "speculative_config num_speculative_tokens")
+    _spec_parts(sink, method, model, tokens, n, line)
+
+
+def _speculative_repr(config: str, sink, n, line) -> None:
+    found = _SPECULATIVE_REPR.search(config)
+    if not found:
+        return
+    method = re.search(r"method='([\w.\-]{1,40})'", found[1])
+    model = re.search(r"(?<![\w.])model='([^']{1,300})'", found[1])
+    tokens = re.search(r"num_spec_tokens=(\d{1,2})\b", found[1])
+    _spec_parts(sink, method, model, tokens, n, line)
+
+
+def _spec_parts(sink, method, model, tokens, n, line) -> None:
+    # The first line that gives each part keeps it: the non-default args come before the engine's
+    # config line, which repeats them with the method resolved.
+    for name, found in (("spec_method", method), ("spec_model", model), ("spec_tokens", tokens)):
+        if found:
+            sink.show(name, found[1], n, line)
+
+
+def _take_speculative(sink) -> None:
+    """The proposer the speculative_config lines name, as inputs: mtp on, or a draft-model preset,
+    with spec-tokens; what no input can say, in a note."""
+    printed = sink.printed
+    method, model, tokens = (printed.get(k) for k in ("spec_method", "spec_model", "spec_tokens"))
+    if method is None and model is None:
+        return
+    entry = model_entry(model.value) if model is not None else None
+    if method is not None and method.value in _MTP_METHODS:
+        sink.take("mtp", "on", method.line_number, method.line, "speculative_config method " + method.value)
+    elif method is not None and method.value != _DRAFT_METHOD:
+        sink.notes.append(f"speculative decoding not read: method {method.value!r} (an EAGLE head, DFlash, n-gram "
+                          "or another proposer) is no input here; only the model's MTP heads and a draft model are")
+        return
+    elif entry is None:
+        shown = repr(model.value[:80]) if model is not None else "not printed"
+        sink.notes.append(f"draft model not read: its path {shown} is not a preset's Hugging Face id (a local "
+                          "file cannot be one); give its config.json as draft-hf-config")
+        return
+    elif method is None and "model" in sink.reads and entry["id"] == sink.reads["model"].text:
+        return                  # the target's own id without a method: not a draft model
+    else:
+        # No method printed: vLLM (config/speculative.py) takes a model that is a whole causal LM,
+        # as every preset is, for a draft_model.
+        how = "speculative_config model" + ("" if method is not None else ", a draft_model (no method printed)")
+        sink.take("draft-model", entry["id"], model.line_number, model.line, how)
+    if tokens is not None:
+        sink.take("spec-tokens", tokens.value, tokens.line_number, tokens.line,
+                  "speculative_config num_speculative_tokens")
 
 
 def _gib_text(byte_count: int) -> str:
@@ -304,6 +356,7 @@ def complete(sink) -> None:
     the V0 engine of 0.8-0.10, the default utilization where only the budget was printed."""
     reads = sink.reads
     take_model(sink)
+    _take_speculative(sink)
     device = sink.printed.get("device_name")
     if device is not None:
         total = Fraction(reads["gpu-memory-gib"].text) if "gpu-memory-gib" in reads else None
