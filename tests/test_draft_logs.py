@@ -185,6 +185,76 @@ def test_vllm_mtp_from_the_engine_line_alone():
     assert "draft-model" not in reading.values
 
 
+def test_vllm_speculative_config_flag_in_the_command():
+    # vllm-project/vllm#49011 (turn 13): the command as its author typed it (its --hf-overrides end
+    # left off), JSON with no spaces;
+    # and the JSON with spaces after its colons, as gpustack passes it.
+    command = ("(.venv312) heungwing@DESKTOP-L5KJORG:~/py312cuda130$ vllm serve unsloth/Qwen3.6-27B-NVFP4   "
+               "--host 0.0.0.0   --port 8000   --served-model-name qwen3.6   --tensor-parallel-size 1   "
+               "--gpu-memory-utilization 0.7   --max-model-len 1048576   --max-num-seqs 1   "
+               "--max-num-batched-tokens 32768   --enable-prefix-caching   --enable-chunked-prefill   "
+               "--async-scheduling   --trust-remote-code   --load-format fastsafetensors   --reasoning-parser qwen3   "
+               "--tool-call-parser qwen3_xml   --enable-auto-tool-choice   --kv-cache-dtype nvfp4   "
+               "--compilation-config '{\"cudagraph_mode\":\"PIECEWISE\"}'   --attention-backend FLASHINFER   "
+               "--enable-flashinfer-autotune   --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'\n")
+    reading = read_log(command)
+    assert (reading.values["mtp"], reading.values["spec-tokens"]) == ("on", "2")
+    spaced = read_log("$ vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 --speculative-config "
+                      '{"model": "meta-llama/Llama-3.2-1B", "method": "draft_model", "num_speculative_tokens": 4}\n')
+    assert (spaced.values["draft-model"], spaced.values["spec-tokens"]) == ("meta-llama/Llama-3.2-1B", "4")
+
+
+def _qwen38(name: str) -> tuple[dict, dict]:
+    """The reading's inputs and the figures the log printed."""
+    reading = read_log(log_text(name))
+    return reading.values, {k: p.value for k, p in reading.printed.items()}
+
+
+def test_vllm_pools_the_mtp_layer_with_the_targets_qwen38_27b_int4():
+    """vllm-qwen3.8-27b-int4-dgx-spark-util085-262k-mtp-v0.25.1.log (vLLM 0.25.1, MTP 3 tokens):
+    80.17 GiB of KV memory, "Add 3 padding layers", block 800, 1,191,213 tokens, 4.54x.
+
+    Qwen3.8-27B is no preset; it is sized with Qwen/Qwen3.5-27B's shapes (64 layers, 16 of them
+    full attention with 4 kv heads of 256, the rest Gated DeltaNet), an inference from the thread
+    (the same hybrid layout) that the exact token count bears out. The MTP layer is one more
+    full-attention layer in the target's groups (gpu_model_runner.py get_kv_cache_spec; its spec
+    equal to the target's), so 17 attention layers group with the 48 DeltaNet ones: 3 padding
+    layers, the log's own line. Without it the same memory holds another count and no padding."""
+    values, printed = _qwen38("vllm-qwen3.8-27b-int4-dgx-spark-util085-262k-mtp-v0.25.1.log")
+    assert (values["mtp"], values["spec-tokens"], values["kv-memory-gib"]) == ("on", "3", "80.17")
+    assert (printed["kv_tokens"], printed["attention_block_size"]) == (1_191_213, 800)
+    engine = run({**values, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    assert (engine.kv_tokens, engine.block_size) == (printed["kv_tokens"], printed["attention_block_size"])
+    assert f"{float(engine.max_concurrency):.2f}" == "4.54"
+    assert "Add 3 padding layers, may waste at most 6.25% KV cache memory" in engine.log
+    bare = {k: v for k, v in values.items() if k not in ("mtp", "spec-tokens", "measured-with", "loaded-weights-gib")}
+    without = run({**bare, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    assert without.kv_tokens != 1_191_213 and not any("padding" in line for line in without.log)
+
+
+def test_vllm_qwen38_27b_nvfp4_mtp_log_holds_a_one_byte_kv_cache():
+    """vllm-qwen3.8-27b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log: 76.4 GiB, block 1600,
+    2,192,477 tokens, 8.36x, with kv_cache_dtype=auto printed.
+
+    Read as it prints (auto: the model's bf16), our figures are block 800 and 1,134,929 tokens: not
+    the log's. Its block size of 1600, twice the INT4 log's 800 on the same layers, is vLLM's
+    attention page stretched to the DeltaNet state page with 1-byte K and V
+    (interface.py "Setting attention block size ... >= mamba page size"): the checkpoint's own
+    KV scheme (inferred: the unsloth NVFP4 checkpoint's quantization config is not among the
+    fixtures). With kv-dtype fp8 every printed figure follows exactly; the reader does not infer
+    the dtype from the block size, so the log read alone stays at bf16."""
+    values, printed = _qwen38("vllm-qwen3.8-27b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log")
+    assert (printed["kv_tokens"], printed["attention_block_size"]) == (2_192_477, 1_600)
+    kept = {k: v for k, v in values.items() if k not in ("measured-with", "loaded-weights-gib")}
+    assert (kept["mtp"], kept["spec-tokens"], kept["kv-memory-gib"]) == ("on", "3", "76.4")
+    as_printed = run({**kept, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    assert (as_printed.kv_tokens, as_printed.block_size) == (1_134_929, 800)
+    engine = run({**kept, "model": "Qwen/Qwen3.5-27B", "kv-dtype": "fp8"}).result.engine
+    assert (engine.kv_tokens, engine.block_size) == (2_192_477, 1_600)
+    assert f"{float(engine.max_concurrency):.2f}" == "8.36"
+    assert "Add 3 padding layers, may waste at most 6.25% KV cache memory" in engine.log
+
+
 # --- SGLang: --speculative-algorithm ------------------------------------------------------------
 
 def test_sglang_nextn_command_of_pr_3582_is_the_mtp_heads():

@@ -277,7 +277,21 @@ def _command(match, sink, n, line):
 
 
 
+# --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}' in the command: JSON, its
+# words split by the spaces after its colons and commas, so read from the line, not the words.
+_SPEC_FLAG = re.compile(r"--speculative-config[=\s]+['\"]?(\{[^{}]{0,400}\})")
+
+
+def _json_part(key: str, text: str, value: str):
+    return re.search(r"[\"']" + key + r"[\"']\s*:\s*" + value, text)
+
+
 def _flags(sink, args: str, n: int, line: str) -> None:
+    spec = _SPEC_FLAG.search(args)
+    if spec:
+        _spec_parts(sink, _json_part("method", spec[1], r"[\"']([\w.\-]{1,40})[\"']"),
+                    _json_part("model", spec[1], r"[\"']([^\"']{1,300})[\"']"),
+                    _json_part("num_speculative_tokens", spec[1], r"(\d{1,2})\b"), n, line)
     words, _ = command_words(sink, args, n, line)
     for i, word in enumerate(words):
         flag, equals, value = word.partition("=")
