@@ -39,7 +39,7 @@ def _config_pairs(config: str, sink, n, line):
     model = _MODEL.search(config)
     if model:
         sink.show("model_path", model[1], n, line)
-    _speculative_repr(config, sink, n, line)
+    _speculative(config, sink, n, line, _SPEC_REPR)
 
 
 def _take_setting(sink, option, value, n, line, how=""):
@@ -90,24 +90,19 @@ _MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_mo
 _DRAFT_METHOD = "draft_model"
 
 
-def _speculative(args: str, sink, n, line) -> None:
-    found = _SPECULATIVE.search(args)
-    if not found:
-        return
-    method = re.search(r"'method': '([\w.\-]{1,40})'", found[1])
-    model = re.search(r"'model': '([^']{1,300})'", found[1])
-    tokens = re.search(r"'num_speculative_tokens': (\d{1,2})\b", found[1])
-    _spec_parts(sink, method, model, tokens, n, line)
+# The two spellings vLLM prints a speculative config in: the non-default args' dict and the
+# engine line's SpeculativeConfig repr, each as (the config, its method, model and tokens).
+_SPEC_DICT = (_SPECULATIVE, re.compile(r"'method': '([\w.\-]{1,40})'"), re.compile(r"'model': '([^']{1,300})'"),
+              re.compile(r"'num_speculative_tokens': (\d{1,2})\b"))
+_SPEC_REPR = (_SPECULATIVE_REPR, re.compile(r"method='([\w.\-]{1,40})'"), re.compile(r"(?<![\w.])model='([^']{1,300})'"),
+              re.compile(r"num_spec_tokens=(\d{1,2})\b"))
 
 
-def _speculative_repr(config: str, sink, n, line) -> None:
-    found = _SPECULATIVE_REPR.search(config)
-    if not found:
-        return
-    method = re.search(r"method='([\w.\-]{1,40})'", found[1])
-    model = re.search(r"(?<![\w.])model='([^']{1,300})'", found[1])
-    tokens = re.search(r"num_spec_tokens=(\d{1,2})\b", found[1])
-    _spec_parts(sink, method, model, tokens, n, line)
+def _speculative(text: str, sink, n, line, spelling=_SPEC_DICT) -> None:
+    config, *parts = spelling
+    found = config.search(text)
+    if found:
+        _spec_parts(sink, *(pattern.search(found[1]) for pattern in parts), n, line)
 
 
 def _spec_parts(sink, method, model, tokens, n, line) -> None:
