@@ -176,6 +176,32 @@ def test_prefix_hits_and_the_offload_link_show_their_expectations(page, site):
     assert not recorder.problems, recorder.problems
 
 
+def test_deepseek_v3_with_mtp_on_8_h200_and_a_256_gib_cpu_tier(page, site):
+    # The "done when", typed as a user would: each part's memory, the verdict, the bar
+    # and the launch flags (the figures themselves are pinned in tests/test_serving.py).
+    recorder = open_page(page, site + "#model=deepseek-ai%2FDeepSeek-V3&gpu=h200-141gb&gpus=8&engine=vllm"
+                         "&context=32768")
+    settle(page)
+    page.click("#serving > summary")
+    page.select_option("#mtp", "on")
+    page.fill("#offload-gib", "256")
+    page.wait_for_selector("#serving-draft", state="visible")
+    page.wait_for_selector("#serving-offload", state="visible")
+    settle(page)
+    data, bar = engine_answer(page)
+    assert data["draft_weights_bytes_per_gpu"] == bar["draft"] == 1_644_557_340
+    assert shown_part(page, "draft")["lines"] == in_page(page, data["serving"]["draft"]["lines"])
+    assert shown_part(page, "offload")["figures"]["Tokens the tier holds"][1] == str(data["offload_tokens"])
+    assert page.get_attribute("#bar-draft", "data-bytes") == str(bar["draft"])
+    verdict = page.inner_text('p.verdict[data-metric="verdict"]')
+    assert "the MTP heads" in verdict and "more tokens" in verdict, verdict
+    page.locator("#launch-vllm").scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelector('#launch-vllm pre.command').textContent"
+                           ".includes('--kv-offloading-size 256')")
+    assert '"method": "mtp"' in page.inner_text("#launch-vllm pre.command")
+    assert not recorder.problems, recorder.problems
+
+
 def test_a_vision_encoder_kept_whole_has_its_own_segment(page, site):
     recorder = open_page(page, site + "#model=Qwen%2FQwen3-VL-32B-Instruct&gpu=h100-sxm-80gb&engine=vllm&gpus=2"
                          "&mm-encoder-tp-mode=data")
