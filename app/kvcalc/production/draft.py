@@ -249,7 +249,8 @@ def _read_mtp(model: Model, cfg: dict) -> Draft:
                                 "num_nextn_predict_layers nor mtp_num_hidden_layers")
     n = text[key]
     if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n > 16:
-        raise InputError("mtp", f"{prefix}{key} = {str(n)[:20]} is not a count of MTP layers")
+        raise InputError("mtp", f"{prefix}{key} = {repr(n)[:20]} is not a count of MTP layers (a whole number, "
+                                "0 to 16; the published configs have 1)")
     if n == 0:
         raise InputError("mtp", f"{model.name} has no MTP heads ({prefix}{key} = 0)")
     if key == "num_nextn_predict_layers" and model_type not in DEEPSEEK_MTP_TYPES + GLM_MTP_TYPES or \
