@@ -263,12 +263,13 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
-    rows += _serving_rows(scenario, result)
+    serving = production.figures(scenario, result)
+    rows += _serving_rows(serving)
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
     out.extend("  " + line for line in formula_lines(scenario, result, unit, judged.fits))
-    for name, part in production.figures(scenario, result)["serving"].items():
+    for name, part in serving["serving"].items():
         out.append("")
         out.append(f"{SERVING_TITLES[name]}:")
         out.extend("  " + line for line in part.get("lines", ()))
@@ -286,9 +287,9 @@ SERVING_TITLES = {"draft": "Speculative decoding", "lora": "LoRA adapters", "enc
                   "offload": "KV offload tier", "prefix_hits": "Prefix cache hits"}
 
 
-def _serving_rows(scenario: Scenario, result: Result) -> list:
-    """The table's rows for what runs beside the model: each part's headline figure."""
-    data = production.figures(scenario, result)
+def _serving_rows(data: dict) -> list:
+    """The table's rows for what runs beside the model: each part's headline figure, from
+    production.figures."""
     rows = []
     if data["draft_weights_bytes_per_gpu"] is not None:
         rows.append(("Draft weights per GPU", both(data["draft_weights_bytes_per_gpu"])))
