@@ -78,8 +78,25 @@ def test_a_prefix_as_long_as_the_prompt_leaves_the_last_block_to_compute():
     e = run(dict(L8, engine="vllm", **{"prefix-tokens": "8192"}))
     x = prefix_hits.expected(Fraction(1), e.scenario, e.result)
     assert x.cached_tokens_on_hit == 8_176 and x.expected_prefill_skipped == 8_176
-    # The KV it shares is still the prefix's 512 whole blocks, stored once.
-    assert x.shared_bytes == 8_192 * TOKEN
+    # A hit shares the 511 blocks it caches; the last block it recomputes is its own.
+    assert x.shared_bytes == 8_176 * TOKEN
+
+
+def test_a_prefix_longer_than_the_prompt_shares_only_what_a_hit_caches():
+    # prompt 100: a hit caches min(8,000, 99) // 16 x 16 = 96 tokens, and shares those bytes only.
+    e = run(dict(L8, engine="vllm", **{"prefix-tokens": "8000", "prompt-tokens": "100"}))
+    x = prefix_hits.expected(Fraction(1, 2), e.scenario, e.result)
+    assert x.cached_tokens_on_hit == 96 and x.shared_bytes == 96 * TOKEN
+    # A miss holds what vLLM reserves for a request (its blocks at the context); at rate 0 the
+    # expectation is vLLM's own capacity.
+    zero = prefix_hits.expected(Fraction(0), e.scenario, e.result)
+    assert zero.bytes_without_sharing == e.result.engine.kv_bytes_per_request
+    assert zero.expected_requests_fit == int(e.result.engine.max_concurrency)
+
+
+def test_llama_cpp_shares_no_prefix_between_its_slots():
+    e = evaluate(dict(L8, engine="llama.cpp", **{"prefix-tokens": "2000", "prefix-hit-rate": "0.5"}))
+    assert not e.ok and e.errors[0].field == "prefix-hit-rate" and "-np" in e.errors[0].message
 
 
 def test_the_ideal_at_rate_1_is_the_shared_prefix_it_sizes_and_at_rate_0_no_sharing():

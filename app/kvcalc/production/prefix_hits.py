@@ -22,10 +22,17 @@ from ..sizing import cache_bytes
 
 
 def hit_rate_from(values: dict) -> Fraction | None:
-    """The hit rate the inputs give (the parser bounds it to [0, 1]); it needs a shared prefix."""
+    """The hit rate the inputs give (the parser bounds it to [0, 1]); it needs a shared prefix,
+    and an engine whose requests share a prefix's cache."""
     rate = values.get("prefix-hit-rate")
     if rate is None:
         return None
+    if values.get("engine") == "llama.cpp":
+        # Each -np slot holds its own cells; a slot reuses its own last prompt's prefix
+        # (--cache-reuse), never another slot's, so a hit shares no memory.
+        raise InputError("prefix-hit-rate", "llama.cpp's slots (-np) each keep their own cells and never share a "
+                                            "prefix's cache between them, so a hit rate changes no memory there; "
+                                            "choose engine vllm or sglang, or leave prefix-hit-rate out")
     if values.get("prefix-tokens", 0) <= 0:
         raise InputError("prefix-hit-rate", "is the share of requests that start with the shared prefix: give "
                                             "the shared prefix's length with prefix-tokens (e.g. 2048) too, or "
@@ -60,13 +67,18 @@ def expected(rate: Fraction, scenario, result) -> Expectation:
     ctx, prefix = workload.context_tokens, workload.prefix_tokens
     prompt = scenario.settings.prompt_tokens or ctx
     cached = max(0, min(prefix, prompt - 1)) // block * block
-    sharing = replace(workload, block_size_tokens=block, prefix_tokens=prefix)
+    # What a hit shares is what it caches: whole blocks, never past the prompt - 1.
+    sharing = replace(workload, block_size_tokens=block, prefix_tokens=cached)
     alone = replace(sharing, prefix_tokens=0)
     budget = result.budget_bytes_per_gpu
+    # An engine's own reservation for a request (vLLM's blocks with its windows and hybrid
+    # padding, SGLang's cell with a draft's layers) is what a miss holds; per GPU, for one stage.
+    reserved = result.engine.kv_bytes_per_request if result.engine is not None and dep.pp == 1 else None
     rows = []
     for stage, _ in model.stage_groups(dep.pp):
         shared, _rest = cache_bytes(stage, ctx, sharing, dep.tp)
         _none, own = cache_bytes(stage, ctx, alone, dep.tp)
+        own = own if reserved is None else reserved
         mean = own - rate * shared
         fit = None
         if budget is not None and mean > 0:
