@@ -26,9 +26,10 @@ from functools import lru_cache
 from .. import presets
 from ..errors import InputError
 from ..hfconfig import model_from_config
-from ..model import Model
+from ..model import LayerCounts, Model
 from ..params import count_params, has_quantization, quantized_weights
 from ..precision import precision
+from ..sizing import batch_bytes
 from ..units import ceil_div
 
 VLLM, SGLANG, LLAMACPP = "vllm", "sglang", "llama.cpp"
@@ -449,9 +450,14 @@ def figures(draft: Draft, scenario, result) -> dict:
                         "(SGLang 0.5.23 pool_configurator.py: cell = cell_target + int(cell_target x L_draft / "
                         f"L_target), L_draft = {draft.sglang_layers})" if engine == SGLANG else
                         "(every engine that pools it, vLLM and SGLang, keeps it beside the target's)") + ".")
-        kv_per_gpu = row * held
+        # Each layer holds what it keeps (a sliding window at most its window), as the pool does.
+        kv_per_gpu = batch_bytes(LayerCounts(draft.layers), work.context_tokens, work, requests, dep.tp)
+        windowed = any(layer.held_range(work.context_tokens) != (0, work.context_tokens) for layer in draft.layers
+                       if layer.held_range(1) is not None)
         lines.append(f"Draft KV for {requests:,} request{'s' if requests != 1 else ''} of {work.context_tokens:,} "
-                     f"tokens: {row:,} x {held:,} = {kv_per_gpu:,} B per GPU.")
+                     + (f"tokens, each layer holding what it keeps (sliding windows at most their window): "
+                        f"{kv_per_gpu:,} B per GPU." if windowed else
+                        f"tokens: {row:,} x {held:,} = {kv_per_gpu:,} B per GPU."))
         if draft.conv_kernel and engine == VLLM and draft.spec_tokens:
             lines.append(f"vLLM widens each Gated DeltaNet layer's conv state from {draft.conv_kernel - 1} to "
                          f"{draft.conv_kernel - 1 + draft.spec_tokens} positions (conv_kernel_size - 1 + num_spec, "
