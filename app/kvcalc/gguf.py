@@ -545,7 +545,10 @@ def mmproj_bytes(path: str) -> int:
     """The tensor bytes of a llama.cpp multimodal projector (--mmproj FILE): the sum of its tensor
     table's sizes, as for a model. Its general.architecture is "clip" (clip.cpp's loader), so a
     language model's GGUF given in its place is refused."""
-    header = read_file(path)
+    try:
+        header = read_file(path)
+    except InputError as e:
+        raise InputError("mmproj", e.message) from None       # the file it was given as
     arch = header.metadata.get("general.architecture")
     if arch != "clip":
         raise InputError("mmproj", f"{path!r} is not a multimodal projector: its general.architecture is "

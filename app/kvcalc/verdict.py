@@ -36,7 +36,7 @@ def _tiers(scenario, result, fits) -> str:
     if serving.prefix_hit_rate is not None and fits is not None:
         expected = prefix_hits.figures(serving.prefix_hit_rate, scenario, result)["expected_requests_fit"]
         if expected is not None:
-            words += (f"; at a prefix hit rate of {float(serving.prefix_hit_rate):.0%}, {float(expected):,.0f} "
+            words += (f"; at a prefix hit rate of {float(serving.prefix_hit_rate) * 100:g}%, {float(expected):,.0f} "
                       "requests are expected to fit")
     return words
 
@@ -48,12 +48,18 @@ def _beside(scenario, unit: str) -> str:
     parts = [(name, n) for name, n in scenario.serving.added if n]
     if not parts:
         return ""
-    draft = scenario.serving.draft
+    draft, encoder = scenario.serving.draft, scenario.serving.encoder
+    projector = encoder is not None and encoder.mode == "mmproj"
     words = {"draft": "the MTP heads" if draft is not None and draft.kind == "mtp" else "the draft model",
              "lora": "the LoRA slots", "encoder": "the rest of a whole vision encoder"}
-    listed = [f"{words[name]} ({size(n, unit)})" for name, n in parts]
-    joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
-    return f"; beside its share of the model's weights each GPU holds {joined}"
+    listed = [f"{words[name]} ({size(n, unit)})" for name, n in parts if not (projector and name == "encoder")]
+    said = ""
+    if listed:
+        joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+        said = f"; beside its share of the model's weights each GPU holds {joined}"
+    if projector:
+        said += f"; the first GPU also holds the multimodal projector (--mmproj, {size(dict(parts)['encoder'], unit)})"
+    return said
 
 
 def _verdict(scenario, result, unit: str) -> Verdict:

@@ -8,6 +8,8 @@ beside the model's share, the parts' figures for reports and their launch flags.
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from ..errors import InputError
+
 from . import draft as _draft
 from . import encoder as _encoder
 from . import lora as _lora
@@ -50,6 +52,11 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
                       encoder=_encoder.encoder_from(values, model, engine))
     if serving == NONE:
         return NONE
+    if serving.draft is not None and serving.encoder is not None and serving.encoder.mode == "mmproj":
+        raise InputError("draft-model" if "draft-model" in values else "mtp",
+                         "llama-server refuses speculative decoding with a multimodal projector (\"err: speculative "
+                         "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
+                         "mmproj-bytes or the draft")
     serving = replace(serving, target=model, values=values)
     added = []
     if serving.draft is not None:

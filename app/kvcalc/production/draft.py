@@ -127,7 +127,7 @@ def draft_from(values: dict, model: Model, engine: str | None) -> Draft | None:
     else:
         draft_model = presets.preset_model(values["draft-model"], field="draft-model")
     field = separate[-1]
-    draft = _separate(draft_model, values.get("draft-model"))
+    draft = _separate(draft_model, values.get("draft-model"), field)
     _check_vocab(model, draft, engine, field)
     tokens, given = _spec_tokens(values, engine, DRAFT, None)
     return replace(draft, spec_tokens=tokens, spec_tokens_given=given)
@@ -144,7 +144,9 @@ def _check_vocab(model: Model, draft: Draft, engine, field: str) -> None:
                                     "common_speculative_are_compatible, SPEC_VOCAB_MAX_SIZE_DIFFERENCE; \"the target "
                                     "and draft vocabs are not compatible\")")
         return
-    raise InputError(field, f"the draft's vocabulary ({d:,}) differs from the target's ({t:,}): "
+    # vLLM's check is the one read; SGLang's STANDALONE draft shares the target's tokenizer too.
+    who = "" if engine == VLLM else "speculative decoding needs one tokenizer for both; "
+    raise InputError(field, f"the draft's vocabulary ({d:,}) differs from the target's ({t:,}): {who}"
                      + VOCAB_REFUSAL.format(t=t, d=d))
 
 
@@ -168,7 +170,7 @@ def _config_draft(cfg) -> Model:
 
 
 @lru_cache(maxsize=64)
-def _separate(draft_model: Model, repo: str | None) -> Draft:
+def _separate(draft_model: Model, repo: str | None, field: str = "draft-model") -> Draft:
     """A separate draft: its layers, its whole checkpoint split over the ranks."""
     if draft_model.checkpoint_bytes:
         weights, rule = draft_model.checkpoint_bytes, "the published checkpoint's bytes"
@@ -178,8 +180,10 @@ def _separate(draft_model: Model, repo: str | None) -> Draft:
         weights = precision(draft_model.weights_dtype).bytes_for(draft_model.params)
         rule = f"{draft_model.params:,} parameters x {precision(draft_model.weights_dtype).bits_per_element // 8} B ({draft_model.weights_dtype})"
     else:
-        raise InputError("draft-model", f"the weights of the draft {draft_model.name} are not known (no parameter count "
-                                        "or weights' precision): give its config.json as draft-hf-config")
+        hint = "give its config.json as draft-hf-config" if field == "draft-model" else \
+            "its config.json's shapes do not give a parameter count (the vocabulary, widths and layers)"
+        raise InputError(field, f"the weights of the draft {draft_model.name} are not known (no parameter count or "
+                                f"weights' precision): {hint}")
     name = draft_model.name
     return Draft(kind=DRAFT, name=name, spec_tokens=None, layers=draft_model.layers,
                  sglang_layers=len(draft_model.layers), weights_bytes=weights, split_bytes=weights,

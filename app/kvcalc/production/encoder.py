@@ -138,6 +138,12 @@ def figures(encoder: Encoder, scenario, result) -> dict:
                   "mtmd_init_from_file); added to that GPU's weights.",
                   "Its compute buffer (one warm-up image's graph, clip.cpp reserve_compute_meta; about 250 MiB in "
                   "a published log) is not modelled."]
+        target = scenario.serving.target or scenario.model
+        if target.multimodal:
+            # A preset's or config's weights count the vision tower that a text GGUF leaves out.
+            lines.append("This model's weights here are its checkpoint's, which hold the vision tower too; "
+                         "llama.cpp's text GGUF leaves the tower to the mmproj file, so the tower is counted twice: "
+                         "give the text GGUF itself (--gguf) for its weights.")
     else:
         bits = precision(encoder.dtype).bits_per_element
         lines.append(f"Vision tower ({encoder.wrapper}): {encoder.params:,} parameters x {bits} bits "
