@@ -118,3 +118,16 @@ def test_launch_flags_and_figures_through_the_scenario():
                     "gpu": "h100-sxm-80gb", "max-loras": 4, "max-lora-rank": 64})
     assert any("lora_extra_vocab_size" in line for line in
                lora.figures(old.scenario.serving.lora, old.scenario, old.result)["lines"])
+
+
+def test_pipeline_stages_each_hold_their_own_layers_slots():
+    """Llama 3.1 8B at pp 2, 4 slots of rank 64: each stage wraps its 16 layers (20,971,520
+    elements a layer, the research's table), the first also the embedding (33,882,112), the last
+    the head (33,882,112): the busiest holds 16 x 20,971,520 + 33,882,112 = 369,426,432
+    elements = 738,852,864 B, half the pp 1 figure less one end."""
+    model = presets.preset_model("meta-llama/Llama-3.1-8B")
+    sized = lora.slots(lora.Lora(4, 64), model, 1, "vllm", pp=2)
+    assert sized.bytes_per_gpu == 2 * (16 * 20_971_520 + 33_882_112) == 738_852_864
+    e = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "gpus": "2", "pp": "2",
+                  "engine": "vllm", "max-loras": "4", "max-lora-rank": "64"})
+    assert e.ok and dict(e.scenario.serving.added)["lora"] == 738_852_864

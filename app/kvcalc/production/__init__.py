@@ -62,7 +62,7 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
     if serving.draft is not None:
         added.append(("draft", _draft.weights_bytes_per_gpu(serving.draft, model, deployment, engine)))
     if serving.lora is not None:
-        added.append(("lora", _lora.slots(serving.lora, model, deployment.tp, engine).bytes_per_gpu))
+        added.append(("lora", _lora.slots(serving.lora, model, deployment.tp, engine, deployment.pp).bytes_per_gpu))
     if serving.encoder is not None:
         extra = _encoder.added_bytes_per_gpu(serving.encoder, deployment.tp, engine)
         if extra:

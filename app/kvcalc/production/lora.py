@@ -118,8 +118,10 @@ def _split(width: int, tp: int, what: str) -> int:
     return width // tp
 
 
-def slots(lora: Lora, model, tp: int, engine: str | None) -> LoraSlots:
-    """The adapter slots one GPU holds under tensor parallel `tp`, as `engine` allocates them."""
+def slots(lora: Lora, model, tp: int, engine: str | None, pp: int = 1) -> LoraSlots:
+    """The adapter slots the busiest GPU holds under tensor parallel `tp` and pipeline parallel
+    `pp`, as `engine` allocates them: each stage wraps its own layers, the first its embedding,
+    the last its head (vLLM's PPMissingLayer split)."""
     _check(lora, model, engine)
     h, width, vocab = _widths(model)
     sglang = engine == "sglang"
@@ -142,6 +144,17 @@ def slots(lora: Lora, model, tp: int, engine: str | None) -> LoraSlots:
     if not sglang:
         rows += [("embed_tokens", n * vocab * r + n * h * r), ("lm_head", n * r * h + n * vocab * r)]
     elements = sum(e for _, e in rows)
+    staged = ""
+    if pp > 1:
+        # The layers' rows grow with a stage's layer count (the same for every layer: _widths).
+        per_layer = sum(e for _, e in rows[:4]) // layers
+        ends = dict(rows[4:])
+        sizes = [sum(stage.values()) for stage in model.stages(pp)]
+        loads = [n_layers * per_layer + (ends.get("embed_tokens", 0) if i == 0 else 0)
+                 + (ends.get("lm_head", 0) if i == pp - 1 else 0) for i, n_layers in enumerate(sizes)]
+        elements = max(loads)
+        staged = (f" With pp {pp} each stage holds its own layers' slots ({', '.join(map(str, sizes))} layers; the "
+                  f"first stage the embedding's, the last the head's): the busiest holds {elements:,} elements.")
     dtype = model.dtype
     total = precision(dtype).bytes_for(elements)
     layer0 = model.layers[0]
@@ -167,6 +180,8 @@ def slots(lora: Lora, model, tp: int, engine: str | None) -> LoraSlots:
         lines += ["SGLang's target modules are its adapters' own (--lora-target-modules, or the union of the "
                   "loaded adapters'); all-linear is assumed here (qkv, o, gate_up, down; no embed_tokens or "
                   "lm_head). Give the adapters' set as overhead if it differs."]
+    if staged:
+        lines.append(staged.strip())
     lines += [f"{elements:,} elements x {precision(dtype).bits_per_element} bits = {total:,} B per GPU "
               f"({total / (1 << 20):,.2f} MiB), allocated before the KV cache is sized, so it comes out of it "
               f"({SGLANG_SOURCE if sglang else SOURCE})."]
@@ -189,7 +204,8 @@ def launch_flags(lora: Lora, engine: str) -> list:
 def figures(lora: Lora, scenario, result) -> dict:
     """The slots' figures for a report, as the scenario's engine allocates them."""
     engine = scenario.settings.engine
-    sized = slots(lora, scenario.serving.target or scenario.model, scenario.deployment.tp, engine)
+    sized = slots(lora, scenario.serving.target or scenario.model, scenario.deployment.tp, engine,
+                  scenario.deployment.pp)
     lines = list(sized.lines)
     release = scenario.settings.release
     if engine == "vllm" and release is not None and not release.at_least(0, 12, 0):
