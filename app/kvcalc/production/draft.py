@@ -466,6 +466,15 @@ def figures(draft: Draft, scenario, result) -> dict:
             lines.append(f"vLLM widens each Gated DeltaNet layer's conv state from {draft.conv_kernel - 1} to "
                          f"{draft.conv_kernel - 1 + draft.spec_tokens} positions (conv_kernel_size - 1 + num_spec, "
                          "mamba_utils.py gated_delta_net_state_shape).")
+    given = scenario.serving.values
+    if draft.kind == MTP and any(k in given for k in ("weights-bytes", "weights-gib", "layer-weights-bytes")):
+        lines.append("The weights given are a checkpoint's own: a published checkpoint also holds its MTP layer "
+                     "(DeepSeek-V3's model.layers.61, Qwen3.5's mtp.*), which the engines load only with MTP on, so "
+                     "it is counted twice here; give the weights without it (the preset's own) for the exact figure.")
+    release = scenario.settings.release
+    if engine == VLLM and release is not None and not release.at_least(0, 33, 0):
+        lines.append(f"The draft's pooling and loading rules were read in vLLM 0.33.0; vLLM {release} is sized "
+                     "by the same rules, not read in its own code.")
     lines.extend(draft.notes)
     return {"kind": draft.kind, "name": draft.name, "spec_tokens": draft.spec_tokens,
             "spec_tokens_given": draft.spec_tokens_given, "layers": n,
