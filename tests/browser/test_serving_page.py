@@ -249,8 +249,9 @@ def test_axe_on_the_group_open_and_the_section_shown(browser, site, color_scheme
 
 def test_a_link_key_the_page_has_no_field_for_is_said(page, site):
     # A draft given by its config.json is the CLI's (--draft-hf-config): the page says it left it out.
-    fragment = link.encode({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "draft-hf-config": {
-        "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
-        "vocab_size": 128256}})
+    fragment = link.encode({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "spec-tokens": "2", "draft-hf-config": {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336, "vocab_size": 128256,
+        "torch_dtype": "bfloat16"}})
     open_page(page, site + "#" + fragment)
     assert "draft-hf-config: not an input on this page" in page.inner_text("#link-notes")
