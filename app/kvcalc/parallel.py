@@ -2,7 +2,8 @@
 GPUs split into ranks, which requests each rank's cache holds, and what weights each GPU keeps.
 
 Our convention: `tp` is the tensor-parallel size inside one data-parallel rank (the attention's),
-`dp` the number of ranks, GPUs = tp x pp x dp. `batch` is the whole deployment's requests; each
+`dp` the number of ranks, GPUs = tp x pp x dp. The tp a user gives is read in the chosen engine's
+own words (attention_tp): SGLang's `--tp 8 --dp 8` with DP attention is 8 GPUs, attention tp 1. `batch` is the whole deployment's requests; each
 rank serves ceil(batch / dp) of them and its cache holds only its own (an MLA latent is
 replicated within the rank's tp group, never across ranks).
 
@@ -30,6 +31,29 @@ from .experts import RoutedExperts, routed_experts, weight_parts, weights_read a
 from .units import ceil_div
 
 EXACT, VLLM, SGLANG, LLAMACPP = "exact", "vllm", "sglang", "llama.cpp"
+
+
+def attention_tp(values: dict) -> int:
+    """Our tp (the attention's, inside one data-parallel rank) from the inputs' tp, read in the
+    chosen engine's own words where it has them (its attention_tp: SGLang's --tp-size counts every
+    GPU under DP attention); values["tp"] as it is otherwise. InputError naming the field where the
+    engine would refuse the layout."""
+    from . import engines          # the engines import this module
+    tp = values["tp"]
+    rule = getattr(engines.REGISTRY.get(values.get("engine") or ""), "attention_tp", None)
+    if rule is None:
+        return tp
+    attention = rule(tp, values.get("pp", 1), values.get("dp", 1), values.get("gpus"))
+    return tp if attention is None else attention
+
+
+def gpus_given(tp: int, pp: int, dp: int, engine: str | None) -> int:
+    """The GPUs a layout given as tp, pp and dp names, in `engine`'s words (attention_tp)."""
+    try:
+        attention = attention_tp({"tp": tp, "pp": pp, "dp": dp, "engine": engine})
+    except InputError:
+        attention = tp              # refused where it is sized, with the field named
+    return attention * pp * dp
 
 
 def rank_batch(batch: int, dp: int) -> int:

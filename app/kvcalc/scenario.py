@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from . import engines, presets, production
+from . import engines, parallel, presets, production
 from .engines import releases, vllm_release
 from .engines.releases import Release
 from .config_fields import InvalidValue
@@ -353,7 +353,7 @@ def build_scenario(values: dict) -> Scenario:
 def _deployment(values: dict, model: Model) -> Deployment:
     pp, dp = values.get("pp", 1), values.get("dp", 1)
     if "tp" in values:
-        tp = values["tp"]
+        tp = parallel.attention_tp(values)      # in the engine's own words (SGLang's --tp-size)
         if "gpus" in values and values["gpus"] != tp * pp * dp:
             model.check_parallel(tp, pp)       # suggest a GPU count only for a tp that works
             layout = f"tp x pp x dp = {tp} x {pp} x {dp}" if dp > 1 else f"tp x pp = {tp} x {pp}"

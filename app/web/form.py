@@ -9,6 +9,7 @@ from pyscript import document
 from kvcalc.errors import InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES
 from kvcalc.form_fields import MLA_ONLY, form_values
+from kvcalc.parallel import gpus_given
 from kvcalc.options import EXACT, MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
 
 from web import model_picker, state
@@ -71,7 +72,12 @@ def write(raw: dict) -> None:
         tp = parse_value(OPTION_BY_NAME["tp"], raw["tp"])
         pp = parse_value(OPTION_BY_NAME["pp"], raw.get("pp", "1"))
         dp = parse_value(OPTION_BY_NAME["dp"], raw.get("dp", "1"))
-        raw = dict(raw, gpus=str(tp * pp * dp))
+        try:
+            engine = parse_value(OPTION_BY_NAME["engine"], raw["engine"]) if raw.get("engine") else None
+        except InputError:
+            engine = None
+        # In the engine's own words: SGLang's --tp-size counts every GPU under DP attention.
+        raw = dict(raw, gpus=str(gpus_given(tp, pp, dp, engine)))
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, DEFAULTS.get(name))

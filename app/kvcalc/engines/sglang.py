@@ -294,6 +294,31 @@ def default_chunk(scenario) -> int:
                     release=releases.in_force(sys.modules[__name__], scenario.settings))[0]
 
 
+def attention_tp(tp: int, pp: int, dp: int, gpus: int | None) -> int | None:
+    """Our tp (the attention's, inside one data-parallel rank) from the tp the inputs give, read in
+    SGLang's own words: dp > 1 launches --dp-size dp --enable-dp-attention, where --tp-size counts
+    every GPU of a pipeline stage and each rank's attention runs on tp_size // dp_size of them
+    (server_args.py _handle_data_parallelism asserts tp_size % dp_size == 0; layers/dp_attention.py
+    attn_tp_size = tp_size // dp_size). So `--tp 8 --dp 8` is 8 GPUs, 8 ranks of attention tp 1.
+    None where the tp given is already the attention's: dp 1, or gpus = tp x pp x dp given with it
+    (a layout written in our words: the planner's rows, a log's reading)."""
+    if dp == 1 or (gpus is not None and gpus == tp * pp * dp):
+        return None
+    if tp % dp:
+        fits = (dp, 2 * dp, 4 * dp, 8 * dp)
+        raise InputError("tp", f"with SGLang's DP attention (--dp-size {dp} --enable-dp-attention) tp is its "
+                               f"--tp-size, every GPU of a pipeline stage, which dp must divide (server_args.py "
+                               f"asserts tp_size % dp_size == 0): tp {tp} is not a multiple of dp {dp}; give tp "
+                               f"{', '.join(map(str, fits))}, ...")
+    if gpus is not None and gpus != tp * pp:
+        raise InputError("gpus", f"gpus={gpus} does not match SGLang's --tp-size {tp} --dp-size {dp}"
+                                 + (f" --pp-size {pp}" if pp > 1 else "") +
+                                 f": under DP attention --tp-size counts every GPU of a pipeline stage, so that is "
+                                 f"tp x pp = {tp * pp} GPUs, {dp} ranks of attention tp {tp // dp}; give gpus "
+                                 f"{tp * pp}, or the tp of your own --tp-size")
+    return tp // dp
+
+
 def tp_size(dep) -> int:
     """SGLang's --tp-size: every GPU of a pipeline stage, tp x dp under DP attention (attn_tp_size =
     tp_size // dp_size is our tp)."""
