@@ -293,12 +293,13 @@ def test_another_model_after_the_log_is_a_what_if_not_a_refusal():
 
 def test_a_log_without_its_weights_still_moves_from_its_kv_memory():
     # vllm-mistral-small-3.1-24b-tp2-8k.log prints the KV memory (16.20 GiB) but neither its
-    # weights nor its tp, which its thread gives (2): the overhead it implies is then taken with
-    # our weights for its deployment, so a tp edit is re-estimated from the log's memory rather
-    # than its KV memory kept as if nothing moved.
+    # weights nor tensor_parallel_size; its workers "(VllmWorker rank=1 pid=..)" say tp >= 2, as
+    # its thread gives (2): the overhead it implies is then taken with our weights for its
+    # deployment, so a tp edit is re-estimated from the log's memory rather than its KV memory
+    # kept as if nothing moved.
     reading = read_log(text("vllm-mistral-small-3.1-24b-tp2-8k.log")).values
-    values = {**reading, "model": "mistralai/Mistral-Small-24B-Base-2501", "gpu": "l40s-48gb",
-              "measured-with": reading["measured-with"] + ",gpus:2,tp:2"}
+    assert (reading["tp"], reading["gpus"]) == ("2", "2") and "tp:2" in reading["measured-with"]
+    values = {**reading, "model": "mistralai/Mistral-Small-24B-Base-2501", "gpu": "l40s-48gb"}
     assert "loaded-weights-gib" not in values and values["kv-memory-gib"] == "16.20"
     logged = evaluate({**values, "gpus": "2", "tp": "2"}).result.engine
     assert logged.budget_source == "kv-memory-gib"

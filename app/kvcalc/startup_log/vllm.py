@@ -5,8 +5,10 @@ vllm/worker/worker.py and vllm/executor/executor_base.py for V0)."""
 import re
 from fractions import Fraction
 
+from .. import presets
 from ..engines import releases, vllm as engine
 from ..errors import InputError
+from ..precision import precision
 from .rules import Rule, command_words, continuation, gpu_preset, model_entry, number, take_model
 
 NAME = "vllm"
@@ -14,12 +16,73 @@ _NUM = r"(\d[\d,]*(?:\.\d+)?)"
 GIB = r"\s*GiB"
 
 
+_LEVEL = re.compile(r"(?:INFO|DEBUG|WARNING|ERROR)\s")
+_PROCESS = re.compile(r"\((?P<name>[A-Za-z][\w =]{0,40}?) pid=\d{1,10}\)")
+
+
+def _process(line: str) -> str:
+    """The process a line's prefix names ("EngineCore_DP1", "Worker_TP1"), or ""."""
+    found = _PROCESS.search(line)
+    return found["name"] if found else ""
+
+
+def begin(sink, kind: str, n: int, line: str) -> None:
+    """A line printed once per start-up (the version, the banner, the non-default args, each engine
+    core's config line, the command): seen again, it begins another start-up, in whatever order
+    the lines were pasted. The same line printed twice before any KV cache was allocated (a
+    notebook showing both stdout and stderr, its own prefix before each) is one start-up."""
+    key = "start " + kind
+    found = _LEVEL.search(line)
+    text = line[found.start():].strip() if found else line.strip()
+    first = sink.printed.get(key)
+    if first is None:
+        sink.show(key, text, n, line)
+        return
+    ready = sink.printed.get("ready_at")
+    if text == first.value and (ready is None or ready.value < first.line_number):
+        return
+    sink.restarts.append((first.line_number, n))
+
+
+def _ready(sink, n, line):
+    # The KV cache allocated: a start line after this begins another start-up.
+    sink.show("ready_at", n, n, line, keep="last")
+
+
+def _ranks(match, sink, n, line):
+    """The ranks a worker's prefix names: "(VllmWorker TP1 pid=..)", "(Worker_PP1_TP3 pid=..)",
+    "(Worker_TP0_EP0 pid=..)", "(EngineCore_DP1 pid=..)", "(VllmWorker rank=1 pid=..)" (a rank of
+    the whole tp x pp world). The highest seen is a lower bound on each size (complete())."""
+    for kind, index in _RANK.findall(match["name"]):
+        name = f"highest_{(kind or 'world').lower()}_rank"
+        old = sink.printed.get(name)
+        if old is None or int(index) > old.value:
+            sink.show(name, int(index), n, line, keep="last")
+
+
+_RANK = re.compile(r"(?:^|[_ ])(?:(TP|PP|DP)_?|rank=)(\d{1,5})(?=$|[_ ])")
+
+
 def _version(match, sink, n, line):
-    sink.start("server version", n)
+    begin(sink, "server version", n, line)
     sink.take("engine-version", match["version"].lstrip("v"), n, line)
 
 
+def _banner(match, sink, n, line):
+    # 0.15 and later print an ASCII banner in place of "vLLM API server version" (entrypoints'
+    # utils.py / api_utils.py): " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.0", and below it
+    # "  █▄█▀ █     █     █     █  model   Qwen/Qwen3-8B".
+    begin(sink, "banner", n, line)
+    sink.take("engine-version", match["version"].lstrip("v"), n, line, "the banner's version")
+
+
+def _banner_model(match, sink, n, line):
+    sink.show("model_path", match[1], n, line)
+
+
 def _engine_line(match, sink, n, line):
+    # Each data-parallel engine core prints its own config line: one start per process.
+    begin(sink, "engine config " + _process(line), n, line)
     sink.take("engine-version", match["version"].lstrip("v"), n, line)
     sink.show("engine_variant", "v1" if match["v1"] else "v0", n, line)
     config = match["config"]
@@ -31,6 +94,7 @@ _CONFIG_KEYS = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "d
                 "max_seq_len": "context", "kv_cache_dtype": "kv-dtype", "enforce_eager": "enforce-eager"}
 _CONFIG = re.compile(r"(?<![\w.])(" + "|".join(_CONFIG_KEYS) + r")=([\w.\-]+)")
 _MODEL = re.compile(r"(?<![\w.])model='([^']{1,300})'")
+_QUANTIZATION = re.compile(r"(?<![\w.])quantization=([\w.\-]{1,40})")
 
 
 def _config_pairs(config: str, sink, n, line):
@@ -39,6 +103,9 @@ def _config_pairs(config: str, sink, n, line):
     model = _MODEL.search(config)
     if model:
         sink.show("model_path", model[1], n, line)
+    quantization = _QUANTIZATION.search(config)
+    if quantization:
+        sink.show("quantization", quantization[1], n, line)
     _speculative(config, sink, n, line, _SPEC_REPR)
 
 
@@ -63,6 +130,11 @@ _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 
 def _non_default(match, sink, n, line):
+    begin(sink, "non-default args " + _process(line), n, line)
+    sink.show("args_line", n, n, line)
+    quantization = re.search(r"'quantization': '([\w.\-]{1,40})'", match["args"])
+    if quantization:
+        sink.show("quantization", quantization[1], n, line)
     for key, value in _ARGS.findall(match["args"]):
         option = _ARG_KEYS[key]
         if option == "ep":
@@ -164,11 +236,13 @@ def _loading(match, sink, n, line):
 
 
 def _kv_memory(match, sink, n, line):
+    _ready(sink, n, line)
     sink.take("kv-memory-gib", match[1], n, line, keep="min")
     sink.show("kv_memory_gib", Fraction(match[1]), n, line, keep="min")
 
 
 def _kv_tokens(match, sink, n, line):
+    _ready(sink, n, line)
     sink.show("kv_tokens", int(number(match[1])), n, line, keep="min")
 
 
@@ -264,7 +338,7 @@ _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parall
 
 
 def _command(match, sink, n, line):
-    sink.start("command", n)
+    begin(sink, "command", n, line)
     words = match["args"].split()
     if words and not words[0].startswith("-"):
         sink.show("model_path", words[0], n, line)
@@ -299,9 +373,20 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             _take_setting(sink, _FLAGS[flag], value, n, line)
 
 
+def _table_kv(match, sink, n, line):
+    _ready(sink, n, line)
+    sink.take("kv-memory-gib", match[1], n, line, "available_kv_cache_memory", keep="min")
+    sink.show("kv_memory_gib", Fraction(match[1]), n, line, keep="min")
+
+
+_VERSION = r"(?P<version>v?\d{1,4}(?:\.\d{1,4}){0,3}[\w.+\-]{0,80})"
 RULES = (
-    Rule(re.compile(r"vLLM API server version (?P<version>v?\d[\w.+\-]*)"), _version, True, "API server version"),
-    Rule(re.compile(r"Initializing an? (?P<v1>V1 )?LLM engine \((?P<version>v?\d[\w.+\-]*)\) with config: "
+    Rule(re.compile(r"vLLM API server version " + _VERSION), _version, True, "API server version"),
+    Rule(re.compile(r"\u2580\u2584\u2580 \u2588 {1,8}version {1,8}" + _VERSION), _banner, True, "version"),
+    Rule(re.compile(r"\u2588\u2584\u2588\u2580 [\u2588 ]{1,40}model {1,8}([^\s'\"]{1,300})"), _banner_model, False,
+         "model"),
+    Rule(re.compile(r"\((?P<name>[A-Za-z][\w =]{0,40}?) pid=\d{1,10}\)"), _ranks, False, " pid="),
+    Rule(re.compile(r"Initializing an? (?P<v1>V1 )?LLM engine \(" + _VERSION + r"\) with config: "
                     r"(?P<config>.*)"), _engine_line, True, "LLM engine ("),
     Rule(re.compile(r"non-default args: (?P<args>\{.*)"), _non_default, False, "non-default args"),
     Rule(re.compile(r"Using max model len (\d+)"), _max_len, True, "Using max model len"),
@@ -337,6 +422,8 @@ RULES = (
     Rule(re.compile(r"\]\s+non_torch_memory\s+([\d.]+)\s*GiB"), _table_row("non-torch-gib"), False, "non_torch_memory"),
     Rule(re.compile(r"\]\s+PyTorch activation peak memory\s+([\d.]+)\s*GiB"), _table_row("activation-gib"), False,
          "PyTorch activation peak memory"),
+    Rule(re.compile(r"\]\s+available_kv_cache_memory\s+([\d.]+)\s*GiB"), _table_kv, True,
+         "available_kv_cache_memory"),
     Rule(re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"), _graph_estimate, True, "Estimated CUDA graph"),
     Rule(re.compile(r"Graph capturing finished in \d+ secs?, took (-?[\d.]+) GiB"), _graph_actual, True,
          "Graph capturing finished"),
@@ -381,7 +468,101 @@ def complete(sink) -> None:
             release = None
         if release is not None and release.at_least(0, 8, 0) and not release.at_least(0, 11, 0):
             sink.take("vllm-engine", variant.value, variant.line_number, variant.line)
+    _layout(sink)
     tp, pp, dp = (int(reads[k].text) if k in reads else 1 for k in ("tp", "pp", "dp"))
-    anchor = reads.get("tp") or reads.get("engine-version")
+    anchor = reads.get("tp")
     if anchor is not None and "gpus" not in reads:
         sink.take("gpus", str(tp * pp * dp), anchor.line_number, anchor.line, "tp x pp x dp")
+
+
+# A model path that names a quantized re-release: its weights are not the preset's.
+_QUANTIZED_PATH = re.compile(r"awq|gptq|fp8|fp4|int4|int8|w4a|w8a|bnb|4bit|8bit|gguf|exl2|quant|mxfp|nvfp", re.I)
+
+
+def _layout(sink) -> None:
+    """tp, pp and dp where no config line or argument printed them: the worker names' highest
+    ranks (a lower bound: TP1 seen means tp >= 2), the weights per GPU against the model's total
+    (about 1/k of them means tp x pp = k), and the non-default args line, which leaves out a size
+    that is its default (1). What stays unknown is said, so the page can ask for it."""
+    reads, printed = sink.reads, sink.printed
+    bound = {kind: printed[f"highest_{kind}_rank"] for kind in ("tp", "pp", "dp", "world")
+             if f"highest_{kind}_rank" in printed}
+    least = {kind: figure.value + 1 for kind, figure in bound.items()}
+    args = printed.get("args_line")
+    for kind in ("tp", "pp", "dp"):
+        if kind in reads:
+            if least.get(kind, 1) > int(reads[kind].text):
+                figure = bound[kind]
+                sink.notes.append(f"line {figure.line_number:,} names {kind.upper()} rank {figure.value}, more than "
+                                  f"{kind} {reads[kind].text} allows: the paste may hold more than one start-up")
+            continue
+        if args is not None:
+            sink.take(kind, "1", args.value, args.line, "the default: the non-default args leave it out")
+    if "tp" in reads:
+        return
+    pp = int(reads["pp"].text) if "pp" in reads else least.get("pp", 1)
+    dp = int(reads["dp"].text) if "dp" in reads else least.get("dp", 1)
+    if "dp" not in reads and dp > 1:
+        figure = bound["dp"]
+        sink.take("dp", str(dp), figure.line_number, figure.line,
+                  f"at least: the engine cores DP0 to DP{figure.value} it prints")
+    tp_least = max(least.get("tp", 1), -(-least.get("world", 1) // pp))
+    k, words = _weights_share(sink) if dp == 1 else (None, "")
+    if k is not None and k % pp == 0 and k // pp >= tp_least:
+        weights = reads["loaded-weights-gib"]
+        if "pp" not in reads and pp > 1:
+            figure = bound["pp"]
+            sink.take("pp", str(pp), figure.line_number, figure.line, f"the pipeline ranks PP0 to PP{figure.value}")
+        sink.take("tp", str(k // pp), weights.line_number, weights.line, f"inferred: {words}"
+                  + (f" over pp {pp}" if pp > 1 else ""))
+        sink.notes.append(f"tp {k // pp} inferred, not printed: {words}; check it")
+        return
+    if k is not None:
+        sink.notes.append(f"tp not inferred from the weights: {words}, which the worker ranks printed contradict")
+    if tp_least > 1 or (pp > 1 and "pp" not in reads):
+        figure = bound.get("tp") or bound.get("world") or bound["pp"]
+        if "pp" not in reads and pp > 1:
+            sink.take("pp", str(pp), bound["pp"].line_number, bound["pp"].line,
+                      f"at least: the pipeline ranks PP0 to PP{bound['pp'].value}")
+        sink.take("tp", str(tp_least), figure.line_number, figure.line,
+                  f"at least: the highest worker rank printed is {_rank_words(bound)}")
+        sink.notes.append(f"tp {tp_least} read from the worker names ({_rank_words(bound)}): a lower bound, and a "
+                          "paste that leaves out the highest rank's lines says less; check tensor_parallel_size")
+        return
+    sink.notes.append("tp not read: no config line, argument or worker name gives tensor_parallel_size; give tp "
+                      "(and pp) as the log's deployment ran")
+
+
+def _rank_words(bound: dict) -> str:
+    return ", ".join(f"{'rank' if kind == 'world' else kind.upper()}{figure.value}" for kind, figure in bound.items()
+                     if kind != "dp")
+
+
+def _weights_share(sink) -> tuple[int | None, str]:
+    """k where the weights one GPU loaded are about 1/k of the model's (within 8%), and the words
+    saying so; None where the model's own weights are not known: no preset read, a quantized
+    re-release or a quantization printed, no weights line."""
+    reads, printed = sink.reads, sink.printed
+    weights, model = reads.get("loaded-weights-gib"), reads.get("model")
+    quantization = printed.get("quantization")
+    path = printed.get("model_path")
+    if weights is None or model is None or (quantization is not None and quantization.value not in ("None", "none")):
+        return None, ""
+    if path is not None and _QUANTIZED_PATH.search(str(path.value)):
+        return None, ""
+    try:
+        preset = presets.preset_model(model.text)
+        total = preset.checkpoint_bytes or (precision(preset.weights_dtype, field="weights-dtype").bytes_for(
+            preset.params) if preset.weights_dtype and preset.params else None)
+    except InputError:
+        return None, ""
+    loaded = Fraction(weights.text) * (1 << 30)
+    if not total or loaded <= 0:
+        return None, ""
+    ratio = total / loaded
+    k = round(ratio)
+    words = (f"the {weights.text} GiB of weights one GPU loaded are 1/{float(ratio):.2f} of {model.text}'s "
+             f"{float(Fraction(total, 1 << 30)):.2f} GiB")
+    if k < 1 or k > 1024 or abs(ratio - k) > Fraction(8, 100) * k:
+        return None, ""
+    return k, words
