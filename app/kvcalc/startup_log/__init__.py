@@ -53,6 +53,10 @@ class LogReader:
         self.chars = 0
         self.line_number = 0
         self._tail = ""
+        # The reader's own slicing: how many pieces it was fed, and the most characters one feed
+        # read (its text and the line an earlier piece left open, at most MAX_LINE_CHARS + 1).
+        self.feeds = 0
+        self.largest_feed = 0
 
     @staticmethod
     def check_length(chars: int) -> None:
@@ -64,8 +68,13 @@ class LogReader:
     def feed(self, text: str) -> None:
         self.chars += len(text)
         self.check_length(self.chars)
+        self.feeds += 1
+        self.largest_feed = max(self.largest_feed, len(self._tail) + len(text))
         lines = (self._tail + text).split("\n")
-        self._tail = lines.pop()
+        # A line is read up to MAX_LINE_CHARS: an open line keeps no more than that (and one more,
+        # to know it runs on), so a line of 16 MB without a line end is carried, not copied again
+        # and again with every piece.
+        self._tail = lines.pop()[:MAX_LINE_CHARS + 1]
         for line in lines:
             self._line(line)
 
@@ -132,9 +141,21 @@ def _reading(module, sink: Sink) -> Reading:
     values = {"engine": module.NAME, **{r.option: r.text for r in reads}}
     if any(part in values for part in MEASURED_PARTS) or "kv-memory-gib" in values:
         values["measured-with"] = measured_with(values)
-    notes = list(sink.notes) + list(sink.rejected)
+    notes = _first(sink.notes, "notes") + _first(sink.rejected, "values not taken")
     not_read = tuple(words for option, words in module.EXPECTED if option not in values)
     return Reading(module.NAME, values, tuple(reads), dict(sink.printed), not_read, tuple(notes))
+
+
+MAX_NOTES = 20
+
+
+def _first(notes: list, what: str) -> list:
+    """The first MAX_NOTES of a reader's notes, and how many more: a log built to repeat a bad line
+    gets a few lines said, not one a line."""
+    seen = list(dict.fromkeys(notes))
+    if len(seen) <= MAX_NOTES:
+        return seen
+    return seen[:MAX_NOTES] + [f"and {len(seen) - MAX_NOTES:,} more {what} like these"]
 
 
 def measured_with(values: dict) -> str:

@@ -182,9 +182,10 @@ def _flags(sink, args: str, n: int, line: str) -> None:
 
 def _device(match, sink, n, line):
     name = match["name"].strip()
-    devices = dict(sink.printed["device_names"].value) if "device_names" in sink.printed else {}
+    # One dict kept and added to (a line per device, up to a thousand indexes): not copied per line.
+    devices = sink.printed["device_map"].value if "device_map" in sink.printed else {}
     devices[int(match["index"]) if "index" in match.re.groupindex else 0] = name
-    sink.show("device_names", tuple(sorted(devices.items())), n, line, keep="last")
+    sink.show("device_map", devices, n, line, keep="last")
 
 
 def _found(match, sink, n, line):
@@ -300,6 +301,8 @@ def _kv_size(match, sink, n, line):
     caches = list(sink.printed["kv_caches"].value) if "kv_caches" in sink.printed else []
     if any(c[0][:9] == cache[:9] for c in caches):
         return                  # every start-up prints each cache once; the same line again adds nothing
+    if len(caches) >= 3:
+        return                  # a full and a sliding cache at most: three already hold two of one kind
     caches.append((cache, n, line.strip()[:160]))
     sink.show("kv_caches", tuple(caches), n, line, keep="last")
 
@@ -367,11 +370,12 @@ def _kv_buffer(match, sink, n, line):
     if mib is None:
         return
     device = match["device"]
-    buffers = dict(sink.printed["kv_buffers"].value) if "kv_buffers" in sink.printed else {}
+    # One dict kept and added to, sorted in complete(): a line per device, never copied per line.
+    buffers = sink.printed["kv_buffer_map"].value if "kv_buffer_map" in sink.printed else {}
     if device in buffers and buffers[device] != mib:
         return                  # a draft model's or the SWA cache's buffer on the same device
     buffers[device] = mib
-    sink.show("kv_buffers", tuple(sorted(buffers.items())), n, line, keep="last")
+    sink.show("kv_buffer_map", buffers, n, line, keep="last")
     if _device_kind(device) == "gpu":
         _largest(sink, "kv_buffer_mib", mib, n, line)
 
@@ -453,11 +457,11 @@ RULES = (
     # "using device CUDA0 (NAME) - N MiB free", Vulkan's "0 = NAME (driver) | uma" and Metal's.
     Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), (?:compute capability|gfx)"), _device, False,
          "Device "),
-    Rule(re.compile(r"using device \w*?(?P<index>\d{1,3}) \((?P<name>[^()]{2,80})\)"), _device, False,
+    Rule(re.compile(r"using device \w{0,40}?(?P<index>\d{1,3}) \((?P<name>[^()]{2,80})\)"), _device, False,
          "using device"),
     Rule(re.compile(r"ggml_vulkan: (?P<index>\d{1,3}) = (?P<name>[^()|]{2,80}?) ?[(|]"), _device, False,
          "ggml_vulkan:"),
-    Rule(re.compile(r"ggml_metal_\w*: (?:found device:|GPU name:)\s+(?P<name>.{2,80})"), _device, False,
+    Rule(re.compile(r"ggml_metal_\w{0,40}: (?:found device:|GPU name:)\s{1,40}(?P<name>.{2,80})"), _device, False,
          "ggml_metal"),
     Rule(re.compile(r"ggml_cuda_init: found (\S+) CUDA devices"), _found, True, "ggml_cuda_init"),
     Rule(re.compile(r"llama_model_loader: - kv\s+\d+:\s+(?P<arch>[\w\-]+)\.(?P<key>[\w.]+)\s+\S+\s+=\s+(?P<value>.*)"),
@@ -467,27 +471,27 @@ RULES = (
     Rule(re.compile(r"Flash Attention was auto, set to (enabled|disabled)"), _flash_auto, True, "Flash Attention was"),
     Rule(re.compile(r"kv_size = (?P<size>[^\s,]+), (?:offload = \d, )?type_k = '(?P<k>\w+)', type_v = '(?P<v>\w+)'"
                     r"(?:, n_layer = (?P<layers>[^\s,]+))?"), _kv_init, True, "kv_size ="),
-    Rule(re.compile(r"llama_kv_cache\w*: creating\s+(non-SWA|SWA) KV cache, size = (\S+) cells"), _cache_kind, True,
+    Rule(re.compile(r"llama_kv_cache\w{0,40}: creating\s{1,40}(non-SWA|SWA) KV cache, size = (\S+) cells"), _cache_kind, True,
          "KV cache, size"),
-    Rule(re.compile(r"(?:KV self size|llama_kv_cache\w*: size)\s*=\s*(?P<total>[^\s,]+?)\s*MiB"
+    Rule(re.compile(r"(?:KV self size|llama_kv_cache\w{0,40}: size)\s{0,40}=\s*(?P<total>[^\s,]+?)\s*MiB"
                     r"(?: \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*(?P<seqs>\d+)/(?P<streams>\d+) seqs\))?"
                     r", K \((?P<k_type>\w+)\):\s*(?P<k_mib>[^\s,]+?)\s*MiB, V \((?P<v_type>\w+)\):\s*"
                     r"(?P<v_mib>[^\s,]+?)\s*MiB"), _kv_size, True, "size"),
-    Rule(re.compile(r"(?P<device>[\w\-]+) KV buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)), _kv_buffer, True,
+    Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40}) KV buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)), _kv_buffer, True,
          "KV buffer size"),
-    Rule(re.compile(r"(?:llm_load_tensors|load_tensors):\s+(?P<device>[\w\-]+) (?:model )?buffer size =\s*"
+    Rule(re.compile(r"(?:llm_load_tensors|load_tensors):\s+(?P<device>[\w\-]{1,40}) (?:model )?buffer size =\s*"
                     + _MIB.replace("(", "(?P<mib>", 1)), _weights_buffer, True, "buffer size"),
-    Rule(re.compile(r"(?P<device>[\w\-]+) compute buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
+    Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40}) compute buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
          _compute_buffer, True, "compute buffer size"),
-    Rule(re.compile(r"(?P<device>[\w\-]+)\s+output buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
+    Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40})\s{1,40}output buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
          _output_buffer, True, "output buffer size"),
-    Rule(re.compile(r"offloaded (\S+)/(\S+) layers to GPU"), _offloaded, True, "layers to GPU"),
+    Rule(re.compile(r"offloaded ([^\s/]+)/([^\s/]+) layers to GPU"), _offloaded, True, "layers to GPU"),
     Rule(re.compile(r"loading draft model '([^']{1,300})'"), _draft_model, True, "loading draft model"),
     Rule(re.compile(r"\binit: initializing slots, n_slots = \d+"), _slots, True, "initializing slots"),
     # llama-server's "srv    load_model: loading model 'path.gguf'" names the file, for the notes.
     Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
-    Rule(re.compile(r"llama_kv_cache\w*: layer\s+(\d{1,5}):"), _layer_line, True, ": layer"),
+    Rule(re.compile(r"llama_kv_cache\w{0,40}: layer\s{1,40}(\d{1,5}):"), _layer_line, True, ": layer"),
 )
 
 EXPECTED = (("engine-version", "the build (build: / version: N (hash))"),
@@ -502,6 +506,10 @@ def complete(sink) -> None:
     """What follows from the lines together: the context per sequence and the sequences, the cache
     types, the GPUs and their preset, the model's shape from a plain architecture's metadata."""
     printed, reads = sink.printed, sink.reads
+    for kept, name in (("kv_buffer_map", "kv_buffers"), ("device_map", "device_names")):
+        if kept in printed:     # the devices' dicts as (device, value) pairs in order
+            sink.show(name, tuple(sorted(printed[kept].value.items())), printed[kept].line_number,
+                      printed[kept].line, keep="last")
     _caches(sink)
     if sink.conflicts:
         option, old, new = sink.conflicts[0]

@@ -95,7 +95,7 @@ _FLAGS.update({"--model": "model_path", "--tp": "tp_size", "--pp": "pp_size", "-
 _SWITCHES = {"--enable-dp-attention": "enable_dp_attention"}
 # key=value pairs of the ServerArgs(...) repr; a value must end in "," or ")", so a line cut
 # mid-value ("chunked_prefill_size=163") is not read as a number it never was.
-_PAIR = re.compile(r"(?<![\w.])(" + "|".join(_SETTINGS) + r")=('[^']{0,300}'|[^,()\s]+)(?=[,)])")
+_PAIR = re.compile(r"(?<![\w.])(" + "|".join(_SETTINGS) + r")=('[^']{0,300}'|[^,()\s]{1,300})(?=[,)])")
 
 
 def _setting(sink, key: str, value: str, n: int, line: str, how: str = "") -> None:
@@ -184,8 +184,9 @@ def _load_begin(match, sink, n, line):
 
 
 def _load_end(match, sink, n, line):
-    if match["type"]:
-        sink.show("architecture", match["type"], n, line)
+    kind = re.search(r"\btype=(\w{1,80})", match[0])
+    if kind:
+        sink.show("architecture", kind[1], n, line)
     avail = _decimal(sink, "avail mem", match["avail"], n)
     usage = _decimal(sink, "mem usage", match["usage"], n) if match["usage"] is not None else None
     if usage is not None:
@@ -225,13 +226,14 @@ def _kv_pool(match, sink, n, line):
     if None in parts:
         return
     gib = sum(parts, Fraction(0))
-    pools = dict(sink.printed["kv_pools"].value) if "kv_pools" in sink.printed else {}
+    # One dict kept and added to (a line per rank and pool), never copied per line.
+    pools = sink.printed["kv_pools"].value if "kv_pools" in sink.printed else {}
     old = pools.get(tokens)
     # Pipeline stages hold different layers: the stage whose cell is largest bound the tokens and
     # holds the most memory, the KV memory every stage was sized in.
     if old is None or gib > old[0]:
         pools[tokens] = (gib, n, line.strip()[:160], match["kv"] is not None)
-    sink.show("kv_pools", tuple(sorted(pools.items())), n, line, keep="last")
+    sink.show("kv_pools", pools, n, line, keep="last")
 
 
 def _mamba(match, sink, n, line):
@@ -295,8 +297,10 @@ RULES = (
     Rule(re.compile(r"\bsglang(?:==|:\s*|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
          _version, True, "glang"),
     Rule(re.compile(r"Load weight begin\. avail mem=" + _VALUE + r"\s*GB"), _load_begin, True, "Load weight begin"),
-    Rule(re.compile(r"Load weight end\..*?(?:type=(?P<type>\w+).*?)?avail mem=(?P<avail>[^\s,]+?)\s*GB"
-                    r"(?:, mem usage=(?P<usage>[^\s,]+?)\s*GB)?"), _load_end, True, "Load weight end"),
+    # Up to "avail mem=" within the line's part before the next "Load weight end." (each start
+    # scans its own part: linear); the type is searched in the match (_load_end).
+    Rule(re.compile(r"Load weight end\.(?:(?!Load weight end\.|avail mem=).){0,400}?avail mem=(?P<avail>[^\s,]+?)"
+                    r"\s*GB(?:, mem usage=(?P<usage>[^\s,]+?)\s*GB)?"), _load_end, True, "Load weight end"),
     Rule(re.compile(r"Using KV cache dtype: torch\.(\w+)"), _kv_dtype, False, "Using KV cache dtype"),
     Rule(re.compile(r"Use sliding window memory pool\. full_layer_tokens=" + _VALUE + r", swa_layer_tokens="
                     + _VALUE + r"(?:$|[\s,])"), _swa_pool, True, "sliding window memory pool"),
@@ -306,13 +310,14 @@ RULES = (
     Rule(re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: ([^\s,]+), conv_state size: ([^\s,]+?)\s*GB, "
                     r"ssm_state size: ([^\s,]+?)\s*GB"), _mamba, True, "Mamba Cache is allocated"),
     Rule(re.compile(r"Memory pool end\. avail mem=" + _VALUE + r"\s*GB"), _pool_end, True, "Memory pool end"),
-    Rule(re.compile(r"Capture cuda graph end\..*?mem usage=" + _VALUE + r"\s*GB"), _graph_end, True,
+    Rule(re.compile(r"Capture cuda graph end\.(?:(?!Capture cuda graph end\.|mem usage=).){0,400}?mem usage="
+                    + _VALUE + r"\s*GB"), _graph_end, True,
          "Capture cuda graph end"),
     Rule(re.compile(r"Capture cuda graph begin"), lambda *a: None, True, "Capture cuda graph begin"),
     # Each field is read only with the comma after it, so a line cut mid-number is not read short.
-    Rule(re.compile(r"max_total_num_tokens=(?P<tokens>[^\s,]+),(?: chunked_prefill_size=(?P<chunk>-?[^\s,]+),)?"
-                    r"(?: max_prefill_tokens=[^\s,]+,)?(?: max_running_requests=(?P<requests>[^\s,]+),)?"
-                    r"(?: context_len=(?P<context>[^\s,]+?)(?=,|\s|$))?"), _summary, True, "max_total_num_tokens="),
+    Rule(re.compile(r"max_total_num_tokens=(?P<tokens>[^\s,]{1,64}),(?: chunked_prefill_size=(?P<chunk>-?[^\s,]{1,64}),)?"
+                    r"(?: max_prefill_tokens=[^\s,]{1,64},)?(?: max_running_requests=(?P<requests>[^\s,]{1,64}),)?"
+                    r"(?: context_len=(?P<context>[^\s,]{1,64}?)(?=,|\s|$))?"), _summary, True, "max_total_num_tokens="),
     Rule(re.compile(r"^\s*\[[\d\-]+ [\d:.]+(?: (?:DP|TP|PP|EP)\d{1,5})+\]"), _ranks, False, "TP"),
 )
 

@@ -14,6 +14,27 @@ from .rules import Rule, command_words, continuation, gpu_preset, model_entry, n
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
 GIB = r"\s*GiB"
+# A printed figure's whole word, however it is spelled (1.2.3, NaN, 1e400, 5,000 digits): typed
+# by its handler, said in the notes when it is no number vLLM prints, never read short.
+_WORD = r"(\S+?)"
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3}){1,5}|\d{1,15}")      # a token or block count, "910,512" as V1 prints it
+_DECIMAL = re.compile(r"-?\d{1,12}(?:\.\d{1,12})?")
+
+
+def _figure(sink, what: str, text: str, n: int, pattern=_DECIMAL):
+    """A printed figure no option takes (tokens, blocks, concurrency, graph memory) as a number,
+    or None, said in the notes."""
+    if pattern.fullmatch(text):
+        return int(number(text)) if pattern is _COUNT else Fraction(text)
+    sink.rejected.append(f"line {n:,}: {what} {text[:40]!r} not taken (not a number vLLM prints)")
+    return None
+
+
+def _gib_option(sink, option: str, text: str, n: int, line: str, how: str = "", keep: str = "min"):
+    """A GiB figure an option takes, typed by its parser (the note names the option), or None."""
+    before = len(sink.rejected)
+    sink.take(option, text, n, line, how, keep=keep)
+    return None if len(sink.rejected) > before else Fraction(text)
 
 
 _LEVEL = re.compile(r"(?:INFO|DEBUG|WARNING|ERROR)\s")
@@ -140,8 +161,11 @@ def _non_default(match, sink, n, line):
         if option == "ep":
             sink.take("ep", "on" if value == "True" else "off", n, line)
         elif option == "kv-memory-bytes":
-            if value.isdigit():
+            if re.fullmatch(r"[0-9]{1,20}", value):
                 sink.take("kv-memory-gib", _gib_text(int(value)), n, line, "--kv-cache-memory bytes in GiB")
+            else:
+                sink.rejected.append(f"line {n:,}: kv-memory-gib (kv_cache_memory_bytes) {value[:40]!r} not taken "
+                                     "(not a whole number of bytes)")
         else:
             _take_setting(sink, option, value, n, line)
     model = re.search(r"'model': '([^']{1,300})'", match["args"])
@@ -231,28 +255,39 @@ def _chunk(match, sink, n, line):
 
 
 def _loading(match, sink, n, line):
-    # V0 printed "Loading model weights took X GB" from bytes / 2^30: GiB by another name.
-    sink.take("loaded-weights-gib", number(match[1]), n, line, keep="max")
+    # V0 printed "Loading model weights took X GB" from bytes / 2^30: GiB by another name. It
+    # prints no thousands separator: "1,234.5" is no weight it printed.
+    sink.take("loaded-weights-gib", match[1], n, line, keep="max")
 
 
 def _kv_memory(match, sink, n, line):
     _ready(sink, n, line)
-    sink.take("kv-memory-gib", match[1], n, line, keep="min")
-    sink.show("kv_memory_gib", Fraction(match[1]), n, line, keep="min")
+    gib = _gib_option(sink, "kv-memory-gib", match[1], n, line)
+    if gib is not None:
+        sink.show("kv_memory_gib", gib, n, line, keep="min")
 
 
 def _kv_tokens(match, sink, n, line):
     _ready(sink, n, line)
-    sink.show("kv_tokens", int(number(match[1])), n, line, keep="min")
+    tokens = _figure(sink, "GPU KV cache size", match[1], n, _COUNT)
+    if tokens is not None:
+        sink.show("kv_tokens", tokens, n, line, keep="min")
 
 
 def _blocks(match, sink, n, line):
-    sink.show("gpu_blocks", int(number(match[1])), n, line, keep="min")
+    blocks = _figure(sink, "GPU blocks", match[1], n, _COUNT)
+    if blocks is not None:
+        sink.show("gpu_blocks", blocks, n, line, keep="min")
 
 
 def _concurrency(match, sink, n, line):
-    sink.take("context", number(match[1]), n, line, "the context its concurrency is for")
-    sink.show("max_concurrency", Fraction(match[2]), n, line, keep="min")
+    if _COUNT.fullmatch(match[1]):
+        sink.take("context", number(match[1]), n, line, "the context its concurrency is for")
+    else:
+        _figure(sink, "context", match[1], n, _COUNT)
+    concurrency = _figure(sink, "Maximum concurrency", match[2], n)
+    if concurrency is not None:
+        sink.show("max_concurrency", concurrency, n, line, keep="min")
 
 
 def _budget_v0(match, sink, n, line):
@@ -264,8 +299,9 @@ def _parts_v0(match, sink, n, line):
     sink.take("loaded-weights-gib", match["weights"], n, line, keep="max")
     sink.take("non-torch-gib", match["non_torch"], n, line, keep="max")
     sink.take("activation-gib", match["activation"], n, line, keep="max")
-    sink.take("kv-memory-gib", match["kv"], n, line, keep="min")
-    sink.show("kv_memory_gib", Fraction(match["kv"]), n, line, keep="min")
+    gib = _gib_option(sink, "kv-memory-gib", match["kv"], n, line)
+    if gib is not None:
+        sink.show("kv_memory_gib", gib, n, line, keep="min")
 
 
 def _parts_v1(match, sink, n, line):
@@ -275,7 +311,9 @@ def _parts_v1(match, sink, n, line):
         sink.take("loaded-weights-gib", match["weights"], n, line, keep="max")
         sink.take("non-torch-gib", match["non_torch"], n, line, keep="max")
     else:
-        sink.show("consumed_gib", Fraction(match["consumed"]), n, line)
+        consumed = _figure(sink, "consumed memory", match["consumed"], n)
+        if consumed is not None:
+            sink.show("consumed_gib", consumed, n, line)
     sink.take("activation-gib", match["activation"], n, line, keep="max")
     if match["graphs"]:
         sink.take("cudagraph-gib", match["graphs"], n, line, keep="max")
@@ -299,11 +337,15 @@ def _table_row(option, how=""):
 
 
 def _graph_estimate(match, sink, n, line):
-    sink.show("cudagraph_estimate_gib", Fraction(match[1]), n, line)
+    gib = _figure(sink, "Estimated CUDA graph memory", match[1], n)
+    if gib is not None:
+        sink.show("cudagraph_estimate_gib", gib, n, line)
 
 
 def _graph_actual(match, sink, n, line):
-    sink.show("cudagraph_actual_gib", Fraction(match[1]), n, line)
+    gib = _figure(sink, "CUDA graph memory", match[1], n)
+    if gib is not None:
+        sink.show("cudagraph_actual_gib", gib, n, line)
 
 
 def _device(match, sink, n, line):
@@ -324,9 +366,9 @@ def _refusal(match, sink, n, line):
     available = re.search(r"available KV cache memory \(([\d.]+) GiB\)", line)
     if needed:
         sink.take("context", needed[1], n, line)
-    if available:
-        sink.take("kv-memory-gib", available[1], n, line, keep="min")
-        sink.show("kv_memory_gib", Fraction(available[1]), n, line, keep="min")
+    gib = _gib_option(sink, "kv-memory-gib", available[1], n, line) if available else None
+    if gib is not None:
+        sink.show("kv_memory_gib", gib, n, line, keep="min")
 
 
 # `vllm serve MODEL --flag value ...` as users paste it above the log, and the inputs its flags are.
@@ -369,14 +411,15 @@ def _flags(sink, args: str, n: int, line: str) -> None:
         elif flag in _FLAGS:
             value = value if equals else (words[i + 1] if i + 1 < len(words) else "")
             if flag == "--max-model-len" and value[-1:] in "kK":
-                value = str(int(value[:-1]) * 1024) if value[:-1].isdigit() else value
+                value = str(int(value[:-1]) * 1024) if re.fullmatch(r"[0-9]{1,12}", value[:-1]) else value
             _take_setting(sink, _FLAGS[flag], value, n, line)
 
 
 def _table_kv(match, sink, n, line):
     _ready(sink, n, line)
-    sink.take("kv-memory-gib", match[1], n, line, "available_kv_cache_memory", keep="min")
-    sink.show("kv_memory_gib", Fraction(match[1]), n, line, keep="min")
+    gib = _gib_option(sink, "kv-memory-gib", match[1], n, line, "available_kv_cache_memory")
+    if gib is not None:
+        sink.show("kv_memory_gib", gib, n, line, keep="min")
 
 
 _VERSION = r"(?P<version>v?\d{1,4}(?:\.\d{1,4}){0,3}[\w.+\-]{0,80})"
@@ -391,12 +434,12 @@ RULES = (
     Rule(re.compile(r"non-default args: (?P<args>\{.*)"), _non_default, False, "non-default args"),
     Rule(re.compile(r"Using max model len (\d+)"), _max_len, True, "Using max model len"),
     Rule(re.compile(r"max_num_batched_tokens=(\d+)"), _chunk, False, "max_num_batched_tokens="),
-    Rule(re.compile(r"(?:Model loading|Loading model weights) took " + _NUM + r"\s*(GiB|GB)"), _loading, True,
+    Rule(re.compile(r"(?:Model loading|Loading model weights) took " + _WORD + r"\s*(GiB|GB)"), _loading, True,
          " took "),
-    Rule(re.compile(r"Available KV cache memory: " + _NUM + GIB), _kv_memory, True, "Available KV cache memory"),
-    Rule(re.compile(r"GPU KV cache size: " + _NUM + r" tokens"), _kv_tokens, True, "GPU KV cache size"),
+    Rule(re.compile(r"Available KV cache memory: " + _WORD + GIB), _kv_memory, True, "Available KV cache memory"),
+    Rule(re.compile(r"GPU KV cache size: " + _WORD + r" tokens"), _kv_tokens, True, "GPU KV cache size"),
     Rule(re.compile(r"# (?:GPU|CUDA|cuda|gpu) blocks: " + _NUM), _blocks, True, " blocks: "),
-    Rule(re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + "x"), _concurrency, True,
+    Rule(re.compile(r"Maximum concurrency for " + _WORD + r" tokens per request: " + _WORD + "x"), _concurrency, True,
          "Maximum concurrency for"),
     Rule(re.compile(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization "
                     r"\((?P<util>[\d.]+)\)"), _budget_v0, True, "total_gpu_memory ("),
@@ -429,8 +472,10 @@ RULES = (
          "Graph capturing finished"),
     Rule(re.compile(r"device_name=([\w\-]+)"), _device, False, "device_name="),
     Rule(re.compile(r"Enforce eager set|Cudagraph is disabled under eager mode"), _eager, True, "ager"),
-    Rule(re.compile(r"Setting attention block size to (\d+) tokens"), _hybrid_block, True, "attention block size"),
-    Rule(re.compile(r"ValueError: .*(?:KV cache is needed|No available memory for the cache blocks)"), _refusal,
+    Rule(re.compile(r"Setting attention block size to (\d{1,9}) tokens"), _hybrid_block, True, "attention block size"),
+    # Each "ValueError: " scans only up to the next one: linear however often a line repeats it.
+    Rule(re.compile(r"ValueError: (?:(?!ValueError: ).)*?(?:KV cache is needed|No available memory for the cache "
+                    r"blocks)"), _refusal,
          True, "ValueError"),
     Rule(re.compile(r"(?:^|[\s$#>])vllm serve (?P<args>.*)"), _command, True, "vllm serve"),
     continuation(_flags),
