@@ -102,6 +102,13 @@ READS = {
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {
         "engine": "llama.cpp", "engine-version": "b4462", "prefill-chunk": "256", "n-gpu-layers": "99",
         "flash-attn": "on", "kv-dtype": "q8_0", "context": "32768", "gpus": "2"},
+    # build 5505's "llama_kv_cache_unified: size = 2720.00 MiB ( 32768 cells,  40 layers,  1 seqs),
+    # K (q8_0): 1360.00 MiB, V (q8_0): ..." (no streams yet); a plain qwen3 GGUF's metadata is the shape.
+    "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {
+        "engine": "llama.cpp", "engine-version": "b5505", "n-gpu-layers": "999", "flash-attn": "on",
+        "kv-dtype": "q8_0", "gpu": "rtx-3090-24gb", "layers": "40", "attention-heads": "40", "kv-heads": "8",
+        "head-dim": "128", "loaded-weights-gib": "13.845078", "batch": "1", "context": "32768",
+        "prefill-chunk": "512", "gpus": "1"},
     # Two "NVIDIA GeForce RTX 4090" devices: the preset.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {
         "engine": "llama.cpp", "gpu": "rtx-4090-24gb", "context": "2048", "prefill-chunk": "512",
@@ -145,6 +152,9 @@ PRINTED = {
                                                     "kv_buffer_mib": 784},
     "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log": {"kv_cache_mib": 144, "highest_layer": 35},
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"kv_size": 32768, "kv_tokens": 32768, "kv_cache_mib": 4352},
+    "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {"kv_tokens": 32768, "kv_cache_mib": 2720,
+                                                      "k_cache_mib": 1360, "kv_layers": 40, "seqs": 1,
+                                                      "unified": False},
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"kv_size": 2048, "kv_tokens": 2048,
                                                                      "kv_cache_mib": 512},
 }
@@ -276,6 +286,9 @@ REPRODUCED = {
     "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {},
     # qwen2.5-coder:32b has Qwen2.5-32B's attention (64 layers, 8 KV heads of 128).
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"model": "Qwen/Qwen2.5-32B"},
+    # Nothing added: qwen3's GGUF metadata (40 layers, 8 KV heads of 128) is Qwen3-14B's shape;
+    # q8_0's 34 bytes a block of 32: 32768 x 40 x 2 x 1024 x 34/32 B = 2720 MiB, as it printed.
+    "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {},
     # DeepSeek-R1-Distill-Qwen-32B is Qwen2.5-32B fine-tuned: the same attention.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"model": "Qwen/Qwen2.5-32B"},
     # c4ai-command-r-v01 is not a preset; its config.json: 40 layers, 64 KV heads of 128 (no GQA).

@@ -113,11 +113,13 @@ def test_a_log_of_the_full_memory_profile_reads_every_part():
     # vllm-llava-v1.6-mistral-7b-h100-pcie-llm-4k-v0.10.2.log prints V1's whole profile line:
     # "Free memory on device (78.66/79.19 GiB) ... (0.9, 71.27 GiB). Actual usage is 14.08 GiB for
     # weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB for CUDAGraph".
+    # Its last sentence, "Current kv cache memory in use is 59212694937 bytes", is the KV memory
+    # "Available KV cache memory: 55.15 GiB" rounded: 59,212,694,937 / 2^30 = 55.146119 GiB.
     values = read_log(text("vllm-llava-v1.6-mistral-7b-h100-pcie-llm-4k-v0.10.2.log")).values
     assert {k: values[k] for k in ("gpu-memory-gib", "memory-utilization", "loaded-weights-gib", "activation-gib",
                                    "non-torch-gib", "cudagraph-gib", "kv-memory-gib", "vllm-engine")} == {
         "gpu-memory-gib": "79.19", "memory-utilization": "0.9", "loaded-weights-gib": "14.08",
-        "activation-gib": "1.97", "non-torch-gib": "0.07", "cudagraph-gib": "0.67", "kv-memory-gib": "55.15",
+        "activation-gib": "1.97", "non-torch-gib": "0.07", "cudagraph-gib": "0.67", "kv-memory-gib": "55.146119",
         "vllm-engine": "v1"}
 
 
