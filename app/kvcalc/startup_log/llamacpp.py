@@ -294,7 +294,10 @@ def _kv_size(match, sink, n, line):
     if match["cells"]:
         cells = _count(sink, "cells", match["cells"], n)
         layers = _count(sink, "layers", match["layers"], n, 100_000)
-        seqs, streams = _count(sink, "seqs", match["seqs"], n, 1 << 16), _count(sink, "seqs", match["streams"], n)
+        # Builds before the split streams (mid-2025, "( 32768 cells,  40 layers,  1 seqs)") print no
+        # streams: their cache was one stream shared by every sequence.
+        seqs = _count(sink, "seqs", match["seqs"], n, 1 << 16)
+        streams = _count(sink, "seqs", match["streams"] or "1", n)
         if None in (cells, layers, seqs, streams):
             return
     cache = (cells, layers, total, k_mib, v_mib, match["k_type"], match["v_type"], seqs, streams, kind)
@@ -474,7 +477,7 @@ RULES = (
     Rule(re.compile(r"llama_kv_cache\w{0,40}: creating\s{1,40}(non-SWA|SWA) KV cache, size = (\S+) cells"), _cache_kind, True,
          "KV cache, size"),
     Rule(re.compile(r"(?:KV self size|llama_kv_cache\w{0,40}: size)\s{0,40}=\s*(?P<total>[^\s,]+?)\s*MiB"
-                    r"(?: \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*(?P<seqs>\d+)/(?P<streams>\d+) seqs\))?"
+                    r"(?: \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*(?P<seqs>\d{1,6})(?:/\s{0,3}(?P<streams>\d{1,6}))? seqs\))?"
                     r", K \((?P<k_type>\w+)\):\s*(?P<k_mib>[^\s,]+?)\s*MiB, V \((?P<v_type>\w+)\):\s*"
                     r"(?P<v_mib>[^\s,]+?)\s*MiB"), _kv_size, True, "size"),
     Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40}) KV buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)), _kv_buffer, True,

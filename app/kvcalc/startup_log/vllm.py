@@ -415,6 +415,24 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             _take_setting(sink, _FLAGS[flag], value, n, line)
 
 
+def _kv_in_use(match, sink, n, line):
+    # The memory summary's last sentence (0.10.2 and later): "Current kv cache memory in use is
+    # 59212694937 bytes." (0.10-0.11), "... is 19.54 GiB." later: the KV memory again.
+    _ready(sink, n, line)
+    if match["bytes"]:
+        # The bytes are the figure the rounded "Available KV cache memory" line printed: they
+        # replace it, exactly; a rank's smaller figure still binds.
+        exact = Fraction(int(match["bytes"]), 1 << 30)
+        old = sink.reads.get("kv-memory-gib")
+        keep = "last" if old is not None and abs(Fraction(old.text) - exact) <= Fraction(1, 200) else "min"
+        sink.take("kv-memory-gib", _gib_text(int(match["bytes"])), n, line, "kv cache memory in use, bytes in GiB",
+                  keep=keep)
+        sink.show("kv_memory_gib", exact, n, line, keep=keep)
+    else:
+        sink.take("kv-memory-gib", match["gib"], n, line, "kv cache memory in use", keep="min")
+        sink.show("kv_memory_gib", Fraction(match["gib"]), n, line, keep="min")
+
+
 def _table_kv(match, sink, n, line):
     _ready(sink, n, line)
     gib = _gib_option(sink, "kv-memory-gib", match[1], n, line, "available_kv_cache_memory")
@@ -423,13 +441,15 @@ def _table_kv(match, sink, n, line):
 
 
 _VERSION = r"(?P<version>v?\d{1,4}(?:\.\d{1,4}){0,3}[\w.+\-]{0,80})"
+# The engine line prints what the build says, a source build's "(vdev)" too (said, not taken).
+_ENGINE_VERSION = r"(?P<version>v?[\w.+\-]{1,80}?)"
 RULES = (
     Rule(re.compile(r"vLLM API server version " + _VERSION), _version, True, "API server version"),
     Rule(re.compile(r"\u2580\u2584\u2580 \u2588 {1,8}version {1,8}" + _VERSION), _banner, True, "version"),
     Rule(re.compile(r"\u2588\u2584\u2588\u2580 [\u2588 ]{1,40}model {1,8}([^\s'\"]{1,300})"), _banner_model, False,
          "model"),
     Rule(re.compile(r"\((?P<name>[A-Za-z][\w =]{0,40}?) pid=\d{1,10}\)"), _ranks, False, " pid="),
-    Rule(re.compile(r"Initializing an? (?P<v1>V1 )?LLM engine \(" + _VERSION + r"\) with config: "
+    Rule(re.compile(r"Initializing an? (?:V0 |(?P<v1>V1 ))?LLM engine \(" + _ENGINE_VERSION + r"\) with config: "
                     r"(?P<config>.*)"), _engine_line, True, "LLM engine ("),
     Rule(re.compile(r"non-default args: (?P<args>\{.*)"), _non_default, False, "non-default args"),
     Rule(re.compile(r"Using max model len (\d+)"), _max_len, True, "Using max model len"),
@@ -465,6 +485,8 @@ RULES = (
     Rule(re.compile(r"\]\s+non_torch_memory\s+([\d.]+)\s*GiB"), _table_row("non-torch-gib"), False, "non_torch_memory"),
     Rule(re.compile(r"\]\s+PyTorch activation peak memory\s+([\d.]+)\s*GiB"), _table_row("activation-gib"), False,
          "PyTorch activation peak memory"),
+    Rule(re.compile(r"Current kv cache memory in use is (?:(?P<bytes>\d{1,20}) bytes|(?P<gib>\d{1,9}(?:\.\d{1,9})?) GiB)"),
+         _kv_in_use, True, "kv cache memory in use"),
     Rule(re.compile(r"\]\s+available_kv_cache_memory\s+([\d.]+)\s*GiB"), _table_kv, True,
          "available_kv_cache_memory"),
     Rule(re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"), _graph_estimate, True, "Estimated CUDA graph"),
