@@ -391,6 +391,34 @@ def _block_count(header: Header, key: str, value) -> int:
     return layers
 
 
+# The tensors whose shape is {n_embd, n_vocab} in every architecture read here (llama.cpp
+# src/llama-model.cpp load_tensors: create_tensor(tn(LLM_TENSOR_TOKEN_EMBD), {n_embd, n_vocab})
+# and the same for LLM_TENSOR_OUTPUT, absent when the head is tied to the embedding).
+VOCAB_TENSORS = ("token_embd.weight", "output.weight")
+
+
+def _vocabulary(header: Header, given: int | None, hidden: int) -> int | None:
+    """The vocabulary size: the metadata's ({arch}.vocab_size, else the tokenizer's token list), else
+    the rows of the token embedding (or the output head) in the tensor table, which a GGUF holds
+    whatever metadata it keeps: ggml lists a tensor's dims innermost first, so token_embd.weight is
+    [embedding_length, vocabulary]. llama.cpp loads a file only where the two agree, so a file
+    whose table contradicts its metadata is refused, not sized from either."""
+    by_name = {t.name: t for t in header.tensors if t.name in VOCAB_TENSORS}
+    for name in VOCAB_TENSORS:
+        tensor = by_name.get(name)
+        if tensor is None:
+            continue
+        if len(tensor.dims) != 2 or tensor.dims[0] != hidden:
+            raise InputError(FIELD, f"tensor {name!r} has dimensions {list(tensor.dims)}; llama.cpp loads it as "
+                                    f"[embedding_length {hidden:,}, vocabulary]")
+        rows = _whole(f"the rows of {name}", tensor.dims[1], 1, RANGES["vocab_size"][1])
+        if given is not None and given != rows:
+            raise InputError(FIELD, f"the metadata gives a vocabulary of {given:,} tokens but {name} has {rows:,} "
+                                    "rows; llama.cpp refuses to load a file whose tensors do not match it")
+        given = rows
+    return given
+
+
 def config_from_header(header: Header) -> dict:
     """The model's shape as a config.json would give it, read from the GGUF metadata the way
     llama.cpp reads it; weights and parameters come from the tensors themselves."""
@@ -445,6 +473,7 @@ def config_from_header(header: Header) -> dict:
     tokens = meta.get("tokenizer.ggml.tokens")
     if vocab is None and isinstance(tokens, (Skipped, list)):
         vocab = tokens.length if isinstance(tokens, Skipped) else len(tokens)
+    vocab = _vocabulary(header, vocab, cfg["hidden_size"])
     if vocab:
         cfg["vocab_size"] = vocab
     ffn = get("feed_forward_length", required=False)
