@@ -59,6 +59,48 @@ def vision_groups(cfg: dict, text_hidden: int) -> list:
                                       "count or the weights' size")
 
 
+# What vLLM splits over tp in each tower under mm_encoder_tp_mode "weights", each a divide() that
+# asserts divisibility when the model is built (vllm/model_executor/models/qwen2_5_vl.py
+# Qwen2_5_VisionAttention: num_attention_heads_per_partition = dist_utils.divide(num_heads, tp_size);
+# its MLP a MergedColumnParallelLinear of [intermediate_size] x 2; qwen3_vl.py's blocks reuse that
+# attention with a ColumnParallelLinear MLP; Qwen3.5 reuses Qwen3-VL's tower). The Qwen towers call
+# is_vit_use_data_parallel() without their head count, so the fallback to data parallel it offers
+# other towers does not apply (vLLM issue #55517: "16 is not divisible by 3"; PRs #55587 and
+# #57119, open, would pass it). Gemma 3's SigLIP (siglip.py SiglipEncoderLayer) instead builds an
+# unsplit attention when its heads do not divide tp: no refusal, see encoder.py.
+# wrapper model_type -> (config key, what it counts, transformers' default) in the order vLLM builds them.
+TP_SPLITS = {
+    **{wrapper: (("num_heads", "attention heads", None), ("intermediate_size", "MLP channels", None))
+       for wrapper in (*QWEN3_VL_TOWER, "qwen2_5_vl")},
+}
+UNSPLIT_ATTENTION = {"gemma3": ("num_attention_heads", "attention heads", 12)}   # SiglipVisionConfig's default
+
+
+def tp_splits(cfg: dict) -> tuple[tuple[str, str, int], ...]:
+    """(vision_config key, what it counts, its value) for each width vLLM splits over tp in cfg's
+    tower under the "weights" mode, each of which tp must divide; () where none is known."""
+    vision = cfg.get("vision_config") if isinstance(cfg, dict) else None
+    spec = TP_SPLITS.get(str(cfg.get("model_type") or "")) if isinstance(vision, dict) else None
+    if spec is None:
+        return ()
+    c = ConfigFields(vision, "vision_config.", maximum=MAX_WIDTH,
+                     missing="is missing from config.json, and the vision tower's split over tp needs it")
+    defaults = QWEN2_5_VL_DEFAULTS
+    return tuple((key, what, c.int(key, default if default is not None else defaults.get(key)))
+                 for key, what, default in spec)
+
+
+def unsplit_attention_heads(cfg: dict) -> int | None:
+    """The head count of a tower whose attention vLLM keeps whole on every rank when tp does not
+    divide it (SigLIP), or None."""
+    vision = cfg.get("vision_config") if isinstance(cfg, dict) else None
+    spec = UNSPLIT_ATTENTION.get(str(cfg.get("model_type") or "")) if isinstance(vision, dict) else None
+    if spec is None:
+        return None
+    key, _, default = spec
+    return ConfigFields(vision, "vision_config.", maximum=MAX_WIDTH, missing="").int(key, default)
+
+
 def _linear(name, rows, cols):
     return [(name, rows, cols), (name + ".bias", rows, 1)]
 

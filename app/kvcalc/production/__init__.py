@@ -57,6 +57,8 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
                          "llama-server refuses speculative decoding with a multimodal projector (\"err: speculative "
                          "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
                          "mmproj-bytes or the draft")
+    if serving.encoder is not None:
+        serving = replace(serving, encoder=_encoder.check_tp(serving.encoder, deployment.tp, engine))
     serving = replace(serving, target=model, values=values)
     added = []
     if serving.draft is not None:

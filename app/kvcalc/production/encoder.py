@@ -23,13 +23,13 @@ calculator prices (params.quantized_weights) leave the tower unquantized. A towe
 there gives no encoder (a data mode asked for on it is refused, having nothing to size).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .. import presets
 from ..errors import InputError
 from ..precision import precision
 from ..units import ceil_div
-from ..vision_params import vision_groups
+from ..vision_params import tp_splits, unsplit_attention_heads, vision_groups
 
 MODES = ("weights", "data")
 # vLLM models whose tower declares supports_encoder_tp_data, checked in its source (qwen2_5_vl.py);
@@ -50,6 +50,11 @@ class Encoder:
     replicated_params: int = 0   # patch embedding, position table and norms: not split under "weights"
     wrapper: str | None = None   # the config's model_type (which tower)
     mode_given: bool = False
+    # What vLLM splits over tp under "weights" (vision_params.tp_splits): (key, what, count), each
+    # of which tp must divide; and a SigLIP's heads, whose attention it keeps whole where tp does not.
+    splits: tuple = ()
+    unsplit_heads: int | None = None
+    config: dict | None = field(default=None, compare=False, repr=False)
 
 
 def _config(model) -> dict | None:
@@ -100,7 +105,29 @@ def encoder_from(values: dict, model, engine: str | None) -> Encoder | None:
     dtype = model.dtype
     return Encoder(mode=mode or "weights", weights_bytes=precision(dtype).bytes_for(params), params=params,
                    dtype=dtype, text_hidden=model.hidden_size, replicated_params=replicated,
-                   wrapper=str(cfg.get("model_type") or ""), mode_given=mode is not None)
+                   wrapper=str(cfg.get("model_type") or ""), mode_given=mode is not None, config=cfg)
+
+
+def check_tp(encoder: Encoder, tp: int, engine: str | None) -> Encoder:
+    """vLLM's own limits on the tower under tensor parallel (vision_params.TP_SPLITS, read in vLLM
+    0.33.0's qwen2_5_vl.py / qwen3_vl.py): in the "weights" mode each of its split widths must be
+    divisible by tp, or the model fails to build ("AssertionError: 16 is not divisible by 32") and
+    vLLM refuses to start; --mm-encoder-tp-mode data builds the tower whole (tp_size 1 in it), so
+    nothing is split. The encoder with what it splits, or the refusal naming tp. The exact ideal
+    and SGLang have no such check here (SGLang's towers are not read)."""
+    if encoder.mode != "weights" or encoder.config is None or engine != "vllm":
+        return encoder
+    splits = tp_splits(encoder.config)
+    if tp > 1:
+        for key, what, count in splits:
+            if count % tp:
+                fits = [d for d in range(1, count + 1) if count % d == 0 and d <= 64]
+                raise InputError("tp", f"vLLM refuses to start: the vision tower's {count:,} {what} (vision_config."
+                                       f"{key}) are not divisible by tp {tp}; it splits them over tp when it builds "
+                                       f"the tower ({encoder.wrapper}). Keep the tower whole on every GPU with "
+                                       "--mm-encoder-tp-mode data (mm-encoder-tp-mode), or use a tp of "
+                                       f"{', '.join(map(str, fits))}")
+    return replace(encoder, splits=splits, unsplit_heads=unsplit_attention_heads(encoder.config))
 
 
 def added_bytes_per_gpu(encoder: Encoder, tp: int, engine: str | None) -> int:
@@ -154,6 +181,11 @@ def figures(encoder: Encoder, scenario, result) -> dict:
         if given and given != encoder.dtype:
             lines.append(f"weights-dtype {given} prices the model's weights, the tower's share among them; the tower "
                          f"itself is kept at {encoder.dtype} here, as the quantized checkpoints priced here keep it.")
+        if encoder.mode == "weights" and engine == "vllm" and encoder.unsplit_heads and tp > 1 \
+                and encoder.unsplit_heads % tp:
+            lines.append(f"The tower's {encoder.unsplit_heads} attention heads are not divisible by tp = {tp}: vLLM's "
+                         "SiglipEncoderLayer then builds that attention unsplit on every GPU (siglip.py), a little "
+                         "more than the share counted here; its MLP stays split.")
         if encoder.mode == "weights":
             lines.append(f"mm_encoder_tp_mode weights (vLLM's default): its linears split over tp = {tp} with the "
                          f"model's, {held:,} B per GPU, already in the model's share; nothing added. The patch "
