@@ -172,6 +172,7 @@ def wire() -> None:
     on(el("#attention-kind"), "change", on_attention_kind)
     on(el("#hf-config"), "input", on_config_text)
     on(el("#hf-config-file"), "change", on_config_file)
+    files_module.wire()
     on(document, "dragover", on_dragover)
     on(document, "drop", on_drop)
     on(el(".shortcuts"), "click", on_context_shortcut)

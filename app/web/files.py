@@ -14,11 +14,12 @@ import json
 import time
 
 from kvcalc import gguf, safetensors
+from kvcalc.engines import ENGINES, title
 from kvcalc.errors import PAUSE, InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES, model_from_config, parse_config_text
 
 from web import model_picker, state
-from web.dom import el, put
+from web.dom import el, on, put
 
 MAX_INDEX_BYTES = safetensors.MAX_INDEX_BYTES
 CHUNK_BYTES = 1 << 20            # one File.slice read
@@ -26,6 +27,8 @@ SLICE_SECONDS = 0.02             # the longest the parsers run before the page g
 STATUS_SECONDS = 0.1             # how often the bytes read are shown
 
 _generation = [0]                # the latest open_files: an older one still reading stops writing
+_engine_chosen = [False]         # the user chose "Size as" (a change event: a program's writes fire none)
+GGUF_ENGINE = "llama.cpp"        # a GGUF is llama.cpp's own format
 
 
 class _Cancelled(Exception):
@@ -159,6 +162,7 @@ async def _read_one(file, progress: _Progress, found: dict) -> None:
         found["config"], found["layers"] = given["hf-config"], given["layer-weights-bytes"]
         found["gguf_bytes"] += header.weights_bytes
         found["params"] = given["params"]
+        found["gguf"] = True
         found["read"].append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
                              f"header {header.header_bytes:,} of {int(file.size):,} bytes")
     elif lower.endswith(".safetensors"):
@@ -175,8 +179,8 @@ async def _read_one(file, progress: _Progress, found: dict) -> None:
 async def read_files(files: list, generation: int | None = None) -> tuple[dict, list[str]]:
     """(the form values the files give, what was read), or an InputError naming the file."""
     progress = _Progress(_generation[0] if generation is None else generation)
-    found = {"config": None, "layers": None, "params": None, "gguf_bytes": 0, "shards": [], "indexes": [],
-             "read": []}
+    found = {"config": None, "layers": None, "params": None, "gguf_bytes": 0, "gguf": False, "shards": [],
+             "indexes": [], "read": []}
     for file in files:
         name = str(file.name)
         try:
@@ -204,7 +208,32 @@ async def read_files(files: list, generation: int | None = None) -> tuple[dict, 
         layers = safetensors.layer_list([w for _, w in found["shards"]], len(model_from_config(config).layers))
     if layers:
         values["layer-weights-bytes"] = layers
+    if found["gguf"]:
+        values["format"] = "gguf"
     return values, found["read"]
+
+
+def wire() -> None:
+    """Note when the user chooses "Size as": a GGUF then sizes as they chose."""
+    on(el("#engine"), "change", lambda *_: _engine_chosen.__setitem__(0, True))
+
+
+def _page_default_engine() -> str:
+    """The engine the page sizes with until one is chosen: its selected-by-default option."""
+    return next((str(o.value) for o in el("#engine").options if o.defaultSelected), "")
+
+
+def _switch_to_llamacpp() -> str:
+    """A GGUF opened while the page still sizes with its own default engine (the user chose none):
+    llama.cpp's rules, since a GGUF is llama.cpp's format. The words that say so, or ""."""
+    select = el("#engine")
+    if _engine_chosen[0] or select.value == GGUF_ENGINE or select.value != _page_default_engine():
+        return ""
+    before = select.value
+    select.value = GGUF_ENGINE
+    return (f" Sized as {title(GGUF_ENGINE)} allocates, since a GGUF is {title(GGUF_ENGINE)}'s format and no engine "
+            f"was chosen (the page's default is {title(before) if before in ENGINES else before}): choose another "
+            "under Size as to size it there.")
 
 
 async def open_files(files, then) -> None:
@@ -242,5 +271,6 @@ async def open_files(files, then) -> None:
             el(f"#{name}").value = _set_by_files[name] = values[name]
     if "weights-bytes" in values:
         el("#advanced").open = True
-    put("#files-status", "Read here, nothing uploaded: " + "; ".join(read) + ".")
+    switched = _switch_to_llamacpp() if values.get("format") == "gguf" else ""
+    put("#files-status", "Read here, nothing uploaded: " + "; ".join(read) + "." + switched)
     then()

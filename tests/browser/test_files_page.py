@@ -43,6 +43,61 @@ def test_a_dropped_gguf_gives_the_clis_numbers_and_nothing_leaves(page, site, tm
     assert metrics(page)["weights_bytes"] == "16060522496"
 
 
+def bare_gguf(path):
+    """small_gguf without the tokenizer's token list: its vocabulary only in token_embd.weight's
+    shape [512, 32000] (issue 34: vLLM's estimate needs it, and the page stayed stale)."""
+    return write(path, "llama", [
+        ("add_block_count", 4), ("add_context_length", 8192), ("add_embedding_length", 512),
+        ("add_feed_forward_length", 1536), ("add_head_count", 8), ("add_head_count_kv", 2),
+        ("add_key_length", 64), ("add_value_length", 64), ("add_name", "Bare Llama")],
+        [("token_embd.weight", (32000, 512), T.Q4_K), ("output.weight", (32000, 512), T.Q6_K)]
+        + [(f"blk.{i}.ffn_up.weight", (1536, 512), T.Q8_0) for i in range(4)])
+
+
+def _open_file(page, path) -> None:
+    page.set_input_files("#hf-config-file", files=[str(path)])
+    page.wait_for_function("document.getElementById('files-status').textContent.startsWith('Read here')")
+    settle(page)
+
+
+def _same_as_cli(page, path, engine: str) -> None:
+    code, out, err = cli("--gguf", str(path), "--engine", engine, "--gpu", "rtx-4090-24gb", "--context", "4096",
+                         "--json")
+    assert code == 0, err
+    expected, shown = json.loads(out), metrics(page)
+    for key in ("kv_bytes_per_token", "weights_bytes", "max_concurrency", "engine_kv_tokens"):
+        assert shown[key] == str(expected[key]), key
+
+
+def test_a_gguf_with_no_engine_chosen_sizes_as_llamacpp_and_says_so(page, site, tmp_path):
+    path = bare_gguf(tmp_path / "bare.gguf")
+    open_page(page, site)                       # a fresh page: "Size as" at its own default, vLLM
+    assert page.input_value("#engine") == "vllm"
+    page.select_option("#gpu", "rtx-4090-24gb")
+    page.fill("#context", "4096")
+    _open_file(page, path)
+    assert page.input_value("#engine") == "llama.cpp"
+    status = page.inner_text("#files-status")
+    assert "Sized as llama.cpp allocates, since a GGUF is llama.cpp's format and no engine was chosen (the page's " \
+           "default is vLLM)" in status
+    assert "engine=llama.cpp" in url_of(page)
+    _same_as_cli(page, path, "llama.cpp")
+
+
+def test_a_gguf_sizes_in_the_engine_the_user_chose(page, site, tmp_path):
+    # vLLM chosen by hand: it stays, and its estimate (which needs the vocabulary) is made from the
+    # tensor table's 32,000 rows.
+    path = bare_gguf(tmp_path / "bare.gguf")
+    open_page(page, site)
+    page.select_option("#gpu", "rtx-4090-24gb")
+    page.fill("#context", "4096")
+    page.select_option("#engine", "vllm")
+    _open_file(page, path)
+    assert page.input_value("#engine") == "vllm"
+    assert "Sized as llama.cpp" not in page.inner_text("#files-status")
+    _same_as_cli(page, path, "vllm")
+
+
 def test_config_plus_index_gives_exact_weights(page, site, tmp_path):
     from support import hf_fixture
     config = tmp_path / "config.json"
