@@ -369,12 +369,15 @@ def _caches(sink) -> None:
 
 @_target_only
 def _kv_buffer(match, sink, n, line):
-    mib = _mib(sink, "KV buffer", match["mib"], n)
-    if mib is None:
-        return
+    mib = _mib(sink, "kv-memory-gib (KV buffer)", match["mib"], n)
     device = match["device"]
     # One dict kept and added to, sorted in complete(): a line per device, never copied per line.
     buffers = sink.printed["kv_buffer_map"].value if "kv_buffer_map" in sink.printed else {}
+    if mib is None:
+        # Its size is not read, but the device holds a KV buffer: it is still one of the GPUs.
+        buffers.setdefault(device, None)
+        sink.show("kv_buffer_map", buffers, n, line, keep="last")
+        return
     if device in buffers and buffers[device] != mib:
         return                  # a draft model's or the SWA cache's buffer on the same device
     buffers[device] = mib
@@ -447,7 +450,7 @@ def _layer_line(match, sink, n, line):
         sink.show("highest_layer", index, n, line, keep="last")
 
 
-_MIB = r"([^\s,]+?)\s*MiB"
+_MIB = r"(\S+?)\s*MiB"           # the whole word before MiB: "1,234.5" is said, never read as "234.5"
 RULES = (
     Rule(re.compile(r"(?:^|\s)(?P<kind>build(?::|\s*=)|version:)\s*(?P<build>\d{1,6})\s*\([0-9a-f]{6,40}\)"), _build, True,
          " ("),
@@ -606,7 +609,12 @@ def _gpus(sink) -> None:
     printed = sink.printed
     buffers = printed.get("kv_buffers")
     gpus = [d for d, _ in buffers.value if _device_kind(d) == "gpu"] if buffers is not None else []
-    if gpus:
+    unread = [d for d, mib in buffers.value if mib is None] if buffers is not None else []
+    if unread:
+        # A buffer whose size is not read still sits on a device: counting the others would be
+        # fewer GPUs than the log's.
+        sink.notes.append(f"gpus not read: the KV buffer's size on {', '.join(unread)} is not read")
+    elif gpus:
         sink.take("gpus", str(len(gpus)), buffers.line_number, buffers.line, f"KV buffers on {', '.join(gpus)}")
     elif "devices_found" in printed and buffers is None:
         found = printed["devices_found"]

@@ -19,7 +19,7 @@ from .rules import Read, Rule, command_words, continuation, gpu_preset, model_en
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
 # in the notes by the handlers, never taken.
-_VALUE = r"([^\s,()]+?)"
+_VALUE = r"([^\s()]+?)"           # with its commas: "1,234.5 GB" is said, never read as "234.5"
 _PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
 _PLAIN_INT = re.compile(r"\d{1,15}")
 MAX_TOKENS = 1 << 40          # a token pool past 10^12 tokens is a line built to break the reader
@@ -44,7 +44,7 @@ def _decimal(sink, what: str, text: str, n: int) -> Fraction | None:
 
 
 def _count(sink, what: str, text: str, n: int, limit: int = MAX_TOKENS) -> int | None:
-    text = number(text)
+    # SGLang prints its counts plain: "1,234" or "1_234" is no count it printed.
     if not _PLAIN_INT.fullmatch(text) or int(text) > limit:
         _bad(sink, what, text, n, "not a plausible count")
         return None
@@ -188,7 +188,7 @@ def _load_end(match, sink, n, line):
     if kind:
         sink.show("architecture", kind[1], n, line)
     avail = _decimal(sink, "avail mem", match["avail"], n)
-    usage = _decimal(sink, "mem usage", match["usage"], n) if match["usage"] is not None else None
+    usage = _decimal(sink, "loaded-weights-gib (mem usage)", match["usage"], n) if match["usage"] is not None else None
     if usage is not None:
         # Ranks print their own; the busiest rank's weights bind.
         sink.take("loaded-weights-gib", match["usage"], n, line, "mem usage at Load weight end", keep="max")
@@ -221,8 +221,9 @@ def _kv_pool(match, sink, n, line):
     tokens = _count(sink, "#tokens", match["tokens"], n) if match["tokens"] is not None else 0
     if tokens is None:
         return
-    parts = [_decimal(sink, label, match[group], n) for group, label in (("k", "K size"), ("v", "V size"),
-                                                                           ("kv", "KV size")) if match[group] is not None]
+    parts = [_decimal(sink, label, match[group], n) for group, label in (
+        ("k", "kv-memory-gib (K size)"), ("v", "kv-memory-gib (V size)"), ("kv", "kv-memory-gib (KV size)"))
+        if match[group] is not None]
     if None in parts:
         return
     gib = sum(parts, Fraction(0))
@@ -299,13 +300,13 @@ RULES = (
     Rule(re.compile(r"Load weight begin\. avail mem=" + _VALUE + r"\s*GB"), _load_begin, True, "Load weight begin"),
     # Up to "avail mem=" within the line's part before the next "Load weight end." (each start
     # scans its own part: linear); the type is searched in the match (_load_end).
-    Rule(re.compile(r"Load weight end\.(?:(?!Load weight end\.|avail mem=).){0,400}?avail mem=(?P<avail>[^\s,]+?)"
-                    r"\s*GB(?:, mem usage=(?P<usage>[^\s,]+?)\s*GB)?"), _load_end, True, "Load weight end"),
+    Rule(re.compile(r"Load weight end\.(?:(?!Load weight end\.|avail mem=).){0,400}?avail mem=(?P<avail>[^\s()]+?)"
+                    r"\s*GB(?:, mem usage=(?P<usage>[^\s()]+?)\s*GB)?"), _load_end, True, "Load weight end"),
     Rule(re.compile(r"Using KV cache dtype: torch\.(\w+)"), _kv_dtype, False, "Using KV cache dtype"),
     Rule(re.compile(r"Use sliding window memory pool\. full_layer_tokens=" + _VALUE + r", swa_layer_tokens="
-                    + _VALUE + r"(?:$|[\s,])"), _swa_pool, True, "sliding window memory pool"),
-    Rule(re.compile(r"KV Cache is allocated\. (?:#tokens: (?P<tokens>[^\s,]+), )?(?:K size: (?P<k>[^\s,]+?)\s*GB, "
-                    r"V size: (?P<v>[^\s,]+?)\s*GB|KV size: (?P<kv>[^\s,]+?)\s*GB)"), _kv_pool, True,
+                    + _VALUE + r"(?:$|\s|,(?!\d))"), _swa_pool, True, "sliding window memory pool"),
+    Rule(re.compile(r"KV Cache is allocated\. (?:#tokens: (?P<tokens>[^\s,]+), )?(?:K size: (?P<k>\S+?)\s*GB, "
+                    r"V size: (?P<v>\S+?)\s*GB|KV size: (?P<kv>\S+?)\s*GB)"), _kv_pool, True,
          "KV Cache is allocated"),
     Rule(re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: ([^\s,]+), conv_state size: ([^\s,]+?)\s*GB, "
                     r"ssm_state size: ([^\s,]+?)\s*GB"), _mamba, True, "Mamba Cache is allocated"),
