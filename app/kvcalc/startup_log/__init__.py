@@ -57,10 +57,6 @@ class LogReader:
         # read (its text and the line an earlier piece left open, at most MAX_LINE_CHARS + 1).
         self.feeds = 0
         self.largest_feed = 0
-        # The reader's own slicing: how many pieces it was fed, and the most characters one feed
-        # read (its text and the line an earlier piece left open, at most MAX_LINE_CHARS + 1).
-        self.feeds = 0
-        self.largest_feed = 0
 
     @staticmethod
     def check_length(chars: int) -> None:
@@ -148,18 +144,6 @@ def _reading(module, sink: Sink) -> Reading:
     notes = _first(sink.notes, "notes") + _first(sink.rejected, "values not taken")
     not_read = tuple(words for option, words in module.EXPECTED if option not in values)
     return Reading(module.NAME, values, tuple(reads), dict(sink.printed), not_read, tuple(notes))
-
-
-MAX_NOTES = 20
-
-
-def _first(notes: list, what: str) -> list:
-    """The first MAX_NOTES of a reader's notes, and how many more: a log built to repeat a bad line
-    gets a few lines said, not one a line."""
-    seen = list(dict.fromkeys(notes))
-    if len(seen) <= MAX_NOTES:
-        return seen
-    return seen[:MAX_NOTES] + [f"and {len(seen) - MAX_NOTES:,} more {what} like these"]
 
 
 MAX_NOTES = 20
