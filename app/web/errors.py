@@ -4,12 +4,17 @@ the results marked stale (the last valid figures stay, in words and style)."""
 import re
 
 from kvcalc.evaluation import unexpected
-from kvcalc.options import OPTION_BY_NAME, OPTIONS
+from kvcalc.options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS
 
 from web import state
 from web.dom import absent, on_fault, q, put
 
 _placed = {}            # field id -> the message shown beside it
+# What a pasted log holds back: [(InputError, the model inputs when it was said)]. A log that
+# was refused ("log") holds until the box changes; a log whose model is not known ("model")
+# until the user gives one (the model inputs differ from those it was said over).
+_held = []
+CONTROLS = {"model": "model-search", "log": "startup-log"}     # the control an error's link leads to
 
 
 # The engine names other inputs by their CLI names (weights-gib); the page says their labels.
@@ -21,7 +26,43 @@ def in_page_words(text: str) -> str:
     return _OPTION_IDS.sub(lambda m: f"“{label(m[1])}”", text)
 
 
+def model_inputs(raw: dict) -> dict:
+    return {name: raw[name] for name in MODEL_INPUTS if name in raw}
+
+
+def hold(error, raw: dict | None = None) -> None:
+    """A pasted log's refusal ("log"), or its model that is not known ("model", with the inputs
+    it was said over): said beside the log box and in the summary, the figures stale, until
+    `release` or, for the model, until the model inputs change."""
+    _held[:] = [(error, None if raw is None else model_inputs(raw))]
+
+
+def release() -> None:
+    _held.clear()
+
+
+def held() -> str:
+    """The message a pasted log holds the figures back with, or ""."""
+    text = _held[0][0].message if _held else ""
+    return text[:1].upper() + text[1:]
+
+
+def with_held(problems: list, raw: dict) -> list:
+    """The update's problems with what a pasted log holds back first (one message: the model's
+    own "choose a model" is the log's). The model chosen since frees the figures."""
+    if not _held:
+        return problems
+    error, inputs = _held[0]
+    if inputs is not None and model_inputs(raw) != inputs:
+        _held.clear()
+        return problems
+    if error.field == "model":
+        problems = [p for p in problems if p.field not in MODEL_INPUTS]
+    return [error, *problems]
+
+
 def show(errors, model_choice: str) -> None:
+    put("#error-log", held())
     placed, summary = {}, []
     for error in errors:
         field = _place(error.field, model_choice)
@@ -43,6 +84,8 @@ def show(errors, model_choice: str) -> None:
     _placed.clear()
     _placed.update(placed)
     put("#error-summary", " · ".join(summary))
+    if errors:
+        put("#log-check", True, "hidden")      # about figures no longer current
     _first_error(errors, placed)
     _mark_stale(bool(errors))
     put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")
@@ -55,10 +98,11 @@ def _first_error(errors, placed: dict) -> None:
     put("#first-error", first is None, "hidden")
     if first is None:
         return
-    field = _place(first.field, "config" if first.field == "hf-config" else "") or next(iter(placed), None)
+    field = "log" if first.field == "log" else (
+        _place(first.field, "config" if first.field == "hf-config" else "") or next(iter(placed), None))
     more = f" (+{len(errors) - 1})" if len(errors) > 1 else ""
     put("#first-error", f"Stale · fix “{label(first.field)}”{more}")
-    put("#first-error", f"#{field}" if field else "#error-summary", "href")
+    put("#first-error", f"#{CONTROLS.get(field, field)}" if field else "#error-summary", "href")
 
 
 def _mark_stale(stale: bool) -> None:
@@ -92,6 +136,8 @@ def label(field: str) -> str:
     """The field's label on the page, the words a user knows it by."""
     if field == "hf-config":
         return "config.json"
+    if field in ("model", "log"):
+        return {"model": "Model", "log": "Start-up log"}[field]
     if field not in OPTION_BY_NAME:
         return field            # a key from a link or a config: shown as it was, never a selector
     element = q(f'label[for="{field}"]')
@@ -102,6 +148,8 @@ def label(field: str) -> str:
 def _place(field: str, model_choice: str):
     """The visible field an error belongs next to: itself, the field it is derived from, or
     the config box for a key inside config.json."""
+    if field == "log":
+        return None             # beside the log box already (#error-log)
     if field not in OPTION_BY_NAME:
         return "hf-config" if model_choice == "config" else None
     for candidate in (field, {"tp": "gpus"}.get(field, field)):

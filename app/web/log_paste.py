@@ -4,8 +4,11 @@ inputs on screen give, refreshed after every update.
 
 The engine's reader (kvcalc.startup_log) takes the text in slices; between slices the page gets
 its thread back (asyncio.sleep(0) is a browser task in Pyodide's event loop), so a paste of a
-server's whole day never freezes the tab. A log that is refused changes nothing. The text stays
-in the textarea, which is no form field: the link carries the inputs read, never the log.
+server's whole day never freezes the tab. A log that is refused changes no input; it is said
+beside the box and in the summary, and the figures on screen are marked stale. A log whose model
+is not known leaves no other model on screen: the figures wait for the user to give it
+(kvcalc.log_flow). The text stays in the textarea, which is no form field: the link carries the
+inputs read, never the log.
 Imported on first use, so the page starts without it."""
 
 import asyncio
@@ -14,11 +17,12 @@ import time
 import js
 from pyscript import document
 
+from kvcalc import log_flow
 from kvcalc.errors import InputError
 from kvcalc.options import MANUAL_FIELDS
 from kvcalc.startup_log import MEASURED_PARTS, LogReader, comparison
 
-from web import files, form, model_picker, state
+from web import errors, files, form, model_picker, state
 from web.dom import el, lines_of, put, view
 
 SLICE_CHARS = 64 << 10           # one feed
@@ -27,6 +31,10 @@ MEASURED = (*MEASURED_PARTS, "measured-with", "kv-memory-gib")   # what "Forget 
 
 _generation = [0]                # the latest read: an older one still reading stops
 _set_by_log = {}                 # field -> the value the log put there
+_model_at_paste = [None]         # the model inputs the log was read over: an edit of them since is a choice
+_layout_at_paste = [None]        # the layout fields then: an edit of them answers a layout the log does not say
+# How a user gives the model here, in log_flow's sentences.
+CONFIG_WORDS, CHOOSE_WORDS = "paste its config.json", "choose a model {what}"
 
 
 # The box's text, a slice at a time: taking the whole value into Python at once would copy a
@@ -70,14 +78,17 @@ async def _read(size: int, text_slice, generation: int):
 
 async def take(then) -> None:
     """Read the pasted log; on success write its inputs into the form, then `then()`. A refusal
-    is said in #error-log, one line, and changes nothing. An emptied box changes nothing either."""
+    is one line beside the box and in the summary, the inputs unchanged, the figures stale until
+    the box changes. An emptied box changes no input (a refusal held for its text goes)."""
     _generation[0] += 1
     generation = _generation[0]
     box = el("#startup-log")
     size, text_slice = int(box.textLength), _SLICER(box)
-    put("#error-log", "")
     if not size:
         put("#log-status", "")
+        if errors.held() and state.reading is None:
+            errors.release()             # the refused text is gone: nothing is held back
+            then()
         return
     put("#log-status", f"Reading the log here in this tab… ({_mb(size)})" if size > SLICE_CHARS else "")
     try:
@@ -85,12 +96,10 @@ async def take(then) -> None:
     except _Cancelled:
         return
     except InputError as e:
-        put("#log-status", "")
-        put("#error-log", f"Not read: the pasted text {e.message}")
+        _refused(f"the pasted text {e.message}", then)
         return
     except Exception as e:               # a fault in the reader: said, never "Reading…" forever
-        put("#log-status", "")
-        put("#error-log", f"Not read: the log could not be read ({type(e).__name__})")
+        _refused(f"the pasted log could not be read ({type(e).__name__})", then)
         return
     if _generation[0] != generation:
         return
@@ -99,41 +108,79 @@ async def take(then) -> None:
     then()
 
 
+def _refused(message: str, then) -> None:
+    """A paste that is no log we can read: said beside the box and in the summary, the figures
+    on screen marked stale (they are not the log's), the inputs as they were."""
+    put("#log-status", "")
+    state.reading = None
+    put("#log-reading", True, "hidden")
+    put("#log-check", True, "hidden")
+    errors.hold(InputError("log", message))
+    then()
+
+
+def _withheld(reading) -> str | None:
+    """Why no figures can be shown for this log yet: the model it names is no preset (unless the
+    config.json on screen is that model's), or it names none and the model on screen is a preset
+    nobody chose for it. A config or dimensions the user gave stand for a log naming no model."""
+    choice = form.model_choice()
+    text = log_flow.unresolved(reading, CONFIG_WORDS, CHOOSE_WORDS)
+    if text is not None and choice == "config" and _same_model(state.config, log_flow.named_model(reading)):
+        return None
+    if text is None and choice not in ("config", "custom"):
+        text = log_flow.no_model(reading, CONFIG_WORDS, CHOOSE_WORDS)
+    return text
+
+
+def _same_model(config, name: str) -> bool:
+    """Whether the pasted config.json is the model a log names: the last part of its
+    `_name_or_path`, the way a local copy keeps the repo's name."""
+    path = config.get("_name_or_path") if isinstance(config, dict) else None
+    if not isinstance(path, str) or not path.strip() or not name:
+        return False
+    return path.strip().rstrip("/").rsplit("/", 1)[-1].lower() == name.strip().rstrip("/").rsplit("/", 1)[-1].lower()
+
+
 def _apply(reading) -> None:
     """The inputs on screen overlaid with the log's: what the log does not give stays, except
-    the figures an earlier log measured."""
+    the figures an earlier log measured. The model is the log's, or none: a log never leaves
+    another model on screen (its figures are withheld until the model is given)."""
     named = reading.values.get("model")
     shapes = any(name in reading.values for name in MANUAL_FIELDS)     # llama.cpp's, with no model named
-    if (named and named != form.model_choice()) or shapes:
+    withheld = _withheld(reading)
+    cleared = withheld is not None and form.model_choice() not in ("config", "custom")
+    if (named and named != form.model_choice()) or shapes or cleared:
         files.forget()                   # weights read from files belong to the model before
     current = form.read()
     for name in MEASURED:
         current.pop(name, None)
-    if named or shapes:
+    if named or shapes or cleared:
         for name in ("hf-config", *MANUAL_FIELDS):
             current.pop(name, None)
     values = dict(current, **reading.values)
     form.write(values)
+    if cleared:
+        model_picker.choose("")          # no preset is the log's: none is shown as if it were
+        form.sync()
     if "hf-config" in values:
         model_picker.parse_config()
     _set_by_log.clear()
     _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
     state.reading = reading
-    _render(reading, bool(named or shapes))
+    _model_at_paste[0] = errors.model_inputs(form.read())
+    _layout_at_paste[0] = _layout()
+    if withheld is not None:
+        errors.hold(InputError("model", withheld), form.read())
+    else:
+        errors.release()
+    _render(reading)
 
 
-def _render(reading, model_given: bool) -> None:
+def _render(reading) -> None:
     put("#log-reading", False, "hidden")
     put("#log-read", False, "hidden")
     put("#log-summary", reading.summary() + ".")
-    if model_given:
-        put("#log-model", True, "hidden")
-    else:
-        chosen = "the pasted config.json" if form.model_choice() == "config" else (
-            "custom dimensions" if form.model_choice() == "custom" else el("#model-search").value)
-        put("#log-model", False, "hidden")
-        put("#log-model", f"The log names no model: every figure here assumes {chosen}, the model chosen now. "
-                          "Choose the model the log's server ran.")
+    _model_warning()
     _read_rows(reading.read)
     put("#log-not-read", ("Not in the log, so the inputs on screen give them: " + "; ".join(reading.not_read) + ".")
         if reading.not_read else "")
@@ -159,15 +206,48 @@ def _read_rows(read) -> None:
     body.replaceChildren(*rows)
 
 
+def _layout() -> dict:
+    return {name: form.fields.get(name, "") for name in log_flow.LAYOUT_GIVEN}
+
+
+def _model_warning() -> None:
+    """A log naming no model read over a config or dimensions the user gave: the figures assume
+    them, said in the panel until the model is chosen again. (A model withheld is said beside
+    the box and in the summary instead.)"""
+    reading = state.reading
+    given = reading is None or log_flow.model_given(reading) or log_flow.named_model(reading) is not None
+    if given or errors.held() or errors.model_inputs(form.read()) != _model_at_paste[0]:
+        put("#log-model", True, "hidden")
+        return
+    chosen = "the pasted config.json" if form.model_choice() == "config" else "custom dimensions"
+    put("#log-model", False, "hidden")
+    put("#log-model", f"The log names no model: every figure here assumes {chosen}, the model chosen now. "
+                      "Choose the model the log's server ran if it is another.")
+
+
 def render_comparison() -> None:
-    """The log's figures beside what the inputs on screen give: a side step of every update."""
+    """The log's figures beside what the inputs on screen give: a side step of every update. In
+    the summary: the figures that differ by more than the log's rounding, and the layout the
+    log does not say, asked for."""
     if state.reading is None:
+        put("#log-check", True, "hidden")
         _from_link()
         return
     rows = comparison(state.reading, state.evaluation)
     view("#log-compare tbody").show([("", [(label, None, ""), (printed, None, "num"), (ours, None, "num"),
                                            (f"{line:,}", None, "num")]) for label, printed, ours, line in rows])
     put("#log-compare", not rows, "hidden")
+    _model_warning()
+    said = [log_flow.mismatch_text(log_flow.mismatches(state.reading, state.evaluation))]
+    user_gave = _layout() != _layout_at_paste[0]
+    assumed = log_flow.assumed_layout(state.reading, state.evaluation, user_gave)
+    if assumed:
+        assumed = ", ".join(f"{errors.label(name)} {value}" for name, value in assumed)
+        said.append(f"The log does not say its layout: these figures assume {assumed}; "
+                    "set it as the log's server ran")
+    text = ". ".join(part for part in said if part)
+    put("#log-check", text + "." if text else "")
+    put("#log-check", not text, "hidden")
 
 
 def _from_link() -> None:
@@ -197,6 +277,8 @@ def drop() -> None:
     _generation[0] += 1
     state.reading = None
     _set_by_log.clear()
+    errors.release()
+    put("#log-check", True, "hidden")
     put("#log-reading", True, "hidden")
     put("#log-status", "")
     put("#error-log", "")

@@ -36,6 +36,7 @@ def _update() -> None:
     evaluation = None if problems else evaluate(raw)
     if evaluation is not None:
         problems = list(evaluation.errors)
+    problems = errors.with_held(problems, raw)      # a pasted log's refusal, or its model not known yet
     errors.show(problems, form.model_choice())
     compare.update_pin_button()
     if problems:

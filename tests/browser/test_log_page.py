@@ -7,7 +7,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from pagekit import metrics, open_page, settle, url_of
+from kvcalc.startup_log.rules import model_entry
+from pagekit import choose_model, metrics, open_page, settle, url_of
 from support import ROOT
 from test_a11y import run_axe
 
@@ -15,6 +16,9 @@ LOG = (ROOT / "tests/fixtures/logs/vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.
 # The log without the two lines that name its model.
 NO_MODEL = "".join(line + "\n" for line in LOG.splitlines() if "non-default args" not in line and "Initializing" not in line)
 READ = "!document.getElementById('log-reading').hidden"
+STALE = "document.getElementById('summary').dataset.stale === 'true'"
+CURRENT = "document.getElementById('summary').dataset.stale === 'false'"
+LOGS = ROOT / "tests/fixtures/logs"
 
 
 def paste_log(page, text: str) -> None:
@@ -115,41 +119,149 @@ def test_forget_the_log_clears_what_it_measured(page, site):
     assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') != "22.23x"   # estimated now
 
 
-def test_a_text_that_is_no_log_changes_nothing(page, site):
+def test_a_text_that_is_no_log_marks_the_figures_stale_and_changes_no_input(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&context=16384&engine=vllm")
     settle(page)
     before, link = metrics(page), url_of(page)
     paste_log(page, "hello")
-    page.wait_for_function("document.getElementById('error-log').textContent !== ''")
-    assert "is not a start-up log of vLLM, SGLang or llama.cpp" in page.inner_text("#error-log")
+    page.wait_for_function(STALE)
+    said = "is not a start-up log of vLLM, SGLang or llama.cpp"
+    assert said in page.inner_text("#error-log")
+    # One message in the summary at the top, the same words: the figures are not the log's.
+    summary = page.inner_text("#error-summary")
+    assert summary.startswith("Start-up log: the pasted text is not a start-up log") and said in summary
+    assert " · " not in summary
+    assert page.get_attribute("#first-error", "href") == "#startup-log"
     settle(page)
     assert metrics(page) == before and url_of(page) == link
     assert page.is_hidden("#log-reading") and page.input_value("#context") == "16384"
+    # The box emptied: nothing is held back, the figures are current again.
+    page.fill("#startup-log", "")
+    page.wait_for_function(CURRENT)
+    assert page.inner_text("#error-log") == "" and page.inner_text("#error-summary") == ""
 
 
-def test_a_log_naming_no_model_says_the_figures_assume_the_chosen_one(page, site):
+def test_a_log_of_a_model_no_preset_is_withholds_every_figure_until_the_model_is_given(page, site):
+    # A public vLLM 0.22.0 log (SOURCES.md) whose model is a Kaggle path ending in "1": no preset's.
+    log = (LOGS / "vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log").read_text()
+    assert model_entry("/kaggle/input/models/qwen-lm/qwen-3/transformers/8b/1") is None
+    open_page(page, site)                                  # a fresh page: Llama 3.1 8B on an H100
+    settle(page)
+    paste_log(page, log)
+    page.wait_for_function(READ)
+    page.wait_for_function(STALE)
+    settle(page)
+    # Not Llama 3.1 8B's figures shown as the log's: no model on screen, one message at the top.
+    assert page.input_value("#model") == "" and page.input_value("#model-search") == ""
+    summary = page.inner_text("#error-summary")
+    assert summary.startswith("Model: the log names the model '/kaggle/input/models/qwen-lm/qwen-3/transformers/8b/1'")
+    assert "paste its config.json, or choose a model of its shape" in summary and " · " not in summary
+    assert page.inner_text("#error-log") == "T" + summary.removeprefix("Model: t")      # beside the log box
+    assert page.is_hidden("#log-model") and page.is_hidden("#log-check")
+    assert page.get_attribute("#first-error", "href") == "#model-search"
+    # The log's own inputs are in the form; the user chooses the model it ran.
+    assert page.input_value("#tp") == "2" and page.input_value("#kv-memory-gib") == "4.11"
+    choose_model(page, "Qwen/Qwen3-8B")
+    page.wait_for_function(CURRENT)
+    settle(page)
+    assert page.inner_text("#error-summary") == "" and page.inner_text("#error-log") == ""
+    assert page.get_attribute('[data-metric="engine_kv_tokens"]', "data-value") == "59856"
+    assert compare_rows(page)["KV cache tokens"][:2] == ("59,856", "59,856")
+    assert page.is_hidden("#log-check")            # the log's figures and ours agree
+    assert page.is_hidden("#log-model")
+
+
+def test_the_qwen25_72b_log_never_leaves_llama_on_screen(page, site):
+    # Issue 34: a public vLLM 0.19 log of Qwen/Qwen2.5-72B-Instruct on 4 x L40S, pasted on a fresh
+    # page, made the headline "Fits ... up to 20.44 at once" for Llama 3.1 8B on an H100.
+    log = (LOGS / "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").read_text()
+    resolved = model_entry("Qwen/Qwen2.5-72B-Instruct")
+    open_page(page, site)
+    settle(page)
+    paste_log(page, log)
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.input_value("#model") != "meta-llama/Llama-3.1-8B"
+    assert "20.44" not in page.inner_text("#summary")
+    if resolved is None:
+        # No preset is the -Instruct release here: the figures wait for the model, said once.
+        assert page.get_attribute("#summary", "data-stale") == "true"
+        assert "'Qwen/Qwen2.5-72B-Instruct'" in page.inner_text("#error-summary")
+        choose_model(page, "Qwen/Qwen2.5-72B")
+        page.wait_for_function(CURRENT)
+        settle(page)
+    else:
+        assert page.input_value("#model") == resolved["id"]
+        assert page.get_attribute("#summary", "data-stale") == "false"
+    # Qwen2.5 72B at tp 4 with the log's 5.11 GiB: the log printed 8.18x and 67,024 tokens; 5.11 is
+    # rounded to 0.01 GiB, which allows 66,976, so the summary says no mismatch.
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "8.18x"
+    assert compare_rows(page)["KV cache tokens"][:2] == ("67,024", "66,976")
+    assert page.is_hidden("#log-check") and page.inner_text("#error-summary") == ""
+
+
+def test_a_log_naming_no_model_withholds_the_figures_and_asks_for_its_layout(page, site):
     open_page(page, site + "#model=Qwen/Qwen3-32B&engine=vllm")
-    paste_log(page, NO_MODEL)
+    # Without its model's lines, nor the second worker's: the log says neither its model nor its tp.
+    paste_log(page, "".join(line + "\n" for line in NO_MODEL.splitlines() if "Worker_TP1" not in line))
     page.wait_for_function(READ)
+    page.wait_for_function(STALE)
     settle(page)
-    assert page.input_value("#model") == "Qwen/Qwen3-32B"
-    warning = page.inner_text("#log-model")
-    assert page.is_visible("#log-model") and "names no model" in warning and "Qwen3 32B" in warning
+    assert page.input_value("#model") == ""
+    summary = page.inner_text("#error-summary")
+    assert summary == ("Model: the log names no model: paste its config.json, or choose a model its server ran")
+    choose_model(page, "Qwen/Qwen3-30B-A3B")
+    page.wait_for_function(CURRENT)
+    settle(page)
+    # At tp 1 (the page's) the log's 41.68 GiB holds half the tokens it printed at tp 2: said at the
+    # top, with the layout the log does not give asked for.
+    check = page.inner_text("#log-check")
+    assert page.is_visible("#log-check")
+    assert check.startswith("Not as the log printed: KV cache tokens 910,464 (line 6), these inputs 455,248")
+    assert "maximum concurrency 22.23x (line 7), these inputs 11.11x" in check
+    assert "The log does not say its layout: these figures assume Tensor parallel 1" in check
+    page.fill("#gpus", "2")                     # tp = GPUs / (pp x dp): the layout the server ran
+    page.wait_for_function("document.getElementById('log-check').hidden")
+    settle(page)
+    assert compare_rows(page)["Maximum concurrency"][:2] == ("22.23x", "22.23x")
 
 
-def test_an_sglang_log_naming_no_preset_keeps_the_model_and_says_so(page, site):
-    # /data/models/Qwen3-8B is a local path, no preset's id: the model on screen stays, loudly.
+def test_an_sglang_log_of_a_local_path_takes_its_preset_or_withholds(page, site):
+    # /data/models/Qwen3-8B is a local copy: its last folder is the preset's name, when the
+    # resolver knows it; until then the figures wait for the model.
     open_page(page, site + "#model=Qwen/Qwen3-8B&gpu=h100-sxm-80gb")
-    paste_log(page, (ROOT / "tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log").read_text())
+    paste_log(page, (LOGS / "sglang-qwen3-8b-tp1-mfs090.log").read_text())
     page.wait_for_function(READ)
     settle(page)
-    assert page.input_value("#engine") == "sglang" and page.input_value("#model") == "Qwen/Qwen3-8B"
+    assert page.input_value("#engine") == "sglang"
     assert page.input_value("#memory-utilization") == "0.9" and page.input_value("#kv-memory-gib") == "55.6"
+    if model_entry("/data/models/Qwen3-8B") is None:
+        assert page.input_value("#model") == "" and page.get_attribute("#summary", "data-stale") == "true"
+        assert "'/data/models/Qwen3-8B'" in page.inner_text("#error-summary")
+        choose_model(page, "Qwen/Qwen3-8B")
+        page.wait_for_function(CURRENT)
+        settle(page)
+    assert page.input_value("#model") == "Qwen/Qwen3-8B"
     if "gpu" not in read_rows(page):
         assert page.input_value("#gpu") == "h100-sxm-80gb"        # what the log does not give stays as it was
-    assert "Qwen3 8B" in page.inner_text("#log-model") and page.is_visible("#log-model")
-    assert "not a preset" in page.inner_text("#log-notes")
+    assert page.is_hidden("#log-model")
     assert compare_rows(page)["KV memory per GPU"][:2] == ("55.60 GiB", "55.60 GiB")
+
+
+def test_a_log_naming_no_model_over_a_pasted_config_keeps_it_and_says_so(page, site):
+    # The user's own config.json (Qwen3-32B's, from the Hub) stands for a log that names no model.
+    config = ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json"
+    open_page(page, site)
+    choose_model(page, "config")
+    page.fill("#hf-config", config.read_text())
+    settle(page)
+    paste_log(page, NO_MODEL)
+    page.wait_for_function(READ)
+    page.wait_for_function(CURRENT)
+    settle(page)
+    assert page.input_value("#model") == "config"
+    warning = page.inner_text("#log-model")
+    assert page.is_visible("#log-model") and "names no model" in warning and "the pasted config.json" in warning
 
 
 def test_a_llamacpp_log_gives_the_models_shapes(page, site):
@@ -203,7 +315,8 @@ def test_a_log_past_the_limit_is_refused_at_once(page, site):
                   "box.dispatchEvent(new Event('input', {bubbles: true})); }")
     page.wait_for_function("document.getElementById('error-log').textContent !== ''")
     assert "longer than 16 MiB" in page.inner_text("#error-log")
-    assert metrics(page) == before
+    assert "longer than 16 MiB" in page.inner_text("#error-summary")
+    assert metrics(page) == before and page.get_attribute("#summary", "data-stale") == "true"
 
 
 @pytest.mark.parametrize("color_scheme", ["light", "dark"])
@@ -211,9 +324,9 @@ def test_axe_on_the_log_panel(browser, site, color_scheme):
     context = browser.new_context(color_scheme=color_scheme, service_workers="block")
     page = context.new_page()
     open_page(page, site + "#model=Qwen/Qwen3-32B")
-    paste_log(page, NO_MODEL)          # the warning shown too
+    paste_log(page, NO_MODEL)          # the model withheld: said beside the box and in the summary
     page.wait_for_function(READ)
     settle(page)
-    assert page.is_visible("#log-model")
+    assert page.is_visible("#error-log") and page.inner_text("#error-summary")
     assert run_axe(page, site) == []
     context.close()
