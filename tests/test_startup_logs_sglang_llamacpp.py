@@ -55,14 +55,18 @@ READS = {
     # mem_fraction_static=0.7629746875 is; "Using KV cache dtype: torch.bfloat16".
     "sglang-qwen2.5-vl-7b-b200-mfs-auto-pcg-tp1-v0.5.6dev.log": {
         "engine": "sglang", "memory-utilization": "0.7629746875", "kv-dtype": "bf16", "kv-memory-gib": "119.82"},
+    # --model /path/to/Qwen3-235B-A22B-FP8: the Qwen/Qwen3-235B-A22B preset's shape with FP8 weights,
+    # so the path itself is the model (presets.resolve_model: weights unknown, not the preset's bf16).
     "sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log": {
-        "engine": "sglang", "memory-utilization": "0.93", "tp": "4", "gpus": "4", "kv-memory-gib": "16.46"},
+        "engine": "sglang", "memory-utilization": "0.93", "tp": "4", "gpus": "4", "kv-memory-gib": "16.46",
+        "model": "/path/to/Qwen3-235B-A22B-FP8"},
     # No command, no rank prefix: tp is not read.
     "sglang-qwen3-30b-a3b-ktransformers-3090-cpu-experts.log": {
         "engine": "sglang", "loaded-weights-gib": "2.91", "kv-dtype": "bf16", "kv-memory-gib": "11.2"},
+    # --model-path /data/models/Qwen3-8B: a local copy's folder names the Qwen/Qwen3-8B preset.
     "sglang-qwen3-8b-tp1-mfs090.log": {
         "engine": "sglang", "context": "8096", "memory-utilization": "0.9", "tp": "1", "gpus": "1",
-        "loaded-weights-gib": "15.35", "kv-memory-gib": "55.6", "prefill-chunk": "8192"},
+        "loaded-weights-gib": "15.35", "kv-memory-gib": "55.6", "prefill-chunk": "8192", "model": "Qwen/Qwen3-8B"},
     # tp 4 from the ranks TP0-TP3 the lines carry.
     "sglang-qwen3-omni-30b-a3b-tp4-pool.log": {
         "engine": "sglang", "kv-memory-gib": "47.84", "tp": "4", "gpus": "4"},

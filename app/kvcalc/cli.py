@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from . import architectures, gguf, link, plan, presets
+from . import architectures, gguf, link, log_flow, plan, presets
 from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
@@ -41,8 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--plan-all", action="store_true",
                                help="--plan with every GPU count and layout tried, not only the smallest per GPU type")
             group.add_argument("--price", metavar="GPU=USD", action="append",
-                               help="what you pay per GPU-hour for a GPU preset, e.g. h100-sxm-80gb=2.49; repeat "
-                                    "for each GPU (the link's prices); no price is built in")
+                               help="what you pay per GPU-hour for a GPU preset, e.g. h100-sxm-80gb=2.49, or for "
+                                    "each preset of a family, H100=2.49 (a narrower name's price wins); repeat for "
+                                    "each GPU (the link's prices); no price is built in")
         for option in OPTIONS:
             if option.group != group_name:
                 continue
@@ -223,6 +224,10 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw[name] = _read_config(value) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
+        if reading is not None and not any(name in raw for name in MODEL_INPUTS):
+            refusal = log_flow.cli_refusal(reading)     # never sized as a model the log did not run
+            if refusal is not None:
+                raise refusal
         output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr)
     except InputError as e:
         if e.field == "prices" and prices:
@@ -245,7 +250,7 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
     if evaluation.errors:
         raise evaluation.errors[0]
     if reading is not None:
-        for line in log_lines(reading, evaluation):
+        for line in log_lines(reading, evaluation) + _log_summary(reading, evaluation):
             print(f"# {line}", file=stderr)
     if fmt == "log" and evaluation.result.engine is None:
         raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
@@ -260,6 +265,22 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
     if any(name in evaluation.values for name in plan.PLAN_INPUTS):
         plan.ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
     return _render(evaluation, fmt, command)
+
+
+def _log_summary(reading, evaluation) -> list[str]:
+    """What the page's summary says of a log: its figures these inputs do not give (beyond the
+    log's rounding), and the layout it leaves unsaid."""
+    lines = []
+    text = log_flow.mismatch_text(log_flow.mismatches(reading, evaluation))
+    if text:
+        lines.append(text)
+    user_gave = any(name in evaluation.values and name not in reading.values for name in log_flow.LAYOUT_GIVEN)
+    assumed = log_flow.assumed_layout(reading, evaluation, user_gave)
+    if assumed:
+        options = " and ".join(f"--{name}" for name, _ in assumed)
+        lines.append(f"the log does not say its layout ({options}): these figures assume "
+                     + ", ".join(f"{name} {value}" for name, value in assumed) + f"; give {options} as its server ran")
+    return lines
 
 
 def _plan(raw: dict, everything: bool, fmt: str) -> tuple[str, list[str]]:

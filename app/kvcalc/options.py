@@ -70,15 +70,16 @@ def _gpu_id(text: str, name: str) -> str:
 
 
 def _gpu_ids(text: str, name: str) -> tuple[str, ...]:
-    """GPU presets, comma-separated, each by its id or name; "all" is every preset."""
+    """GPU presets, comma-separated, each by its id, name or a family's name ("h100" is each
+    H100 preset); "all" is every preset."""
     if text.strip().lower() == "all":
         return tuple(presets.gpus())
     ids = []
     for part in text.split(","):
         if part.strip():
-            gpu_id = presets.gpu(part.strip(), field=name).id
-            if gpu_id not in ids:
-                ids.append(gpu_id)
+            for gpu_id in presets.gpu_family(part.strip(), field=name):
+                if gpu_id not in ids:
+                    ids.append(gpu_id)
     if not ids:
         raise InputError(name, "expected GPU presets separated by commas, e.g. h100-sxm-80gb,h200-141gb")
     return tuple(ids)
@@ -103,30 +104,35 @@ MAX_USD_PER_GPU_HOUR = Fraction(1000)
 
 def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
     """GPU=USD per GPU-hour pairs (GPU:USD in a link), comma-separated: what the user pays, for
-    no price is built in."""
-    prices = {}
+    no price is built in. A family's name prices each of its presets ("H100=2.49": SXM, PCIe
+    and NVL), except those a price names more narrowly ("H100=2.49,h100-nvl-94gb=3")."""
+    prices = {}                 # GPU id -> (price, how many presets the name that priced it covers)
     for part in text.split(","):
         if not part.strip():
             continue
         gpu_text, sep, usd = part.replace("=", ":").rpartition(":")
         if not sep or not gpu_text.strip():
             raise InputError(name, f"{_clip(part)!r} is not GPU=USD, e.g. h100-sxm-80gb=2.49")
-        gpu_id = presets.gpu(gpu_text.strip(), field=name).id
+        family = presets.gpu_family(gpu_text.strip(), field=name)
+        label = family[0] if len(family) == 1 else _clip(gpu_text.strip())
         usd = usd.strip().lstrip("$")
         if re.fullmatch(r"-\s*\$?[0-9.]+", usd):
-            raise InputError(name, f"{gpu_id}: a price is at least 0.01 USD per GPU-hour, got {_clip(usd)}")
+            raise InputError(name, f"{label}: a price is at least 0.01 USD per GPU-hour, got {_clip(usd)}")
         if not _DECIMAL.fullmatch(usd):
-            raise InputError(name, f"{gpu_id}: {_clip(usd)!r} is not a price in USD per GPU-hour like 2.49")
+            raise InputError(name, f"{label}: {_clip(usd)!r} is not a price in USD per GPU-hour like 2.49")
         value = Fraction(usd)
         if not Fraction(1, 100) <= value <= MAX_USD_PER_GPU_HOUR:
-            raise InputError(name, f"{gpu_id}: {_num(value)} USD per GPU-hour is outside 0.01 to "
+            raise InputError(name, f"{label}: {_num(value)} USD per GPU-hour is outside 0.01 to "
                                    f"{_num(MAX_USD_PER_GPU_HOUR)}")
-        if gpu_id in prices:
-            raise InputError(name, f"names {gpu_id} twice")
-        prices[gpu_id] = value
+        for gpu_id in family:
+            old = prices.get(gpu_id)
+            if old is not None and old[1] == len(family):
+                raise InputError(name, f"names {gpu_id} twice")
+            if old is None or len(family) < old[1]:
+                prices[gpu_id] = (value, len(family))
     if not prices:
         raise InputError(name, "expected GPU=USD pairs, e.g. h100-sxm-80gb=2.49")
-    return tuple(prices.items())
+    return tuple((gpu_id, value) for gpu_id, (value, _) in prices.items())
 
 
 def _unit(text: str, name: str) -> str:
@@ -137,7 +143,9 @@ def _unit(text: str, name: str) -> str:
 
 
 OPTIONS = (
-    Option("model", "text", "model", "Preset id or Hugging Face repo id, case-insensitive."),
+    Option("model", "text", "model", "Preset id or Hugging Face repo id, case-insensitive; a checkpoint of a "
+           "preset's model (-Instruct, -AWQ, -FP8, a local path) is its shape, with its own weights; or words "
+           "naming one preset (\"llama 3.1 70b\")."),
     Option("hf-config", "config", "model", "A Hugging Face config.json, read the way vLLM reads it."),
     Option("layers", "int", "model", "Custom model: number of layers.", 1, 10_000),
     Option("kv-heads", "int", "model", "Custom model: key/value heads per layer (1 = MQA).", 1, 100_000),
@@ -429,6 +437,8 @@ def canonical_value(name: str, value):
     if name == "unit":
         return value.strip().lower()
     if name == "model":
-        entry = presets.find_model_entry(value)
-        return entry["id"] if entry else value
+        # A preset's alias or variant is the preset's id, save a checkpoint whose weights are not
+        # the preset's: it stays as typed, for its weights are unknown (presets.resolve_model).
+        match = presets.model_match_for(value)
+        return match.entry["id"] if match is not None and not match.weights_differ else value
     return value

@@ -30,12 +30,12 @@ def _all_options() -> dict:
 
 
 def choose(value: str) -> None:
-    """Make `value` (a preset id or alias, "config" or "custom") the model, as text in the
-    combobox and as the hidden control's value."""
+    """Make `value` (a preset id or alias, a name the CLI would resolve to one, "config" or
+    "custom") the model, as text in the combobox and as the hidden control's value."""
     options = _all_options()
-    entry = presets.find_model_entry(value) if value not in SOURCES else None
-    if entry is not None:
-        value = entry["id"]
+    match = presets.model_match_for(value) if value not in SOURCES else None
+    if match is not None and not match.weights_differ:
+        value = match.entry["id"]       # a checkpoint whose weights are not the preset's stays as typed
     el("#model").value = value
     box = el("#model-search")
     box.value = "" if value in SOURCES else (options[value].dataset.name if value in options else value)

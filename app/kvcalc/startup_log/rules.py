@@ -166,22 +166,38 @@ def take_model(sink) -> None:
     path = sink.printed.get("model_path")
     if path is None:
         return
-    entry = model_entry(path.value)
-    if entry is not None:
-        sink.take("model", entry["id"], path.line_number, path.line,
-                  "" if entry["id"].lower() == path.value.lower() else f"the preset its path {path.value!r} names")
+    match = model_match(path.value)
+    if match is not None:
+        entry = match.entry
+        if entry["id"].lower() == path.value.strip().lower():
+            how = ""
+        elif match.weights_differ:
+            # The path itself is taken: it sizes as the preset's shapes with the weights unknown
+            # (presets.preset_model), where the preset's id would size the preset's weights.
+            sink.take("model", path.value.strip(), path.line_number, path.line,
+                      f"the preset of identical shape, {entry['id']}; its weights are {match.weights_words()}, "
+                      "not the preset's: their size is the log's, or as given")
+            return
+        else:
+            how = f"the preset of identical shape its path {_clip(path.value, 80)!r} names"
+        sink.take("model", entry["id"], path.line_number, path.line, how)
     else:
         sink.notes.append(f"model not read: {path.value[:80]!r} is not a preset's Hugging Face id; choose the model "
                           "or paste its config.json")
 
 
+def model_match(path: str):
+    """How a model path printed in a log is a preset (presets.resolve_model: its id, a variant
+    of one -Instruct, -AWQ, -FP8, a local copy's folder), or None when no one preset is it."""
+    try:
+        return presets.resolve_model(path)
+    except InputError:
+        return None
+
+
 def model_entry(path: str):
-    """The preset a model path names: its id, or its last two folders (a local copy of the repo)."""
-    cleaned = path.strip().rstrip("/")
-    parts = [p for p in cleaned.split("/") if p]
-    for candidate in (cleaned, "/".join(parts[-2:]), parts[-1] if parts else ""):
-        if candidate:
-            entry = presets.find_model_entry(candidate)
-            if entry is not None:
-                return entry
-    return None
+    """The preset a model path names: its id, a variant of it (-Instruct, a dated release, a
+    quantized re-release of the same shape), or a local copy's folder; None when no one preset
+    is it."""
+    match = model_match(path)
+    return None if match is None else match.entry

@@ -1,0 +1,295 @@
+"""Issue 34 item 5: ids as people type them. One matcher (presets.resolve_model, presets.gpu,
+presets.gpu_family) for the CLI, links, prices, the page's search and a log's model path.
+
+A model resolves to the preset of identical shape only: its id or alias, a checkpoint of its name
+(-Instruct, a dated release, an org's re-release, a quantization), a local path's folder, or words
+naming one preset. A quantized re-release keeps the preset's shapes, its weights unknown. A name
+several presets fit is answered "did you mean" with them; none, with what was typed."""
+
+import json
+import os
+from fractions import Fraction
+
+import pytest
+
+from kvcalc import presets
+from kvcalc.errors import InputError
+from kvcalc.evaluation import evaluate
+from kvcalc.link import decode
+from kvcalc.options import canonical_value, parse_options
+from kvcalc.startup_log import read_log
+from kvcalc.startup_log.rules import model_entry
+
+from support import FIXTURES, cli
+
+LOGS = os.path.join(FIXTURES, "logs")
+
+
+# ---- models ------------------------------------------------------------------------------------
+
+# (as typed, the preset, its quantization words when the weights are not the preset's)
+MODELS = [
+    # The issue's own: words, a bare name, repo ids with a checkpoint's words.
+    ("llama 3.1 70b", "meta-llama/Llama-3.1-70B", None),
+    ("deepseek-r1", "deepseek-ai/DeepSeek-R1", None),
+    ("deepseek r1", "deepseek-ai/DeepSeek-R1", None),
+    ("Qwen/Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B", None),
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B", None),
+    ("mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Base-2501", None),
+    ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", None),
+    ("gemma 3 27b", "google/gemma-3-27b-it", None),
+    ("qwen2.5 72b", "Qwen/Qwen2.5-72B", None),
+    ("kimi k2", "moonshotai/Kimi-K2-Instruct", None),
+    # Quantized re-releases, under their own org or another's: the shape, not the weights.
+    ("Qwen/Qwen2.5-72B-Instruct-AWQ", "Qwen/Qwen2.5-72B", "awq"),
+    ("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-72B", "gptq-int4"),
+    ("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int8", "Qwen/Qwen2.5-72B", "gptq-int8"),
+    ("Qwen/Qwen2.5-7B-Instruct-Int8", "Qwen/Qwen2.5-7B", "int8"),
+    ("Qwen/Qwen2.5-72B-Instruct-GGUF", "Qwen/Qwen2.5-72B", "gguf"),
+    ("unsloth/Llama-3.3-70B-Instruct-bnb-4bit", "meta-llama/Llama-3.3-70B-Instruct", "bnb-4bit"),
+    ("unsloth/DeepSeek-R1-GGUF", "deepseek-ai/DeepSeek-R1", "gguf"),
+    ("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic", "meta-llama/Llama-3.1-8B", "fp8-dynamic"),
+    ("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", "meta-llama/Llama-3.1-70B", "fp8"),
+    ("neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8", "meta-llama/Llama-3.1-70B", "quantized-w8a8"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", "fp8"),
+    ("Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Qwen/Qwen2.5-7B", "q4_k_m"),
+    ("zai-org/GLM-5-AWQ", "zai-org/GLM-5", "awq"),
+    # A quantized preset is itself; its original's id has its shape and other weights.
+    ("GLM-5-FP8", "zai-org/GLM-5-FP8", None),
+    ("glm 5 fp8", "zai-org/GLM-5-FP8", None),
+    ("glm 5", "zai-org/GLM-5", None),
+    ("google/gemma-4-31B-it", "nvidia/Gemma-4-31B-IT-NVFP4", ""),
+    # Local copies: the last folder, the last two, a Hugging Face cache folder.
+    ("/models/Qwen2.5-72B-Instruct/", "Qwen/Qwen2.5-72B", None),
+    ("/srv/weights/Qwen/Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B", None),
+    ("/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-72B-Instruct/snapshots/0a1b2c", "Qwen/Qwen2.5-72B", None),
+    ("C:\\models\\Qwen2.5-72B-Instruct-AWQ", "Qwen/Qwen2.5-72B", "awq"),
+]
+
+
+@pytest.mark.parametrize("typed, preset, quantization", MODELS)
+def test_a_model_as_typed_is_the_preset_of_its_shape(typed, preset, quantization):
+    match = presets.resolve_model(typed)
+    assert match.entry["id"] == preset, typed
+    assert match.weights_differ == (quantization is not None), typed
+    if quantization:
+        assert match.quantization == quantization
+
+
+def test_a_quantized_release_keeps_the_shape_and_says_its_weights_are_unknown():
+    # Qwen2.5-72B: 80 layers, 8 KV heads of 128, bf16: 80 x 2 x 8 x 128 x 2 = 327,680 B a token.
+    awq = presets.preset_model("Qwen/Qwen2.5-72B-Instruct-AWQ")
+    base = presets.preset_model("Qwen/Qwen2.5-72B")
+    assert (awq.layers, awq.hidden_size) == (base.layers, base.hidden_size)
+    assert base.weights_dtype == "bf16" and awq.weights_dtype is None and awq.checkpoint_bytes is None
+    assert any("AWQ's" in note and "Qwen/Qwen2.5-72B" in note for note in awq.notes)
+    result = evaluate({"model": "Qwen/Qwen2.5-72B-Instruct-AWQ", "gpu": "l40s", "gpus": "4", "engine": "exact"})
+    assert not result.errors and result.result.kv_bytes_per_token == 327_680
+    assert result.scenario.deployment.weights_bytes is None        # never the bf16 preset's 145 GB
+    # An instruct checkpoint is the preset's weights too: the same figures, a note saying how.
+    instruct = presets.preset_model("Qwen/Qwen2.5-72B-Instruct")
+    assert instruct.weights_dtype == "bf16" and any("identical shape" in n for n in instruct.notes)
+    assert not any("identical shape" in n for n in base.notes)
+
+
+@pytest.mark.parametrize("typed", [
+    "Qwen/Qwen2.5-1.5B-Instruct",            # 1.5B is no preset: never the 14B or 7B
+    "Qwen/Qwen2.5-3B-Instruct-AWQ",          # nor the 32B
+    "gemma-3-1b-it",                         # nor Gemma 4 31B
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+    "nobody/no-such-model",
+])
+def test_a_size_no_preset_has_is_refused_not_guessed(typed):
+    with pytest.raises(InputError) as e:
+        presets.resolve_model(typed)
+    assert e.value.field == "model"
+    assert e.value.message.startswith(f"unknown model {typed!r}") and "kvcalc --list-models" in e.value.message
+
+
+def test_another_version_of_the_same_size_is_only_suggested():
+    # Meta-Llama-3-70B (8K context) is neither 3.1 nor 3.3: suggested, never sized as either.
+    with pytest.raises(InputError) as e:
+        presets.resolve_model("meta-llama/Meta-Llama-3-70B-Instruct")
+    assert "is no preset's name; did you mean" in e.value.message
+
+
+@pytest.mark.parametrize("typed, candidates", [
+    ("llama 70b", ["meta-llama/Llama-2-70b-hf", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct"]),
+    ("llama 3.1", ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B"]),
+    ("qwen3-next", ["Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking"]),
+])
+def test_several_equally_good_answer_did_you_mean(typed, candidates):
+    with pytest.raises(InputError) as e:
+        presets.resolve_model(typed)
+    message = e.value.message
+    assert e.value.field == "model" and f"fits {len(candidates)} presets; did you mean" in message
+    assert [c for c in candidates if c in message] == candidates
+    assert "\n" not in message
+
+
+def test_did_you_mean_names_at_most_five():
+    with pytest.raises(InputError) as e:
+        presets.resolve_model("qwen")
+    named = [entry["id"] for entry in presets.model_entries() if entry["id"] in e.value.message]
+    assert len(named) == 5 and "more" in e.value.message
+
+
+def test_the_cli_and_the_page_search_share_one_ranking():
+    # Words resolve to the search's first preset, only when its words are every word typed.
+    for typed in ("llama 3.1 70b", "deepseek r1", "qwen 2.5 72b", "gemma 3 27b", "gpt oss 120b", "phi 4", "kimi k2"):
+        assert presets.resolve_model(typed).entry is presets.search_models(typed)[0], typed
+    # The page's Enter picks "qwen3 32"'s first; the CLI, asked for an exact answer, suggests it.
+    assert presets.search_models("qwen3 32")[0]["id"] == "Qwen/Qwen3-32B"
+    with pytest.raises(InputError, match=r"did you mean Qwen/Qwen3-32B"):
+        presets.resolve_model("qwen3 32")
+
+
+def test_links_and_the_page_read_models_alike():
+    assert canonical_value("model", "llama 3.1 70b") == "meta-llama/Llama-3.1-70B"
+    # A checkpoint with other weights stays as typed, so its weights stay unknown wherever it goes.
+    assert canonical_value("model", "Qwen/Qwen2.5-72B-Instruct-AWQ") == "Qwen/Qwen2.5-72B-Instruct-AWQ"
+    assert canonical_value("model", "llama 70b") == "llama 70b"
+    raw, ignored = decode("model=deepseek-r1&gpu=H200&gpus=8")
+    assert ignored == [] and evaluate(raw).scenario.model.hf_repo == "deepseek-ai/DeepSeek-R1"
+
+
+# ---- GPUs --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("typed, gpu_id", [
+    ("H200", "h200-141gb"), ("h200", "h200-141gb"),
+    # nvidia-smi names the SXM part "NVIDIA H100 80GB HBM3" and the others by form (PCIe, NVL):
+    # gpus.json gives the SXM the unqualified names as aliases.
+    ("h100", "h100-sxm-80gb"), ("NVIDIA H100 80GB HBM3", "h100-sxm-80gb"),
+    ("H100 SXM", "h100-sxm-80gb"), ("h100-sxm", "h100-sxm-80gb"), ("h100 pcie", "h100-pcie-80gb"),
+    ("H100 NVL", "h100-nvl-94gb"),
+    ("4090", "rtx-4090-24gb"), ("RTX 4090", "rtx-4090-24gb"), ("rtx4090", "rtx-4090-24gb"),
+    ("NVIDIA GeForce RTX 4090", "rtx-4090-24gb"),
+    ("MI300X", "mi300x-192gb"), ("AMD Instinct MI300X", "mi300x-192gb"),
+    ("A100-SXM4-80GB", "a100-sxm-80gb"), ("A100 80GB PCIe", "a100-pcie-80gb"), ("a100 sxm 40 GB", "a100-sxm-40gb"),
+    ("Tesla T4", "t4-16gb"), ("l40", "l40-48gb"), ("L40S", "l40s-48gb"), ("B200", "b200-180gb"),
+    ("GB200 NVL72", "gb200-186gb"), ("m3 ultra", "m3-ultra-512gb"), ("h100-sxm-80gb", "h100-sxm-80gb"),
+])
+def test_a_gpu_by_its_common_name(typed, gpu_id):
+    assert presets.gpu(typed).id == gpu_id
+
+
+@pytest.mark.parametrize("typed, candidates", [
+    ("a100", ["a100-sxm-40gb", "a100-pcie-40gb", "a100-sxm-80gb", "a100-pcie-80gb"]),
+    # The A100 80GB comes as SXM4 and PCIe: PyTorch sees 85,100,068,864 B of one and
+    # 84,986,036,224 B of the other, at 2,039 and 1,935 GB/s. Not ours to pick.
+    ("A100 80GB", ["a100-sxm-80gb", "a100-pcie-80gb"]),
+    ("rtx 6000", ["rtx-pro-6000-96gb", "rtx-pro-6000-server-96gb", "rtx-6000-ada-48gb"]),
+])
+def test_an_ambiguous_gpu_answers_did_you_mean(typed, candidates):
+    with pytest.raises(InputError) as e:
+        presets.gpu(typed)
+    assert e.value.field == "gpu" and f"fits {len(candidates)} GPU presets; did you mean" in e.value.message
+    named = [g for g in presets.gpus() if g in e.value.message]
+    assert sorted(named) == sorted(candidates)
+
+
+def test_an_unknown_gpu_is_one_line_never_the_whole_list():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "tpu-v9")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("kvcalc: error: --gpu: unknown GPU 'tpu-v9'") and "kvcalc --list-gpus" in err
+    assert sum(g in err for g in presets.gpus()) <= 3
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "mi300")
+    assert code == 2 and "did you mean mi300x-192gb?" in err
+
+
+def test_the_cli_sizes_ids_as_typed():
+    # Llama 3.1 70B, fp8 KV: 80 layers x 2 x 8 heads x 128 x 1 B = 163,840 B a token, on one H200.
+    code, out, err = cli("--model", "llama 3.1 70b", "--gpu", "H200", "--kv-dtype", "fp8", "--engine", "exact", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["kv_bytes_per_token"] == 163_840 and data["gpu_memory_bytes"] == presets.gpu("h200-141gb").memory_bytes
+
+
+# ---- prices ------------------------------------------------------------------------------------
+
+def test_a_family_price_prices_each_of_its_presets_unless_named_more_narrowly():
+    values, errors = parse_options({"prices": "H100=2.49"})
+    assert errors == [] and values["prices"] == (
+        ("h100-sxm-80gb", Fraction("2.49")), ("h100-pcie-80gb", Fraction("2.49")), ("h100-nvl-94gb", Fraction("2.49")))
+    for text in ("H100=2.49,h100-nvl-94gb=3", "h100-nvl-94gb=3,H100=2.49"):
+        values, errors = parse_options({"prices": text})
+        assert dict(values["prices"]) == {"h100-sxm-80gb": Fraction("2.49"), "h100-pcie-80gb": Fraction("2.49"),
+                                          "h100-nvl-94gb": Fraction(3)}, text
+    values, _ = parse_options({"prices": "a100 80gb=1.8"})
+    assert dict(values["prices"]) == {"a100-sxm-80gb": Fraction("1.8"), "a100-pcie-80gb": Fraction("1.8")}
+
+
+def test_prices_on_the_cli():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-70B", "--plan", "--json", "--plan-gpus", "H100,H200",
+                         "--price", "H100=2.49", "--price", "H200=3.5")
+    assert code == 0, err
+    rows = {row["gpu"]: row for row in json.loads(out)["plan"]}
+    assert set(rows) == {"h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb", "h200-141gb"}
+    # usd_per_hour is the price times the GPUs: each row's own count.
+    for gpu_id, price in (("h100-sxm-80gb", Fraction("2.49")), ("h100-nvl-94gb", Fraction("2.49")),
+                          ("h200-141gb", Fraction("3.5"))):
+        row = rows[gpu_id]
+        assert Fraction(str(row["usd_per_hour"])) == price * row["gpus"], gpu_id
+
+
+@pytest.mark.parametrize("price", ["H100=abc", "tpu=2", "H100=2,h100=3", "=2", "H100", "x" * 10_000 + "=2"])
+def test_a_bad_price_is_one_short_line_naming_price(price):
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-70B", "--plan", "--price", price)
+    assert (code, out) == (2, "") and err.startswith("kvcalc: error: --price: ") and err.count("\n") == 1
+    assert len(err) < 200 and sum(g in err for g in presets.gpus()) <= 3
+
+
+# ---- logs --------------------------------------------------------------------------------------
+
+def test_a_logs_model_path_resolves_as_typed_ids_do():
+    assert model_entry("Qwen/Qwen2.5-72B-Instruct")["id"] == "Qwen/Qwen2.5-72B"
+    assert model_entry("/data/models/Qwen3-8B")["id"] == "Qwen/Qwen3-8B"
+    assert model_entry("/workspace/qwen/Qwen2.5-32B-Instruct")["id"] == "Qwen/Qwen2.5-32B"
+    assert model_entry("meta-llama/Meta-Llama-3-8B") is None        # Llama 3 8B is no preset
+    assert model_entry("/kaggle/input/models/qwen-lm/qwen-3/transformers/8b/1") is None
+
+
+def test_the_issues_log_names_its_model():
+    # The vLLM 0.19 log of Qwen/Qwen2.5-72B-Instruct on 4 x L40S (SOURCES.md): the Qwen2.5-72B preset.
+    with open(os.path.join(LOGS, "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log"), encoding="utf-8") as fh:
+        reading = read_log(fh.read())
+    assert reading.values["model"] == "Qwen/Qwen2.5-72B"
+    read = next(r for r in reading.read if r.option == "model")
+    assert "identical shape" in read.how and "Qwen/Qwen2.5-72B-Instruct" in read.how
+
+
+def test_a_logs_quantized_model_is_its_shape_with_its_own_weights():
+    # SGLang --model /path/to/Qwen3-235B-A22B-FP8: Qwen3-235B-A22B's shapes, FP8 weights.
+    with open(os.path.join(LOGS, "sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log"), encoding="utf-8") as fh:
+        reading = read_log(fh.read())
+    assert reading.values["model"] == "/path/to/Qwen3-235B-A22B-FP8"
+    read = next(r for r in reading.read if r.option == "model")
+    assert "Qwen/Qwen3-235B-A22B" in read.how and "FP8's" in read.how
+    model = presets.preset_model(reading.values["model"])
+    assert model.hf_repo == "Qwen/Qwen3-235B-A22B" and model.weights_dtype is None
+
+
+# ---- hostile input -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--model", "--gpu"])
+@pytest.mark.parametrize("value", ["x" * 10_000, "ab/" * 3000, "Ωmega‐3 ☃", "\u200b", "llama\x00 70b",
+                                   "a-" * 500, "a" + "-b" * 300 + "-awq" * 50, "a100 " * 200, "llama " * 170])
+def test_hostile_ids_are_one_line_naming_the_option(option, value):
+    argv = ["--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb"]
+    argv[argv.index(option) + 1] = value
+    code, out, err = cli(*argv)
+    assert (code, out) == (2, ""), value[:40]
+    assert err.startswith(f"kvcalc: error: {option}: ") and err.count("\n") == 1 and len(err) < 400
+
+
+@pytest.mark.parametrize("value", ["", "   ", "''"])
+def test_an_empty_model_names_the_option(value):
+    code, out, err = cli("--model", value)
+    assert (code, out) == (2, "") and err.startswith("kvcalc: error: --model: ") and err.count("\n") == 1
+
+
+def test_the_search_takes_any_text():
+    assert presets.search_models("x" * 10_000) == []
+    assert presets.search_models("\u2603 \x00") == list(presets.model_entries())
+    assert presets.search_models(None) == list(presets.model_entries())
