@@ -176,7 +176,8 @@ OPTIONS = (
     Option("ep", "text", "deployment", "Expert parallel on or off: the MoE experts placed whole over all tp x dp GPUs "
            "(vLLM --enable-expert-parallel, SGLang --ep-size) instead of each sliced by tensor parallel.",
            choice=_one_of("on", "off"), bare="on"),
-    Option("gpu", "text", "deployment", "GPU preset: sets memory and bandwidth.", choice=_gpu_id),
+    Option("gpu", "text", "deployment", "GPU preset, by its id or a name only it has (H200, h100, RTX 4090, "
+           "MI300X): sets memory and bandwidth.", choice=_gpu_id),
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
     Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype).",
@@ -230,8 +231,8 @@ OPTIONS = (
            "(rate x (time to first token + output tokens x decode step)), a lower bound.", Fraction(1, 1000), 10 ** 6),
     Option("output-tokens", "int", "plan", "Mean tokens generated per request, with rate (the prompt is "
            "prompt-tokens, else the context less these).", 1, 1 << 24),
-    Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated (default: every preset the "
-           "engine runs on; vLLM and SGLang: NVIDIA and AMD).",
+    Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated, a family's name for each "
+           "of its presets (H100) (default: every preset the engine runs on; vLLM and SGLang: NVIDIA and AMD).",
            choice=_gpu_ids),
     Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs.", 1, 4096, "64"),
     Option("plan-kv-dtypes", "text", "plan", "KV cache precisions the plan may use, comma-separated (default: "
@@ -239,7 +240,8 @@ OPTIONS = (
     Option("plan-weights-dtypes", "text", "plan", "Weight precisions the plan may use, comma-separated (default: "
            "weights-dtype's).", choice=_precisions),
     Option("prices", "text", "plan", "What you pay per GPU-hour in USD, GPU=USD comma-separated (the CLI's "
-           "--price GPU=USD, repeatable); no price is built in.", choice=_prices),
+           "--price GPU=USD, repeatable); a family's name (H100=2.49) prices each of its presets, a narrower "
+           "name's price wins; no price is built in.", choice=_prices),
     Option("draft-model", "text", "serving", "Speculative decoding with a draft model: a preset id or Hugging Face "
            "repo id (vLLM --speculative-config model, SGLang --speculative-draft-model-path, llama.cpp -md)."),
     Option("draft-hf-config", "config", "serving", "Speculative decoding with a draft model given by its config.json."),
