@@ -144,10 +144,15 @@ def test_vllm_draft_model_speculative_config_is_the_draft_model_and_its_tokens()
 
 
 def test_vllm_draft_at_a_local_path_is_a_note():
-    reading = read_log(ARGS.replace("{SPEC}", "{'model': '/models/llama-3.2-1b', 'method': 'draft_model', "
+    # A folder no preset's name is (a "llama-1b" may be any 1B Llama): a note, not an input.
+    reading = read_log(ARGS.replace("{SPEC}", "{'model': '/models/llama-1b', 'method': 'draft_model', "
                                                 "'num_speculative_tokens': 4}"))
     assert "draft-model" not in reading.values and "spec-tokens" not in reading.values
-    assert any(n.startswith("draft model not read") and "/models/llama-3.2-1b" in n for n in reading.notes)
+    assert any(n.startswith("draft model not read") and "/models/llama-1b" in n for n in reading.notes)
+    # A local copy whose folder is a preset's repo name is that preset (presets.resolve_model).
+    reading = read_log(ARGS.replace("{SPEC}", "{'model': '/models/llama-3.2-1b', 'method': 'draft_model', "
+                                                "'num_speculative_tokens': 4}"))
+    assert reading.values["draft-model"] == "meta-llama/Llama-3.2-1B"
 
 
 def test_vllm_eagle3_engine_line_is_a_note_not_an_input():

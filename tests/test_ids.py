@@ -293,3 +293,25 @@ def test_the_search_takes_any_text():
     assert presets.search_models("x" * 10_000) == []
     assert presets.search_models("\u2603 \x00") == list(presets.model_entries())
     assert presets.search_models(None) == list(presets.model_entries())
+
+
+def test_a_dated_release_is_the_shape_and_its_limits_are_said_to_differ():
+    # Qwen3-30B-A3B-Instruct-2507 has Qwen3-30B-A3B's layers and heads; its config.json sets a
+    # longer context (262,144) than the preset's 40,960, which the note says may differ.
+    model = presets.preset_model("Qwen/Qwen3-30B-A3B-Instruct-2507")
+    assert model.hf_repo == "Qwen/Qwen3-30B-A3B" and model.weights_dtype == "bf16"
+    assert any("2507 is a release of its own" in note for note in model.notes)
+    # A dated id the preset carries as an alias is the preset itself.
+    assert presets.resolve_model("deepseek-ai/DeepSeek-R1-0528").release == ""
+    with open(os.path.join(LOGS, "vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log"), encoding="utf-8") as fh:
+        reading = read_log(fh.read())
+    read = next(r for r in reading.read if r.option == "model")
+    assert reading.values["model"] == "Qwen/Qwen3-30B-A3B" and "2507 is a release of its own" in read.how
+
+
+def test_a_path_is_a_name_not_words():
+    # Typed words "llama 1b" fit one preset; a folder called llama-1b may be any 1B Llama.
+    assert presets.resolve_model("llama 1b").entry["id"] == "meta-llama/Llama-3.2-1B"
+    with pytest.raises(InputError, match=r"'/data/llama-1b' is no preset's name; did you mean meta-llama/Llama-3.2-1B\?"):
+        presets.resolve_model("/data/llama-1b")
+    assert presets.resolve_model("/models/llama-3.2-1b").entry["id"] == "meta-llama/Llama-3.2-1B"

@@ -285,6 +285,7 @@ class ModelMatch:
     how: str                    # "id" (the preset's id or an alias), "variant" (a checkpoint of its name), "words"
     quantization: str = ""      # the typed checkpoint's quantization words (awq, gptq-int4), "" when none
     weights_differ: bool = False  # its weights are not the preset's: their size is unknown
+    release: str = ""           # a dated release no id of the preset names (Instruct-2507): its limits may differ
 
     @property
     def preset_quantization(self) -> str:
@@ -312,6 +313,9 @@ class ModelMatch:
         if self.weights_differ:
             text += (f"; its weights are {self.weights_words()}, so their size is unknown until given "
                      "(weights-dtype, weights-gib or the checkpoint's files)")
+        if self.release:
+            text += (f"; {self.release} is a release of its own: a limit its config.json sets (the longest "
+                     "context) may differ from the preset's, which its config.json (hf-config) would settle")
         return text
 
 
@@ -358,7 +362,19 @@ def _by_core(name: str, typed: str) -> ModelMatch | list[dict] | None:
     entry = find_model_entry(preset_id)
     differ = found[preset_id] != quant
     how = "id" if entry["id"].lower() == name.lower() else "variant"
-    return ModelMatch(entry, typed, how, quant, differ)
+    return ModelMatch(entry, typed, how, quant, differ, _other_release(name, entry))
+
+
+_DATE = re.compile(r"(?<![0-9])[0-9]{4}(?![0-9])")
+
+
+def _other_release(name: str, entry: dict) -> str:
+    """A dated release (-2507) the name ends in that none of the preset's ids or name carries."""
+    rest, _ = _split_tail(_GGUF_FILE.sub("", name.rsplit("/", 1)[-1]), _QUANT_TAIL)
+    _, tail = _split_tail(rest, _CHECKPOINT_TAIL)
+    known = " ".join([entry["id"], entry["name"], *entry.get("aliases", [])])
+    dates = [d for d in _DATE.findall(tail) if d not in known]
+    return "-".join(dates)
 
 
 def resolve_model(text, field: str = "model") -> ModelMatch:
@@ -384,13 +400,17 @@ def resolve_model(text, field: str = "model") -> ModelMatch:
             return found
         if found:
             raise _model_refusal(typed, field, found, True)
-    return _by_words(names[-1] if len(names) > 1 else typed, typed, field)
+    return _by_words(names[-1] if len(names) > 1 else typed, typed, field, len(names) == 1)
 
 
-def _by_words(query: str, typed: str, field: str) -> ModelMatch:
+def _by_words(query: str, typed: str, field: str, resolve: bool = True) -> ModelMatch:
     """The one preset whose whole words are every word typed (checkpoint and quantization
-    words forgiven); several equally: "did you mean"; only starts of words: a suggestion."""
+    words forgiven); several equally: "did you mean"; only starts of words: a suggestion. A
+    repo id or a path (`resolve` False) is a name, not words: its folder "llama-1b" may be any
+    1B Llama, so it is only suggested."""
     ranked = _rank(query)
+    if not resolve:
+        raise _model_refusal(typed, field, [r.entry for r in ranked if r.level >= 2], False)
     strict = sorted((r for r in ranked if r.level == 3), key=lambda r: (-r.words, r.order))
     if not strict:
         raise _model_refusal(typed, field, [r.entry for r in ranked if r.level == 2], False)

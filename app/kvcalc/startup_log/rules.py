@@ -180,6 +180,8 @@ def take_model(sink) -> None:
             return
         else:
             how = f"the preset of identical shape its path {_clip(path.value, 80)!r} names"
+            if match.release:
+                how += f"; {match.release} is a release of its own, whose context limit may differ"
         sink.take("model", entry["id"], path.line_number, path.line, how)
     else:
         sink.notes.append(f"model not read: {path.value[:80]!r} is not a preset's Hugging Face id; choose the model "
