@@ -361,6 +361,10 @@ def _deployment(values: dict, model: Model) -> Deployment:
                                      f"use {tp * pp * dp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
+        if "pp" not in values and getattr(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS", False):
+            # An engine without tensor parallelism (llama.cpp's --split-mode layer) gives each GPU
+            # whole layers: its GPUs are stages, never a split a head count must divide.
+            pp = gpus // dp if gpus % dp == 0 else pp
         if gpus % pp:
             raise InputError("pp", f"pp={pp} does not divide gpus={gpus}")
         if gpus % (pp * dp):

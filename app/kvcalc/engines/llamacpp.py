@@ -47,6 +47,9 @@ FIRST_RELEASE, NEWEST_RELEASE = "b4462", "b9272"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "b5192", True
 parse_version = releases.build_number
 NAME, TITLE = "llama.cpp", "llama.cpp"
+# No tensor parallelism: over several GPUs it splits the layers (--split-mode layer, the default),
+# so a layout of N GPUs is N stages of whole layers (scenario._deployment), whatever the heads.
+SPLITS_LAYERS = True
 VENDORS = ("NVIDIA", "AMD", "Apple")   # CUDA, ROCm/HIP and Metal builds: every preset
 KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not a memory budget
 SEPARATE_V = True            # -ctk and -ctv

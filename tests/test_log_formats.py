@@ -1,0 +1,273 @@
+"""The start-up lines of every release the engines' modules name, read from public logs (issue 34,
+items 2 and 3): the layout a log implies where no config line prints it, each spelling of a
+release's version and memory summary, the KV cache's type as each prints it, and a paste of two
+start-ups or of a llama.cpp split over GPUs read for what it is.
+
+Every fixture is a public log (tests/fixtures/logs/SOURCES.md names its URL). Where a test takes
+lines out of one (the config line, a worker's lines), it says which, and why: to show what the
+lines left read alone."""
+
+from fractions import Fraction
+
+import pytest
+
+from kvcalc.errors import InputError
+from kvcalc.evaluation import evaluate
+from kvcalc.startup_log import read_log
+from support import FIXTURES
+
+LOGS = FIXTURES / "logs"
+
+
+def lines(name: str) -> list[str]:
+    return (LOGS / name).read_text(encoding="utf-8").rstrip("\n").split("\n")
+
+
+def without(name: str, *dropped: str, edits: tuple = ()) -> str:
+    """The log with every line holding one of `dropped` left out, and (old, new) `edits` made."""
+    kept = [line for line in lines(name) if not any(d in line for d in dropped)]
+    text = "\n".join(kept) + "\n"
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def read(reading, option):
+    return next(r for r in reading.read if r.option == option)
+
+
+# --- 1. The layout a log implies ---------------------------------------------------------------
+
+QWEN3_30B_TP2 = "vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log"
+
+
+def test_tp_inferred_from_the_weights_one_gpu_loaded():
+    # vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log with its non-default args line, the
+    # engine line's "tensor_parallel_size=2, " and Worker_TP1's line taken out: nothing prints
+    # the layout. Worker_TP0 loaded 28.4571 GiB; Qwen3-30B-A3B's bf16 weights (the preset its
+    # path names, quantization=None) are 30,532,122,624 params x 2 B = 56.87 GiB: 1/2.00 of them,
+    # so tp x pp = 2, said to be inferred.
+    text = without(QWEN3_30B_TP2, "non-default args", "Worker_TP1", edits=(("tensor_parallel_size=2, ", ""),))
+    reading = read_log(text)
+    assert (reading.values["tp"], reading.values["gpus"], reading.values["model"]) == ("2", "2",
+                                                                                       "Qwen/Qwen3-30B-A3B")
+    assert read(reading, "tp").how.startswith("inferred: the 28.4571 GiB of weights one GPU loaded are 1/2.00 of "
+                                               "Qwen/Qwen3-30B-A3B's 56.87 GiB")
+    assert any(n.startswith("tp 2 inferred, not printed") for n in reading.notes)
+    # With the layout read, the log's own figures come back: 910,464 tokens, 22.23x.
+    e = evaluate(reading.values)
+    assert e.ok, e.errors
+    low, high = e.result.engine.kv_tokens_range
+    assert low <= 910_464 <= high and f"{float(e.result.engine.max_concurrency):.2f}" == "22.23"
+
+
+def test_a_quantized_model_never_infers_tp_from_the_weights():
+    # The same lines, the model's path renamed to an FP8 re-release's: its weights are not the
+    # preset's, so 28.4571 GiB says nothing of the layout; Worker_TP0 alone gives no bound.
+    text = without(QWEN3_30B_TP2, "non-default args", "Worker_TP1",
+                   edits=(("tensor_parallel_size=2, ", ""), ("quantization=None", "quantization=fp8")))
+    reading = read_log(text)
+    assert "tp" not in reading.values and "gpus" not in reading.values
+    assert any("tensor_parallel_size" in words for words in reading.not_read)
+    assert any(n.startswith("tp not read: no config line, argument or worker name") for n in reading.notes)
+
+
+def test_the_highest_worker_rank_is_a_lower_bound():
+    # vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log with its non-default args line and the engine
+    # line's "tensor_parallel_size=4, " taken out: Worker_TP0 to Worker_TP3 print, so tp >= 4.
+    # (Qwen/Qwen2.5-72B-Instruct's weights agree where its id names a preset: 33.98 GiB is 1/3.98.)
+    text = without("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log", "non-default args",
+                   edits=(("tensor_parallel_size=4, ", ""),))
+    reading = read_log(text)
+    assert (reading.values["tp"], reading.values["gpus"]) == ("4", "4")
+    how = read(reading, "tp").how
+    assert how == "at least: the highest worker rank printed is TP3" or how.startswith("inferred: ")
+
+
+def test_vllm_worker_rank_names_of_the_v1_engine_of_0_8_to_0_10():
+    # vllm-mistral-small-3.1-24b-tp2-8k.log prints no tensor_parallel_size; its workers are
+    # "(VllmWorker rank=1 pid=51615)": a rank of the tp x pp world, so tp >= 2 (its thread: tp 2).
+    reading = read_log((LOGS / "vllm-mistral-small-3.1-24b-tp2-8k.log").read_text(encoding="utf-8"))
+    assert (reading.values["tp"], reading.values["gpus"]) == ("2", "2")
+    assert read(reading, "tp").how == "at least: the highest worker rank printed is rank1"
+
+
+def test_the_non_default_args_leave_out_a_size_that_is_its_default():
+    # vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log's args name tensor_parallel_size 2 but no
+    # pipeline or data parallel size: both are 1, the default, read from that line.
+    reading = read_log((LOGS / "vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log").read_text(encoding="utf-8"))
+    assert (reading.values["tp"], reading.values["pp"], reading.values["dp"]) == ("2", "1", "1")
+
+
+def test_an_unknown_layout_is_said_and_no_gpu_count_is_made_up():
+    # vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log (a Kaggle notebook's path, no
+    # preset) with its args line, the engine lines' "tensor_parallel_size=2, " and Worker_TP1's
+    # lines taken out: neither a worker nor the weights say the layout. It stays unread and the
+    # reading asks for it; before, one GPU was taken from the version line alone.
+    text = without("vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log", "non-default args", "Worker_TP1",
+                   edits=(("tensor_parallel_size=2, ", ""),))
+    reading = read_log(text)
+    assert "tp" not in reading.values and "gpus" not in reading.values
+    assert "tensor_parallel_size (the engine's config line)" in reading.not_read
+
+
+def test_a_worker_rank_past_the_printed_tp_is_said():
+    # vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log's engine line says tensor_parallel_size=2;
+    # a Worker_TP3 line pasted in (Worker_TP1's, renamed) cannot be of that start-up.
+    text = without(QWEN3_30B_TP2, edits=(("Worker_TP1 pid", "Worker_TP3 pid"),))
+    reading = read_log(text)
+    assert reading.values["tp"] == "2"
+    assert any("names TP rank 3, more than tp 2 allows" in n for n in reading.notes)
+
+
+# --- 2. Each release's spelling of its lines ----------------------------------------------------
+
+@pytest.mark.parametrize("name,line_number,version,how", [
+    # 0.15 and later: the ASCII banner, " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.0".
+    ("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log", 1, "0.19.0", "the banner's version"),
+    ("vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log", 1, "0.27.1", "the banner's version"),
+    # "vLLM API server version 0.10.1", an NVIDIA build's "0.13.0+faa43dbf.nv26.01".
+    ("vllm-gpt-oss-120b-h100-default-negative-kv.log", 1, "0.10.1", ""),
+    ("vllm-gpt-oss-20b-dgx-spark-util025-8k-v0.13.0-nv26.01.log", 2, "0.13.0+faa43dbf.nv26.01", ""),
+])
+def test_each_spelling_of_vllms_version(name, line_number, version, how):
+    reading = read_log((LOGS / name).read_text(encoding="utf-8"))
+    found = read(reading, "engine-version")
+    assert (found.text, found.line_number, found.how) == (version, line_number, how)
+
+
+def test_the_banner_alone_gives_the_release():
+    # vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log with its engine line ("Initializing a V1 LLM
+    # engine (v0.19.0)") taken out: the banner still says 0.19.0, and 0.19's rules size it.
+    reading = read_log(without("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log", "Initializing a V1 LLM engine"))
+    assert reading.values["engine-version"] == "0.19.0"
+
+
+@pytest.mark.parametrize("line,version,variant", [
+    # V0 engines before 0.8: "Initializing an LLM engine (v0.6.4.post1) with config:".
+    ("INFO 12-06 10:51:28 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: "
+     "model='meta-llama/Llama-3.1-8B', tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, "
+     "kv_cache_dtype=auto, device_config=cuda", "0.6.4.post1", "v0"),
+    # 0.8-0.10 with VLLM_USE_V1=0 (github.com/vllm-project/vllm/issues/14452): "a V0 LLM engine".
+    ("INFO 04-23 14:42:34 [llm_engine.py:243] Initializing a V0 LLM engine (v0.8.5.dev169+gce17db808.d20250423) "
+     "with config: model='/models/QwQ-32B-unsloth-bnb-4bit', speculative_config=None, tensor_parallel_size=1, "
+     "pipeline_parallel_size=2, disable_custom_all_reduce=False, quantization=bitsandbytes, enforce_eager=False, "
+     "kv_cache_dtype=auto,  device_config=cuda", "0.8.5.dev169+gce17db808.d20250423", "v0"),
+])
+def test_each_spelling_of_the_engine_line(line, version, variant):
+    reading = read_log(line + "\n")
+    assert reading.values["engine-version"] == version
+    assert reading.printed["engine_variant"].value == variant
+    if "pipeline_parallel_size=2" in line:
+        assert (reading.values["tp"], reading.values["pp"], reading.values["gpus"]) == ("1", "2", "2")
+
+
+def test_the_one_line_memory_summary_for_weight_and_non_torch():
+    # 0.10-0.11 (vllm-llava-v1.6-mistral-7b-h100-pcie-llm-4k-v0.10.2.log): "Actual usage is 14.08
+    # GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB for
+    # CUDAGraph memory. ... Current kv cache memory in use is 59212694937 bytes."
+    reading = read_log((LOGS / "vllm-llava-v1.6-mistral-7b-h100-pcie-llm-4k-v0.10.2.log").read_text(encoding="utf-8"))
+    values = reading.values
+    assert [values[k] for k in ("gpu-memory-gib", "memory-utilization", "loaded-weights-gib", "activation-gib",
+                                "non-torch-gib", "cudagraph-gib")] == ["79.19", "0.9", "14.08", "1.97", "0.07", "0.67"]
+    # The bytes replace the rounded "Available KV cache memory: 55.15 GiB": 59,212,694,937 B.
+    assert reading.printed["kv_memory_gib"].value == Fraction(59_212_694_937, 1 << 30)
+    assert read(reading, "kv-memory-gib").how == "kv cache memory in use, bytes in GiB"
+
+
+def test_the_one_line_memory_summary_for_consumed_memory():
+    # 0.12 and later (vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log): "Actual usage is ... GiB for
+    # consumed memory (weights + non-torch), 2.32 GiB for peak activation, and 1.01 GiB for
+    # CUDAGraph memory": the weights come from "Model loading took 25.69 GiB".
+    reading = read_log((LOGS / "vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log").read_text(encoding="utf-8"))
+    values = reading.values
+    assert [values[k] for k in ("gpu-memory-gib", "memory-utilization", "loaded-weights-gib", "activation-gib",
+                                "cudagraph-gib", "kv-memory-gib")] == ["79.25", "0.92", "25.69", "2.32", "1.01",
+                                                                       "44.73"]
+    assert "non-torch-gib" not in values           # folded into the consumed memory: not printed alone
+
+
+@pytest.mark.parametrize("printed,taken", [("fp8", "fp8"), ("fp8_e4m3", "fp8"), ("fp8_e5m2", "fp8_e5m2")])
+def test_the_fp8_kv_cache_in_the_engine_line(printed, taken):
+    # vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log's engine line with its
+    # "kv_cache_dtype=auto" as a run with --kv-cache-dtype PRINTED prints it.
+    text = without(QWEN3_30B_TP2, edits=(("kv_cache_dtype=auto", f"kv_cache_dtype={printed}"),))
+    reading = read_log(text)
+    assert reading.values["kv-dtype"] == taken and read(reading, "kv-dtype").line_number == 5
+
+
+def test_the_fp8_kv_cache_in_the_non_default_args():
+    # vllm-qwen3.6-35b-a3b-nvfp4-5090-fp8kv.log: "'kv_cache_dtype': 'fp8'".
+    reading = read_log((LOGS / "vllm-qwen3.6-35b-a3b-nvfp4-5090-fp8kv.log").read_text(encoding="utf-8"))
+    assert reading.values["kv-dtype"] == "fp8"
+
+
+def test_llamacpps_older_cache_line_and_its_q8_0_types():
+    # llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log (build 5505): "llama_kv_cache_unified: size =
+    # 2720.00 MiB ( 32768 cells,  40 layers,  1 seqs), K (q8_0): 1360.00 MiB, V (q8_0): 1360.00 MiB".
+    reading = read_log((LOGS / "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log").read_text(encoding="utf-8"))
+    printed = reading.printed
+    assert (printed["kv_tokens"].value, printed["kv_cache_mib"].value, printed["kv_layers"].value) == (32768, 2720, 40)
+    assert reading.values["kv-dtype"] == "q8_0" and "kv-dtype-v" not in reading.values
+    # Its qwen3 metadata is the shape: 32768 cells x 40 layers x (K + V) 1024 wide x 34/32 B = 2720 MiB.
+    e = evaluate(dict(reading.values, gpu="rtx-3090-24gb"))
+    assert e.ok, e.errors
+    assert e.result.engine.kv_bytes_per_request == 2720 << 20
+
+
+@pytest.mark.parametrize("name,line_number,total", [
+    # "llama_new_context_with_model: KV self size  = 5120.00 MiB, K (f16): ..." (b2450).
+    ("llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log", 17, 5120),
+    # "llama_kv_cache_unified: KV self size  = 1280.00 MiB, K (f16): ..." (Ollama's vendored copy).
+    ("llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log", 17, 1280),
+])
+def test_llamacpps_kv_self_size_lines(name, line_number, total):
+    reading = read_log((LOGS / name).read_text(encoding="utf-8"))
+    figure = reading.printed["kv_cache_mib"]
+    assert (figure.value, figure.line_number) == (total, line_number)
+    assert reading.values["kv-dtype"] == "fp16"
+
+
+# --- 3. Two start-ups, and a llama.cpp split over GPUs ------------------------------------------
+
+def test_a_log_pasted_twice_is_two_start_ups():
+    # vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log twice: the second banner (line 26) begins
+    # another start-up after the first allocated its KV cache.
+    text = (LOGS / "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").read_text(encoding="utf-8")
+    assert len(lines("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log")) == 25
+    with pytest.raises(InputError) as e:
+        read_log(text + text)
+    assert e.value.field == "log" and "more than one start-up: lines 1 and 26" in e.value.message
+
+
+def test_a_second_args_line_begins_another_start_up():
+    # Its non-default args line (line 2) and, after the KV cache lines, the same line again.
+    name = "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log"
+    text = "\n".join(lines(name)[1:] + lines(name)[1:2]) + "\n"
+    with pytest.raises(InputError, match="more than one start-up: lines 1 and 25"):
+        read_log(text)
+
+
+def test_a_notebook_printing_each_line_twice_is_one_start_up():
+    # vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log: Kaggle shows stdout and stderr, each
+    # line with its own elapsed-time prefix ("295.8s 291", "296.0s 294"), the engine line twice
+    # before any KV cache: one start-up.
+    reading = read_log((LOGS / "vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log").read_text(encoding="utf-8"))
+    assert (reading.values["engine-version"], reading.values["tp"]) == ("0.22.0", "2")
+
+
+def test_a_llamacpp_log_over_three_gpus_is_its_layer_split_not_tensor_parallel():
+    # llamacpp-gemma4-e4b-iswa-131k-3gpu.log: KV buffers on CUDA0, CUDA1 and CUDA2. llama.cpp has
+    # no tensor parallelism (--split-mode layer): the three GPUs are stages of whole layers, so
+    # vLLM's "tp must divide the attention heads" (3 does not divide 8) never applies.
+    reading = read_log((LOGS / "llamacpp-gemma4-e4b-iswa-131k-3gpu.log").read_text(encoding="utf-8"))
+    assert reading.values["gpus"] == "3" and "tp" not in reading.values
+    e = evaluate(dict(reading.values, model="google/gemma-3-4b-it", gpu="rtx-4090-24gb"))
+    assert e.ok, e.errors
+    dep = e.scenario.deployment
+    assert (dep.tp, dep.pp, dep.gpus) == (1, 3, 3)
+    assert any("splits layers over the 3 GPUs" in n for n in e.result.engine.notes)
+    # The same three GPUs under vLLM are tensor parallel, and refused as vLLM refuses them.
+    refused = evaluate({"model": "google/gemma-3-4b-it", "gpus": "3", "engine": "vllm", "gpu": "rtx-4090-24gb"})
+    assert [err.field for err in refused.errors] == ["tp"]
