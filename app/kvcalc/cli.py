@@ -203,7 +203,10 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if log_path is not None:
             if log_path == "-" and (link_url == "-" or given.get("hf-config") == "-"):
                 raise InputError("from-log", "and another option cannot both read standard input; give one a file")
-            reading = read_log(_read_log_text(log_path), _engine_given(given.get("engine")))
+            try:
+                reading = read_log(_read_log_text(log_path), _engine_given(given.get("engine")))
+            except InputError as e:         # the reader's "log" is this option
+                raise InputError("from-log", e.message) if e.field == "log" else e from None
             if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
