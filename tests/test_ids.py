@@ -152,6 +152,14 @@ def test_links_and_the_page_read_models_alike():
     assert canonical_value("model", "llama 70b") == "llama 70b"
     raw, ignored = decode("model=deepseek-r1&gpu=H200&gpus=8")
     assert ignored == [] and evaluate(raw).scenario.model.hf_repo == "deepseek-ai/DeepSeek-R1"
+    # A link's prices and plan GPUs by a family's name, as the page's fields read them.
+    raw, ignored = decode("model=llama%203.1%2070b&prices=H100:2.49,h100-nvl-94gb:3&plan-gpus=H100")
+    values, errors = parse_options(raw)
+    assert ignored == [] and errors == []
+    assert values["plan-gpus"] == ("h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb")
+    assert dict(values["prices"])["h100-pcie-80gb"] == Fraction("2.49") and dict(values["prices"])["h100-nvl-94gb"] == 3
+    raw, ignored = decode("model=llama%2070b&gpu=a100")
+    assert [key for key, _ in ignored] == ["gpu"] and "did you mean a100-sxm-40gb" in ignored[0][1]
 
 
 # ---- GPUs --------------------------------------------------------------------------------------
@@ -315,3 +323,24 @@ def test_a_path_is_a_name_not_words():
     with pytest.raises(InputError, match=r"'/data/llama-1b' is no preset's name; did you mean meta-llama/Llama-3.2-1B\?"):
         presets.resolve_model("/data/llama-1b")
     assert presets.resolve_model("/models/llama-3.2-1b").entry["id"] == "meta-llama/Llama-3.2-1B"
+
+
+@pytest.mark.parametrize("device, total_gib, gpu_id", [
+    # Device names as vLLM, SGLang and llama.cpp print them (the fixtures' and nvidia-smi's).
+    ("NVIDIA_H100_80GB_HBM3", None, "h100-sxm-80gb"),
+    ("NVIDIA_A100-SXM4-80GB", Fraction(317, 4), "a100-sxm-80gb"),       # vllm-*-a100-80gb logs: 79.25 GiB
+    ("NVIDIA_GeForce_RTX_3090", Fraction(1179, 50), "rtx-3090-24gb"),
+    ("NVIDIA_L4", None, "l4-24gb"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", None, "rtx-pro-6000-96gb"),
+    ("NVIDIA H100", None, "h100-sxm-80gb"),                              # the alias, as --gpu reads it
+    ("NVIDIA H100", Fraction(93), "h100-nvl-94gb"),                      # a total only the 94 GB card has
+    # Not a preset's device: another chip of the same number, a superchip's combined memory.
+    ("NVIDIA GeForce RTX 4090 D", None, None),
+    ("NVIDIA GH200 480GB", None, None),
+    # Two presets of the same memory (A100 80GB SXM4 and PCIe): not picked by the total.
+    ("NVIDIA A100", Fraction(317, 4), None),
+    ("x" * 100_000, None, None),
+])
+def test_a_logs_device_name_is_read_by_the_same_matcher(device, total_gib, gpu_id):
+    from kvcalc.startup_log.rules import gpu_preset
+    assert gpu_preset(device, total_gib) == gpu_id

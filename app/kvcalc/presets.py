@@ -447,7 +447,7 @@ def model_entry_for(text) -> dict | None:
 # ---- GPUs by their common names --------------------------------------------------------------
 
 # Words that name the maker or the product line, said or not ("Tesla T4" is the T4 preset).
-GPU_NOISE = frozenset({"nvidia", "amd", "apple", "geforce", "tesla", "instinct", "gpu", "gpus", "card"})
+GPU_NOISE = frozenset({"nvidia", "amd", "apple", "geforce", "tesla", "instinct", "gpu", "gpus", "card", "edition"})
 _GB = re.compile(r"(\d)\s{0,3}(?:gib|gb|g)\b")
 
 
@@ -494,7 +494,7 @@ def _gpu_matches(typed: str) -> tuple[str | None, list[str], list[str]]:
         return None, [], []
     whole = [gid for gid, ws in words.items() if all(t in ws for t in tokens)]
     started = [gid for gid, ws in words.items() if all(any(w.startswith(t) for w in ws) for t in tokens)]
-    return exact.get(" ".join(typed_words)), whole, started
+    return exact.get(" ".join(typed_words)) or exact.get(" ".join(tokens)), whole, started
 
 
 def _gpu_refusal(typed: str, field: str, candidates: list[str], fits: bool) -> InputError:

@@ -110,29 +110,28 @@ def number(text: str) -> str:
 
 def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
     """The GPU preset a device name printed in a log is (NVIDIA_H100_80GB_HBM3, Tesla T4, NVIDIA
-    GeForce RTX 4090), or None when no preset is that device or it is not clear which."""
-    name = " " + re.sub(r"[\s_\-]+", " ", device.upper()) + " "
-    sized = re.search(r" (\d+) ?GB ", name)
-    matches = []
-    for gpu in presets.gpus().values():
-        words = gpu.id.split("-")
-        memory = int(words.pop()[:-2]) if words[-1].endswith("gb") else None
-        variant = words.pop() if len(words) > 1 and words[-1] in ("sxm", "pcie", "nvl", "server") else None
-        chip = " ".join(words).upper()
-        if f" {chip} " not in name or (" TI " in name and " TI " not in f" {chip} "):
-            continue
-        if variant in ("pcie", "nvl", "server") and f" {variant.upper()} " not in name:
-            continue
-        if variant in ("sxm", None) and any(f" {v} " in name for v in ("PCIE", "NVL", "SERVER")):
-            continue
-        if sized and memory is not None and int(sized[1]) != memory:
-            continue
-        matches.append((gpu, memory))
-    if total_gib is not None and len(matches) > 1:
-        # The total PyTorch reports is a few GiB under the preset's GB: the nearest is the one.
-        matches.sort(key=lambda m: abs(m[0].memory_bytes - total_gib * (1 << 30)))
-        return matches[0][0].id
-    return matches[0][0].id if len(matches) == 1 else None
+    GeForce RTX 4090), by the same matcher as --gpu (presets.gpu: every word of the name is one
+    the preset goes by, its aliases in gpus.json); where several presets have its words, the one
+    whose memory is nearest the total PyTorch reports; None when no preset is that device (an
+    RTX 4090 D, a GH200 480GB) or it is not clear which."""
+    if len(device) > 200:
+        return None             # no device name is this long: never matched on a part of it
+    name = re.sub(r"[\s_]+", " ", device).strip()
+    try:
+        family = presets.gpu_family(name)
+    except InputError:
+        return None
+    if total_gib is not None and len(family) > 1:
+        # The total PyTorch reports is a few GiB under the preset's GB: the nearest is the one,
+        # unless another has the same memory (SXM or PCIe): then the name alone decides.
+        table = presets.gpus()
+        near = sorted(family, key=lambda gpu_id: abs(table[gpu_id].memory_bytes - total_gib * (1 << 30)))
+        if table[near[0]].memory_bytes != table[near[1]].memory_bytes:
+            return near[0]
+    try:
+        return presets.gpu(name).id
+    except InputError:
+        return None
 
 
 def command_words(sink, args: str, n: int, line: str) -> tuple[list[str], bool]:
