@@ -127,3 +127,13 @@ def test_no_log_is_sized_as_a_model_it_did_not_run(tmp_path, name):
     assert code == 2 and err.startswith("kvcalc: error: --model: the log names ")
     named = log_flow.named_model(reading)
     assert (repr(named) in err) if named else ("names no model" in err)
+
+
+def test_a_paste_that_is_no_one_start_up_is_refused_naming_from_log(tmp_path):
+    # Two public logs one after the other (two models, two start-ups), and a text that is no log.
+    two = text(QWEN25_72B) + text(KAGGLE)
+    code, out, err = cli(tmp_path, two)
+    assert (code, out) == (2, "")
+    assert err == "kvcalc: error: --from-log: holds more than one start-up: lines 5 and 34 each begin one; paste one\n"
+    code, _, err = cli(tmp_path, "hello\n")
+    assert code == 2 and err.startswith("kvcalc: error: --from-log: is not a start-up log of vLLM, SGLang or llama.cpp")
