@@ -271,3 +271,16 @@ def test_a_llamacpp_log_over_three_gpus_is_its_layer_split_not_tensor_parallel()
     # The same three GPUs under vLLM are tensor parallel, and refused as vLLM refuses them.
     refused = evaluate({"model": "google/gemma-3-4b-it", "gpus": "3", "engine": "vllm", "gpu": "rtx-4090-24gb"})
     assert [err.field for err in refused.errors] == ["tp"]
+
+
+def test_sglang_rank_prefixes_with_and_without_the_time():
+    # sglang-qwen3-omni-30b-a3b-tp4-pool.log: "[2025-... TP3] KV Cache is allocated. ..." from the
+    # ranks TP0 to TP3 and no command: tp 4. Builds that print the rank alone ("[TP3] Load weight
+    # begin", as SGLang's Ascend CI logs do) say the same: the times taken out, tp 4 still.
+    import re
+    name = "sglang-qwen3-omni-30b-a3b-tp4-pool.log"
+    for text in ("\n".join(lines(name)) + "\n",
+                 "\n".join(re.sub(r"^\[[\d\-]+ [\d:.]+ ", "[", line) for line in lines(name)) + "\n"):
+        reading = read_log(text)
+        assert (reading.values["tp"], reading.values["gpus"]) == ("4", "4")
+        assert read(reading, "tp").how == "the ranks TP0 to TP3 it prints"

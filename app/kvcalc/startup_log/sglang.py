@@ -319,7 +319,9 @@ RULES = (
     Rule(re.compile(r"max_total_num_tokens=(?P<tokens>[^\s,]{1,64}),(?: chunked_prefill_size=(?P<chunk>-?[^\s,]{1,64}),)?"
                     r"(?: max_prefill_tokens=[^\s,]{1,64},)?(?: max_running_requests=(?P<requests>[^\s,]{1,64}),)?"
                     r"(?: context_len=(?P<context>[^\s,]{1,64}?)(?=,|\s|$))?"), _summary, True, "max_total_num_tokens="),
-    Rule(re.compile(r"^\s*\[[\d\-]+ [\d:.]+(?: (?:DP|TP|PP|EP)\d{1,5})+\]"), _ranks, False, "TP"),
+    # "[2025-05-14 09:29:03 DP1 TP3]", and without the time as some builds print it: "[TP1]".
+    Rule(re.compile(r"^\s*\[(?:[\d\-]{1,12} [\d:.]{1,15} )?(?:DP|TP|PP|EP)\d{1,5}(?: (?:DP|TP|PP|EP)\d{1,5}){0,3}\]"),
+         _ranks, False, "TP"),
 )
 
 # What a full start-up prints, and how the page names it when it is missing.
