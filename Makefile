@@ -7,7 +7,7 @@ PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 ENGINE := $(shell find app -name '*.py' -o -name '*.json' 2>/dev/null)
 
-.PHONY: serve test test-engine test-browser dist vendor venv chromium bench screenshots clean
+.PHONY: serve test test-all test-sweeps test-engine test-browser dist vendor venv chromium bench screenshots clean
 
 venv: $(VENV)/.ready
 $(VENV)/.ready: requirements-dev.txt pyproject.toml
@@ -44,6 +44,12 @@ chromium:
 JOBS ?= 2
 test: venv dist chromium
 	$(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS))
+
+# The hostile sweeps whole (make test runs a fixed sample of them); CI runs both.
+test-sweeps: venv
+	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS)) tests/test_hostile_configs.py
+
+test-all: test test-sweeps
 
 test-engine: venv
 	$(VPY) -m pytest -q -m "not browser"
