@@ -18,7 +18,7 @@ from kvcalc.evaluation import evaluate
 from kvcalc.link import decode
 from kvcalc.options import canonical_value, parse_options
 from kvcalc.startup_log import read_log
-from kvcalc.startup_log.rules import model_entry
+from kvcalc.startup_log.rules import gpu_preset, model_entry
 
 from support import FIXTURES, cli
 
@@ -342,5 +342,4 @@ def test_a_path_is_a_name_not_words():
     ("x" * 100_000, None, None),
 ])
 def test_a_logs_device_name_is_read_by_the_same_matcher(device, total_gib, gpu_id):
-    from kvcalc.startup_log.rules import gpu_preset
     assert gpu_preset(device, total_gib) == gpu_id
