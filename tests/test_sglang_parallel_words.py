@@ -12,6 +12,7 @@ DeepSeek-V3 on 8 x H200 (264 requests of 8,192 tokens at dp 8, 87 at tp 8).
 import pytest
 
 from kvcalc import launch
+from kvcalc.engines import REGISTRY
 from kvcalc.evaluation import evaluate
 from kvcalc.parallel import gpus_given
 from kvcalc.startup_log import read_log
@@ -43,8 +44,9 @@ def test_vllm_tp8_dp8_stays_sixty_four_gpus():
            "kv-memory-gib": "20"}
     dep = run(raw).scenario.deployment
     assert (dep.gpus, dep.tp, dep.dp) == (64, 8, 8)
-    assert gpus_given(8, 1, 8, "vllm") == 64 and gpus_given(8, 1, 8, "sglang") == 8
-    assert gpus_given(8, 2, 4, "sglang") == 16          # --tp-size 8 --pp-size 2: 8 GPUs a stage
+    assert gpus_given(8, 1, 8, REGISTRY["vllm"]) == 64 and gpus_given(8, 1, 8, REGISTRY["sglang"]) == 8
+    assert gpus_given(8, 2, 4, REGISTRY["sglang"]) == 16          # --tp-size 8 --pp-size 2: 8 GPUs a stage
+    assert gpus_given(8, 1, 8, None) == 64                        # the exact ideal: our own words
 
 
 def test_a_layout_in_our_words_is_still_read_as_such():

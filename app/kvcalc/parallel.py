@@ -33,24 +33,25 @@ from .units import ceil_div
 EXACT, VLLM, SGLANG, LLAMACPP = "exact", "vllm", "sglang", "llama.cpp"
 
 
-def attention_tp(values: dict) -> int:
+def attention_tp(values: dict, engine) -> int:
     """Our tp (the attention's, inside one data-parallel rank) from the inputs' tp, read in the
-    chosen engine's own words where it has them (its attention_tp: SGLang's --tp-size counts every
+    chosen engine's own words where it has them: `engine` is its module (engines.REGISTRY; None for
+    the exact ideal), whose attention_tp, if it has one, reads them (SGLang's --tp-size counts every
     GPU under DP attention); values["tp"] as it is otherwise. InputError naming the field where the
     engine would refuse the layout."""
-    from . import engines          # the engines import this module
     tp = values["tp"]
-    rule = getattr(engines.REGISTRY.get(values.get("engine") or ""), "attention_tp", None)
+    rule = getattr(engine, "attention_tp", None)
     if rule is None:
         return tp
     attention = rule(tp, values.get("pp", 1), values.get("dp", 1), values.get("gpus"))
     return tp if attention is None else attention
 
 
-def gpus_given(tp: int, pp: int, dp: int, engine: str | None) -> int:
-    """The GPUs a layout given as tp, pp and dp names, in `engine`'s words (attention_tp)."""
+def gpus_given(tp: int, pp: int, dp: int, engine) -> int:
+    """The GPUs a layout given as tp, pp and dp names, in the words of `engine` (its module, or
+    None): attention_tp."""
     try:
-        attention = attention_tp({"tp": tp, "pp": pp, "dp": dp, "engine": engine})
+        attention = attention_tp({"tp": tp, "pp": pp, "dp": dp}, engine)
     except InputError:
         attention = tp              # refused where it is sized, with the field named
     return attention * pp * dp

@@ -353,7 +353,8 @@ def build_scenario(values: dict) -> Scenario:
 def _deployment(values: dict, model: Model) -> Deployment:
     pp, dp = values.get("pp", 1), values.get("dp", 1)
     if "tp" in values:
-        tp = parallel.attention_tp(values)      # in the engine's own words (SGLang's --tp-size)
+        # In the engine's own words (SGLang's --tp-size counts every GPU under DP attention).
+        tp = parallel.attention_tp(values, engines.REGISTRY.get(values.get("engine") or ""))
         if "gpus" in values and values["gpus"] != tp * pp * dp:
             model.check_parallel(tp, pp)       # suggest a GPU count only for a tp that works
             layout = f"tp x pp x dp = {tp} x {pp} x {dp}" if dp > 1 else f"tp x pp = {tp} x {pp}"

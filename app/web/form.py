@@ -9,8 +9,9 @@ from pyscript import document
 from kvcalc.errors import InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES
 from kvcalc.form_fields import MLA_ONLY, form_values
-from kvcalc.parallel import gpus_given
+from kvcalc.engines import REGISTRY
 from kvcalc.options import EXACT, MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
+from kvcalc.parallel import gpus_given
 
 from web import model_picker, state
 from web.dom import absent, el
@@ -77,7 +78,7 @@ def write(raw: dict) -> None:
         except InputError:
             engine = None
         # In the engine's own words: SGLang's --tp-size counts every GPU under DP attention.
-        raw = dict(raw, gpus=str(gpus_given(tp, pp, dp, engine)))
+        raw = dict(raw, gpus=str(gpus_given(tp, pp, dp, REGISTRY.get(engine or ""))))
     for element in document.querySelectorAll("[data-option]"):
         name = element.dataset.option
         value = raw.get(name, DEFAULTS.get(name))
