@@ -67,7 +67,9 @@ def vision_groups(cfg: dict, text_hidden: int) -> list:
 # is_vit_use_data_parallel() without their head count, so the fallback to data parallel it offers
 # other towers does not apply (vLLM issue #55517: "16 is not divisible by 3"; PRs #55587 and
 # #57119, open, would pass it). Gemma 3's SigLIP (siglip.py SiglipEncoderLayer) instead builds an
-# unsplit attention when its heads do not divide tp: no refusal, see encoder.py.
+# unsplit attention when its heads do not divide tp: no refusal, see encoder.py. Audio towers are
+# not counted here, and set no limit of their own in vLLM's Qwen2-Audio (qwen2_audio.py builds
+# transformers' Qwen2AudioEncoder, plain linears on every rank): its 20 heads do not stop tp 8.
 # wrapper model_type -> (config key, what it counts, transformers' default) in the order vLLM builds them.
 TP_SPLITS = {
     **{wrapper: (("num_heads", "attention heads", None), ("intermediate_size", "MLP channels", None))
