@@ -95,9 +95,10 @@ def _read_bytes(path: str, limit: int, field: str) -> bytes:
         raise InputError(field, f"cannot read {path!r}: {e.strerror}") from None
 
 
-def _read_config(path: str) -> dict:
-    data = _read_bytes(path, MAX_CONFIG_BYTES, "hf-config")
-    return parse_config_text(data)
+def _read_config(path: str, field: str = "hf-config") -> dict:
+    """A config.json file, its errors naming its own option (--draft-hf-config for a draft's)."""
+    data = _read_bytes(path, MAX_CONFIG_BYTES, field)
+    return parse_config_text(data, field)
 
 
 def _read_link(value: str) -> str:
@@ -224,7 +225,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             # A model named here replaces the link's model, whichever way each names it.
             raw = {k: v for k, v in raw.items() if k not in MODEL_INPUTS}
         for name, value in given.items():
-            raw[name] = _read_config(value) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
+            raw[name] = _read_config(value, name) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
         if reading is not None and not any(name in raw for name in MODEL_INPUTS):

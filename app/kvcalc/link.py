@@ -80,7 +80,7 @@ def decode_config(text: str, field: str = "hf-config") -> dict:
         raise InputError(field, "the embedded config.json is damaged (not base64url + zlib)") from None
     if len(raw) > MAX_CONFIG_BYTES or inflater.unconsumed_tail:
         raise InputError(field, f"the embedded config.json is over {MAX_CONFIG_BYTES:,} bytes")
-    return parse_config_text(raw)
+    return parse_config_text(raw, field)        # a draft's config names draft-hf-config
 
 
 def encode(values: dict, pins=()) -> str:

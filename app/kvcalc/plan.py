@@ -60,6 +60,13 @@ PLAN_INPUTS = ("rate", "output-tokens", "plan-gpus", "plan-max-gpus", "plan-kv-d
                "prices")
 # Little's law iterations: the concurrency rises each step; past this many it is not settling.
 FIXED_POINT_STEPS = 60
+# The planner's work, bounded before it starts (issue 34): each GPU type and precision pair is one
+# search over the GPU counts, stopping at the first that fits (a few ms each, up to 4096 GPUs:
+# every preset at 15 x 15 precisions ran 34 s), and the whole table (--plan-all, "Show every
+# deployment") sizes every count's every layout in full. Past these the plan is refused, naming
+# the input to narrow, never run for minutes (bench/plan.py --limits times the largest allowed).
+MAX_SEARCHES = 480            # GPU types x precision pairs: every preset (36 for vLLM) at 12 pairs
+MAX_EVERY_COUNT = 2_000       # the whole table: GPU types x GPU counts x precision pairs
 SECONDS_PER_HOUR = 3600
 TOKENS_PER_MILLION = 10 ** 6
 
@@ -192,11 +199,34 @@ def ask_from(values: dict) -> Ask:
     else:
         considered = tuple(gpu_id for gpu_id, gpu in presets.gpus().items() if gpu.memory_bytes and
                            gpu.bandwidth_bytes_per_s and (not vendors or gpu.vendor in vendors))
-    return Ask(base=base, gpus=tuple(considered), max_gpus=values.get("plan-max-gpus", DEFAULT_MAX_GPUS),
-               kv_dtypes=values.get("plan-kv-dtypes") or (None,),
-               weights_dtypes=values.get("plan-weights-dtypes") or (None,),
-               prices=prices, rate=rate, output_tokens=output, engine=engine,
-               dropped=tuple(name for name in DEPLOYMENT_INPUTS if name in values and name not in _CHOSEN))
+    ask = Ask(base=base, gpus=tuple(considered), max_gpus=values.get("plan-max-gpus", DEFAULT_MAX_GPUS),
+              kv_dtypes=values.get("plan-kv-dtypes") or (None,),
+              weights_dtypes=values.get("plan-weights-dtypes") or (None,),
+              prices=prices, rate=rate, output_tokens=output, engine=engine,
+              dropped=tuple(name for name in DEPLOYMENT_INPUTS if name in values and name not in _CHOSEN))
+    check_bounds(ask)
+    return ask
+
+
+def check_bounds(ask: Ask, everything: bool = False) -> None:
+    """InputError when the plan asked is more work than MAX_SEARCHES searches (or, `everything`,
+    MAX_EVERY_COUNT deployments' counts), naming the input that multiplies it."""
+    kv, weights = len(ask.kv_dtypes), len(ask.weights_dtypes)
+    searches = len(ask.gpus) * kv * weights
+    if searches > MAX_SEARCHES:
+        field = "plan-kv-dtypes" if kv >= weights else "plan-weights-dtypes"
+        raise InputError(field, f"{kv} KV x {weights} weight precisions on {len(ask.gpus)} GPU types is {searches:,} "
+                                f"searches; the plan runs at most {MAX_SEARCHES} (every GPU type at 12 precision "
+                                "pairs): name fewer precisions, or fewer GPU types in plan-gpus")
+    if everything:
+        counts = sum(1 if presets.gpu(gpu_id).unified_memory else len(gpu_counts(ask.max_gpus)) for gpu_id in ask.gpus)
+        total = counts * kv * weights
+        if total > MAX_EVERY_COUNT:
+            raise InputError("plan-max-gpus", f"every deployment of up to {ask.max_gpus:,} GPUs is {total:,} GPU "
+                                              f"counts to size in full ({len(ask.gpus)} GPU types, {kv * weights} "
+                                              f"precision pair{'s' if kv * weights > 1 else ''}); at most {MAX_EVERY_COUNT:,}: a smaller "
+                                              "plan-max-gpus, fewer GPU types (plan-gpus) or precisions, or the "
+                                              "smallest deployment per GPU type")
 
 
 def gpu_counts(max_gpus: int) -> list[int]:
@@ -241,6 +271,7 @@ def plan(values: dict, everything: bool = False) -> Plan:
     calls the same three steps itself (ask_from, gpu_rows per GPU type, finish), yielding between
     GPU types so that typing never waits."""
     ask = ask_from(values)
+    check_bounds(ask, everything)
     rows = []
     for gpu_id in ask.gpus:
         rows.extend(gpu_rows(ask, gpu_id, everything))
@@ -284,6 +315,8 @@ def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
     """One GPU type's rows: the smallest deployment that fits over the precisions allowed (the
     fewest GPUs; at a tie, the precisions in the order asked), the largest tried when none does;
     or, `everything`, every count, layout and precision pair."""
+    if everything:
+        check_bounds(ask, everything)   # the page calls this per GPU type, without plan()
     rows = []
     gpu = presets.gpu(gpu_id)
     best = None

@@ -18,8 +18,8 @@ from .rules import Read, Rule, command_words, continuation, gpu_preset, model_en
 from .sglang import cut
 
 NAME = "llama.cpp"
-_PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
-_PLAIN_INT = re.compile(r"\d{1,12}")
+_PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?", re.A)     # ASCII digits: "١٢" is none llama.cpp prints
+_PLAIN_INT = re.compile(r"\d{1,12}", re.A)
 MAX_CELLS = 1 << 32           # llama.cpp keeps n_ctx in a uint32: past that a line was built to break us
 _CONTEXT = r"(?:llama_context|llama_new_context_with_model|llama_init_from_model)"
 # ggml's type names as precision.py names them.

@@ -20,8 +20,8 @@ NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
 # in the notes by the handlers, never taken.
 _VALUE = r"([^\s()]+?)"           # with its commas: "1,234.5 GB" is said, never read as "234.5"
-_PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
-_PLAIN_INT = re.compile(r"\d{1,15}")
+_PLAIN_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?", re.A)     # ASCII digits: "١٢" is none SGLang prints
+_PLAIN_INT = re.compile(r"\d{1,15}", re.A)
 MAX_TOKENS = 1 << 40          # a token pool past 10^12 tokens is a line built to break the reader
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
                  "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8", "float8_e5m2": "fp8_e5m2",
