@@ -17,29 +17,8 @@ GIB = r"\s*GiB"
 # A printed figure's whole word, however it is spelled (1.2.3, NaN, 1e400, 5,000 digits): typed
 # by its handler, said in the notes when it is no number vLLM prints, never read short.
 _WORD = r"(\S+?)"
-_COUNT = re.compile(r"\d{1,3}(?:,\d{3}){1,5}|\d{1,15}")      # a token or block count, "910,512" as V1 prints it
-_DECIMAL = re.compile(r"-?\d{1,12}(?:\.\d{1,12})?")
-
-
-def _figure(sink, what: str, text: str, n: int, pattern=_DECIMAL):
-    """A printed figure no option takes (tokens, blocks, concurrency, graph memory) as a number,
-    or None, said in the notes."""
-    if pattern.fullmatch(text):
-        return int(number(text)) if pattern is _COUNT else Fraction(text)
-    sink.rejected.append(f"line {n:,}: {what} {text[:40]!r} not taken (not a number vLLM prints)")
-    return None
-
-
-def _gib_option(sink, option: str, text: str, n: int, line: str, how: str = "", keep: str = "min"):
-    """A GiB figure an option takes, typed by its parser (the note names the option), or None."""
-    before = len(sink.rejected)
-    sink.take(option, text, n, line, how, keep=keep)
-    return None if len(sink.rejected) > before else Fraction(text)
-# A printed figure's whole word, however it is spelled (1.2.3, NaN, 1e400, 5,000 digits): typed
-# by its handler, said in the notes when it is no number vLLM prints, never read short.
-_WORD = r"(\S+?)"
-_COUNT = re.compile(r"\d{1,3}(?:,\d{3}){1,5}|\d{1,15}")      # a token or block count, "910,512" as V1 prints it
-_DECIMAL = re.compile(r"-?\d{1,12}(?:\.\d{1,12})?")
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3}){1,5}|\d{1,15}", re.A)      # a token or block count, "910,512" as V1 prints it
+_DECIMAL = re.compile(r"-?\d{1,12}(?:\.\d{1,12})?", re.A)
 
 
 def _figure(sink, what: str, text: str, n: int, pattern=_DECIMAL):
