@@ -249,6 +249,19 @@ def test_an_sglang_log_of_a_local_path_takes_its_preset_or_withholds(page, site)
     assert compare_rows(page)["KV memory per GPU"][:2] == ("55.60 GiB", "55.60 GiB")
 
 
+def test_a_config_pasted_after_a_withheld_log_brings_the_figures_back(page, site):
+    open_page(page, site)
+    paste_log(page, NO_MODEL)
+    page.wait_for_function(STALE)
+    assert "names no model" in page.inner_text("#error-summary")
+    choose_model(page, "config")
+    page.fill("#hf-config", (ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json").read_text())
+    page.wait_for_function(CURRENT)
+    settle(page)
+    assert page.inner_text("#error-summary") == "" and page.inner_text("#error-log") == ""
+    assert page.input_value("#kv-memory-gib") == "41.68"          # the log's inputs stay
+
+
 def test_a_log_naming_no_model_over_a_pasted_config_keeps_it_and_says_so(page, site):
     # The user's own config.json (Qwen3-32B's, from the Hub) stands for a log that names no model.
     config = ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json"
