@@ -284,3 +284,28 @@ def test_sglang_rank_prefixes_with_and_without_the_time():
         reading = read_log(text)
         assert (reading.values["tp"], reading.values["gpus"]) == ("4", "4")
         assert read(reading, "tp").how == "the ranks TP0 to TP3 it prints"
+
+
+def test_vllm_worker_tp_names_of_0_10_in_a_log_pasted_as_html():
+    # vllm-tp2-vllmworker-names-html-v0.10.log (ragflow#9856): each prefix wrapped in HTML,
+    # "<b>(VllmWorker TP1 pid=19251)</b>", and no tensor_parallel_size: tp >= 2 from the ranks.
+    reading = read_log((LOGS / "vllm-tp2-vllmworker-names-html-v0.10.log").read_text(encoding="utf-8"))
+    assert (reading.values["tp"], reading.values["gpus"], reading.values["kv-memory-gib"]) == ("2", "2", "26.13")
+    assert read(reading, "tp").how == "at least: the highest worker rank printed is TP1"
+    assert reading.printed["kv_tokens"].value == 570_848
+
+
+def test_a_source_builds_engine_line_is_read_and_its_version_said():
+    # github.com/livepeer/ai-runner/pull/230: "Initializing an LLM engine (vdev) with config: ...
+    # tensor_parallel_size=2, pipeline_parallel_size=1, ..." - a build from source prints "dev".
+    line = ("runner-llm-1  | INFO 12-20 00:49:35 llm_engine.py:237] Initializing an LLM engine (vdev) with config: "
+            "model='/models/models--meta-llama--Meta-Llama-3.1-8B-Instruct/snapshots/"
+            "0e9e39f249a16976918f6564b8830bc894c89659', speculative_config=None, dtype=torch.bfloat16, "
+            "max_seq_len=8192, download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=2, "
+            "pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=False, "
+            "kv_cache_dtype=auto, quantization_param_path=None, device_config=cuda\n")
+    reading = read_log(line)
+    assert (reading.values["tp"], reading.values["pp"], reading.values["gpus"], reading.values["context"]) == (
+        "2", "1", "2", "8192")
+    assert "engine-version" not in reading.values
+    assert any("engine-version 'dev' not taken" in note for note in reading.notes)

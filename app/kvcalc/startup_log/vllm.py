@@ -84,9 +84,21 @@ def _ranks(match, sink, n, line):
 _RANK = re.compile(r"(?:^|[_ ])(?:(TP|PP|DP)_?|rank=)(\d{1,5})(?=$|[_ ])")
 
 
+def _take_version(sink, text: str, n: int, line: str, how: str = "") -> None:
+    # A release outside those modelled, or a source build's "dev", would refuse every figure:
+    # said, not taken.
+    text = text.lstrip("v")
+    try:
+        releases.parse(engine, text)
+    except InputError as e:
+        sink.rejected.append(f"line {n:,}: engine-version {text[:40]!r} not taken ({e.message})")
+        return
+    sink.take("engine-version", text, n, line, how)
+
+
 def _version(match, sink, n, line):
     begin(sink, "server version", n, line)
-    sink.take("engine-version", match["version"].lstrip("v"), n, line)
+    _take_version(sink, match["version"], n, line)
 
 
 def _banner(match, sink, n, line):
@@ -94,7 +106,7 @@ def _banner(match, sink, n, line):
     # utils.py / api_utils.py): " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.0", and below it
     # "  █▄█▀ █     █     █     █  model   Qwen/Qwen3-8B".
     begin(sink, "banner", n, line)
-    sink.take("engine-version", match["version"].lstrip("v"), n, line, "the banner's version")
+    _take_version(sink, match["version"], n, line, "the banner's version")
 
 
 def _banner_model(match, sink, n, line):
@@ -104,7 +116,7 @@ def _banner_model(match, sink, n, line):
 def _engine_line(match, sink, n, line):
     # Each data-parallel engine core prints its own config line: one start per process.
     begin(sink, "engine config " + _process(line), n, line)
-    sink.take("engine-version", match["version"].lstrip("v"), n, line)
+    _take_version(sink, match["version"], n, line)
     sink.show("engine_variant", "v1" if match["v1"] else "v0", n, line)
     config = match["config"]
     _config_pairs(config, sink, n, line)
