@@ -23,6 +23,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+import log_gaps  # bench/log_gaps.py, beside this file
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -259,6 +261,9 @@ def main():
               f"{files:10d} {raw:12,d} {packed:12,d}")
     print(f"{'engine in CPython: one full result':58} {full * 1000:10.3f} {'':10} {'':7}  ms")
     print(f"{'engine in CPython: one chart sweep (4 designs)':58} {sweep * 1000:10.3f} {'':10} {'':7}  ms")
+    print()
+    # The tab while a pasted log is read, and the reader's CPU against the log's size.
+    log_gaps.main(["--dist", str(dist), "--runs", "1", "--chromium", args.chromium])
 
 
 if __name__ == "__main__":

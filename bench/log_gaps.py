@@ -2,7 +2,7 @@
 """Log-paste benchmark: how long the tab is held while a pasted start-up log is read, and the
 reader's CPU time against the log's size.
 
-    .venv/bin/python bench/log_gaps.py [--dist DIR] [--runs N]      (`make bench` runs it after load.py)
+    .venv/bin/python bench/log_gaps.py [--dist DIR] [--runs N]      (`make bench`: bench/load.py runs it last)
 
 In headless Chromium, a heartbeat every 10 ms records the gaps between beats while the status
 says "Reading": a gap is the thread held by one slice of the reader (app/web/log_paste.py feeds

@@ -321,7 +321,7 @@ def test_a_plan_over_every_precision_at_4096_gpus_is_refused_before_it_searches(
     typed, _ = parse_options({"model": "meta-llama/Llama-3.1-70B", "plan-max-gpus": "4096"})
     with pytest.raises(InputError) as refused:
         plan.plan(typed, everything=True)
-    assert refused.value.field == "plan-max-gpus" and "at most 2,000" in refused.value.message
+    assert refused.value.field == "plan-max-gpus" and "at most 800" in refused.value.message
     assert calls == []
 
 

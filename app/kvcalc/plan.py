@@ -66,7 +66,7 @@ FIXED_POINT_STEPS = 60
 # deployment") sizes every count's every layout in full. Past these the plan is refused, naming
 # the input to narrow, never run for minutes (bench/plan.py --limits times the largest allowed).
 MAX_SEARCHES = 480            # GPU types x precision pairs: every preset (36 for vLLM) at 12 pairs
-MAX_EVERY_COUNT = 2_000       # the whole table: GPU types x GPU counts x precision pairs
+MAX_EVERY_COUNT = 800         # the whole table: GPU types x GPU counts x precision pairs (2x the default)
 SECONDS_PER_HOUR = 3600
 TOKENS_PER_MILLION = 10 ** 6
 
