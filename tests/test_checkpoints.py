@@ -46,7 +46,8 @@ def test_llama_8b_q4_k_m_header_equals_llama_cpps_reader(tmp_path):
 
 def test_done_when_the_cli_answers_from_the_header_alone(tmp_path):
     path = llama_8b(tmp_path / "Llama-3.1-8B-Q4_K_M.gguf")
-    code, out, err = cli("--gguf", str(path), "--context", "8192", "--gpu", "rtx-4090-24gb", "--json")
+    code, out, err = cli("--gguf", str(path), "--context", "8192", "--gpu", "rtx-4090-24gb", "--engine", "exact",
+                         "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["weights_bytes"] == 5_172_420_608 and data["kv_dtype"] == "fp16"    # llama.cpp's default cache

@@ -23,7 +23,7 @@ def cli_json(*argv):
 def test_seed_deployment_from_the_issue():
     # seed 004 via the CLI flags named in the engine issue
     base = ["--layers", "80", "--kv-heads", "8", "--head-dim", "128", "--kv-dtype", "fp16",
-            "--gpus", "8", "--gpu-memory-gib", "80", "--weights-gib", "35", "--overhead-gib", "0.5"]
+            "--gpus", "8", "--gpu-memory-gib", "80", "--weights-gib", "35", "--overhead-gib", "0.5", "--engine", "exact"]
     for context, n in {"8192": 240, "32768": 60, "131072": 15}.items():
         assert cli_json(*base, "--context", context)["max_concurrency"] == n
 
@@ -82,8 +82,9 @@ def test_malformed_json_config(tmp_path):
 
 
 def test_link_round_trip_matches_direct_options():
+    # As the page writes a link: it always names the engine (one without keeps meaning the exact ideal).
     values = {"model": "meta-llama/Llama-3.1-70B", "context": "8192", "batch": "32", "kv-dtype": "fp8",
-              "gpus": "8", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9"}
+              "gpus": "8", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9", "engine": "vllm"}
     direct = cli_json(*[a for k, v in values.items() for a in (f"--{k}", v)])
     via_link = cli_json("--link", "http://127.0.0.1:8000/#" + encode(values))
     assert direct == via_link and direct["max_concurrency"] > 0

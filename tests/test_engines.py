@@ -180,7 +180,7 @@ def test_default_prefill_chunks_and_block_sizes():
     (["--engine", "vllm", "--kv-dtype", "q4_0"], "--kv-dtype: vllm cannot store"),
     (["--engine", "sglang", "--kv-dtype-v", "q8_0"], "--kv-dtype-v: only llama.cpp"),
     (["--engine", "llama.cpp", "--kv-dtype-v", "fp8"], "--kv-dtype-v: llama.cpp cannot store"),
-    (["--format", "log"], "--format: log prints an engine's start-up lines"),
+    (["--engine", "exact", "--format", "log"], "--format: log prints an engine's start-up lines"),
 ])
 def test_bad_engine_input_is_one_line_naming_the_option(args, words):
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", *args)

@@ -178,7 +178,7 @@ def test_the_llm_class_batches_more_tokens_than_vllm_serve():
     assert rules.batch_defaults(r("0.10.2"), 24 * GIB, "NVIDIA L4", 131072, "llm") == (8192, 256)
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "vllm-entry": "llm", "gpu": "h100-sxm-80gb"})
     assert e.result.engine.prefill_chunk == 16384
-    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--vllm-entry", "llm")
+    code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "exact", "--vllm-entry", "llm")
     assert code == 2 and "applies to vLLM only" in err
 
 

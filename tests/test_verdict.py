@@ -4,6 +4,8 @@ import json
 
 from support import cli
 
+EXACT = ("--engine", "exact")     # the exact ideal: the CLI sizes as vLLM unless told (issue 34)
+
 
 def run(*argv):
     code, out, err = cli(*argv, "--json")
@@ -13,7 +15,8 @@ def run(*argv):
 
 def test_fits_says_how_many_and_how_much():
     # Llama 3.1 8B, 16 x 32K on one H100: 16 x 4 GiB = 64 GiB of a 64.69 GiB budget.
-    data = run("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "32768", "--batch", "16")
+    data = run("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "32768", "--batch", "16",
+               *EXACT)
     assert data["fits"] is True
     assert data["verdict"] == "Fits: 16 requests of 32,768 tokens take 64.00 GiB of the 64.69 GiB KV budget per GPU."
     assert data["decode_tokens_per_s_per_request"] is not None
@@ -23,7 +26,7 @@ def test_kv_over_budget_says_by_how_much_and_what_fits():
     # Issue 11: Llama 3.1 70B, 64 requests of 32K on 4 x H100 at 0.9: the budget is 38.8 GiB per GPU
     # (79.65 x 0.9 - 32.85 of weights), the batch needs 64 x 32,768 x 81,920 B = 160 GiB per GPU.
     data = run("--model", "meta-llama/Llama-3.1-70B", "--gpu", "h100-sxm-80gb", "--gpus", "4",
-               "--memory-utilization", "0.9", "--context", "32768", "--batch", "64")
+               "--memory-utilization", "0.9", "--context", "32768", "--batch", "64", *EXACT)
     assert data["fits"] is False
     assert data["kv_budget_bytes_per_gpu"] < data["kv_bytes_per_gpu"] == 64 * 32768 * 81920
     assert "Does not fit: 64 requests of 32,768 tokens need 160.00 GiB of KV cache per GPU" in data["verdict"]
@@ -34,7 +37,7 @@ def test_kv_over_budget_says_by_how_much_and_what_fits():
 
 def test_weights_over_budget():
     # Llama 3.1 405B in bf16 on 8 x H100: 405,853,388,800 x 2 / 8 = 94.5 GiB per GPU > 79.65.
-    data = run("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
+    data = run("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8", *EXACT)
     assert data["fits"] is False
     assert data["verdict"].startswith("Does not fit: the weights need 94.50 GiB per GPU, 14.85 GiB more than "
                                       "the 79.65 GiB usable")
@@ -54,9 +57,9 @@ def test_max_context_is_capped_by_the_model_limit():
 
 
 def test_unknown_without_a_gpu_or_weights():
-    data = run("--model", "meta-llama/Llama-3.1-8B")
+    data = run("--model", "meta-llama/Llama-3.1-8B", *EXACT)
     assert data["fits"] is None and data["verdict"] == "Whether it fits needs a GPU (or its memory)."
-    data = run("--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "h100-sxm-80gb")
+    data = run("--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "h100-sxm-80gb", *EXACT)
     assert data["fits"] is None and "weights" in data["verdict"]
 
 

@@ -10,7 +10,7 @@ from .checkpoint_files import weights_from_paths
 from .errors import InputError
 from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .evaluation import evaluate, sized_as, unexpected
-from .options import EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
+from .options import DEFAULT_ENGINE, EXACT, EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
 from .engines import engine_name
 from .startup_log import MAX_LOG_CHARS, log_lines, read_log
 from .scenario import resolve_model
@@ -193,6 +193,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw, ignored = link.decode(fragment)
             for key, why in ignored:
                 print(f"kvcalc: link: ignored {key}: {why}", file=stderr)
+            raw.setdefault("engine", EXACT)     # a link without an engine keeps meaning the exact ideal
         gguf_path, weight_files, log_path = args.pop("gguf"), args.pop("weights_file"), args.pop("from_log")
         mmproj_path = args.pop("mmproj")
         given = {name: value for name, value in args.items() if value is not None}
@@ -228,6 +229,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw[name] = _read_config(value, name) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
+        raw.setdefault("engine", DEFAULT_ENGINE)    # nothing named one: as the page sizes, the newest vLLM
         if reading is not None and not any(name in raw for name in MODEL_INPUTS):
             refusal = log_flow.cli_refusal(reading)     # never sized as a model the log did not run
             if refusal is not None:
@@ -309,8 +311,10 @@ def _plan_best(evaluation) -> str | None:
     row). Computed only then (a plan costs a tenth of a second or more); None otherwise."""
     values = evaluation.values
     judged = verdict(evaluation.scenario, evaluation.result)
-    if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
-        return None             # a context past the model's limit: no deployment helps, the verdict says so
+    if "gpu" not in values or judged.fits is not False or {"context", "kv-memory"} & set(judged.reasons):
+        # A context past the model's limit: no deployment helps; a KV memory these inputs
+        # contradict: the inputs need fixing first. The verdict says which.
+        return None
     try:
         best = pointer(plan.plan(values), values["gpu"])
     except InputError:

@@ -36,6 +36,8 @@ def _precision_name(text: str, name: str) -> str:
 # link without one keeps meaning the exact ideal, as every link shared before did.
 EXACT = "exact"
 EXACT_ALIASES = frozenset({"exact", "ideal", "none", "exact-ideal"})
+# What the CLI sizes as when nothing names an engine, as the page starts (a link without one is EXACT).
+DEFAULT_ENGINE = engines.DEFAULT
 
 
 def _engine_name(text: str, name: str) -> str:
@@ -191,8 +193,9 @@ OPTIONS = (
            "layer's, then those on the last stage, comma-separated, as a checkpoint's headers give them: "
            "pipeline stages carry their own layers."),
     Option("overhead-gib", "decimal", "deployment", "Per-GPU memory for activations, CUDA graphs and the runtime.", 0, 1 << 24, "0"),
-    Option("engine", "text", "engine", "Size the way this engine allocates: vllm, sglang or llama.cpp, or exact "
-           "for the exact ideal, no engine's rules (the default here; the page starts with vllm).",
+    Option("engine", "text", "engine", f"Size the way this engine allocates: vllm, sglang or llama.cpp, or exact "
+           f"for the exact ideal, no engine's rules (default {engines.DEFAULT}, its newest release modelled, as the "
+           f"page starts; a share link without an engine key means exact).",
            choice=_engine_name),
     Option("engine-version", "text", "engine", "The engine's release as it prints it (vLLM 0.10.2, v0.19.1, "
            "0.28.1rc1.dev50+g...; SGLang 0.5.2; llama.cpp b5192); default: the newest release modelled.",

@@ -8,7 +8,7 @@ from .evaluation import Evaluation
 from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
 from .time_report import decode_bound_line, timing_json, timing_lines, timing_texts
-from .verdict import verdict
+from .verdict import kv_memory_contradiction, verdict
 from .words import both, plural, rate, size
 
 JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
@@ -22,6 +22,9 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     # own figures stay under exact_ideal.
     out["max_concurrency"] = result.capacity
     out["max_context"], limited_by = result.context_limit
+    if kv_memory_contradiction(scenario, result) is not None:
+        # A KV memory the card cannot hold beside the weights: what it would give is no answer.
+        out["max_concurrency"] = out["max_context"] = limited_by = None
     out["kv_budget_bytes_per_gpu"] = result.budget_bytes_per_gpu
     out["usable_bytes_per_gpu"] = usable_bytes_per_gpu(result)
     judged = verdict(scenario, result, unit)
@@ -43,7 +46,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "block_size": work.block_size_tokens if work.block_size_tokens > 1 else "off",   # "off": no paging
         "prefix_tokens": work.prefix_tokens,
         "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
-        "memory_utilization": _plain(dep.memory_utilization),
+        "memory_utilization": _utilization_in_force(scenario, result),
         "overhead_bytes_per_gpu": dep.overhead_bytes,
         "max_context_limited_by": limited_by,
         "decode_step_seconds": None if step is None else float(step),
@@ -68,6 +71,16 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "kv_budget_bytes_per_gpu": result.kv_budget_bytes_per_gpu, "usable_bytes_per_gpu": result.usable_bytes_per_gpu,
         "memory_utilization": _plain(dep.memory_utilization), "overhead_bytes_per_gpu": dep.overhead_bytes}
     return out
+
+
+def _utilization_in_force(scenario: Scenario, result: Result):
+    """The memory utilization the sizing in force applied: the one given to the exact ideal, the
+    engine's (given, or its own default: vLLM 0.33.0's 0.92, SGLang's derived fraction); null
+    where a KV memory from a log stands in for it."""
+    if result.engine is None:
+        return _plain(scenario.deployment.memory_utilization)
+    share = engines.memory_utilization(scenario, result.engine)
+    return None if share is None else _plain(share)
 
 
 def usable_bytes_per_gpu(result: Result) -> int | None:
@@ -244,6 +257,8 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     requests = plural(work.batch, "request")
     weights = (lambda n: both(n) if scenario.deployment.weights_exact or n is None
                else f"≈ {size(n, 'gib')} = {size(n, 'gb')} (from a rounded parameter count)")
+    withheld = "n/a (the KV memory contradicts these inputs: the verdict says why)" \
+        if kv_memory_contradiction(scenario, result) is not None else None
     rows += [
         ("KV per token (all layers)", both(result.kv_bytes_per_token)),
         (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
@@ -257,9 +272,9 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("Weights per GPU" + (" (with the parts below)" if scenario.serving.added_weights_bytes_per_gpu else ""),
          weights(result.weights_bytes_per_gpu)),
         (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
-         "n/a (needs GPU memory and the weights' size)" if result.capacity is None
+         withheld or "n/a (needs GPU memory and the weights' size)" if withheld or result.capacity is None
          else f"{result.capacity:,}"),
-        (f"Max context ({requests})", _max_context_text(result)),
+        (f"Max context ({requests})", withheld or _max_context_text(result)),
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
@@ -381,6 +396,8 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             metrics[key] = (value, size(value, unit), f"{value:,} B")
     no_weights = "n/a: give the weights (Advanced: Parameters or Weights)"
     no_budget = "n/a: choose a GPU (or its memory)" if dep.gpu_memory_bytes is None else no_weights
+    if kv_memory_contradiction(scenario, result) is not None:
+        no_budget = "n/a: the KV memory contradicts these inputs (the verdict says why)"
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
                                   else f"{data['max_concurrency']:,}", "")
     ctx, limit = data["max_context"], data["max_context_limited_by"]

@@ -79,6 +79,13 @@ def _verdict(scenario, result, unit: str) -> Verdict:
     engine = result.engine
     if engine is not None:
         name = title(engine.engine)
+        contradiction = kv_memory_contradiction(scenario, result, unit)
+        if contradiction is not None:
+            # A KV memory from a log (or kv-memory-gib) replaces only the engine's estimate: the
+            # card still holds the weights beside it, and what it cannot hold is no fit.
+            problems.append(contradiction[0])
+            reasons.append(contradiction[1])
+            return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
         if engine.starts is None:
             return _unknown(problems, reasons, dep, result, f"{name}'s figures need")
         if not engine.starts:
@@ -135,6 +142,36 @@ def _verdict(scenario, result, unit: str) -> Verdict:
         if result.capacity and result.capacity > batch else ""
     return Verdict(True, f"Fits: {requests} {'take' if batch > 1 else 'takes'} {size(result.kv_bytes_per_gpu, unit)} of the "
                          f"{size(budget, unit)} KV budget per GPU{spare}.", ())
+
+
+def kv_memory_contradiction(scenario, result, unit: str = "gib") -> tuple[str, str] | None:
+    """(what is wrong, its reason) when a KV memory given or read from a log cannot be on this
+    deployment: the weights on the busiest GPU (the log's measurement, else the model's) over the
+    card's whole memory ("weights"), or the KV memory over what the card leaves beside them
+    ("kv-memory": the log and these inputs contradict each other). None when it can. The figures
+    that KV memory gives (requests, longest context) are then withheld, not shown beside it."""
+    engine, dep, settings = result.engine, scenario.deployment, scenario.settings
+    card = dep.gpu_memory_bytes
+    if engine is None or engine.budget_source != "kv-memory-gib" or engine.kv_budget_bytes_per_gpu is None or card is None:
+        return None
+    kv = engine.kv_budget_bytes_per_gpu
+    measured = settings.measured
+    logged = measured.weights_bytes if measured is not None and measured.engine == engine.engine else None
+    weights = engine.weights_bytes_per_gpu or logged or result.weights_bytes_per_gpu
+    if settings.n_gpu_layers is not None or settings.n_cpu_moe:
+        weights = None          # some weights stay in CPU memory: only the KV memory itself is weighed
+    source = "the log's" if measured is not None else "the one given (kv-memory-gib)"
+    if weights is not None and weights > card:
+        return (f"the weights need {size(weights, unit)} per GPU, {size(weights - card, unit)} more than the card's "
+                f"{size(card, unit)}, so the KV memory of {size(kv, unit)} per GPU, {source}, cannot have been "
+                f"measured on this deployment", "weights")
+    room = card - (weights or 0)
+    if kv > room:
+        beside = f" beside the weights' {size(weights, unit)} per GPU" if weights else ""
+        return (f"a KV memory of {size(kv, unit)} per GPU, {source}, is more than the {size(room, unit)} the card's "
+                f"{size(card, unit)} leaves{beside}: the KV memory and these inputs contradict each other (check "
+                f"the GPU, the model and the layout it was measured with)", "kv-memory")
+    return None
 
 
 def _holds(end, batch: int) -> bool:

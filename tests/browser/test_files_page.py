@@ -25,7 +25,8 @@ def test_a_dropped_gguf_gives_the_clis_numbers_and_nothing_leaves(page, site, tm
     page.set_input_files("#hf-config-file", files=[str(path)])
     page.wait_for_function("document.getElementById('files-status').textContent.startsWith('Read here')")
     settle(page)
-    code, out, _ = cli("--gguf", str(path), "--gpu", "rtx-4090-24gb", "--context", "4096", "--json")
+    code, out, _ = cli("--gguf", str(path), "--gpu", "rtx-4090-24gb", "--context", "4096", "--engine", "exact",
+                       "--json")        # the link names no engine: the exact ideal
     expected = json.loads(out)
     shown = metrics(page)
     for key in ("kv_bytes_per_token", "weights_bytes", "max_concurrency", "max_context"):

@@ -15,11 +15,14 @@ from .result import Band, Budget, EngineResult
 
 REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}
 ENGINES = tuple(REGISTRY)
+# What the page's "Size as" starts with and the CLI sizes as when no engine is named (a link
+# without an `engine` key keeps meaning the exact ideal): the newest release modelled of it.
+DEFAULT = vllm.NAME
 ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
-__all__ = ["ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
-           "answer", "longest_context"]
+__all__ = ["DEFAULT", "ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
+           "answer", "longest_context", "memory_utilization"]
 
 
 def title(name: str) -> str:
@@ -122,6 +125,19 @@ def _band(engine, scenario, chunk: int, budget: Budget):
         out = engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=kv, overhead_bytes_per_gpu=overhead), [])
         ends.append(Band(overhead, kv, out.starts, out.max_concurrency, out.kv_tokens))
     return tuple(ends)
+
+
+def memory_utilization(scenario, out: EngineResult) -> Fraction | None:
+    """The share of each GPU's memory the engine was sized with: the one given, or the engine's
+    own default (vLLM's --gpu-memory-utilization, SGLang's derived mem_fraction_static); an engine
+    without a member for it allocates what it is asked for, the utilization given. None where a
+    KV memory given or read from a log stands in for it."""
+    if out.budget_source == "kv-memory-gib":
+        return None
+    own = getattr(REGISTRY[out.engine], "memory_utilization", None)
+    if own is None:
+        return scenario.deployment.memory_utilization
+    return own(scenario, out.prefill_chunk)
 
 
 def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None]:

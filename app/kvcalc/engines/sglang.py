@@ -350,6 +350,17 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     return int(memory * fraction)
 
 
+def memory_utilization(scenario, chunk: int) -> Fraction:
+    """mem_fraction_static in force, of the memory free at start: the one given, or as this
+    release derives it, each times what a multimodal model keeps (as usable_memory applies it)."""
+    dep, settings = scenario.deployment, scenario.settings
+    release = releases.in_force(sys.modules[__name__], settings)
+    if settings.utilization_given:
+        return dep.memory_utilization * _multimodal_share(scenario.model, release, [], False)
+    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
+    return fraction * _multimodal_share(scenario.model, release, [], True)
+
+
 def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
     """What SGLang keeps of mem_fraction_static for a multimodal model, by release:
     - 0.3.6-0.4.4: 0.95, given or derived (ModelRunner.model_specific_adjustment; the Gemma 3 4B

@@ -411,6 +411,13 @@ def max_num_seqs(scenario) -> int:
         else _batch_defaults(scenario)[1]
 
 
+def memory_utilization(scenario, chunk: int) -> Fraction:
+    """--gpu-memory-utilization in force: the one given, else this release's default."""
+    if scenario.settings.utilization_given:
+        return scenario.deployment.memory_utilization
+    return rules.default_utilization(release_of(scenario))
+
+
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The total PyTorch reports, times --gpu-memory-utilization (its default when not given)."""
     dep, settings = scenario.deployment, scenario.settings
