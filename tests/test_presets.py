@@ -143,3 +143,62 @@ def test_2025_26_presets_are_their_verbatim_fixtures():
         assert preset_model(entry["id"]).max_context_tokens
         found.append(name)
     assert len(found) == len(set(found)) >= 15, found
+
+
+# What a re-save of a config changes without changing a tensor.
+NOT_SHAPES = frozenset({"transformers_version", "_name_or_path"})
+
+
+def _shapes(entry) -> dict:
+    return {k: v for k, v in entry["config"].items() if k not in NOT_SHAPES}
+
+
+def _sized(model_id):
+    """A preset on 8 x H200 as vLLM sizes it, with the figures that follow from its shapes."""
+    e = evaluate({"model": model_id, "gpu": "h200-141gb", "gpus": "8", "context": "8192", "batch": "8",
+                  "engine": "vllm"})
+    assert e.ok, (model_id, e.errors)
+    r, dep = e.result, e.scenario.deployment
+    return {"weights_bytes": dep.weights_bytes, "weights_exact": dep.weights_exact,
+            "kv_bytes_per_token": r.kv_bytes_per_token, "capacity": r.capacity,
+            "decode_step_seconds": r.timing.decode_step_seconds if r.timing else r.decode_step_seconds}
+
+
+def test_no_preset_whose_config_gives_its_shapes_is_sized_from_a_rounded_count():
+    """Issue 34: a preset whose published config.json (source "verbatim ...") gives every shape the
+    parameter count reads is sized from those shapes (or its quantization_config, or the checkpoint's
+    bytes), never from the card's rounded figure ("≈ 624.92 GiB" for DeepSeek-R1's 671B); a count
+    the config cannot give leaves the weights unknown, not rounded. Presets whose config is a
+    trimmed copy (a count from it could be wrong: GLM-4.5's counts 361B of a 355B model) may
+    still say "≈"."""
+    from kvcalc.errors import InputError
+    from kvcalc.params import count_params
+    checked = []
+    for entry in model_entries():
+        if not entry["source"].startswith("verbatim"):
+            continue
+        try:
+            count_params(entry["config"])
+        except InputError:
+            continue            # a wrapper whose tower is not counted: no count to size from
+        dep = evaluate({"model": entry["id"], "gpu": "h200-141gb"}).scenario.deployment
+        assert dep.weights_bytes is None or dep.weights_exact, entry["id"]
+        checked.append(entry["id"])
+    assert {"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3.5-397B-A17B"} <= set(checked)
+    assert len(checked) >= 30
+
+
+def test_presets_of_one_shape_are_sized_alike():
+    """Two presets whose configs hold the same tensors (equal but for what a re-save changes) are
+    one model to the calculator: the same weights, exact or not, the same KV per token, requests
+    and decode bound. DeepSeek-R1 is DeepSeek-V3's architecture: it was sized from a rounded 671B
+    (≈ 624.92 GiB, a decode bound of 51.6 tok/s where V3 gives 339.2); with its published config it
+    is V3 to the byte: 673,150,611,808 B from the FP8 quantization_config."""
+    entries = model_entries()
+    pairs = [(a["id"], b["id"]) for i, a in enumerate(entries) for b in entries[i + 1:] if _shapes(a) == _shapes(b)]
+    assert ("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1") in pairs
+    assert ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct") in pairs
+    for first, second in pairs:
+        assert _sized(first) == _sized(second), (first, second)
+    r1 = _sized("deepseek-ai/DeepSeek-R1")
+    assert r1["weights_bytes"] == 673_150_611_808 and r1["weights_exact"]

@@ -32,6 +32,8 @@ def _value(kind: str, v) -> str:
     """Tooltip text under the pointer: the exact figure in the chosen unit."""
     if kind == "requests":
         return "–" if v is None else "0: does not fit" if v == 0 else f"{v:,} request{'' if v == 1 else 's'}"
+    if kind == "approx":        # from weights of a rounded parameter count: never to the byte
+        return "–" if v is None else f"≈ {size(v, _now['unit'])} (from a rounded parameter count)"
     return "–" if v is None else f"{size(v, _now['unit'])} ({v:,} B)"
 
 
@@ -57,10 +59,11 @@ def render(scenario, u: str, result=None) -> None:
     mem = memory_series(scenario, contexts, result)
     lines = [Line(line["label"], "bytes", line["bytes"], line["key"], current=line["current"]) for line in mem["lines"]]
     weights, budget = mem["weights_bytes_per_gpu"], mem["budget"]
+    rounded = "bytes" if scenario.deployment.weights_exact else "approx"     # the weights' and what they leave
     if weights is not None and weights > 0:
-        lines.append(Line("weights per GPU", "bytes", [weights] * len(contexts), "weights", "flat"))
+        lines.append(Line("weights per GPU", rounded, [weights] * len(contexts), "weights", "flat"))
     if budget is not None and any(v is not None and v > 0 for v in budget["bytes"]):
-        lines.append(Line(budget["label"], "bytes", budget["bytes"], "budget", "flat"))
+        lines.append(Line(budget["label"], rounded, budget["bytes"], "budget", "flat"))
     plot("chart-memory", X_LABEL, contexts, f"{unit_name} per GPU", lines, scale, _context, _value,
          marks=_marks(lines, at, context, end), x_end=end)
 
