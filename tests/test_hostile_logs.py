@@ -90,17 +90,24 @@ def test_a_rules_own_words_repeated_in_long_lines_cost_no_more_than_in_short_one
     short, long = log_of(parts, 4 << 10, MB // 2), log_of(parts, MAX_LINE_CHARS, MB // 2)
     ratio = cpu(read, long) / cpu(read, short)
     assert ratio < 4, f"{engine} rule {index} ({rule.pattern.pattern[:60]}): 64K lines cost {ratio:.1f}x 4K lines"
+    # A line of 1 MB is read as its first MAX_LINE_CHARS characters: no dearer than a line of those.
+    ratio = cpu(read, line_of(parts[0], MB) + "\n") / cpu(read, line_of(parts[0], MAX_LINE_CHARS) + "\n")
+    assert ratio < 4, f"{engine} rule {index}: a 1 MB line cost {ratio:.1f}x a 64K one"
 
 
 def test_a_line_of_a_megabyte_is_read_as_its_first_64k_characters():
     # llama.cpp's KV buffer rule, the one that took 20-50 s on a 64K line: a 1 MB line of its words
     # is read up to the reader's line limit, as fast as a line of that limit.
+    # Its needle, then one word as long as the line: the device name the pattern looked for at
+    # every one of its characters, each time to the line's end.
     rule = next(r for r in llamacpp.RULES if r.needle == "KV buffer size")
-    hostile = line_of("CUDA0 KV buffer size =", MB) + "\n"
-    limit = line_of("CUDA0 KV buffer size =", MAX_LINE_CHARS) + "\n"
-    assert rule.pattern.search(hostile[:MAX_LINE_CHARS]) is None
+    hostile = "KV buffer size " + line_of("CUDA0", MB) + "\n"
+    limit = hostile[:MAX_LINE_CHARS] + "\n"
+    short = "".join(hostile[:4096] + "\n" for _ in range(MAX_LINE_CHARS // 4096))
+    assert rule.pattern.search(limit) is None
     assert isinstance(read(hostile), InputError)        # no size in it: no start-up read
     assert cpu(read, hostile) / cpu(read, limit) < 4
+    assert cpu(read, limit) / cpu(read, short) < 4      # 64K in one line costs what 16 lines of 4K do
 
 
 def _fed_in_slices(text: str) -> LogReader:
@@ -189,6 +196,23 @@ def test_the_cli_reads_a_16_mb_hostile_log_in_linear_time_and_answers_in_one_lin
         assert run.returncode != 0 and "Traceback" not in run.stderr
         errors = [line for line in run.stderr.splitlines() if line.startswith("kvcalc: error:")]
         assert len(errors) == 1 and "more than one start-up" in errors[0], run.stderr[-400:]
+    assert large_cpu / small_cpu < LINEAR
+
+
+def test_the_cli_reads_every_rules_hostile_lines_in_16_mb_in_linear_time(tmp_path):
+    # Every rule's own needle and words (three lines each), 64K-character lines of them, over 1 MB
+    # and over 16 MB, on `kvcalc --from-log`: lines of all three engines, refused in one line.
+    parts = [u for _, _, rule in RULES for u in units(rule)[:3]]
+    assert len(parts) * MAX_LINE_CHARS < 16 * MB            # every part has a line of the 16 MB log
+    small, large = tmp_path / "small.log", tmp_path / "large.log"
+    small.write_text(log_of(parts, MAX_LINE_CHARS, MB))
+    large.write_text(log_of(parts, MAX_LINE_CHARS, 16 * MB - 4096))
+    small_cpu, small_run = _cli(small)
+    large_cpu, large_run = _cli(large)
+    for run in (small_run, large_run):
+        assert run.returncode != 0 and "Traceback" not in run.stderr
+        assert len([line for line in run.stderr.splitlines() if line.startswith("kvcalc: error:")]) == 1, \
+            run.stderr[-400:]
     assert large_cpu / small_cpu < LINEAR
 
 
