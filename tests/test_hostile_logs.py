@@ -375,3 +375,11 @@ def test_a_single_view_that_does_not_fit_pulls_no_unbounded_plan(monkeypatch):
     assert evaluation.ok
     assert cli._plan_best(evaluation) is None
     assert calls == []
+
+
+def test_the_option_parser_states_the_plans_bounds():
+    # --help says the bounds plan.check_bounds enforces, in the words of the options they narrow.
+    from kvcalc import plan
+    from kvcalc.options import OPTION_BY_NAME
+    assert f"at most {plan.MAX_SEARCHES}" in OPTION_BY_NAME["plan-kv-dtypes"].help
+    assert f"at most {plan.MAX_EVERY_COUNT} GPU counts" in OPTION_BY_NAME["plan-max-gpus"].help

@@ -237,9 +237,10 @@ OPTIONS = (
     Option("plan-gpus", "text", "plan", "GPU presets the plan considers, comma-separated, a family's name for each "
            "of its presets (H100) (default: every preset the engine runs on; vLLM and SGLang: NVIDIA and AMD).",
            choice=_gpu_ids),
-    Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs.", 1, 4096, "64"),
+    Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs (every deployment, "
+           "--plan-all: at most 800 GPU counts over the GPU types and precision pairs).", 1, 4096, "64"),
     Option("plan-kv-dtypes", "text", "plan", "KV cache precisions the plan may use, comma-separated (default: "
-           "kv-dtype's).", choice=_precisions),
+           "kv-dtype's); GPU types x KV x weight precisions at most 480.", choice=_precisions),
     Option("plan-weights-dtypes", "text", "plan", "Weight precisions the plan may use, comma-separated (default: "
            "weights-dtype's).", choice=_precisions),
     Option("prices", "text", "plan", "What you pay per GPU-hour in USD, GPU=USD comma-separated (the CLI's "
