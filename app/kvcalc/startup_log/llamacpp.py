@@ -31,6 +31,11 @@ _PLAIN_ARCHITECTURES = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "comm
                         "starcoder2", "internlm2", "baichuan", "olmo", "olmo2"}
 
 
+# The input a printed count becomes, for the note that says it was not taken.
+_OPTION_OF = {"n_ctx": "context", "n_ctx_per_seq": "context", "n_ctx_seq": "context", "n_parallel": "batch",
+              "n_seq_max": "batch", "n_batch": "prefill-chunk", "n_ubatch": "prefill-chunk"}
+
+
 def _bad(sink, what: str, text: str, n: int, reason: str) -> None:
     sink.rejected.append(f"line {n:,}: {what} {text[:40]!r} not taken ({reason})")
 
@@ -162,7 +167,7 @@ def _flags(sink, args: str, n: int, line: str) -> None:
         if target in ("kv-dtype", "kv-dtype-v"):
             _figure(sink, "cache_type_k" if target == "kv-dtype" else "cache_type_v", value.lower(), n, line, flag)
         elif target in ("n_ctx", "n_parallel"):
-            count = _count(sink, flag, value, n)
+            count = _count(sink, f"{_OPTION_OF[target]} ({flag})", value, n)
             if count is not None:
                 _figure(sink, "arg_" + target, count, n, line, flag)
         elif target in ("model_file", "model_repo", "draft_file", "draft_repo"):
@@ -241,7 +246,7 @@ def _context_param(match, sink, n, line):
         elif word != "auto":
             _bad(sink, "flash_attn", value, n, "neither on nor off")
         return
-    count = _count(sink, key, value, n)
+    count = _count(sink, f"{_OPTION_OF[key]} ({key})", value, n)
     if count is None:
         return
     if key == "n_ubatch":
@@ -260,7 +265,7 @@ def _flash_auto(match, sink, n, line):
 @_target_only
 def _kv_init(match, sink, n, line):
     # "kv_size = 4096, offload = 1, type_k = 'f16', type_v = 'f16', n_layer = 64"
-    size = _count(sink, "kv_size", match["size"], n)
+    size = _count(sink, "context (kv_size)", match["size"], n)
     if size is not None:
         _figure(sink, "kv_size", size, n, line, "kv_size")
     _figure(sink, "cache_type_k", match["k"], n, line, "type_k")

@@ -107,7 +107,7 @@ def _setting(sink, key: str, value: str, n: int, line: str, how: str = "") -> No
     if target == "model_path":
         _figure(sink, "model_path", value, n, line, "model_path")
     elif target in ("tp_size", "pp_size", "dp_size", "ep_size"):
-        size = _count(sink, key, value, n, 1 << 20)
+        size = _count(sink, f"{key.split('_')[0]} ({key})", value, n, 1 << 20)
         if size is not None:
             _figure(sink, target, size, n, line, key)
     elif target == "dp_attention":
