@@ -40,6 +40,7 @@ class Model:
     checkpoint_bytes: int | None = None      # the published checkpoint's exact tensor bytes, where sourced
     config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes
     config_weights_rule: str | None = None   # how (what is quantized, what stays 16-bit), in words
+    config_weights_estimated: bool = False   # config_weights_bytes holds a part from a rounded count (a tower)
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

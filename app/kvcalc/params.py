@@ -570,6 +570,7 @@ def _skip_pattern(skip: tuple):
     matches as whole segments anywhere in it. Built once per list: real lists name hundreds of
     modules, so the dotted ones are looked up, not scanned."""
     globs, names = [], set()
+    skip = tuple(glob for entry in skip for glob in (_regex_globs(entry[3:]) if entry.startswith("re:") else (entry,)))
     for entry in skip:
         if "*" in entry or "?" in entry or "[" in entry:
             # fnmatch.translate gives (?s:...)\Z (3.11) or (?s:...)\z (3.14): keep the inside
@@ -580,6 +581,34 @@ def _skip_pattern(skip: tuple):
             names.add(entry.strip("."))
     pattern = re.compile("|".join(f"(?:{g})" for g in globs), re.S) if globs else None
     return frozenset(names), pattern
+
+
+# compressed-tensors' "re:" entries (re.match on a module's name) in the forms real configs
+# write them: literal name characters, an escaped dot, .*, a bare dot, one group of literal
+# alternatives and a final $. Anything else is refused rather than run: a config's regular
+# expression could backtrack without end.
+_RE_PART = re.compile(r"\\\.|\.\*|\(([A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*)\)|[A-Za-z0-9_-]+|\.|\$\Z")
+MAX_ALTERNATIVES = 64
+
+
+def _regex_globs(pattern: str) -> tuple:
+    """A "re:" entry as the globs that match the same names (alternatives expanded)."""
+    globs, at, end = [""], 0, False
+    while at < len(pattern):
+        m = _RE_PART.match(pattern, at)
+        alternatives = m.group(1).split("|") if m and m.group(1) else ()
+        if m is None or len(globs) * max(1, len(alternatives)) > MAX_ALTERNATIVES:
+            raise InputError("quantization_config.ignore", f"{show('re:' + pattern)}: only literal names, \\., "
+                             f".*, up to {MAX_ALTERNATIVES} literal alternatives (a|b) and a final $ are read in a "
+                             "regular expression here")
+        part, at = m.group(0), m.end()
+        if alternatives:
+            globs = [g + alt for g in globs for alt in alternatives]
+            continue
+        end = part == "$"
+        piece = {"\\.": ".", ".*": "*", ".": "?", "$": ""}.get(part, part)
+        globs = [g + piece for g in globs]
+    return tuple(g if end else g + "*" for g in globs)     # re.match: open at the end unless $
 
 
 def _glob_regex(glob: str) -> str:
@@ -631,7 +660,8 @@ def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> Quantized
         rule = None
     if rule is None:
         raise InputError("quantization_config.quant_method", f"{show(quant.get('quant_method'))} is not a method "
-                         "whose bytes this calculator computes (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ)")
+                         "whose bytes this calculator computes (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ, "
+                         "compressed-tensors pack-quantized)")
     price, words, skip = rule(quant)
     total = routed = 0
     for g in counted.tensors:
@@ -735,4 +765,55 @@ def _gptq(quant: dict):
                    "embeddings, head, norms and routers 16-bit"), skip
 
 
-_RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq": _gptq}
+def _compressed_tensors(quant: dict):
+    """compressed-tensors' pack-quantized format (llm-compressor's W4A16 / W8A16, Kimi K2's INT4):
+    each quantized Linear stores weight_packed (int32, 32 / bits values each), weight_scale (16-bit,
+    one per group of group_size inputs, or per output channel) and weight_shape (int64 x 2);
+    symmetric, so no zero point. One config group targeting Linear; anything else is refused."""
+    fmt = quant.get("format")
+    groups = quant.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1 or not isinstance(next(iter(groups.values())), dict):
+        raise InputError("quantization_config.quant_method" if fmt is None else "quantization_config.config_groups",
+                         "compressed-tensors is priced for one config group of pack-quantized int weights only")
+    group = next(iter(groups.values()))
+    fmt = group.get("format", fmt)
+    if fmt != "pack-quantized":
+        raise InputError("quantization_config.format", f"{show(fmt)}: only compressed-tensors' pack-quantized "
+                                                       "format is priced exactly")
+    if group.get("targets") != ["Linear"]:
+        raise InputError("quantization_config.config_groups", f"targets {show(group.get('targets'))}: only "
+                                                              "[\"Linear\"] is priced")
+    weights = group.get("weights")
+    if not isinstance(weights, dict) or weights.get("type") != "int" or weights.get("symmetric") is not True \
+            or weights.get("dynamic") not in (False, None) or weights.get("actorder") is not None:
+        raise InputError("quantization_config.config_groups", "only static symmetric int weights without "
+                                                              "activation reordering are priced")
+    bits = _int_of(weights, "num_bits", (4, 8))
+    activations = group.get("input_activations")
+    if activations is not None and (not isinstance(activations, dict) or activations.get("dynamic") is not True):
+        raise InputError("quantization_config.config_groups", "input activations with stored scales are not priced")
+    strategy = weights.get("strategy")
+    size = weights.get("group_size")
+    if strategy == "group" and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise InputError("quantization_config.config_groups", f"group_size {show(size)}: expected a group size")
+    if strategy not in ("group", "channel"):
+        raise InputError("quantization_config.config_groups", f"strategy {show(strategy)}: only group and channel "
+                                                              "scales are priced")
+    skip = _skip_list(quant, "ignore")
+    if not _skipped("lm_head", skip):
+        raise InputError("quantization_config.ignore", "a quantized output head (lm_head not ignored) is not "
+                                                       "priced here")
+    per = 32 // bits
+
+    def price(rows, cols, role):
+        if cols % per or (strategy == "group" and cols % size):
+            return None
+        scales = rows * (cols // size if strategy == "group" else 1)
+        return rows * cols * bits // 8 + 2 * scales + 16
+    shown = f"per {size} inputs" if strategy == "group" else "per output channel"
+    return price, (f"compressed-tensors pack-quantized int{bits} weights, a 16-bit scale {shown} and an int64 "
+                   "weight_shape per linear; embeddings, head, norms and routers 16-bit"), skip
+
+
+_RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq": _gptq,
+          "compressed-tensors": _compressed_tensors}

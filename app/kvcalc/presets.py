@@ -61,7 +61,26 @@ def _model_from_entry(model_id: str) -> Model:
         # The repo's weights are not in the precision its config.json implies (a quantization
         # kept in a file of its own): unknown until given, rather than sized wrongly.
         model = replace(model, weights_dtype=None, notes=model.notes + (entry["weights_unknown"],))
-    return with_config_weights(model, entry["config"])
+    model = with_config_weights(model, entry["config"])
+    if model.config_weights_bytes is None and entry.get("vision_params_band"):
+        model = _with_uncounted_tower(model, entry["config"], entry["vision_params_band"])
+    return model
+
+
+def _with_uncounted_tower(model: Model, cfg: dict, band: dict) -> Model:
+    """A quantized wrapper whose vision tower this calculator does not count: the language
+    model's bytes from its quantization_config plus the tower's 16-bit bytes at the high end of
+    the preset's sourced band of its parameter count, an estimate (shown with ≈, never to the byte)."""
+    try:
+        text = quantized_weights({k: v for k, v in cfg.items() if k != "vision_config"})
+    except InputError:
+        return model
+    low, high = band["low"], band["high"]
+    rule = (f"{text.rule}: the language model's {text.bytes:,} B; plus the vision tower and projector, "
+            f"not counted here, at 16 bits for {low:,} to {high:,} parameters ({band['source']}): "
+            f"{2 * low:,} to {2 * high:,} B, sized at the high end, so the total is an estimate")
+    return replace(model, config_weights_bytes=text.bytes + 2 * high, config_weights_rule=rule,
+                   config_weights_estimated=True)
 
 
 def with_config_weights(model: Model, cfg: dict, notes: list | None = None, counted=None) -> Model:
@@ -95,7 +114,7 @@ def _matched_model(key: str, note: str | None, weights_differ: bool) -> Model:
         return model
     if weights_differ:
         return replace(model, weights_dtype=None, checkpoint_bytes=None, config_weights_bytes=None,
-                       config_weights_rule=None, notes=model.notes + (note,))
+                       config_weights_rule=None, config_weights_estimated=False, notes=model.notes + (note,))
     return replace(model, notes=model.notes + (note,))
 
 

@@ -335,9 +335,11 @@ def build_scenario(values: dict) -> Scenario:
                      "set the GPU memory (or an overhead) to what the machine leaves free")
     if model.config_weights_bytes and deployment.weights_bytes == model.config_weights_bytes:
         # The reader's note asked for the weights' precision or size: these are them.
+        shown = f"≈ {model.config_weights_bytes / GIB:,.2f} GiB" if model.config_weights_estimated else \
+            f"{model.config_weights_bytes:,} bytes"
         notes = [n for n in notes if "quantized" not in n and "(quantization_config)" not in n] + [
-            f"weights computed from the config's quantization_config and shapes: {model.config_weights_bytes:,} "
-            f"bytes ({model.config_weights_rule}); the checkpoint's own headers (Open files) give them exactly"]
+            f"weights computed from the config's quantization_config and shapes: {shown} "
+            f"({model.config_weights_rule}); the checkpoint's own headers (Open files) give them exactly"]
     if model.checkpoint_bytes and deployment.weights_bytes == model.checkpoint_bytes:
         notes = [n for n in notes if "quantized" not in n] + [
             f"weights are the published checkpoint's {model.checkpoint_bytes:,} bytes (its "
@@ -396,6 +398,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = model.checkpoint_bytes          # the published checkpoint's own bytes (quantized ones too)
     elif model.config_weights_bytes and "params" not in values and "weights-dtype" not in values:
         weights = model.config_weights_bytes      # computed from the quantization_config (said in a note)
+        weights_exact = not model.config_weights_estimated
     else:
         params = values.get("params", model.params)
         dtype = values.get("weights-dtype", model.weights_dtype)
