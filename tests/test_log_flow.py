@@ -55,11 +55,8 @@ def test_a_log_whose_model_is_no_preset_is_refused_naming_it(tmp_path):
 def test_the_qwen25_72b_log_is_sized_as_its_own_model_or_refused(tmp_path):
     # The log: on a page showing Llama 3.1 8B it said "up to 20.44 at once", Llama's figure.
     log = text(QWEN25_72B)
-    entry = model_entry("Qwen/Qwen2.5-72B-Instruct")
+    assert model_entry("Qwen/Qwen2.5-72B-Instruct")["id"] == "Qwen/Qwen2.5-72B"    # the -Instruct release
     code, out, err = cli(tmp_path, log, "--json")
-    if entry is None:
-        assert code == 2 and "'Qwen/Qwen2.5-72B-Instruct'" in err and "--hf-config FILE" in err
-        code, out, err = cli(tmp_path, log, "--model", "Qwen/Qwen2.5-72B", "--json")
     assert code == 0
     data = json.loads(out)
     # Qwen2.5 72B at tp 4 (80 layers x 2 KV heads a GPU x 128 x 2 x 2 bytes = 81,920 B a token) in the
@@ -67,6 +64,26 @@ def test_the_qwen25_72b_log_is_sized_as_its_own_model_or_refused(tmp_path):
     assert data["engine_kv_tokens"] == 66_976 and f"{float(data['engine_max_concurrency']):.2f}" == "8.18"
     assert "# KV cache tokens: the log printed 67,024 (line 22); sized here 66,976" in err
     assert "Not as the log printed" not in err
+
+
+def test_a_log_that_names_no_gpu_says_which_card_the_memory_checks_use(tmp_path):
+    # The Qwen2.5-72B log ran on 4 x L40S but prints neither the device nor its total: its KV
+    # figures hold (they are the log's 5.11 GiB), the card the weights are checked on is the one
+    # given, and the answer says so until the user names the log's.
+    log = text(QWEN25_72B)
+    reading = read_log(log)
+    assert not any(name in reading.values for name in log_flow.GPU_GIVEN)
+    code, out, err = cli(tmp_path, log, "--gpu", "h100-sxm-80gb")
+    assert code == 0
+    assert log_flow.assumed_gpu(reading, evaluate({**reading.values, "gpu": "h100-sxm-80gb"}), False) == \
+        "NVIDIA H100 SXM 80GB"
+    # Typed beside the log, the GPU is the user's answer: nothing to ask.
+    assert "does not say its GPU" not in err
+    assert log_flow.assumed_gpu(reading, evaluate({**reading.values, "gpu": "h100-sxm-80gb"}), True) is None
+    # A log that prints its device names it: nothing to ask.
+    named = read_log(text(QWEN3_30B))
+    assert "gpu" in named.values
+    assert log_flow.assumed_gpu(named, evaluate(named.values), False) is None
 
 
 def test_a_what_if_beside_a_log_is_said_beside_the_answer(tmp_path):

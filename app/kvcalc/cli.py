@@ -286,6 +286,10 @@ def _log_summary(reading, evaluation) -> list[str]:
         options = " and ".join(f"--{name}" for name, _ in assumed)
         lines.append(f"the log does not say its layout ({options}): these figures assume "
                      + ", ".join(f"{name} {value}" for name, value in assumed) + f"; give {options} as its server ran")
+    gpu_gave = any(name in evaluation.values and name not in reading.values for name in log_flow.GPU_GIVEN)
+    gpu = log_flow.assumed_gpu(reading, evaluation, gpu_gave)
+    if gpu:
+        lines.append(f"the log does not say its GPU: the memory checks use the {gpu}; give --gpu as its server ran")
     return lines
 
 

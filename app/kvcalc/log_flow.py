@@ -82,6 +82,24 @@ def assumed_layout(reading, evaluation, user_gave: bool) -> list[tuple[str, int]
     return [(name, in_force[name]) for name in unknown]
 
 
+# The inputs that say which GPU a log ran on: a preset, or the total PyTorch reported.
+GPU_GIVEN = ("gpu", "gpu-memory-gib")
+
+
+def assumed_gpu(reading, evaluation, user_gave: bool) -> str | None:
+    """The GPU in force (its name, or its memory) when the log names none and prints no total,
+    while the user has not chosen one either: the memory checks then use a card the log never
+    named, which the summary must say (its KV figures still hold: they are the log's)."""
+    deployment = evaluation.scenario.deployment if evaluation is not None and evaluation.scenario else None
+    if deployment is None or user_gave or any(name in reading.values for name in GPU_GIVEN):
+        return None
+    if deployment.gpu_name:
+        return deployment.gpu_name
+    if deployment.gpu_memory_bytes:
+        return f"a GPU of {float(Fraction(deployment.gpu_memory_bytes, GIB)):,.2f} GiB"
+    return None
+
+
 def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
     """(what, the log printed, these inputs give, the log's line) for each figure that differs by
     more than the log's rounding: its KV memory to 2 decimals (SGLang's K + V to twice that), the

@@ -12,7 +12,6 @@ inputs read, never the log.
 Imported on first use, so the page starts without it."""
 
 import asyncio
-import time
 
 import js
 from pyscript import document
@@ -20,9 +19,9 @@ from pyscript import document
 from kvcalc import log_flow
 from kvcalc.errors import InputError
 from kvcalc.options import MANUAL_FIELDS
-from kvcalc.startup_log import MEASURED_PARTS, LogReader, comparison
+from kvcalc.startup_log import LogReader
 
-from web import errors, files, form, model_picker, state
+from web import errors, files, form, log_check, model_picker, state
 from web.dom import el, lines_of, put, view
 
 # One feed, after which the page gets its thread back. Each slice's work is bounded by
@@ -31,12 +30,10 @@ from web.dom import el, lines_of, put, view
 # box's data-slices, data-largest-slice and data-yields say what the last read did (the page's
 # test and `make bench` read them).
 SLICE_CHARS = 64 << 10
-MEASURED = (*MEASURED_PARTS, "measured-with", "kv-memory-gib")   # what "Forget the log" clears
+MEASURED = log_check.MEASURED
 
 _generation = [0]                # the latest read: an older one still reading stops
-_set_by_log = {}                 # field -> the value the log put there
-_model_at_paste = [None]         # the model inputs the log was read over: an edit of them since is a choice
-_layout_at_paste = [None]        # the layout fields then: an edit of them answers a layout the log does not say
+_set_by_log = log_check.set_by_log
 # How a user gives the model here, in log_flow's sentences.
 CONFIG_WORDS, CHOOSE_WORDS = "paste its config.json", "choose a model {what}"
 
@@ -174,8 +171,7 @@ def _apply(reading) -> None:
     _set_by_log.clear()
     _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
     state.reading = reading
-    _model_at_paste[0] = errors.model_inputs(form.read())
-    _layout_at_paste[0] = _layout()
+    log_check.remember()
     if withheld is not None:
         errors.hold(InputError("model", withheld), form.read())
     else:
@@ -187,12 +183,12 @@ def _render(reading) -> None:
     put("#log-reading", False, "hidden")
     put("#log-read", False, "hidden")
     put("#log-summary", reading.summary() + ".")
-    _model_warning()
+    log_check.model_warning()
     _read_rows(reading.read)
     put("#log-not-read", ("Not in the log, so the inputs on screen give them: " + "; ".join(reading.not_read) + ".")
         if reading.not_read else "")
     view("#log-notes", item_tag="li").show(lines_of(reading.notes))
-    render_comparison()
+    log_check.render_comparison()
 
 
 def _read_rows(read) -> None:
@@ -211,72 +207,6 @@ def _read_rows(read) -> None:
         row.append(name, value, line)
         rows.append(row)
     body.replaceChildren(*rows)
-
-
-def _layout() -> dict:
-    return {name: form.fields.get(name, "") for name in log_flow.LAYOUT_GIVEN}
-
-
-def _model_warning() -> None:
-    """A log naming no model read over a config or dimensions the user gave: the figures assume
-    them, said in the panel until the model is chosen again. (A model withheld is said beside
-    the box and in the summary instead.)"""
-    reading = state.reading
-    given = reading is None or log_flow.model_given(reading) or log_flow.named_model(reading) is not None
-    if given or errors.held() or errors.model_inputs(form.read()) != _model_at_paste[0]:
-        put("#log-model", True, "hidden")
-        return
-    chosen = "the pasted config.json" if form.model_choice() == "config" else "custom dimensions"
-    put("#log-model", False, "hidden")
-    put("#log-model", f"The log names no model: every figure here assumes {chosen}, the model chosen now. "
-                      "Choose the model the log's server ran if it is another.")
-
-
-def render_comparison() -> None:
-    """The log's figures beside what the inputs on screen give: a side step of every update. In
-    the summary: the figures that differ by more than the log's rounding, and the layout the
-    log does not say, asked for."""
-    if state.reading is None:
-        put("#log-check", True, "hidden")
-        _from_link()
-        return
-    rows = comparison(state.reading, state.evaluation)
-    view("#log-compare tbody").show([("", [(label, None, ""), (printed, None, "num"), (ours, None, "num"),
-                                           (f"{line:,}", None, "num")]) for label, printed, ours, line in rows])
-    put("#log-compare", not rows, "hidden")
-    _model_warning()
-    said = [log_flow.mismatch_text(log_flow.mismatches(state.reading, state.evaluation))]
-    user_gave = _layout() != _layout_at_paste[0]
-    assumed = log_flow.assumed_layout(state.reading, state.evaluation, user_gave)
-    if assumed:
-        assumed = ", ".join(f"{errors.label(name)} {value}" for name, value in assumed)
-        said.append(f"The log does not say its layout: these figures assume {assumed}; "
-                    "set it as the log's server ran")
-    text = ". ".join(part for part in said if part)
-    put("#log-check", text + "." if text else "")
-    put("#log-check", not text, "hidden")
-
-
-def _from_link() -> None:
-    """A link (or a reload) carries what a log measured, not the log: the panel says so and
-    keeps "Forget the log" at hand."""
-    measured = {name: form.fields.get(name, "") for name in MEASURED}
-    measured = {name: value for name, value in measured.items() if value}
-    if "measured-with" not in measured or measured == _set_by_log:
-        return                           # nothing measured, or said already (the box may be closed since)
-    _set_by_log.clear()
-    _set_by_log.update(measured)
-    put("#log-fields", False, "hidden")
-    put("#source-log", "true", "aria-pressed")
-    put("#log-reading", False, "hidden")
-    figures = ", ".join(f"{name} {value}" for name, value in measured.items() if name != "measured-with")
-    put("#log-summary", "These inputs carry figures a start-up log measured" + (f" ({figures})" if figures else "")
-        + ", never the log itself: paste it again to see each line they came from.")
-    put("#log-model", True, "hidden")
-    put("#log-compare", True, "hidden")
-    put("#log-read", True, "hidden")
-    put("#log-not-read", "")
-    view("#log-notes", item_tag="li").show([])
 
 
 def drop() -> None:

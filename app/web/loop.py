@@ -105,10 +105,10 @@ def _source() -> None:
 
 
 def _log() -> None:
-    # Only once a log was pasted, or a link carries what one measured: web.log_paste is loaded then.
+    # Only once a log was pasted, or a link carries what one measured: web.log_check is loaded then.
     if state.reading is not None or form.fields.get("measured-with"):
-        from web import log_paste
-        log_paste.render_comparison()
+        from web import log_check
+        log_check.render_comparison()
 
 
 SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, plan_start.side_step)

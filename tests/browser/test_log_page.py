@@ -168,7 +168,14 @@ def test_a_log_of_a_model_no_preset_is_withholds_every_figure_until_the_model_is
     assert page.inner_text("#error-summary") == "" and page.inner_text("#error-log") == ""
     assert page.get_attribute('[data-metric="engine_kv_tokens"]', "data-value") == "59856"
     assert compare_rows(page)["KV cache tokens"][:2] == ("59,856", "59,856")
-    assert page.is_hidden("#log-check")            # the log's figures and ours agree
+    # The log's figures and ours agree; it ran on 2 x T4 but names no device, so the card the
+    # link had on screen is said to be the one the memory checks use, until the T4 is chosen.
+    assert page.inner_text("#log-check") == ("The log does not say its GPU: the memory checks use the NVIDIA "
+                                             "H100 SXM 80GB on screen; choose the one its server ran.")
+    page.select_option("#gpu", "t4-16gb")
+    settle(page)
+    assert page.is_hidden("#log-check")
+    assert page.get_attribute('[data-metric="engine_kv_tokens"]', "data-value") == "59856"
     assert page.is_hidden("#log-model")
 
 
@@ -176,29 +183,29 @@ def test_the_qwen25_72b_log_never_leaves_llama_on_screen(page, site):
     # Issue 34: a public vLLM 0.19 log of Qwen/Qwen2.5-72B-Instruct on 4 x L40S, pasted on a fresh
     # page, made the headline "Fits ... up to 20.44 at once" for Llama 3.1 8B on an H100.
     log = (LOGS / "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").read_text()
-    resolved = model_entry("Qwen/Qwen2.5-72B-Instruct")
+    # The -Instruct release is the base preset's shape: the log's model is Qwen2.5 72B.
+    assert model_entry("Qwen/Qwen2.5-72B-Instruct")["id"] == "Qwen/Qwen2.5-72B"
     open_page(page, site)
     settle(page)
     paste_log(page, log)
     page.wait_for_function(READ)
     settle(page)
-    assert page.input_value("#model") != "meta-llama/Llama-3.1-8B"
+    assert page.input_value("#model") == "Qwen/Qwen2.5-72B"
+    assert page.get_attribute("#summary", "data-stale") == "false"
     assert "20.44" not in page.inner_text("#summary")
-    if resolved is None:
-        # No preset is the -Instruct release here: the figures wait for the model, said once.
-        assert page.get_attribute("#summary", "data-stale") == "true"
-        assert "'Qwen/Qwen2.5-72B-Instruct'" in page.inner_text("#error-summary")
-        choose_model(page, "Qwen/Qwen2.5-72B")
-        page.wait_for_function(CURRENT)
-        settle(page)
-    else:
-        assert page.input_value("#model") == resolved["id"]
-        assert page.get_attribute("#summary", "data-stale") == "false"
     # Qwen2.5 72B at tp 4 with the log's 5.11 GiB: the log printed 8.18x and 67,024 tokens; 5.11 is
     # rounded to 0.01 GiB, which allows 66,976, so the summary says no mismatch.
     assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "8.18x"
     assert compare_rows(page)["KV cache tokens"][:2] == ("67,024", "66,976")
-    assert page.is_hidden("#log-check") and page.inner_text("#error-summary") == ""
+    assert page.inner_text("#error-summary") == ""
+    # The log prints neither its device (4 x L40S) nor its total: the card on screen is not the
+    # log's, said in the summary until the user chooses the one its server ran.
+    assert page.inner_text("#log-check") == ("The log does not say its GPU: the memory checks use the NVIDIA "
+                                             "H100 SXM 80GB on screen; choose the one its server ran.")
+    page.select_option("#gpu", "l40s-48gb")
+    settle(page)
+    assert page.is_hidden("#log-check")
+    assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "8.18x"
 
 
 def test_a_log_naming_no_model_withholds_the_figures_and_asks_for_its_layout(page, site):
