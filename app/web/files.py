@@ -9,106 +9,21 @@ File.slice chunks and, between slices of their work, gives the page its thread b
 never freezes the page; #files-status counts the bytes read. A file that is refused leaves the
 model and the figures as they were."""
 
-import asyncio
 import json
-import time
 
 from kvcalc import gguf, safetensors
-from kvcalc.engines import ENGINES, title
-from kvcalc.errors import PAUSE, InputError
+from kvcalc.engines import ENGINES, native_engine, title
+from kvcalc.errors import InputError
 from kvcalc.hfconfig import MAX_CONFIG_BYTES, model_from_config, parse_config_text
 
 from web import model_picker, state
 from web.dom import el, on, put
+from web.file_slices import Cancelled, Progress, drive, run_parser, whole
 
 MAX_INDEX_BYTES = safetensors.MAX_INDEX_BYTES
-CHUNK_BYTES = 1 << 20            # one File.slice read
-SLICE_SECONDS = 0.02             # the longest the parsers run before the page gets its thread back
-STATUS_SECONDS = 0.1             # how often the bytes read are shown
 
 _generation = [0]                # the latest open_files: an older one still reading stops writing
 _engine_chosen = [False]         # the user chose "Size as" (a change event: a program's writes fire none)
-GGUF_ENGINE = "llama.cpp"        # a GGUF is llama.cpp's own format
-
-
-class _Cancelled(Exception):
-    """Newer files were opened while these were read."""
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
-
-
-class _Progress:
-    """The bytes read so far, shown in #files-status now and then; and when to yield."""
-
-    def __init__(self, generation: int):
-        self.generation = generation
-        self.name, self.size, self.read = "", 0, 0
-        self.shown = self.yielded = time.monotonic()
-
-    def file(self, file) -> None:
-        self.name, self.size, self.read = str(file.name), int(file.size), 0
-
-    def add(self, n: int) -> None:
-        self.read += n
-        now = time.monotonic()
-        if now - self.shown >= STATUS_SECONDS:
-            self.shown = now
-            put("#files-status", f"Reading the headers here in this tab… {self.name[:80]}: "
-                                 f"{_size(self.read)} of {_size(self.size)} read")
-
-    async def breathe(self, force: bool = False) -> None:
-        """Give the page its thread back when the parsers have held it a slice's time."""
-        if force or time.monotonic() - self.yielded >= SLICE_SECONDS:
-            await asyncio.sleep(0)
-            self.yielded = time.monotonic()
-        if _generation[0] != self.generation:
-            raise _Cancelled()
-
-
-async def _bytes(file, start: int, end: int) -> bytes:
-    buffer = await file.slice(start, end).arrayBuffer()
-    return bytes(buffer.to_py())
-
-
-async def _drive(parser, file, progress: _Progress):
-    """Run an engine header parser on `file`: each (start, end) it asks for is one File.slice
-    of about a chunk; after each slice of its work the page runs."""
-    size = int(file.size)
-    request = next(parser)
-    while True:
-        reply = None
-        if request is not PAUSE:
-            start, end = request
-            reply = await _bytes(file, start, min(size, max(end, start + CHUNK_BYTES)))
-            progress.add(len(reply))
-            progress.yielded = time.monotonic()      # the await gave the page its thread
-        await progress.breathe()
-        try:
-            request = parser.send(reply)
-        except StopIteration as done:
-            return done.value
-
-
-async def _whole(file, progress: _Progress) -> bytes:
-    """A small file (config.json, an index) in full, a chunk at a time."""
-    parts, size = [], int(file.size)
-    for start in range(0, size, CHUNK_BYTES):
-        parts.append(await _bytes(file, start, min(size, start + CHUNK_BYTES)))
-        progress.add(len(parts[-1]))
-        await progress.breathe()
-    return b"".join(parts)
-
-
-async def _run(parser, progress: _Progress):
-    """A parser that reads nothing (its text is given), run with the page's pauses."""
-    while True:
-        await progress.breathe()
-        try:
-            next(parser)
-        except StopIteration as done:
-            return done.value
 
 
 _set_by_files = {}       # field -> the value these files put there, cleared with another model
@@ -127,11 +42,11 @@ class _ConfigError(InputError):
     """A config.json that is not a config: shown in the config box, as when it is pasted."""
 
 
-async def _read_json(file, name: str, progress: _Progress, found: dict) -> None:
+async def _read_json(file, name: str, progress: Progress, found: dict) -> None:
     size = int(file.size)
     if size > MAX_INDEX_BYTES:
         raise InputError("hf-config", f"{size:,} bytes is past any config or index file")
-    text = await _whole(file, progress)
+    text = await whole(file, progress)
     if size > MAX_CONFIG_BYTES and b'"weight_map"' not in text:
         raise _ConfigError("hf-config", f"the file is {size:,} bytes; the limit is "
                                         f"{MAX_CONFIG_BYTES:,} (real configs are a few KB)")
@@ -146,17 +61,17 @@ async def _read_json(file, name: str, progress: _Progress, found: dict) -> None:
             return
         index = safetensors.read_index_full(parsed)
     else:
-        index = await _run(safetensors.parse_index(safetensors.index_text(text)), progress)
+        index = await run_parser(safetensors.parse_index(safetensors.index_text(text)), progress)
     found["indexes"].append((name, index))
     found["read"].append(f"{name}: index, metadata.total_size")
 
 
-async def _read_one(file, progress: _Progress, found: dict) -> None:
+async def _read_one(file, progress: Progress, found: dict) -> None:
     name = str(file.name)
     lower = name.lower()
     progress.file(file)
     if lower.endswith(".gguf"):
-        header = await _drive(gguf.parse(int(file.size)), file, progress)
+        header = await drive(gguf.parse(int(file.size)), file, progress)
         await progress.breathe(force=True)
         given = gguf.inputs(header)
         found["config"], found["layers"] = given["hf-config"], given["layer-weights-bytes"]
@@ -166,7 +81,7 @@ async def _read_one(file, progress: _Progress, found: dict) -> None:
         found["read"].append(f"{name}: GGUF v{header.version}, {len(header.tensors):,} tensors, "
                              f"header {header.header_bytes:,} of {int(file.size):,} bytes")
     elif lower.endswith(".safetensors"):
-        shard = await _drive(safetensors.parse(int(file.size)), file, progress)
+        shard = await drive(safetensors.parse(int(file.size)), file, progress)
         found["shards"].append((name, shard))
         found["read"].append(f"{name}: safetensors header")
     elif lower.endswith(".json"):
@@ -178,7 +93,7 @@ async def _read_one(file, progress: _Progress, found: dict) -> None:
 
 async def read_files(files: list, generation: int | None = None) -> tuple[dict, list[str]]:
     """(the form values the files give, what was read), or an InputError naming the file."""
-    progress = _Progress(_generation[0] if generation is None else generation)
+    progress = Progress(_generation[0] if generation is None else generation, _generation)
     found = {"config": None, "layers": None, "params": None, "gguf_bytes": 0, "gguf": False, "shards": [],
              "indexes": [], "read": []}
     for file in files:
@@ -223,17 +138,17 @@ def _page_default_engine() -> str:
     return next((str(o.value) for o in el("#engine").options if o.defaultSelected), "")
 
 
-def _switch_to_llamacpp() -> str:
-    """A GGUF opened while the page still sizes with its own default engine (the user chose none):
-    llama.cpp's rules, since a GGUF is llama.cpp's format. The words that say so, or ""."""
-    select = el("#engine")
-    if _engine_chosen[0] or select.value == GGUF_ENGINE or select.value != _page_default_engine():
+def _switch_to_native(file_format: str) -> str:
+    """A file opened while the page still sizes with its own default engine (the user chose none):
+    the rules of the engine whose own format it is (a GGUF: llama.cpp's). The words that say so."""
+    select, native = el("#engine"), native_engine(file_format)
+    if native is None or _engine_chosen[0] or select.value == native or select.value != _page_default_engine():
         return ""
     before = select.value
-    select.value = GGUF_ENGINE
-    return (f" Sized as {title(GGUF_ENGINE)} allocates, since a GGUF is {title(GGUF_ENGINE)}'s format and no engine "
-            f"was chosen (the page's default is {title(before) if before in ENGINES else before}): choose another "
-            "under Size as to size it there.")
+    select.value = native
+    return (f" Sized as {title(native)} allocates, since a {file_format.upper()} is {title(native)}'s format and no "
+            f"engine was chosen (the page's default is {title(before) if before in ENGINES else before}): choose "
+            "another under Size as to size it there.")
 
 
 async def open_files(files, then) -> None:
@@ -244,7 +159,7 @@ async def open_files(files, then) -> None:
     put("#files-status", "Reading the headers here in this tab…")
     try:
         values, read = await read_files(files, generation)
-    except _Cancelled:
+    except Cancelled:
         return
     except _ConfigError as e:
         # A config.json that is not a config: said where a pasted one would be.
@@ -271,6 +186,6 @@ async def open_files(files, then) -> None:
             el(f"#{name}").value = _set_by_files[name] = values[name]
     if "weights-bytes" in values:
         el("#advanced").open = True
-    switched = _switch_to_llamacpp() if values.get("format") == "gguf" else ""
+    switched = _switch_to_native(values["format"]) if "format" in values else ""
     put("#files-status", "Read here, nothing uploaded: " + "; ".join(read) + "." + switched)
     then()

@@ -22,12 +22,18 @@ ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamac
            "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
 __all__ = ["DEFAULT", "ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
-           "answer", "longest_context", "memory_utilization"]
+           "answer", "longest_context", "memory_utilization", "native_engine"]
 
 
 def title(name: str) -> str:
     """The engine's name as it writes it (vLLM, SGLang, llama.cpp)."""
     return REGISTRY[name].TITLE
+
+
+def native_engine(file_format: str) -> str | None:
+    """The engine whose own checkpoint format this is (a GGUF: llama.cpp), or None."""
+    return next((name for name, module in REGISTRY.items() if file_format in getattr(module, "FILE_FORMATS", ())),
+                None)
 
 
 def engine_name(text: str) -> str:

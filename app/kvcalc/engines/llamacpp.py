@@ -50,6 +50,7 @@ NAME, TITLE = "llama.cpp", "llama.cpp"
 # No tensor parallelism: over several GPUs it splits the layers (--split-mode layer, the default),
 # so a layout of N GPUs is N stages of whole layers (scenario._deployment), whatever the heads.
 SPLITS_LAYERS = True
+FILE_FORMATS = ("gguf",)           # a checkpoint in this format is this engine's own
 VENDORS = ("NVIDIA", "AMD", "Apple")   # CUDA, ROCm/HIP and Metal builds: every preset
 KV_MEMORY_LOGGED = False     # it logs the cache in MiB of its own buffers, not a memory budget
 SEPARATE_V = True            # -ctk and -ctv
