@@ -14,7 +14,7 @@ replicated), its vision tower's 16 heads (vision_config.num_heads, the preset's 
 
 import pytest
 
-from kvcalc import evaluate
+from kvcalc import engines, evaluate
 from kvcalc.production import encoder
 from support import cli, hf_fixture
 
@@ -72,10 +72,12 @@ def test_the_mlp_width_is_checked_too():
     # each of [3,420, 3,420] divides by tp.
     cfg = hf_fixture("Qwen__Qwen2.5-VL-7B-Instruct.json")
     tower = encoder.Encoder(mode="weights", weights_bytes=1, config=cfg, wrapper="qwen2_5_vl")
+    assert engines.REGISTRY["vllm"].CHECKS_ENCODER_SPLIT
+    assert not hasattr(engines.REGISTRY["sglang"], "CHECKS_ENCODER_SPLIT")
     with pytest.raises(Exception) as e:
-        encoder.check_tp(tower, 8, "vllm")
+        encoder.check_tp(tower, 8, True)
     assert e.value.field == "tp"
     assert "the vision tower's 3,420 MLP channels (vision_config.intermediate_size) are not divisible by tp 8" \
         in e.value.message
-    assert encoder.check_tp(tower, 4, "vllm").splits[1] == ("intermediate_size", "MLP channels", 3420)
-    assert encoder.check_tp(tower, 8, "sglang") is tower
+    assert encoder.check_tp(tower, 4, True).splits[1] == ("intermediate_size", "MLP channels", 3420)
+    assert encoder.check_tp(tower, 8, False) is tower

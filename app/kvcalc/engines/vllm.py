@@ -37,6 +37,9 @@ parse_version = releases.pep440
 NAME, TITLE = "vllm", "vLLM"
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
+# It builds a vision tower's linears split over tp under --mm-encoder-tp-mode weights, and refuses
+# to start where tp does not divide their widths (production.encoder.check_tp).
+CHECKS_ENCODER_SPLIT = True
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
 TOKENS_LABEL = "GPU KV cache size"            # what its log calls the token count

@@ -8,6 +8,7 @@ beside the model's share, the parts' figures for reports and their launch flags.
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from .. import engines
 from ..errors import InputError
 
 from . import draft as _draft
@@ -58,7 +59,8 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
                          "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
                          "mmproj-bytes or the draft")
     if serving.encoder is not None:
-        serving = replace(serving, encoder=_encoder.check_tp(serving.encoder, deployment.tp, engine))
+        checks = getattr(engines.REGISTRY.get(engine), "CHECKS_ENCODER_SPLIT", False)
+        serving = replace(serving, encoder=_encoder.check_tp(serving.encoder, deployment.tp, checks))
     serving = replace(serving, target=model, values=values)
     added = []
     if serving.draft is not None:

@@ -108,14 +108,15 @@ def encoder_from(values: dict, model, engine: str | None) -> Encoder | None:
                    wrapper=str(cfg.get("model_type") or ""), mode_given=mode is not None, config=cfg)
 
 
-def check_tp(encoder: Encoder, tp: int, engine: str | None) -> Encoder:
+def check_tp(encoder: Encoder, tp: int, checked: bool) -> Encoder:
     """vLLM's own limits on the tower under tensor parallel (vision_params.TP_SPLITS, read in vLLM
     0.33.0's qwen2_5_vl.py / qwen3_vl.py): in the "weights" mode each of its split widths must be
     divisible by tp, or the model fails to build ("AssertionError: 16 is not divisible by 32") and
     vLLM refuses to start; --mm-encoder-tp-mode data builds the tower whole (tp_size 1 in it), so
-    nothing is split. The encoder with what it splits, or the refusal naming tp. The exact ideal
-    and SGLang have no such check here (SGLang's towers are not read)."""
-    if encoder.mode != "weights" or encoder.config is None or engine != "vllm":
+    nothing is split. The encoder with what it splits, or the refusal naming tp. `checked`: the
+    engine builds its towers so (its CHECKS_ENCODER_SPLIT: vLLM's; the exact ideal and SGLang, whose
+    towers are not read, have no such check)."""
+    if encoder.mode != "weights" or encoder.config is None or not checked:
         return encoder
     splits = tp_splits(encoder.config)
     if tp > 1:
@@ -181,7 +182,7 @@ def figures(encoder: Encoder, scenario, result) -> dict:
         if given and given != encoder.dtype:
             lines.append(f"weights-dtype {given} prices the model's weights, the tower's share among them; the tower "
                          f"itself is kept at {encoder.dtype} here, as the quantized checkpoints priced here keep it.")
-        if encoder.mode == "weights" and engine == "vllm" and encoder.unsplit_heads and tp > 1 \
+        if encoder.mode == "weights" and encoder.unsplit_heads and tp > 1 \
                 and encoder.unsplit_heads % tp:
             lines.append(f"The tower's {encoder.unsplit_heads} attention heads are not divisible by tp = {tp}: vLLM's "
                          "SiglipEncoderLayer then builds that attention unsplit on every GPU (siglip.py), a little "
