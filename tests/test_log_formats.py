@@ -309,3 +309,77 @@ def test_a_source_builds_engine_line_is_read_and_its_version_said():
         "2", "1", "2", "8192")
     assert "engine-version" not in reading.values
     assert any("engine-version 'dev' not taken" in note for note in reading.notes)
+
+
+# --- 4. A real fp8 KV cache in vLLM's config line -----------------------------------------------
+
+QWEN25_14B_FP8KV = "vllm-qwen2.5-14b-fp8dyn-fp8kv-dgx-spark-util04-32k-v0.13.0-nv26.01.log"
+
+
+def test_a_real_fp8_kv_cache_start_up_is_read_whole():
+    # vllm-qwen2.5-14b-fp8dyn-fp8kv-dgx-spark-util04-32k-v0.13.0-nv26.01.log: NVIDIA's 26.01 container
+    # of vLLM 0.13.0 on a DGX Spark, serving neuralmagic/Qwen2.5-14B-Instruct-FP8-dynamic with
+    # "'gpu_memory_utilization': 0.4, 'kv_cache_dtype': 'fp8'" (line 25) and the engine line's
+    # "kv_cache_dtype=fp8" (line 48).
+    from kvcalc.engines import releases
+    reading = read_log((LOGS / QWEN25_14B_FP8KV).read_text(encoding="utf-8"))
+    values = reading.values
+    assert [values[k] for k in ("kv-dtype", "context", "memory-utilization", "tp", "gpus", "kv-memory-gib")] == [
+        "fp8", "32768", "0.4", "1", "1", "30.46"]
+    assert read(reading, "kv-dtype").line_number == 25
+    # An FP8-dynamic re-release has Qwen2.5-14B's shape, not its bf16 weights: sized as that preset,
+    # the weights left to the log's 15.2227 GiB.
+    assert values["model"] == "neuralmagic/Qwen2.5-14B-Instruct-FP8-dynamic"
+    assert read(reading, "model").how.startswith("the preset of identical shape, Qwen/Qwen2.5-14B; its weights are "
+                                                 "FP8-DYNAMIC's, not the preset's")
+    assert values["loaded-weights-gib"] == "15.2227"
+    # "vLLM API server version 0.13.0+faa43dbf.nv26.01" (line 24) is kept as printed; its local part
+    # (+faa43dbf.nv26.01, NVIDIA's build) leaves the release 0.13.0, whose rules size it.
+    version = read(reading, "engine-version")
+    assert (version.text, version.line_number) == ("0.13.0+faa43dbf.nv26.01", 24)
+    assert releases.pep440(version.text).key == (0, 13, 0, 0, 0)
+    printed = reading.printed
+    assert (printed["kv_tokens"].value, printed["max_concurrency"].value) == (332_672, Fraction("10.15"))
+
+
+def test_the_engine_line_alone_says_the_kv_cache_is_fp8():
+    # The same log with its non-default args line taken out: "kv_cache_dtype=fp8" in the engine line
+    # (now line 47) is what says it. The same line with "kv_cache_dtype=auto" says nothing of fp8.
+    text = without(QWEN25_14B_FP8KV, "non-default args")
+    reading = read_log(text)
+    assert (reading.values["kv-dtype"], read(reading, "kv-dtype").line_number) == ("fp8", 47)
+    assert "kv_cache_dtype=fp8" in text.split("\n")[46]
+    auto = read_log(text.replace("kv_cache_dtype=fp8", "kv_cache_dtype=auto"))
+    assert auto.values.get("kv-dtype") != "fp8"
+
+
+def test_the_fp8_kv_cache_log_reproduces_its_own_figures():
+    """kvcalc --from-log on vllm-qwen2.5-14b-fp8dyn-fp8kv-dgx-spark-util04-32k-v0.13.0-nv26.01.log.
+
+    Qwen2.5-14B: 48 layers, 8 KV heads, head_dim 128; an fp8 KV element is 1 byte:
+      K + V a layer = 2 x 8 x 128 x 1 B = 2,048 B a token; x 48 layers = 98,304 B a token;
+      a block of 16 tokens = 1,572,864 B (1.5 MiB).
+    The log's "Available KV cache memory: 30.46 GiB" is rounded to 0.01 GiB: the memory lies in
+    [30.455, 30.465) GiB = [31,185.92, 31,196.16) MiB, so floor(MiB / 1.5) is 20,790 to 20,797 blocks,
+    332,640 to 332,752 tokens. The log's 332,672 tokens are 20,792 blocks (31,188 MiB = 30.457 GiB:
+    inside). 30.46 GiB itself = 32,706,175,959 B -> 20,794 blocks = 332,704 tokens.
+    A request of 32,768 tokens takes cdiv(32768, 16) = 2,048 blocks: 20,792 / 2,048 = 10.152 -> "10.15x";
+    every count in the range gives 10.15 (20,790 / 2,048 = 10.151, 20,797 / 2,048 = 10.155)."""
+    import io
+    import json
+    from kvcalc.cli import run
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--from-log", str(LOGS / QWEN25_14B_FP8KV), "--json"], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    data = json.loads(out.getvalue())
+    assert (data["kv_dtype"], data["kv_bytes_per_token"], data["engine_block_size"]) == ("fp8", 98_304, 16)
+    assert data["engine_kv_budget_bytes_per_gpu"] == 32_706_175_959            # 30.46 GiB
+    assert (data["engine_kv_tokens"], data["engine_kv_tokens_range"]) == (332_704, [332_640, 332_752])
+    low, high = data["engine_kv_tokens_range"]
+    assert low <= 332_672 <= high
+    assert {f"{blocks / 2048:.2f}" for blocks in range(low // 16, high // 16 + 1)} == {"10.15"}
+    assert f"{data['engine_max_concurrency']:.2f}" == "10.15"
+    said = err.getvalue()
+    assert "# KV cache tokens: the log printed 332,672 (line 71); sized here 332,704" in said
+    assert "# Maximum concurrency: the log printed 10.15x (line 72); sized here 10.15x" in said
+    assert "Not as the log printed" not in said
