@@ -139,13 +139,17 @@ def _page_default_engine() -> str:
 
 
 def _switch_to_native(file_format: str) -> str:
-    """A file opened while the page still sizes with its own default engine (the user chose none):
-    the rules of the engine whose own format it is (a GGUF: llama.cpp's). The words that say so."""
+    """A file opened while the page still sizes with its own default engine (the user chose none,
+    and no pasted log named one): the rules of the engine whose own format it is (a GGUF:
+    llama.cpp's), the release typed for the other engine cleared. The words that say so."""
     select, native = el("#engine"), native_engine(file_format)
     if native is None or _engine_chosen[0] or select.value == native or select.value != _page_default_engine():
         return ""
+    if state.reading is not None:        # the engine is the log's: its server ran it
+        return ""
     before = select.value
     select.value = native
+    el("#engine-version").value = ""     # a release of the engine before, not of this one
     return (f" Sized as {title(native)} allocates, since a {file_format.upper()} is {title(native)}'s format and no "
             f"engine was chosen (the page's default is {title(before) if before in ENGINES else before}): choose "
             "another under Size as to size it there.")

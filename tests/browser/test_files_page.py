@@ -7,6 +7,7 @@ import struct
 from gguf_files import T, write
 from pagekit import choose_model, metrics, open_page, settle, url_of
 from support import cli
+from test_log_page import LOGS, READ, paste_log
 
 
 def small_gguf(path):
@@ -128,3 +129,19 @@ def test_hostile_files_are_refused_and_nothing_is_lost(page, site, tmp_path):
                                "return t.includes(n) && t.includes(w); }", arg=[name, words])
         assert name in page.inner_text("#files-status")
         assert metrics(page)["kv_bytes_per_token"] == before["kv_bytes_per_token"]
+
+
+def test_a_gguf_after_a_vllm_log_keeps_the_logs_engine_and_release(page, site, tmp_path):
+    # A reviewer's case: the Qwen2.5-72B vLLM 0.19.0 log pasted, then a GGUF opened. The engine
+    # and release are the log's (its server ran vLLM), so the GGUF does not switch them; before,
+    # the page switched to llama.cpp and kept "0.19.0", no llama.cpp release, and went stale.
+    path = bare_gguf(tmp_path / "bare.gguf")
+    open_page(page, site)
+    paste_log(page, (LOGS / "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").read_text())
+    page.wait_for_function(READ)
+    settle(page)
+    assert (page.input_value("#engine"), page.input_value("#engine-version")) == ("vllm", "0.19.0")
+    _open_file(page, path)
+    assert (page.input_value("#engine"), page.input_value("#engine-version")) == ("vllm", "0.19.0")
+    assert "Sized as llama.cpp" not in page.inner_text("#files-status")
+    assert "Engine release" not in page.inner_text("#error-summary")
