@@ -154,3 +154,71 @@ def test_a_paste_that_is_no_one_start_up_is_refused_naming_from_log(tmp_path):
     assert err == "kvcalc: error: --from-log: holds more than one start-up: lines 5 and 34 each begin one; paste one\n"
     code, _, err = cli(tmp_path, "hello\n")
     assert code == 2 and err.startswith("kvcalc: error: --from-log: is not a start-up log of vLLM, SGLang or llama.cpp")
+
+
+# --- issue 34 review: a KV cache of nothing, figures printed in the engine's own terms ----------
+
+def test_a_negative_kv_memory_says_the_engine_does_not_start(tmp_path):
+    # vllm-gpt-oss-120b-h100-default-negative-kv.log line 7: "Available KV cache memory: -2.14 GiB".
+    # vLLM raises "No available memory for the cache blocks": no estimate of ours stands in for it.
+    reading = read_log(text("vllm-gpt-oss-120b-h100-default-negative-kv.log"))
+    assert "kv-memory-gib" not in reading.values
+    assert not any("KV memory" in words for words in reading.not_read)
+    assert log_flow.no_cache(reading) == (
+        "the log's engine will not start: line 7 printed 'Available KV cache memory: -2.14 GiB': no memory for its "
+        "KV cache, 2.14 GiB short of any (vLLM does not start: \"ValueError: No available memory for the cache "
+        "blocks\"); the figures here are not what it ran")
+    code, out, err = cli(tmp_path, text("vllm-gpt-oss-120b-h100-default-negative-kv.log"), "--gpu", "h100-sxm-80gb")
+    assert code != 0 and out == "" and "Fits" not in err
+    assert "--from-log: the log's engine will not start: line 7" in err and "2.14 GiB short" in err
+    # The user's own KV memory is a what-if: sized, the log's line still said.
+    code, out, err = cli(tmp_path, text("vllm-gpt-oss-120b-h100-default-negative-kv.log"), "--gpu",
+                         "h100-sxm-80gb", "--kv-memory-gib", "10")
+    assert code == 0 and "# the log's engine will not start: line 7" in err
+
+
+def test_a_pool_of_zero_tokens_is_no_cache_either():
+    # The same log with its KV memory line cut: vLLM's "GPU KV cache size: 0 tokens" alone.
+    log = without("vllm-gpt-oss-120b-h100-default-negative-kv.log", "Available KV cache memory")
+    log += "(EngineCore_0 pid=5839) INFO 08-20 18:04:22 [kv_cache_utils.py:1087] GPU KV cache size: 0 tokens\n"
+    said = log_flow.no_cache(read_log(log))
+    assert said.startswith("the log's engine will not start: line ") and "'GPU KV cache size: 0 tokens'" in said
+    assert "short" not in said
+
+
+def test_early_v1_gpu_blocks_are_its_kv_tokens():
+    # vllm-granite-3.0-2b-l40s-v1-0.7-gpu-blocks-only.log: "# GPU blocks: 33660", no token line:
+    # 33,660 x 16 (vLLM's default block) = 538,560 tokens, and 538,560 / 4,096 = 131.48x as printed.
+    reading = read_log(text("vllm-granite-3.0-2b-l40s-v1-0.7-gpu-blocks-only.log"))
+    tokens = reading.printed["kv_tokens"]
+    assert (tokens.value, tokens.line_number) == (538_560, 8)
+    assert round(538_560 / 4096, 2) == float(reading.printed["max_concurrency"].value) == 131.48
+    assert "KV cache tokens read as 33,660 GPU blocks (line 8) x vLLM's default block size 16" in reading.notes
+
+
+def test_consumed_memory_covers_the_weights_and_non_torch_together():
+    # vllm-pr57047-consumed-memory-summary-sm89.log line 5: "2.81 GiB for consumed memory (weights + non-torch)".
+    reading = read_log(text("vllm-pr57047-consumed-memory-summary-sm89.log"))
+    assert "loaded-weights-gib" not in reading.values
+    assert not any("the weights" in words for words in reading.not_read)
+    assert any(note.startswith("line 5 printed 2.81 GiB for the weights and the non-torch memory together")
+               for note in reading.notes)
+
+
+def test_the_kv_memory_is_said_as_the_log_printed_it():
+    # vLLM 0.10-0.11 prints the KV memory rounded, then its bytes: said as the bytes (and their GiB).
+    log = ("INFO 01-01 00:00:00 [gpu_worker.py:298] Available KV cache memory: 10.65 GiB\n"
+           "INFO 01-01 00:00:00 [gpu_worker.py:391] Current kv cache memory in use is 11425000000 bytes.\n")
+    reading = read_log(log)
+    assert reading.printed["kv_memory_gib"].text == "11,425,000,000 bytes (10.64 GiB)"
+    assert not any("local path" in words for words in reading.not_read)
+
+
+def test_llamacpps_printed_kv_size_is_compared_with_ours():
+    # llamacpp-pr5104-kv-self-size-160mib.log line 5: "KV self size  =  160.00 MiB" at n_ctx 512.
+    # Llama 3.1 8B at 512 cells: 32 layers x 2 x 8 x 128 x 2 B x 512 = 67,108,864 B = 64.00 MiB.
+    reading = read_log(text("llamacpp-pr5104-kv-self-size-160mib.log"))
+    values = dict(reading.values, model="meta-llama/Llama-3.1-8B", gpu="h100-sxm-80gb")
+    rows = log_flow.mismatches(reading, evaluate(values))
+    assert ("KV cache size (its KV buffers)", "160.00 MiB", "64.00 MiB", 5) in rows
+    assert log_flow.mismatch_text(rows).startswith("Not as the log printed: KV cache size (its KV buffers) 160.00 MiB")

@@ -73,6 +73,9 @@ READS = {
     "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log": {
         "engine": "sglang", "loaded-weights-gib": "3.76", "tp": "2", "gpus": "2", "kv-dtype": "bf16",
         "kv-memory-gib": "8.3", "prefill-chunk": "2048", "context": "8192"},
+    # An early-2024 build's "KV self size = 160.00 MiB" at n_ctx 512: no model line, no layers.
+    "llamacpp-pr5104-kv-self-size-160mib.log": {
+        "engine": "llama.cpp", "context": "512", "gpus": "1", "kv-dtype": "fp16"},
     "llamacpp-command-a-iswa-240k-nofa-pad32.log": {
         "engine": "llama.cpp", "batch": "1", "context": "240000", "prefill-chunk": "512", "flash-attn": "off"},
     # offloaded 41/41 layers; CUDA1's model buffer 13989.53 MiB is the busiest GPU's weights; the
@@ -127,6 +130,7 @@ REFUSED = {
 
 # The figures each log printed that the engines compute, as read (GiB for SGLang, MiB for llama.cpp).
 PRINTED = {
+    "llamacpp-pr5104-kv-self-size-160mib.log": {"kv_cache_mib": 160, "k_cache_mib": 80, "v_cache_mib": 80},
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"kv_tokens": 834615, "kv_memory_gib": Fraction("108.24")},
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {"kv_tokens": 375360, "swa_tokens_printed": 300288},
     "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log": {"kv_tokens": 2261377,
@@ -307,6 +311,9 @@ REPRODUCED = {
 }
 
 NOT_REPRODUCED = {
+    "llamacpp-pr5104-kv-self-size-160mib.log":
+        "the excerpt names no model and prints no layers (160 MiB at 512 f16 cells is 320 KiB a cell, 80 layers of "
+        "8 KV heads of 128, a Llama-2-70B shape the thread does not confirm); test_log_flow.py compares its size",
     "sglang-mimo-v2-flash-swa-tp4-page64.log":
         "XiaomiMiMo/MiMo-V2-Flash is not a preset and its config.json is not among the fixtures, and only the "
         "sliding-window pool's 'KV Cache is allocated' lines are in the excerpt: no KV memory to size in (the PR "

@@ -268,6 +268,9 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
         command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
         if command.command is None:
             raise InputError("launch", command.notes[0])
+        empty = log_flow.no_cache(reading)
+        if empty is not None and "kv-memory-gib" not in raw:
+            raise InputError("from-log", empty)     # its engine refused to start: no estimate stands in
     if any(name in evaluation.values for name in plan.PLAN_INPUTS):
         plan.ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
     return _render(evaluation, fmt, command)
@@ -287,6 +290,9 @@ def _log_summary(reading, evaluation) -> list[str]:
         lines.append(f"the log does not say its layout ({options}): these figures assume "
                      + ", ".join(f"{name} {value}" for name, value in assumed) + f"; give {options} as its server ran")
     gpu_gave = any(name in evaluation.values and name not in reading.values for name in log_flow.GPU_GIVEN)
+    empty = log_flow.no_cache(reading)
+    if empty is not None:
+        lines.append(empty)
     gpu = log_flow.assumed_gpu(reading, evaluation, gpu_gave)
     if gpu:
         lines.append(f"the log does not say its GPU: the memory checks use the {gpu}; give --gpu as its server ran")

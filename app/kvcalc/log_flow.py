@@ -100,6 +100,24 @@ def assumed_gpu(reading, evaluation, user_gave: bool) -> str | None:
     return None
 
 
+def no_cache(reading) -> str | None:
+    """The engine the log ran had no memory for its KV cache (it printed a KV memory of zero or
+    less, or a pool of 0 tokens): it did not start, which no estimate of ours may paper over. The
+    sentence names the line, what it printed and by how much it fell short; None otherwise."""
+    empty = reading.printed.get("kv_pool_empty")
+    if empty is None:
+        return None
+    printed, short, refusal = empty.value
+    if short is None:
+        by = ""
+    elif short == 0:
+        by = ", not a byte left for it"
+    else:
+        by = f", {float(short):,.2f} GiB short of any"
+    return (f"the log's engine will not start: line {empty.line_number:,} printed {printed!r}: no memory for its "
+            f"KV cache{by} ({refusal}); the figures here are not what it ran")
+
+
 def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
     """(what, the log printed, these inputs give, the log's line) for each figure that differs by
     more than the log's rounding: its KV memory to 2 decimals (SGLang's K + V to twice that), the
@@ -127,8 +145,23 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
         else:
             differs = abs(Fraction(value) - Fraction(ours, GIB)) > half
         if differs:
-            rows.append((what, _figure(name, value), _figure(name, ours, computed=True), printed.line_number))
+            rows.append((what, printed.text or _figure(name, value), _figure(name, ours, computed=True), printed.line_number))
+    # The figures an engine prints in its own terms (llama.cpp's MiB of its KV buffers, its
+    # layers), each beside ours for the same cells (the engine's LOG_FIGURES).
+    for name, what, ours_of, slack, unit in getattr(engines.REGISTRY.get(reading.engine), "LOG_FIGURES", ()):
+        printed, ours = reading.printed.get(name), ours_of(engine)
+        if printed is None or ours is None:
+            continue
+        if abs(Fraction(printed.value) - Fraction(ours)) > slack:
+            rows.append((what, printed.text or _engine_figure(printed.value, unit),
+                         _engine_figure(ours, unit), printed.line_number))
     return rows
+
+
+def _engine_figure(value, unit: str) -> str:
+    if unit == "MiB":
+        return f"{float(value):,.2f} MiB"
+    return f"{int(value):,} {unit}"
 
 
 def _figure(name: str, value, computed: bool = False) -> str:

@@ -60,7 +60,9 @@ def render_comparison() -> None:
                                            (f"{line:,}", None, "num")]) for label, printed, ours, line in rows])
     put("#log-compare", not rows, "hidden")
     model_warning()
-    said = [log_flow.mismatch_text(log_flow.mismatches(state.reading, state.evaluation))]
+    empty = log_flow.no_cache(state.reading)
+    said = [empty[:1].upper() + empty[1:] if empty else "",
+            log_flow.mismatch_text(log_flow.mismatches(state.reading, state.evaluation))]
     user_gave = _layout() != _layout_at_paste[0]
     assumed = log_flow.assumed_layout(state.reading, state.evaluation, user_gave)
     if assumed:

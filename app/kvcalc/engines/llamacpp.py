@@ -27,6 +27,7 @@ docs/research/llamacpp-builds.md):
   the estimate, so builds after b9272 are refused (docs/research/llamacpp-builds.md).
 """
 
+import re
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
@@ -318,6 +319,32 @@ def log_lines(pool: Pool) -> list[str]:
                      f"{c.layers:3d} layers, {seqs} seqs), K ({pool.k_type}): {c.k_bytes / MIB:7.2f} MiB, "
                      f"V ({pool.v_type}): {c.v_bytes / MIB:7.2f} MiB")
     return lines
+
+
+# Our own full cache's size line (log_lines): "llama_kv_cache: size = X MiB (N cells, L layers".
+_OUR_SIZE = re.compile(r"llama_kv_cache: size = {0,8}(\d{1,12}\.\d\d) MiB \( {0,8}\d{1,12} cells, {0,8}(\d{1,6}) layers")
+
+
+def _our_full_cache(result):
+    return next((m for m in map(_OUR_SIZE.match, result.log or ()) if m), None)
+
+
+def our_cache_mib(result):
+    """The full cache's MiB as our llama_kv_cache line prints it (K + V of its buffers), or None."""
+    found = _our_full_cache(result)
+    return None if found is None else Fraction(found[1])
+
+
+def our_cache_layers(result):
+    found = _our_full_cache(result)
+    return None if found is None else int(found[2])
+
+
+# The figures llama.cpp prints of its KV cache that ours gives in the same terms, for
+# log_flow.mismatches: (the reader's printed name, what it is, ours from an EngineResult, how
+# far apart two figures printed to 2 decimals of a MiB may be, the unit).
+LOG_FIGURES = (("kv_cache_mib", "KV cache size (its KV buffers)", our_cache_mib, Fraction(1, 100), "MiB"),
+               ("kv_layers", "KV cache layers", our_cache_layers, 0, "layers"))
 
 
 def default_chunk(scenario) -> int:

@@ -141,8 +141,9 @@ def _reading(module, sink: Sink) -> Reading:
     values = {"engine": module.NAME, **{r.option: r.text for r in reads}}
     if any(part in values for part in MEASURED_PARTS) or "kv-memory-gib" in values:
         values["measured-with"] = measured_with(values)
-    notes = _first(sink.notes, "notes") + _first(sink.rejected, "values not taken")
-    not_read = tuple(words for option, words in module.EXPECTED if option not in values)
+    covered = [words for option, words in sink.covered.items() if option not in values]
+    notes = covered + _first(sink.notes, "notes") + _first(sink.rejected, "values not taken")
+    not_read = tuple(words for option, words in module.EXPECTED if option not in values and option not in sink.covered)
     return Reading(module.NAME, values, tuple(reads), dict(sink.printed), not_read, tuple(notes))
 
 
@@ -194,7 +195,7 @@ def comparison(reading: Reading, evaluation) -> list[tuple[str, str, str, int]]:
         if printed is None:
             continue
         ours = getattr(engine, ours_name, None) if engine is not None and engine.engine == reading.engine else None
-        rows.append((label, _figure(name, printed.value), "-" if ours is None else _figure(name, ours, computed=True),
+        rows.append((label, printed.text or _figure(name, printed.value), "-" if ours is None else _figure(name, ours, computed=True),
                      printed.line_number))
     return rows
 

@@ -30,6 +30,7 @@ class Printed:
     value: object
     line_number: int
     line: str
+    text: str = ""          # the figure as the log printed it ("10.65 GiB"), where it is shown so
 
 
 @dataclass
@@ -45,6 +46,9 @@ class Sink:
     starts: dict = field(default_factory=dict)      # a start-up line's kind -> where first seen
     signatures: int = 0       # lines only this engine prints
     first_line: int = 0
+    # option -> words: what the log printed for an input no value of the option can be (a negative
+    # KV memory, a figure covering the weights and more together): read, so not "not in the log".
+    covered: dict = field(default_factory=dict)
 
     def take(self, option: str, text, number: int, line: str, how: str = "", keep: str = "same") -> None:
         """Take an input's value, typed by its option's parser. `keep`: "same" (a second, different
@@ -78,10 +82,22 @@ class Sink:
         else:
             self.starts[kind] = number
 
-    def show(self, name: str, value, number: int, line: str, keep: str = "first") -> None:
+    def show(self, name: str, value, number: int, line: str, keep: str = "first", text: str = "") -> None:
         if name not in self.printed or keep == "last" or (
                 keep == "min" and value < self.printed[name].value):
-            self.printed[name] = Printed(name, value, number, _clip(line.strip(), 160))
+            self.printed[name] = Printed(name, value, number, _clip(line.strip(), 160), text[:80])
+
+    def empty_pool(self, option: str, printed: str, short, number: int, line: str, refusal: str) -> None:
+        """The engine printed a KV cache of nothing: a KV memory of zero or less (`short`: how many
+        GiB below zero, a Fraction; None where only a count of 0 was printed). No input is that:
+        the reading carries it as "kv_pool_empty" (log_flow.no_cache says the engine does not
+        start, by how much, naming the line) and as read, never as not in the log."""
+        old = self.printed.get("kv_pool_empty")
+        if old is None or (short is not None and old.value[1] is None):
+            self.printed["kv_pool_empty"] = Printed("kv_pool_empty", (printed[:80], short, refusal), number,
+                                                    _clip(line.strip(), 160), printed[:80])
+        kept = self.printed["kv_pool_empty"]
+        self.covered[option] = f"line {kept.line_number:,} printed {kept.text!r}: no KV cache"
 
 
 def _same_number(a: str, b: str) -> bool:

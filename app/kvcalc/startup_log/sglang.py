@@ -325,7 +325,7 @@ RULES = (
 )
 
 # What a full start-up prints, and how the page names it when it is missing.
-EXPECTED = (("model", "the model by its Hugging Face id (--model-path; a local path is not one)"),
+EXPECTED = (("model", "the model (--model-path; no Hugging Face id of a preset printed)"),
             ("tp", "tp_size (the launch command or its ServerArgs)"),
             ("context", "context_len (the scheduler's max_total_num_tokens line)"),
             ("memory-utilization", "mem_fraction_static (the launch command or its ServerArgs)"),

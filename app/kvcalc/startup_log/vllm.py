@@ -272,11 +272,27 @@ def _loading(match, sink, n, line):
     sink.take("loaded-weights-gib", match[1], n, line, keep="max")
 
 
+# What vLLM does with a KV cache of nothing (v1/core/kv_cache_utils.py, V0's cache engine).
+REFUSAL = "vLLM does not start: \"ValueError: No available memory for the cache blocks\""
+
+
+def _empty(sink, text: str, n: int, line: str, printed: str) -> bool:
+    """A KV memory of zero or less printed ("Available KV cache memory: -3.5 GiB"): carried as the
+    empty pool it is (Sink.empty_pool), never dropped as a value no input takes."""
+    if not _DECIMAL.fullmatch(text) or Fraction(text) > 0:
+        return False
+    sink.empty_pool("kv-memory-gib", printed, -Fraction(text), n, line, REFUSAL)
+    sink.show("kv_memory_gib", Fraction(text), n, line, keep="min", text=f"{text} GiB")
+    return True
+
+
 def _kv_memory(match, sink, n, line):
     _ready(sink, n, line)
+    if _empty(sink, match[1], n, line, f"Available KV cache memory: {match[1]} GiB"):
+        return
     gib = _gib_option(sink, "kv-memory-gib", match[1], n, line)
     if gib is not None:
-        sink.show("kv_memory_gib", gib, n, line, keep="min")
+        sink.show("kv_memory_gib", gib, n, line, keep="min", text=f"{match[1]} GiB")
 
 
 def _kv_tokens(match, sink, n, line):
@@ -284,12 +300,16 @@ def _kv_tokens(match, sink, n, line):
     tokens = _figure(sink, "GPU KV cache size", match[1], n, _COUNT)
     if tokens is not None:
         sink.show("kv_tokens", tokens, n, line, keep="min")
+    if tokens == 0:
+        sink.empty_pool("kv-memory-gib", f"GPU KV cache size: {match[1]} tokens", None, n, line, REFUSAL)
 
 
 def _blocks(match, sink, n, line):
     blocks = _figure(sink, "GPU blocks", match[1], n, _COUNT)
     if blocks is not None:
         sink.show("gpu_blocks", blocks, n, line, keep="min")
+    if blocks == 0:
+        sink.empty_pool("kv-memory-gib", f"# GPU blocks: {match[1]}", None, n, line, REFUSAL)
 
 
 def _concurrency(match, sink, n, line):
@@ -326,6 +346,10 @@ def _parts_v1(match, sink, n, line):
         consumed = _figure(sink, "consumed memory", match["consumed"], n)
         if consumed is not None:
             sink.show("consumed_gib", consumed, n, line)
+            # One figure for both: the weights are read, not alone (no input takes the sum).
+            words = (f"line {n:,} printed {match['consumed']} GiB for the weights and the non-torch memory "
+                     "together (\"consumed memory (weights + non-torch)\"), neither alone")
+            sink.covered.setdefault("loaded-weights-gib", words)
     sink.take("activation-gib", match["activation"], n, line, keep="max")
     if match["graphs"]:
         sink.take("cudagraph-gib", match["graphs"], n, line, keep="max")
@@ -374,6 +398,8 @@ def _hybrid_block(match, sink, n, line):
 
 def _refusal(match, sink, n, line):
     sink.show("refusal", line.strip()[:300], n, line)
+    if "No available memory for the cache blocks" in match[0]:
+        sink.empty_pool("kv-memory-gib", "No available memory for the cache blocks", None, n, line, REFUSAL)
     needed = re.search(r"max seq len \((\d+)\)", line)
     available = re.search(r"available KV cache memory \(([\d.]+) GiB\)", line)
     if needed:
@@ -439,10 +465,11 @@ def _kv_in_use(match, sink, n, line):
         keep = "last" if old is not None and abs(Fraction(old.text) - exact) <= Fraction(1, 200) else "min"
         sink.take("kv-memory-gib", _gib_text(int(match["bytes"])), n, line, "kv cache memory in use, bytes in GiB",
                   keep=keep)
-        sink.show("kv_memory_gib", exact, n, line, keep=keep)
+        sink.show("kv_memory_gib", exact, n, line, keep=keep,
+                  text=f"{int(match['bytes']):,} bytes ({float(exact):,.2f} GiB)")
     else:
         sink.take("kv-memory-gib", match["gib"], n, line, "kv cache memory in use", keep="min")
-        sink.show("kv_memory_gib", Fraction(match["gib"]), n, line, keep="min")
+        sink.show("kv_memory_gib", Fraction(match["gib"]), n, line, keep="min", text=f"{match['gib']} GiB")
 
 
 def _table_kv(match, sink, n, line):
@@ -523,7 +550,7 @@ EXPECTED = (("engine-version", "the release (vLLM API server version)"),
             ("memory-utilization", "gpu_memory_utilization (the memory profile line)"),
             ("loaded-weights-gib", "the weights (Model loading took)"),
             ("kv-memory-gib", "the KV memory (Available KV cache memory)"),
-            ("model", "the model by its Hugging Face id (a local path is not one)"))
+            ("model", "the model (no Hugging Face id of a preset printed)"))
 
 
 def complete(sink) -> None:
@@ -548,10 +575,34 @@ def complete(sink) -> None:
         if release is not None and release.at_least(0, 8, 0) and not release.at_least(0, 11, 0):
             sink.take("vllm-engine", variant.value, variant.line_number, variant.line)
     _layout(sink)
+    _tokens_from_blocks(sink)
     tp, pp, dp = (int(reads[k].text) if k in reads else 1 for k in ("tp", "pp", "dp"))
     anchor = reads.get("tp")
     if anchor is not None and "gpus" not in reads:
         sink.take("gpus", str(tp * pp * dp), anchor.line_number, anchor.line, "tp x pp x dp")
+
+
+# vLLM's block size where none is printed: 16 tokens (CacheConfig's default on CUDA, V0 and V1).
+DEFAULT_BLOCK_SIZE = 16
+
+
+def _tokens_from_blocks(sink) -> None:
+    """Early V1 (0.7) printed "# GPU blocks: 33660" and no "GPU KV cache size" line: its KV
+    tokens are the blocks times the block size (the one printed or set, else vLLM's default)."""
+    printed = sink.printed
+    blocks = printed.get("gpu_blocks")
+    if blocks is None or "kv_tokens" in printed or not blocks.value:
+        return
+    size = sink.reads.get("block-size")
+    if size is not None:
+        block, how = int(size.text), f"block_size {size.text}, line {size.line_number:,}"
+    elif "attention_block_size" in printed:
+        block, how = printed["attention_block_size"].value, "the attention block size printed"
+    else:
+        block, how = DEFAULT_BLOCK_SIZE, f"vLLM's default block size {DEFAULT_BLOCK_SIZE}"
+    sink.show("kv_tokens", blocks.value * block, blocks.line_number, blocks.line,
+              text=f"{blocks.value:,} GPU blocks (x {block} = {blocks.value * block:,} tokens)")
+    sink.notes.append(f"KV cache tokens read as {blocks.value:,} GPU blocks (line {blocks.line_number:,}) x {how}")
 
 
 # A model path that names a quantized re-release: its weights are not the preset's.
