@@ -64,6 +64,26 @@ MODELS = [
     ("/srv/weights/Qwen/Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B", None),
     ("/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-72B-Instruct/snapshots/0a1b2c", "Qwen/Qwen2.5-72B", None),
     ("C:\\models\\Qwen2.5-72B-Instruct-AWQ", "Qwen/Qwen2.5-72B", "awq"),
+    # More quantizations as people name them: Intel's AutoRound (either order), llm-compressor's
+    # W4A16 / W8A8, MLX's n-bit, ExLlamaV2's bits per weight.
+    ("Intel/Qwen3.6-27B-int4-AutoRound", "nvidia/Qwen3.6-27B-NVFP4", "int4-autoround"),
+    ("/models/qwen3.6-27b-autoround-int4", "nvidia/Qwen3.6-27B-NVFP4", "autoround-int4"),
+    ("Intel/Qwen3-8B-AutoRound", "Qwen/Qwen3-8B", "autoround"),
+    ("Qwen/Qwen3-8B-int4", "Qwen/Qwen3-8B", "int4"),
+    ("Qwen/Qwen3-8B-int8", "Qwen/Qwen3-8B", "int8"),
+    ("RedHatAI/Qwen3-8B-W4A16", "Qwen/Qwen3-8B", "w4a16"),
+    ("RedHatAI/Qwen3-8B-W8A8", "Qwen/Qwen3-8B", "w8a8"),
+    ("RedHatAI/Qwen3-8B-FP8-dynamic", "Qwen/Qwen3-8B", "fp8-dynamic"),
+    ("nvidia/Qwen3-8B-NVFP4", "Qwen/Qwen3-8B", "nvfp4"),
+    ("someone/Qwen3-8B-MXFP4", "Qwen/Qwen3-8B", "mxfp4"),
+    ("turboderp/Qwen3-8B-EXL2", "Qwen/Qwen3-8B", "exl2"),
+    ("turboderp/Qwen3-8B-exl2-4.0bpw", "Qwen/Qwen3-8B", "exl2-4.0bpw"),
+    ("mlx-community/Qwen3-8B-MLX-4bit", "Qwen/Qwen3-8B", "mlx-4bit"),
+    ("mlx-community/Qwen3-8B-6bit", "Qwen/Qwen3-8B", "6bit"),
+    # The base model (or its own FP8 release) of a quantized preset: the preset's shape, not its weights.
+    ("Qwen/Qwen3.6-27B", "nvidia/Qwen3.6-27B-NVFP4", ""),
+    ("Qwen/Qwen3.6-27B-FP8", "nvidia/Qwen3.6-27B-NVFP4", "fp8"),
+    ("qwen3.6-27b", "nvidia/Qwen3.6-27B-NVFP4", ""),
 ]
 
 
@@ -90,6 +110,79 @@ def test_a_quantized_release_keeps_the_shape_and_says_its_weights_are_unknown():
     instruct = presets.preset_model("Qwen/Qwen2.5-72B-Instruct")
     assert instruct.weights_dtype == "bf16" and any("identical shape" in n for n in instruct.notes)
     assert not any("identical shape" in n for n in base.notes)
+
+
+def test_a_checkpoint_of_a_quantized_presets_shape_takes_the_shape_not_the_quantization():
+    # nvidia/Qwen3.6-27B-NVFP4's config carries an 8-bit float kv_cache_scheme, so the preset
+    # itself caches in fp8: 16 full-attention layers x 2 x 4 KV heads x 256 x 1 B = 32,768 B a token.
+    # Qwen/Qwen3.6-27B (and its FP8 release, whose kv_cache_dtype stays auto) caches in bf16,
+    # 65,536 B a token. On one H100 SXM (vLLM, utilization 0.9) with 51 GiB of weights the KV
+    # memory is 17.68 GiB either way: 13.67 requests of 32,768 tokens at fp8, 7.69 at bf16.
+    argv = ("--gpu", "h100-sxm-80gb", "--weights-gib", "51", "--context", "32768", "--json")
+    code, out, err = cli("--model", "nvidia/Qwen3.6-27B-NVFP4", *argv)
+    assert code == 0, err
+    preset = json.loads(out)
+    assert (preset["kv_dtype"], preset["kv_bytes_per_token"]) == ("fp8", 32_768)
+    for typed in ("Qwen/Qwen3.6-27B", "Qwen/Qwen3.6-27B-FP8", "qwen3.6-27b", "/models/qwen3.6-27b-autoround-int4"):
+        code, out, err = cli("--model", typed, *argv)
+        assert code == 0, err
+        data = json.loads(out)
+        assert (data["kv_dtype"], data["kv_bytes_per_token"]) == ("bf16", 65_536), typed
+        assert data["engine_kv_budget_bytes_per_gpu"] == preset["engine_kv_budget_bytes_per_gpu"] == 18_985_033_178
+        assert (data["engine_max_concurrency"], preset["engine_max_concurrency"]) == (7.6875, 41 / 3), typed
+        assert any("the KV cache defaults to the model's dtype" in note for note in data["warnings"]), typed
+    code, out, err = cli("--model", "Qwen/Qwen3.6-27B", *argv[:-1])
+    assert code == 0 and "(up to 7.69 at once)" in out and "KV precision                                bf16" in out
+    # The shape is the preset's; the weights are unknown until given, never the NVFP4 checkpoint's.
+    model = presets.preset_model("Qwen/Qwen3.6-27B")
+    nvfp4 = presets.preset_model("nvidia/Qwen3.6-27B-NVFP4")
+    assert model.layers == nvfp4.layers and (model.kv_dtype, nvfp4.kv_dtype) == (None, "fp8")
+    assert model.weights_dtype is None and model.config_weights_bytes is None and model.checkpoint_bytes is None
+    assert any("kv_cache_scheme stores the cache in 8-bit floats" in n for n in nvfp4.notes)
+    assert not any("kv_cache_scheme stores" in n for n in model.notes)
+    assert "quantization_config" not in model.memo["config"].get("text_config", {})
+    assert "quantization_config" not in model.memo["config"]
+    # A link keeps the typed name, so it sizes the same.
+    assert canonical_value("model", "Qwen/Qwen3.6-27B") == "Qwen/Qwen3.6-27B"
+    result = evaluate({"model": "Qwen/Qwen3.6-27B", "gpu": "h100-sxm-80gb", "weights-gib": "51", "context": "32768"})
+    assert not result.errors and result.result.kv_bytes_per_token == 65_536
+
+
+def test_a_logs_path_to_the_base_model_sizes_its_cache_in_the_models_dtype():
+    # phivan3008/meeting-translator's vLLM 0.27.1 log (SOURCES.md) serves
+    # /workspace/meetting-translator/models/Qwen3.6-27B-FP8 with kv_cache_dtype=auto: a bf16 cache,
+    # 65,536 B a token; 41.03 GiB held 292,522 tokens, 71.42x at 4,096. The NVFP4 preset's fp8
+    # kv_cache_scheme would have doubled both.
+    with open(os.path.join(LOGS, "vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log"), encoding="utf-8") as fh:
+        text = fh.read()
+    reading = read_log(text)
+    assert reading.values["model"] == "/workspace/meetting-translator/models/Qwen3.6-27B-FP8"
+    assert model_entry(reading.values["model"])["id"] == "nvidia/Qwen3.6-27B-NVFP4"
+    result = evaluate(dict(reading.values))
+    assert not result.errors and result.result.kv_bytes_per_token == 65_536
+    code, out, err = cli("--from-log", os.path.join(LOGS, "vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log"),
+                         "--json")
+    assert code == 0, err
+    assert "KV cache tokens: the log printed 292,522 (line 9); sized here 292,522" in err
+    assert "Maximum concurrency: the log printed 71.42x (line 10); sized here 71.42x" in err
+    # A log naming the base repo itself resolves the same way: the shape, a bf16 cache.
+    assert presets.preset_model("Qwen/Qwen3.6-27B").kv_dtype is None
+
+
+@pytest.mark.parametrize("typed, suggested", [
+    # DeepSeek's distill of R1 into Qwen3 8B: not R1's shape (61 layers of MLA), and Qwen3-8B's
+    # only if its config.json says so: refused with the reason, Qwen3-8B suggested.
+    ("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B", "Qwen/Qwen3-8B"),
+    ("deepseek r1 0528 qwen3 8b", "Qwen/Qwen3-8B"),
+    ("NousResearch/Hermes-3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+])
+def test_a_name_ending_in_another_models_name_is_refused_with_the_reason(typed, suggested):
+    with pytest.raises(InputError) as e:
+        presets.resolve_model(typed)
+    message = e.value.message
+    assert e.value.field == "model" and "ends in another model's name" in message
+    assert message.endswith(f"did you mean {suggested}?") and "deepseek-ai/DeepSeek-R1" not in message.replace(typed, "")
+    assert model_entry(typed) is None
 
 
 @pytest.mark.parametrize("typed", [
@@ -167,8 +260,8 @@ def test_links_and_the_page_read_models_alike():
 @pytest.mark.parametrize("typed, gpu_id", [
     ("H200", "h200-141gb"), ("h200", "h200-141gb"),
     # nvidia-smi names the SXM part "NVIDIA H100 80GB HBM3" and the others by form (PCIe, NVL):
-    # gpus.json gives the SXM the unqualified names as aliases.
-    ("h100", "h100-sxm-80gb"), ("NVIDIA H100 80GB HBM3", "h100-sxm-80gb"),
+    # its device name is the SXM card; the bare family name "h100" is not (below).
+    ("NVIDIA H100 80GB HBM3", "h100-sxm-80gb"), ("H100 SXM5", "h100-sxm-80gb"),
     ("H100 SXM", "h100-sxm-80gb"), ("h100-sxm", "h100-sxm-80gb"), ("h100 pcie", "h100-pcie-80gb"),
     ("H100 NVL", "h100-nvl-94gb"),
     ("4090", "rtx-4090-24gb"), ("RTX 4090", "rtx-4090-24gb"), ("rtx4090", "rtx-4090-24gb"),
@@ -187,6 +280,11 @@ def test_a_gpu_by_its_common_name(typed, gpu_id):
     # The A100 80GB comes as SXM4 and PCIe: PyTorch sees 85,100,068,864 B of one and
     # 84,986,036,224 B of the other, at 2,039 and 1,935 GB/s. Not ours to pick.
     ("A100 80GB", ["a100-sxm-80gb", "a100-pcie-80gb"]),
+    # H100 comes as SXM (80 GB, 3.35 TB/s), PCIe (80 GB, 2.0 TB/s) and NVL (94 GB): a typed family
+    # name is never one card of it, though gpus.json gives the SXM "H100" as nvidia-smi's alias.
+    ("H100", ["h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb"]),
+    ("nvidia h100", ["h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb"]),
+    ("H100 80GB", ["h100-sxm-80gb", "h100-pcie-80gb"]),
     ("rtx 6000", ["rtx-pro-6000-96gb", "rtx-pro-6000-server-96gb", "rtx-6000-ada-48gb"]),
 ])
 def test_an_ambiguous_gpu_answers_did_you_mean(typed, candidates):
@@ -204,6 +302,26 @@ def test_an_unknown_gpu_is_one_line_never_the_whole_list():
     assert sum(g in err for g in presets.gpus()) <= 3
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "mi300")
     assert code == 2 and "did you mean mi300x-192gb?" in err
+
+
+def test_a_gpu_family_on_the_cli_and_in_a_link_answers_did_you_mean():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err == ("kvcalc: error: --gpu: 'H100' fits 3 GPU presets; did you mean h100-sxm-80gb, h100-pcie-80gb, "
+                   "h100-nvl-94gb?\n")
+    raw, ignored = decode("model=llama%203.1%208b&gpu=H100")
+    assert "gpu" not in raw and [key for key, _ in ignored] == ["gpu"] and "did you mean h100-sxm-80gb" in ignored[0][1]
+
+
+@pytest.mark.parametrize("option", ["--gpu", "--model", "--engine", "--price", "--kv-dtype", "--weights-file"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_option_is_one_line_naming_it_never_dropped(option, value):
+    # `--gpu ""` sized without a GPU, as if not given; a link's empty gpu= says "ignored gpu: empty value".
+    argv = {"--model": "meta-llama/Llama-3.1-8B", "--gpu": "h100-sxm-80gb", "--context": "8192"}
+    argv[option] = value
+    code, out, err = cli(*[w for pair in argv.items() for w in pair])
+    assert (code, out) == (2, "")
+    assert err.startswith(f"kvcalc: error: {option}: ") and err.count("\n") == 1, err
 
 
 def test_the_cli_sizes_ids_as_typed():
@@ -332,7 +450,7 @@ def test_a_path_is_a_name_not_words():
     ("NVIDIA_GeForce_RTX_3090", Fraction(1179, 50), "rtx-3090-24gb"),
     ("NVIDIA_L4", None, "l4-24gb"),
     ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", None, "rtx-pro-6000-96gb"),
-    ("NVIDIA H100", None, "h100-sxm-80gb"),                              # the alias, as --gpu reads it
+    ("NVIDIA H100", None, "h100-sxm-80gb"),                              # the alias: a device's name
     ("NVIDIA H100", Fraction(93), "h100-nvl-94gb"),                      # a total only the 94 GB card has
     # Not a preset's device: another chip of the same number, a superchip's combined memory.
     ("NVIDIA GeForce RTX 4090 D", None, None),

@@ -152,6 +152,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
     prices = None
     try:
         args = vars(build_parser().parse_args(argv))
+        _refuse_empty(args)
         if args.pop("list_models"):
             for entry in presets.model_entries():
                 print(f"{entry['id']:48} {entry['name']}", file=stdout)
@@ -248,6 +249,15 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
     for note in notes:
         print(f"# {note}", file=stderr)
     return 0
+
+
+def _refuse_empty(args: dict) -> None:
+    """An option typed with an empty value (--gpu "") is a mistake said in one line naming it,
+    never dropped as if not given (a form's empty field is; a link says "ignored")."""
+    for dest, value in args.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and not item.strip():
+                raise InputError(dest.replace("_", "-"), "is empty; give it a value, or leave the option out")
 
 
 def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):

@@ -101,7 +101,10 @@ def _preset_config(model) -> dict | None:
     same = preset is model or (preset.layers == model.layers and all(
         getattr(preset, name) == getattr(model, name) for name in ("params", "active_params", "experts",
                                                                   "experts_per_token", "hidden_size")))
-    return entry["config"] if same else None
+    if not same:
+        return None
+    kept = model.memo.get("config")     # a checkpoint of the preset's shape keeps it without the preset's quantization
+    return kept if isinstance(kept, dict) else entry["config"]
 
 
 def _uniform_bits(model, weights: int) -> Fraction | None:

@@ -29,7 +29,7 @@ class GPU:
     peak_flops: dict | None = None          # dense tensor FLOP/s per compute precision (bf16, fp8, fp4, int8)
     peak_flops_source: str | None = None
     unified_memory: bool = False            # memory shared with the CPU and OS (Apple M-series, DGX Spark GB10)
-    aliases: tuple[str, ...] = ()           # common names only this preset goes by ("H100", "RTX4090")
+    aliases: tuple[str, ...] = ()           # common names this preset goes by ("H100 SXM5", "RTX4090")
 
 
 @lru_cache(maxsize=None)
@@ -109,13 +109,43 @@ def preset_model(model_id: str, field: str = "model") -> Model:
 
 @lru_cache(maxsize=64)
 def _matched_model(key: str, note: str | None, weights_differ: bool) -> Model:
-    model = _model_from_entry(key)
     if note is None:
-        return model
+        return _model_from_entry(key)
     if weights_differ:
-        return replace(model, weights_dtype=None, checkpoint_bytes=None, config_weights_bytes=None,
-                       config_weights_rule=None, config_weights_estimated=False, notes=model.notes + (note,))
+        model = _shape_model(key)
+        model = replace(model, notes=model.notes + (note,))
+        model.memo["config"] = model_shape_config(_model_index()[key]["config"])
+        return model
+    model = _model_from_entry(key)
     return replace(model, notes=model.notes + (note,))
+
+
+# What a config.json says about how one checkpoint stores its weights and cache, not the
+# model's shape: another checkpoint of the same shape (the base model a quantized preset was
+# made from, or another quantization of it) shares none of it.
+STORAGE_KEYS = ("quantization_config", "compression_config")
+
+
+def model_shape_config(cfg: dict) -> dict:
+    """A preset's config.json without what only its checkpoint says: its quantization_config
+    (the weights' format, a kv_cache_scheme's fp8 cache), at the top and in text_config."""
+    shape = {k: v for k, v in cfg.items() if k not in STORAGE_KEYS}
+    inner = shape.get("text_config")
+    if isinstance(inner, dict):
+        shape["text_config"] = {k: v for k, v in inner.items() if k not in STORAGE_KEYS}
+    return shape
+
+
+@lru_cache(maxsize=None)
+def _shape_model(key: str) -> Model:
+    """The preset's shape alone, for a checkpoint of it that is not the preset's own: its
+    config without the preset's quantization, so the KV cache defaults to the model's dtype
+    (never the preset checkpoint's kv_cache_scheme) and the weights are unknown until given."""
+    entry = _model_index()[key]
+    model = model_from_config(model_shape_config(entry["config"]), name=entry["name"], hf_repo=entry["id"],
+                              params=entry.get("params"), active_params=entry.get("active_params"),
+                              source=entry.get("source"))
+    return replace(model, weights_dtype=None, checkpoint_bytes=None)
 
 
 @lru_cache(maxsize=None)
@@ -142,8 +172,9 @@ MAX_ID_CHARS = 1024      # past any repo id or local path; a longer value is ref
 
 # Words a checkpoint's name ends in that say how its weights are stored, not which model it is.
 _QUANT_TAIL = re.compile(
-    r"[-_. ](?:awq|gptq|int[248]|w[248]a(?:8|16)|fp8|dynamic|static|block|nvfp4|mxfp4|fp4|bnb|[248]-?bit|gguf"
-    r"|mlx|exl2|quantized|bf16|fp16|f16|f32|nf4|hqq|marlin|unsloth|ud|imatrix"
+    r"[-_. ](?:awq|gptq|auto-?round|int[248]|w[248]a(?:8|16)|fp8|dynamic|static|block|nvfp4|mxfp4|fp4|bnb"
+    r"|[2-8]-?bits?|g(?:32|64|128|256)|\d{1,2}(?:\.\d{1,2})?bpw|gguf"
+    r"|mlx|exl[23]|quantized|bf16|fp16|f16|f32|nf4|hqq|marlin|unsloth|ud|imatrix"
     r"|i?q[1-8](?:_k)?(?:_[a-z]{1,2}|_[01])?)$", re.IGNORECASE)
 # Words that say which checkpoint of the model (tuned, base, dated release), not its shape.
 _CHECKPOINT_TAIL = re.compile(r"[-_. ](?:instruct|chat|it|base|hf|pt|\d{4})$", re.IGNORECASE)
@@ -152,8 +183,9 @@ _HF_CACHE = re.compile(r"models--([^/]{1,200}?)--([^/]{1,200})")
 _MAX_STRIPS = 8
 
 # The same words as single search words (q4_k_m is q4, k, m), forgiven when a preset lacks them.
-_QUANT_WORDS = frozenset({"awq", "gptq", "int2", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a8", "fp8", "dynamic",
-                          "static", "nvfp4", "mxfp4", "fp4", "bnb", "2bit", "4bit", "8bit", "gguf", "mlx", "exl2",
+_QUANT_WORDS = frozenset({"awq", "gptq", "autoround", "int2", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a8", "fp8",
+                          "dynamic", "static", "nvfp4", "mxfp4", "fp4", "bnb", "2bit", "3bit", "4bit", "5bit", "6bit",
+                          "8bit", "gguf", "mlx", "exl2", "exl3",
                           "quantized", "bf16", "fp16", "f16", "f32", "nf4", "hqq", "marlin", "ud", "imatrix",
                           "k", "m", "s", "l", "xl", "xs", "xxs"})
 _QUANT_WORD = re.compile(r"i?q[1-8]")
@@ -332,6 +364,9 @@ class ModelMatch:
         if self.weights_differ:
             text += (f"; its weights are {self.weights_words()}, so their size is unknown until given "
                      "(weights-dtype, weights-gib or the checkpoint's files)")
+            if has_quantization(self.entry["config"]):
+                text += ("; the preset's quantization_config is its own checkpoint's, not taken: the KV cache "
+                         "defaults to the model's dtype, not a kv_cache_scheme")
         if self.release:
             text += (f"; {self.release} is a release of its own: a limit its config.json sets (the longest "
                      "context) may differ from the preset's, which its config.json (hf-config) would settle")
@@ -419,7 +454,24 @@ def resolve_model(text, field: str = "model") -> ModelMatch:
             return found
         if found:
             raise _model_refusal(typed, field, found, True)
+    _refuse_named_after(names[-1], typed, field)
     return _by_words(names[-1] if len(names) > 1 else typed, typed, field, len(names) == 1)
+
+
+def _refuse_named_after(name: str, typed: str, field: str) -> None:
+    """A name that ends in a preset's name after words of its own (DeepSeek-R1-0528-Qwen3-8B, a
+    distill of R1 into Qwen3 8B; Hermes-3-Llama-3.1-8B, a fine-tune) is neither model for sure:
+    its shape is the one it ends in only if its config.json says so. Refused, the reason said,
+    that preset suggested; never sized as the model its name starts with."""
+    core, _ = _core(name.rsplit("/", 1)[-1])
+    parts = core.split("-")
+    for i in range(1, min(len(parts), 16)):
+        found = _core_index().get("-".join(parts[i:]))
+        if found and any(c.isalpha() for c in "".join(parts[:i])):
+            ids = ", ".join(list(found)[:_SHOWN_CANDIDATES])
+            raise InputError(field, f"{_shown(typed)} is no preset's name: it ends in another model's name after "
+                                    f"words of its own (a distill or fine-tune: its shape is that model's only if "
+                                    f"its config.json says so; import it); did you mean {ids}?")
 
 
 def _by_words(query: str, typed: str, field: str, resolve: bool = True) -> ModelMatch:
@@ -527,13 +579,16 @@ def _gpu_refusal(typed: str, field: str, candidates: list[str], fits: bool) -> I
     return InputError(field, f"{_shown(typed)} {what}; did you mean {shown}?")
 
 
-def gpu(gpu_id: str, field: str = "gpu") -> GPU:
-    """The GPU preset a name is: its id, its name, an alias (data/gpus.json), or words only
-    one preset has ("4090", "H100 SXM", "mi300x"). Several: "did you mean" with them
-    ("a100": SXM or PCIe, 40 or 80 GB); none: one line, never the whole list."""
+def gpu(gpu_id: str, field: str = "gpu", device: bool = False) -> GPU:
+    """The GPU preset a name is: its id, its name, or words only one preset has ("4090",
+    "H100 SXM", "mi300x"). Several: "did you mean" with them ("a100": SXM or PCIe, 40 or 80 GB;
+    "H100": SXM, PCIe or NVL); none: one line, never the whole list. An alias (data/gpus.json)
+    is the preset when no other has its words; a `device` name as a log prints it (nvidia-smi's
+    "NVIDIA H100 80GB HBM3", "NVIDIA H100" for the SXM card) is its alias's preset even so:
+    typed, a family's name is never one card of it."""
     typed = _typed(gpu_id, field, "GPU", "h100-sxm-80gb")
     exact, whole, started = _gpu_matches(typed)
-    if exact is not None:
+    if exact is not None and (device or len(whole) <= 1):
         return gpus()[exact]
     if len(whole) == 1:
         return gpus()[whole[0]]

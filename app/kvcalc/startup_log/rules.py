@@ -145,7 +145,7 @@ def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
         if table[near[0]].memory_bytes != table[near[1]].memory_bytes:
             return near[0]
     try:
-        return presets.gpu(name).id
+        return presets.gpu(name, device=True).id
     except InputError:
         return None
 
