@@ -6,7 +6,7 @@ import re
 from kvcalc.evaluation import unexpected
 from kvcalc.options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS
 
-from web import state
+from web import state, strip
 from web.dom import absent, on_fault, q, put
 
 _placed = {}            # field id -> the message shown beside it
@@ -86,6 +86,7 @@ def show(errors, model_choice: str) -> None:
     put("#error-summary", " · ".join(summary))
     if errors:
         put("#log-check", True, "hidden")      # about figures no longer current
+        strip.relabel()
     _first_error(errors, placed)
     _mark_stale(bool(errors))
     put("#stale-badge", "stale: showing the last valid inputs" if state.valid_once else "no result yet: fix the inputs")

@@ -6,7 +6,7 @@ dimensions the user gave. Split from web.log_paste, which reads the text and fil
 from kvcalc import log_flow
 from kvcalc.startup_log import MEASURED_PARTS, comparison
 
-from web import errors, form, state
+from web import errors, form, state, strip
 from web.dom import put, view
 
 MEASURED = (*MEASURED_PARTS, "measured-with", "kv-memory-gib")   # what "Forget the log" clears
@@ -53,6 +53,7 @@ def render_comparison() -> None:
     log does not say, asked for."""
     if state.reading is None:
         put("#log-check", True, "hidden")
+        strip.relabel()
         _from_link()
         return
     rows = comparison(state.reading, state.evaluation)
@@ -76,6 +77,7 @@ def render_comparison() -> None:
     text = ". ".join(part for part in said if part)
     put("#log-check", text + "." if text else "")
     put("#log-check", not text, "hidden")
+    strip.relabel()
 
 
 def _from_link() -> None:

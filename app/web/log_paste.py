@@ -21,7 +21,7 @@ from kvcalc.errors import InputError
 from kvcalc.options import MANUAL_FIELDS
 from kvcalc.startup_log import LogReader
 
-from web import errors, files, form, log_check, model_picker, state
+from web import errors, files, form, log_check, model_picker, state, strip
 from web.dom import el, lines_of, put, view
 
 # One feed, after which the page gets its thread back. Each slice's work is bounded by
@@ -119,6 +119,7 @@ def _refused(message: str, then) -> None:
     state.reading = None
     put("#log-reading", True, "hidden")
     put("#log-check", True, "hidden")
+    strip.relabel()
     errors.hold(InputError("log", message))
     then()
 
@@ -216,6 +217,7 @@ def drop() -> None:
     _set_by_log.clear()
     errors.release()
     put("#log-check", True, "hidden")
+    strip.relabel()
     put("#log-reading", True, "hidden")
     put("#log-status", "")
     put("#error-log", "")

@@ -359,3 +359,22 @@ def test_axe_on_the_log_panel(browser, site, color_scheme):
     assert page.is_visible("#error-log") and page.inner_text("#error-summary")
     assert run_axe(page, site) == []
     context.close()
+
+
+def test_on_a_phone_the_closed_strip_says_the_log_has_a_note(page, site):
+    # The closed strip keeps two lines of the verdict and hides #log-check; its toggle says that
+    # the whole verdict holds a note on the log (here: the GPU the Qwen2.5-72B log does not name).
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, site)
+    settle(page)
+    assert page.inner_text("#strip-toggle") == "Read the whole verdict"
+    paste_log(page, (LOGS / "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").read_text())
+    page.wait_for_function(READ)
+    settle(page)
+    assert page.inner_text("#strip-toggle") == "Read the whole verdict: a note on the log"
+    page.click("#strip-toggle")
+    assert page.is_visible("#log-check") and page.inner_text("#strip-toggle") == "Close the verdict"
+    page.click("#strip-toggle")
+    page.select_option("#gpu", "l40s-48gb")
+    settle(page)
+    assert page.inner_text("#strip-toggle") == "Read the whole verdict"
