@@ -104,16 +104,18 @@ def preset_model(model_id: str, field: str = "model") -> Model:
     `resolve_model`. A checkpoint whose weights are not the preset's (a quantized re-release)
     keeps the preset's shapes with its weights unknown, and says so."""
     match = resolve_model(model_id, field)
-    return _matched_model(match.entry["id"].lower(), match.note(), match.weights_differ)
+    return _matched_model(match.entry["id"].lower(), match.note(), match.weights_differ, match.typed)
 
 
 @lru_cache(maxsize=64)
-def _matched_model(key: str, note: str | None, weights_differ: bool) -> Model:
+def _matched_model(key: str, note: str | None, weights_differ: bool, typed: str = "") -> Model:
     if note is None:
         return _model_from_entry(key)
     if weights_differ:
+        # Named as typed: the preset's name is its own checkpoint's ("... NVFP4"), not this one's.
         model = _shape_model(key)
-        model = replace(model, notes=model.notes + (note,))
+        shown = typed if len(typed) <= 60 else "..." + typed[-57:]
+        model = replace(model, name=f"{shown}, as {model.name}'s shape", notes=model.notes + (note,))
         model.memo["config"] = model_shape_config(_model_index()[key]["config"])
         return model
     model = _model_from_entry(key)
