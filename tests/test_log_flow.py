@@ -222,3 +222,21 @@ def test_llamacpps_printed_kv_size_is_compared_with_ours():
     rows = log_flow.mismatches(reading, evaluate(values))
     assert ("KV cache size (its KV buffers)", "160.00 MiB", "64.00 MiB", 5) in rows
     assert log_flow.mismatch_text(rows).startswith("Not as the log printed: KV cache size (its KV buffers) 160.00 MiB")
+
+
+def test_rpc_servers_are_devices_holding_the_kv_buffers():
+    # llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log lines 72-73: "RPC[172.31.27.42:50052] KV buffer
+    # size = 656.00 MiB" and "RPC[172.31.20.38:50052] ... 624.00 MiB": two devices, 1,280 MiB in all,
+    # the size line's 1280.00 MiB (80 layers x 2 x 1,024 x 2 B x 4,096 cells), which ours gives too.
+    reading = read_log(text("llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log"))
+    gpus = next(r for r in reading.read if r.option == "gpus")
+    assert (gpus.text, gpus.line_number) == ("2", 73)
+    assert gpus.how == "KV buffers on RPC[172.31.20.38:50052], RPC[172.31.27.42:50052]"
+    assert not reading.not_read
+    evaluation = evaluate(dict(reading.values, **{"gpu-memory-gib": "30"}))
+    assert log_flow.mismatches(reading, evaluation) == []
+    # The same log with a model of 72 layers given instead (all on the GPUs): its size and layers are said.
+    values = {k: v for k, v in reading.values.items() if k not in ("layers", "n-gpu-layers")}
+    rows = log_flow.mismatches(reading, evaluate(dict(values, layers="72", **{"gpu-memory-gib": "30"})))
+    assert [row[:3] for row in rows] == [("KV cache size (its KV buffers)", "1,280.00 MiB", "1,152.00 MiB"),
+                                         ("KV cache layers", "80 layers", "72 layers")]

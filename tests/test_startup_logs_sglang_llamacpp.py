@@ -73,6 +73,12 @@ READS = {
     "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log": {
         "engine": "sglang", "loaded-weights-gib": "3.76", "tp": "2", "gpus": "2", "kv-dtype": "bf16",
         "kv-memory-gib": "8.3", "prefill-chunk": "2048", "context": "8192"},
+    # Two RPC servers hold the KV buffers (RPC[172.31.27.42:50052] 656 MiB, RPC[172.31.20.38:50052]
+    # 624 MiB): 2 devices, as local GPUs would be; the busiest's model buffer is the weights.
+    "llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log": {
+        "engine": "llama.cpp", "engine-version": "b6209", "layers": "80", "attention-heads": "64", "kv-heads": "8",
+        "head-dim": "128", "n-gpu-layers": "81", "loaded-weights-gib": "18.38043", "batch": "1", "context": "4096",
+        "prefill-chunk": "512", "flash-attn": "off", "gpus": "2", "kv-dtype": "fp16"},
     # An early-2024 build's "KV self size = 160.00 MiB" at n_ctx 512: no model line, no layers.
     "llamacpp-pr5104-kv-self-size-160mib.log": {
         "engine": "llama.cpp", "context": "512", "gpus": "1", "kv-dtype": "fp16"},
@@ -130,6 +136,7 @@ REFUSED = {
 
 # The figures each log printed that the engines compute, as read (GiB for SGLang, MiB for llama.cpp).
 PRINTED = {
+    "llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log": {"kv_tokens": 4096, "kv_cache_mib": 1280, "kv_layers": 80},
     "llamacpp-pr5104-kv-self-size-160mib.log": {"kv_cache_mib": 160, "k_cache_mib": 80, "v_cache_mib": 80},
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"kv_tokens": 834615, "kv_memory_gib": Fraction("108.24")},
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {"kv_tokens": 375360, "swa_tokens_printed": 300288},
@@ -292,6 +299,8 @@ REPRODUCED = {
     # Nothing added: the GGUF metadata gave the shape. (test_engines.py checks the same line with
     # the Llama-3.3-70B-Instruct preset.)
     "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {},
+    # Its GGUF metadata is the model: 80 x 2 x 1,024 x 2 B x 4,096 cells = 1,280.00 MiB.
+    "llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log": {},
     # qwen2.5-coder:32b has Qwen2.5-32B's attention (64 layers, 8 KV heads of 128).
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"model": "Qwen/Qwen2.5-32B"},
     # Nothing added: qwen3's GGUF metadata (40 layers, 8 KV heads of 128) is Qwen3-14B's shape;

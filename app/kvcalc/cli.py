@@ -268,6 +268,9 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
     if reading is not None:
         for line in log_lines(reading, evaluation) + _log_summary(reading, evaluation):
             print(f"# {line}", file=stderr)
+        empty = log_flow.no_cache(reading)
+        if empty is not None and "kv-memory-gib" not in raw:
+            raise InputError("from-log", empty)     # its engine refused to start: no estimate stands in
     if fmt == "log" and evaluation.result.engine is None:
         raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
     if fmt == "log" and not evaluation.result.engine.log:
@@ -278,9 +281,6 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
         command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
         if command.command is None:
             raise InputError("launch", command.notes[0])
-        empty = log_flow.no_cache(reading)
-        if empty is not None and "kv-memory-gib" not in raw:
-            raise InputError("from-log", empty)     # its engine refused to start: no estimate stands in
     if any(name in evaluation.values for name in plan.PLAN_INPUTS):
         plan.ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
     return _render(evaluation, fmt, command)

@@ -102,6 +102,11 @@ def _slots(match, sink, n, line):
                           "slot: not read as the model's")
 
 
+# A backend's device as llama.cpp names it: CUDA0, ROCm1, Vulkan0, CPU_Mapped, and an RPC server
+# ("RPC[172.31.27.42:50052]", ggml-rpc: a remote machine's device, holding its layers' KV buffers).
+_DEVICE = r"[\w\-]{1,40}(?:\[[\w.:\-]{1,80}\])?"
+
+
 def _device_kind(device: str) -> str:
     return "cpu" if device.upper().startswith("CPU") or device.endswith("_Host") else "gpu"
 
@@ -488,9 +493,9 @@ RULES = (
                     r"(?: \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*(?P<seqs>\d{1,6})(?:/\s{0,3}(?P<streams>\d{1,6}))? seqs\))?"
                     r", K \((?P<k_type>\w+)\):\s*(?P<k_mib>[^\s,]+?)\s*MiB, V \((?P<v_type>\w+)\):\s*"
                     r"(?P<v_mib>[^\s,]+?)\s*MiB"), _kv_size, True, "size"),
-    Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40}) KV buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)), _kv_buffer, True,
+    Rule(re.compile(r"(?<![\w\-])(?P<device>" + _DEVICE + r") KV buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)), _kv_buffer, True,
          "KV buffer size"),
-    Rule(re.compile(r"(?:llm_load_tensors|load_tensors):\s+(?P<device>[\w\-]{1,40}) (?:model )?buffer size =\s*"
+    Rule(re.compile(r"(?:llm_load_tensors|load_tensors):\s+(?P<device>" + _DEVICE + r") (?:model )?buffer size =\s*"
                     + _MIB.replace("(", "(?P<mib>", 1)), _weights_buffer, True, "buffer size"),
     Rule(re.compile(r"(?<![\w\-])(?P<device>[\w\-]{1,40}) compute buffer size =\s*" + _MIB.replace("(", "(?P<mib>", 1)),
          _compute_buffer, True, "compute buffer size"),
