@@ -81,3 +81,100 @@ def test_the_dp_attention_log_reads_into_the_same_deployment():
     from_log = run(dict(V3, **{"hf-config": deepseek_v3()}, **read)).scenario.deployment
     typed = run(dict(V3, **{"hf-config": deepseek_v3(), "tp": "8", "dp": "8"})).scenario.deployment
     assert (from_log.gpus, from_log.tp, from_log.dp) == (typed.gpus, typed.tp, typed.dp) == (8, 1, 8)
+
+
+# --- What each GPU holds under DP attention (the reviewer's defect: a dense model at tp 8 dp 8) ---
+# SGLang with --enable-dp-attention runs only the attention data-parallel: each rank's attention
+# over attn_tp_size = tp_size // dp_size GPUs, its KV pool holding only its own requests; the MLP /
+# MoE layers and the head stay tensor-parallel over all tp_size GPUs, the input embedding whole
+# (layers/dp_attention.py; models/deepseek_v2.py VocabParallelEmbedding(enable_tp=not
+# is_dp_attention_enabled()); Llama's attention on the attn-tp group since sgl-project/sglang#15268).
+# The deployment carries it, so the verdict, the table, the engine notes, the attention table and
+# the JSON all read the same weights per GPU.
+
+LLAMA = {"model": "meta-llama/Llama-3.1-70B", "gpu": "h100-sxm-80gb", "engine": "sglang", "tp": "8", "dp": "8"}
+
+
+def test_llama_70b_tp8_dp8_weights_per_gpu_as_sglang_places_them():
+    from fractions import Fraction
+    from kvcalc import report
+    from kvcalc.compare import attention_variants
+    evaluation = evaluate(LLAMA)
+    assert evaluation.errors == ()
+    scenario, result = evaluation.scenario, evaluation.result
+    # Llama 3.1 70B, bf16: per layer q 8,192 x 8,192 + k, v 8,192 x 1,024 + o 8,192 x 8,192 =
+    # 150,994,944 parameters, x 80 layers x 2 B = 24,159,191,040 B of attention (on its rank's one
+    # GPU); the embedding 128,256 x 8,192 x 2 B = 2,101,346,304 B whole; over all 8: the MLPs
+    # 3 x 8,192 x 28,672 x 80 x 2 B = 112,742,891,520 B, the head 2,101,346,304 B and the norms
+    # (2 x 80 + 1) x 8,192 x 2 B = 2,637,824 B.
+    assert 24_159_191_040 + 2_101_346_304 * 2 + 112_742_891_520 + 2_637_824 == scenario.deployment.weights_bytes
+    per_gpu = 24_159_191_040 + 2_101_346_304 + (112_742_891_520 + 2_101_346_304 + 2_637_824) // 8
+    assert per_gpu == 40_616_396_800                       # 37.83 GiB on an 80 GB card, not 131.42
+    assert result.weights_bytes_per_gpu == per_gpu
+    # The pool: mem_fraction_static 0.592 = round((81,559 - 33,280) / 81,559, 3) (33,280 MiB reserved
+    # as test_parallel_layouts works it for DP attention) of the memory free after its 390 MiB context.
+    free = scenario.deployment.torch_memory_bytes - 390 * 2**20
+    pool = int(free * Fraction("0.592")) - per_gpu
+    assert pool == 9_498_109_732 == result.engine.kv_budget_bytes_per_gpu
+    # A rank's cell at attention tp 1: 80 layers x 2 x 8 kv heads x 128 x 2 B = 327,680 B a token.
+    assert result.engine.kv_tokens == pool // 327_680 == 28_985
+    assert result.engine.max_concurrency == Fraction(28_985, 8192)              # 3.54 a rank
+    assert result.capacity == 3 * 8 == 24
+    # The exact ideal on the same GPUs: 85,520,809,984 B - 40,616,396,800 B holds 16 requests of
+    # 2,684,354,560 B a rank, 128 in all (it said 0 when it kept 131.42 GiB a GPU).
+    assert (85_520_809_984 - per_gpu) // 2_684_354_560 == 16 and result.max_concurrency == 16 * 8
+    table = report.table(evaluation)
+    assert "Weights per GPU                                                      40,616,396,800 B" in table
+    assert "The exact ideal fits 128 requests of 8,192 tokens; SGLang 3.54 on each of its 8 data-parallel " \
+           "ranks (28.31 in all)." in table
+    assert "KV per GPU (1 request a rank; attention tp=1, pp=1, dp attention=8)" in table
+    # The summary in SGLang's words, as the tp field shows it; the JSON too.
+    assert "(tp 8 (attention tp 1), pp 1, dp attention 8)" in report.conditions(scenario, result)
+    data = report.to_json(scenario, result)
+    assert (data["tp"], data["dp"], data["attention_tp"], data["gpus"]) == (8, 8, 1, 8)
+    assert data["weights_bytes_per_gpu"] == per_gpu
+    # A dense model's decode step reads every weight a GPU holds, no more.
+    assert data["decode_weights_bytes_per_gpu"] == per_gpu
+    # The attention table holds the model's weights fixed: every design at the same 40,616,396,800 B.
+    rows = attention_variants(scenario)
+    assert [(r.label, r.refused, r.result.weights_bytes_per_gpu) for r in rows] == [
+        (label, None, per_gpu) for label in ("MHA", "GQA", "MQA", "MLA")]
+    assert [r.result.capacity for r in rows if r.label == "GQA"] == [24]
+
+
+def test_deepseek_v3_tp8_dp8_on_h100_does_not_fit_anywhere_it_is_said():
+    from kvcalc import report
+    from kvcalc.compare import attention_variants
+    evaluation = evaluate(dict(LLAMA, model="deepseek-ai/DeepSeek-V3"))
+    result = evaluation.result
+    # test_parallel_layouts' split: attention 11,416,465,248 B and embedding 1,853,358,080 B whole,
+    # the rest 5,812,371,968 B and the routed experts 654,068,416,512 B over 8: 95,754,921,888 B,
+    # more than an H100's 85,520,809,984 B.
+    assert result.weights_bytes_per_gpu == 95_754_921_888 > 85_520_809_984
+    assert not result.engine.starts and result.max_concurrency == 0 and result.capacity == 0
+    assert report.verdict(evaluation.scenario, result, "gib").sentence.startswith("Does not fit")
+    assert all(r.result.weights_bytes_per_gpu == 95_754_921_888 and r.result.capacity == 0
+               for r in attention_variants(evaluation.scenario))
+
+
+def test_deepseek_v3_tp8_dp8_on_h200_decode_reads_the_experts_it_touches():
+    from kvcalc import report
+    evaluation = evaluate(dict(LLAMA, model="deepseek-ai/DeepSeek-V3", gpu="h200-141gb"))
+    data = report.to_json(evaluation.scenario, evaluation.result)
+    assert data["weights_bytes_per_gpu"] == 95_754_921_888 and data["max_concurrency"] == 264
+    # One request's token touches 8 of the 256 routed experts: of each GPU's 654,068,416,512 / 8 =
+    # 81,758,552,064 B of them, (248 / 256) = 31 / 32 stay unread: 95,754,921,888 - 79,203,597,312.
+    assert 654_068_416_512 // 8 * 31 // 32 == 79_203_597_312
+    assert data["decode_weights_bytes_per_gpu"] == 95_754_921_888 - 79_203_597_312 == 16_551_324_576
+
+
+def test_the_exact_ideal_and_vllm_keep_their_own_ranks():
+    # Without SGLang the ranks are whole replicas of everything but the routed experts:
+    # (W - X) + X / 8 on 8 GPUs at dp 8; vLLM's tp 8 dp 8 is 64 GPUs, (W - X) / 8 + X / 64.
+    raw = {"model": "deepseek-ai/DeepSeek-V3", "gpu": "h200-141gb"}
+    exact = evaluate(dict(raw, gpus="8", dp="8"))
+    assert not exact.scenario.deployment.dp_attention
+    assert exact.result.weights_bytes_per_gpu == 673_150_611_808 - 654_068_416_512 + 654_068_416_512 // 8
+    vllm = evaluate(dict(raw, engine="vllm", tp="8", dp="8"))
+    assert not vllm.scenario.deployment.dp_attention
+    assert vllm.result.weights_bytes_per_gpu == -(-(19_082_195_296 * 8 + 654_068_416_512) // 64) == 12_605_093_420

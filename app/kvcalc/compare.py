@@ -4,6 +4,7 @@ from dataclasses import dataclass, replace
 
 from . import engines
 from .errors import InputError
+from .experts import weight_parts
 from .layers import FullAttention, MLAAttention, SlidingWindowAttention
 from .scenario import Scenario
 from .precision import PRECISIONS
@@ -28,6 +29,10 @@ def _run(scenario: Scenario, model=None, workload=None, label="", detail="", cur
     # requests are the engine's (Result.capacity); a design the deployment cannot split, or the
     # engine cannot store, says why instead.
     variant = replace(scenario, model=model or scenario.model, workload=workload or scenario.workload)
+    weights = scenario.deployment.weights_bytes
+    if variant.model is not scenario.model and scenario.deployment.dp > 1 and weights is not None:
+        # The rows hold the weights fixed (the model's own), so their split by rank is the model's.
+        variant.model.memo.setdefault(("weight parts", weights), weight_parts(scenario.model, weights))
     try:
         result = compute(variant.model, variant.workload, scenario.deployment, searches=False)
         if scenario.settings.engine:

@@ -24,6 +24,7 @@ Weights per GPU, as each engine places them (read from their sources, 2025-2026 
 Pure: values in, ints and Fractions out.
 """
 
+from dataclasses import replace
 from fractions import Fraction
 
 from .errors import InputError
@@ -131,14 +132,19 @@ def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
     return None if share is None else share + dep.added_weights_bytes_per_gpu
 
 
+def model_share(model, dep, engine: str = EXACT) -> int | None:
+    """The model's own weights on the busiest GPU (weights_bytes_per_gpu without what the deployment adds)."""
+    return _model_share(model, dep, engine)
+
+
 def _model_share(model, dep, engine: str) -> int | None:
     weights = dep.weights_bytes
     if weights is None:
         return None
     if dep.dp == 1 and not dep.expert_parallel:
         return dep.weights_bytes_per_gpu
-    if engine == SGLANG and dep.dp > 1:
-        return _sglang(model, dep)
+    if dep.dp > 1 and (engine == SGLANG or (engine == EXACT and dep.dp_attention)):
+        return _sglang(model, dep)      # the deployment's own placement: SGLang's DP attention
     x, experts, why = _routed_share(model, weights)
     if x is None:
         if dep.dp == 1 or not is_moe(model):
@@ -216,12 +222,35 @@ def weights_read(model, weights_bytes: int, dep, tokens: int) -> int:
     each GPU: the rank's copy of everything but the routed experts, and of the experts, split over
     all tp x dp GPUs, those the tokens are expected to touch (experts.weights_read)."""
     routed = routed_for(model, weights_bytes, dep)[0]
+    if dep.dp > 1 and dep.dp_attention:
+        # SGLang's DP attention: each GPU reads what it holds (_sglang), its routed experts' share
+        # only as far as the tokens touch them.
+        placed = _model_share(model, dep, EXACT)
+        if placed is not None:
+            if routed is None or not routed.routed_bytes:
+                return placed
+            share = _expert_share(Fraction(routed.routed_bytes), routed.experts, dep) / dep.pp
+            return _weights_read(replace(routed, routed_bytes=share), placed, 1, tokens)
     return _weights_read(routed, weights_bytes, dep.tp, tokens, dep.dp)
+
+
+def summary_words(dep) -> str:
+    """The layout as the summary line says it: "tp 8, pp 1, dp 8", or in SGLang's words under DP
+    attention, "tp 8 (attention tp 1), pp 1, dp attention 8" (--tp-size counts every GPU of a stage)."""
+    if dep.dp == 1:
+        return f"tp {dep.tp}, pp {dep.pp}"
+    ep = ", ep" if dep.expert_parallel else ""
+    if dep.dp_attention:
+        return f"tp {dep.tp * dep.dp} (attention tp {dep.tp}), pp {dep.pp}, dp attention {dep.dp}{ep}"
+    return f"tp {dep.tp}, pp {dep.pp}, dp {dep.dp}{ep}"
 
 
 def layout_words(dep, engine: str = EXACT) -> str:
     """The layout in words: "8 GPUs: dp 8 ranks of tp 1", with expert parallelism named."""
     words = f"{dep.gpus} GPUs: {dep.dp} data-parallel ranks of tp {dep.tp}" + (f" x pp {dep.pp}" if dep.pp > 1 else "")
+    if dep.dp_attention:
+        words += (f" for the attention alone, everything else tensor-parallel over all {dep.tp * dep.dp} GPUs "
+                  f"of a stage (--tp-size {dep.tp * dep.dp} --dp-size {dep.dp} --enable-dp-attention)")
     if dep.expert_parallel:
         words += f", experts whole over the {expert_group(dep)} GPUs (expert parallel)"
     return words

@@ -5,6 +5,7 @@ from fractions import Fraction
 
 from . import engines, production, source_formula
 from .evaluation import Evaluation
+from .parallel import summary_words as parallel_words
 from .scenario import Scenario
 from .sizing import Result, cache_bytes, generation_work
 from .time_report import decode_bound_line, timing_json, timing_lines, timing_texts
@@ -46,6 +47,9 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "block_size": work.block_size_tokens if work.block_size_tokens > 1 else "off",   # "off": no paging
         "prefix_tokens": work.prefix_tokens,
         "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
+        # Under SGLang's DP attention tp is its --tp-size (every GPU of a stage), as typed.
+        **({"tp": dep.tp * dep.dp, "dp": dep.dp, "attention_tp": dep.tp, "dp_attention": True}
+           if dep.dp_attention else {}),
         "memory_utilization": _utilization_in_force(scenario, result),
         "overhead_bytes_per_gpu": dep.overhead_bytes,
         "max_context_limited_by": limited_by,
@@ -154,9 +158,10 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
                  + f" = {result.kv_bytes_total:,} B ({size(result.kv_bytes_total, unit)})")
     if dep.gpus > 1:
         notes = list(dict.fromkeys(note for layer in groups if (note := layer.tp_note(dep.tp))))
-        ranks = "" if dep.dp == 1 else (f", dp={dep.dp}: each rank's GPUs hold only its own "
+        ranks = "" if dep.dp == 1 else (f", dp{' attention' if dep.dp_attention else ''}={dep.dp}: each rank's "
+                                        f"GPUs hold only its own "
                                         f"{plural(result.rank_batch, 'request')}")
-        lines.append(f"Per GPU (tp={dep.tp}, pp={dep.pp}{ranks}): " + "; ".join(notes + [
+        lines.append(f"Per GPU ({'attention ' if dep.dp_attention else ''}tp={dep.tp}, pp={dep.pp}{ranks}): " + "; ".join(notes + [
             f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
     if result.engine is not None:
         lines.extend(_engine_capacity_lines(scenario, result, unit))
@@ -264,7 +269,9 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
         (f"KV total ({requests}, one copy)", both(result.kv_bytes_total)),
         (f"KV per GPU ({requests}; tp={result.tp}, pp={result.pp})" if result.dp == 1 else
-         f"KV per GPU ({plural(result.rank_batch, 'request')} a rank; tp={result.tp}, pp={result.pp}, dp={result.dp})",
+         f"KV per GPU ({plural(result.rank_batch, 'request')} a rank; "
+         + (f"attention tp={result.tp}, pp={result.pp}, dp attention={result.dp})"
+            if evaluation.scenario.deployment.dp_attention else f"tp={result.tp}, pp={result.pp}, dp={result.dp})"),
          both(result.kv_bytes_per_gpu)),
     ] + ([(f"KV on all GPUs ({requests}, every copy)", both(result.kv_bytes_all_gpus))]
          if result.kv_bytes_all_gpus != result.kv_bytes_total else []) + [
@@ -341,8 +348,7 @@ def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
         gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, unit)}"
     else:
         gpus = "no GPU chosen"
-    parallel = (f" (tp {dep.tp}, pp {dep.pp})" if dep.dp == 1 else f" (tp {dep.tp}, pp {dep.pp}, dp {dep.dp}"
-                + (", ep" if dep.expert_parallel else "") + ")") if dep.gpus > 1 else ""
+    parallel = f" ({parallel_words(dep)})" if dep.gpus > 1 else ""
     sized = f" · sized as {engines.title(result.engine.engine)} allocates" if result.engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
@@ -531,7 +537,8 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     ideal_concurrency = result.max_concurrency
     if ideal_concurrency is not None and conc is not None:
         why.append(f"The exact ideal fits {ideal_concurrency:,} requests of {work.context_tokens:,} tokens; "
-                   f"{name} {float(conc):,.2f}.")
+                   f"{name} {float(conc):,.2f}" + (f" on each of its {scenario.deployment.dp} data-parallel ranks "
+                   f"({float(conc * scenario.deployment.dp):,.2f} in all)." if scenario.deployment.dp > 1 else "."))
     why.extend(engine.notes)
     release = scenario.settings.release
     if release is not None and not scenario.settings.release_given:

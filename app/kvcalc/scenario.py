@@ -415,7 +415,9 @@ def _deployment(values: dict, model: Model) -> Deployment:
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
                       bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
                       weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights,
-                      dp=dp, expert_parallel=values.get("ep") == "on")
+                      dp=dp, expert_parallel=values.get("ep") == "on",
+                      dp_attention=dp > 1 and getattr(engines.REGISTRY.get(values.get("engine") or ""),
+                                                      "DP_ATTENTION", False))
 
 
 # Bits per parameter a real checkpoint can hold: from a 1-bit quantization (llama.cpp's Q1_0

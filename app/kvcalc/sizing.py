@@ -42,6 +42,9 @@ class Deployment:
     peak_flops: tuple = ()                   # per GPU: (precision, dense FLOP/s) pairs, where known
     dp: int = 1                              # data-parallel attention ranks, each tp x pp GPUs
     expert_parallel: bool = False            # MoE experts placed whole over the tp x dp GPUs
+    # dp splits only the attention (SGLang's --enable-dp-attention): every other weight is tensor
+    # parallel over all tp x dp GPUs of a stage (parallel.weights_bytes_per_gpu places them).
+    dp_attention: bool = False
     # Held on every GPU beside its share of the model's weights (production.py): a draft's
     # weights, LoRA slots, a vision encoder kept whole; engines load them with the model.
     added_weights_bytes_per_gpu: int = 0

@@ -118,6 +118,8 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
 
     def weights_for(tokens: int) -> int:
         # All data-parallel ranks' tokens meet in the experts, split over tp x dp GPUs (parallel.py).
+        if dep.dp_attention:            # SGLang's DP attention: what each GPU holds (parallel.weights_read)
+            return parallel.weights_read(model, weights, dep, tokens)
         return weights_read(routed, weights, tp, tokens, dp)
     ctx, batch = work.context_tokens, work.batch
     # With dp ranks, the busiest rank's ceil(batch / dp) requests: its own cache, its own compute.
@@ -167,7 +169,7 @@ def time_bounds(scenario, result, prompt_tokens: int, prefill_chunk: int, peaks:
     step_weights = (steps - 1) * weights_for(batch + prefill_chunk) + weights_for(batch + last)
     ttft = max(seconds(steps * decode_flops + prompt_flops, step_weights + steps * kv_gpu + prompt_write))
 
-    every = every_weight(routed, weights, tp, dp)
+    every = parallel.model_share(model, dep) if dep.dp_attention and weights is not None else every_weight(routed, weights, tp, dp)
     ridge = Fraction(peak, bandwidth)
     intensity = Fraction(decode_flops, tp * decode_bytes)
     return Timing(
@@ -195,7 +197,8 @@ def decode_steps(scenario, result, timing: Timing, batches: list[int]) -> list[F
     per_token = token_flops(model, matmul, query_heads(model), lambda layer: _keys_at(layer, work.context_tokens))
     routed, dp = timing.routed, dep.dp
     return [max(Fraction(parallel.rank_batch(batch, dp) * per_token, dep.tp * timing.peak_flops_per_s),
-                Fraction(weights_read(routed, result.weights_bytes, dep.tp, batch, dp)
+                Fraction((parallel.weights_read(model, result.weights_bytes, dep, batch) if dep.dp_attention else
+                          weights_read(routed, result.weights_bytes, dep.tp, batch, dp))
                          + _kv_per_gpu(model, work, dep, work.context_tokens, parallel.rank_batch(batch, dp)),
                          timing.bandwidth_bytes_per_s))
             for batch in batches]

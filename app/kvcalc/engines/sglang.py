@@ -39,6 +39,12 @@ NAME, TITLE = "sglang", "SGLang"
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
+# dp > 1 is --dp-size dp --enable-dp-attention (launch below): only the attention runs data-parallel,
+# each rank's over attn_tp_size = tp_size // dp_size GPUs with its own KV pool; the MLP / MoE layers
+# and the head stay tensor-parallel over all tp_size GPUs (layers/dp_attention.py,
+# models/deepseek_v2.py; Llama since sgl-project/sglang#15268, 2025-12). The deployment carries it
+# (Deployment.dp_attention), so the exact ideal sized beside SGLang places the weights as it does.
+DP_ATTENTION = True
 KV_MEMORY_HALF_WIDTH = Fraction(1, 100)   # K and V each printed to 0.01 GiB: their sum to +-0.01
 SEPARATE_V = False
 TOKENS_LABEL = "#tokens (max_total_num_tokens)"
