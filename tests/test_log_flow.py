@@ -240,3 +240,20 @@ def test_rpc_servers_are_devices_holding_the_kv_buffers():
     rows = log_flow.mismatches(reading, evaluate(dict(values, layers="72", **{"gpu-memory-gib": "30"})))
     assert [row[:3] for row in rows] == [("KV cache size (its KV buffers)", "1,280.00 MiB", "1,152.00 MiB"),
                                          ("KV cache layers", "80 layers", "72 layers")]
+
+
+def test_the_models_facts_the_log_printed_are_held_to_the_chosen_model():
+    # llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log's GGUF metadata: llama.embedding_length 8192 (line 14),
+    # llama.attention.head_count 64 (line 16), head_count_kv 8: a 70B, which Llama 3.1 8B (4,096 wide,
+    # 32 heads, 8 KV heads, 32 layers) is not.
+    reading = read_log(text("llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log"))
+    values = {k: v for k, v in reading.values.items() if k not in ("layers", "attention-heads", "kv-heads",
+                                                                    "head-dim", "n-gpu-layers")}
+    evaluation = evaluate(dict(values, model="meta-llama/Llama-3.1-8B", **{"gpu-memory-gib": "30"}))
+    assert log_flow.model_facts(reading, evaluation) == [("the model's width (n_embd)", "8,192", "4,096", 14),
+                                                         ("its attention heads (n_head)", "64", "32", 16)]
+    rows = log_flow.mismatches(reading, evaluation)
+    assert [row[0] for row in rows] == ["KV cache size (its KV buffers)", "KV cache layers",
+                                        "the model's width (n_embd)", "its attention heads (n_head)"]
+    # The model the log ran (its own metadata) contradicts none of them.
+    assert log_flow.model_facts(reading, evaluate(dict(reading.values, **{"gpu-memory-gib": "30"}))) == []

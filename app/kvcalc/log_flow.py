@@ -155,6 +155,37 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
         if abs(Fraction(printed.value) - Fraction(ours)) > slack:
             rows.append((what, printed.text or _engine_figure(printed.value, unit),
                          _engine_figure(ours, unit), printed.line_number))
+    return rows + model_facts(reading, evaluation)
+
+
+# The model's facts a log prints of its weights' file (llama.cpp's GGUF metadata, "gguf_*", or
+# its print_info lines, "info_*"), each beside the chosen model's: (the printed name after its
+# prefix, what it is, the chosen Model's figure). Its KV layers are LOG_FIGURES' own row.
+MODEL_FACTS = (("hidden", "the model's width (n_embd)", lambda model: model.hidden_size),
+               ("attention-heads", "its attention heads (n_head)", lambda model: model.attention_heads),
+               ("kv-heads", "its KV heads (n_head_kv)",
+                lambda model: _one({layer.kv_heads for layer in model.layers if getattr(layer, "kv_heads", None)})),
+               ("vocab", "its vocabulary (n_vocab)", lambda model: model.vocab_size))
+
+
+def _one(values: set):
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def model_facts(reading, evaluation) -> list[tuple[str, str, str, int]]:
+    """(what, the log printed, the chosen model has, the log's line) for each fact of the model
+    the log printed that the chosen model contradicts: the log ran another model."""
+    model = evaluation.scenario.model if evaluation is not None and evaluation.scenario is not None else None
+    if model is None:
+        return []
+    rows = []
+    for name, what, ours_of in MODEL_FACTS:
+        printed = reading.printed.get("gguf_" + name) or reading.printed.get("info_" + name)
+        ours = ours_of(model)
+        if printed is None or ours is None or not isinstance(printed.value, int):
+            continue
+        if printed.value != ours:
+            rows.append((what, f"{printed.value:,}", f"{ours:,}", printed.line_number))
     return rows
 
 
