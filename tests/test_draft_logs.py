@@ -99,8 +99,10 @@ def test_llamacpp_log_reads_the_target_and_says_the_draft_is_a_gguf_file():
     # left with it (spec-tokens needs the draft). The contexts after "initializing slots" are the
     # draft's: their f16 types and 512 cells are not read as the target's (-ctk q8_0).
     reading = read_log(log_text(QWEN_72B_DRAFT_LOG))
+    # The target's -m ~/models/qwen2.5-72b-iq4xs.gguf is Qwen2.5 72B's shape, IQ4_XS (issue 34 item 1).
     assert inputs(reading) == {"engine": "llama.cpp", "engine-version": "b5142", "n-gpu-layers": "999",
-                               "flash-attn": "on", "kv-dtype": "q8_0", "context": "512"}
+                               "flash-attn": "on", "kv-dtype": "q8_0", "context": "512",
+                               "model": "~/models/qwen2.5-72b-IQ4_XS.gguf"}
     assert any("initializing slots" in note and "draft" in note for note in reading.notes)
     draft = [note for note in reading.notes if note.startswith("draft model not read")]
     assert len(draft) == 1 and "--draft-max 3" in draft[0] and "qwen2.5-0.5b-iq4xs.gguf" in draft[0]

@@ -119,8 +119,9 @@ READS = {
     # K (q8_0): 1360.00 MiB, V (q8_0): ..." (no streams yet); a plain qwen3 GGUF's metadata is the shape.
     "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {
         "engine": "llama.cpp", "engine-version": "b5505", "n-gpu-layers": "999", "flash-attn": "on",
-        "kv-dtype": "q8_0", "gpu": "rtx-3090-24gb", "layers": "40", "attention-heads": "40", "kv-heads": "8",
-        "head-dim": "128", "loaded-weights-gib": "13.845078", "batch": "1", "context": "32768",
+        # Its -hf repo bartowski/Qwen_Qwen3-14B-GGUF:Q8_0 is Qwen3-14B's shape (issue 34 item 1).
+        "kv-dtype": "q8_0", "gpu": "rtx-3090-24gb", "model": "Qwen3-14B-GGUF-Q8_0",
+        "loaded-weights-gib": "13.845078", "batch": "1", "context": "32768",
         "prefill-chunk": "512", "gpus": "1"},
     # Two "NVIDIA GeForce RTX 4090" devices: the preset.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {
@@ -651,9 +652,11 @@ def test_llamacpp_unified_cache_reads_each_sequences_share():
                        "llama_context: n_seq_max     = 4\nllama_context: n_ctx         = 16384\n"
                        "llama_kv_cache: size = 2304.00 MiB ( 16384 cells,  36 layers,  4/1 seqs), K (f16): "
                        "1152.00 MiB, V (f16): 1152.00 MiB\n")
-    assert inputs(reading) == {"engine": "llama.cpp", "batch": "4", "context": "4096", "kv-dtype": "fp16"}
+    # The file Qwen3-8B-Q4_K_M.gguf is Qwen3 8B's shape, its weights Q4_K_M's (issue 34 item 1).
+    assert inputs(reading) == {"engine": "llama.cpp", "batch": "4", "context": "4096", "kv-dtype": "fp16",
+                               "model": "/models/Qwen3-8B-Q4_K_M.gguf"}
     assert any("unified" in note for note in reading.notes)
-    assert any("Qwen3-8B-Q4_K_M.gguf" in note and "model not read" in note for note in reading.notes)
+    assert "Qwen/Qwen3-8B" in next(r for r in reading.read if r.option == "model").how
     # The same memory as the calculator sizes it: 4 streams of 4,096 cells hold the 16,384 cells,
     # 2304.00 MiB, the log's one stream holds.
     engine = evaluate(dict(reading.values, model="Qwen/Qwen3-8B")).result.engine

@@ -42,6 +42,15 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
     then_chunk = then.settings.prefill_chunk or engine.default_chunk(then)
     usable_now, usable_then = _usable(engine, scenario, chunk, result), _usable(engine, then, then_chunk, then_result)
     weights_now, weights_then = result.weights_bytes_per_gpu, then_result.weights_bytes_per_gpu
+    # A checkpoint whose weights no preset gives (a quantized GGUF of a preset's shape): the log's
+    # weights per GPU are its weights, while the model and its split are the log's.
+    logged_weights = weights_now is None and weights_then is None and measured.weights_bytes is not None and \
+        _same_weights(scenario, then)
+    if logged_weights:
+        weights_now = weights_then = measured.weights_bytes
+        # compute() leaves the usable memory out without the weights: the engine's, from the card.
+        usable_now = _usable(engine, scenario, chunk, result, from_card=True)
+        usable_then = _usable(engine, then, then_chunk, then_result, from_card=True)
     over_now, act_now, band_now = _overhead(engine, scenario, chunk)
     over_then, act_then, _ = _overhead(engine, then, then_chunk)
     moves = [(what, now - before) for what, now, before in (
@@ -71,6 +80,12 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
     # The weights split by the layout as the checkpoint's tensors do: exact. The overhead's move is
     # the estimate's, which may be off by as much as it moved.
     spread = sum(abs(move) for what, move in moves if what == "the overhead")
+    if logged_weights and not moves:
+        notes.append(f"The weights are the log's {_gib(weights)} GiB per GPU (the checkpoint's own, not the "
+                     f"preset's), and the engine's estimated overhead beside them: "
+                     f"{_gib(usable_now - weights - overhead)} GiB are left for its KV cache and buffers.")
+        return Budget(usable_now - weights - overhead, activation, overhead, "measured", band_now,
+                      weights_bytes_per_gpu=weights)
     said = "; ".join(f"{what} {'+' if move > 0 else '-'}{_gib(abs(move))} GiB" for what, move in moves)
     notes.append(f"Re-estimated from the log: your edit moves {said} (the engine's estimate at your inputs less at "
                  f"the log's), so the KV memory is {_gib(usable_now - weights - overhead)} GiB, not the log's "
@@ -80,11 +95,23 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
                   (max(0, overhead - spread), overhead + spread), weights_bytes_per_gpu=weights)
 
 
-def _usable(engine, scenario, chunk: int, result) -> int | None:
-    if result.usable_bytes_per_gpu is None:
+def _same_weights(now, then) -> bool:
+    """Whether the weights on the busiest GPU are those the log measured: the same model, split
+    the same way, with the same weights beside it."""
+    a, b = now.deployment, then.deployment
+    return now.model == then.model and (a.tp, a.pp, a.dp, a.added_weights_bytes_per_gpu) == \
+        (b.tp, b.pp, b.dp, b.added_weights_bytes_per_gpu)
+
+
+def _usable(engine, scenario, chunk: int, result, from_card: bool = False) -> int | None:
+    total = result.usable_bytes_per_gpu
+    dep = scenario.deployment
+    if total is None and from_card and dep.gpu_memory_bytes is not None:
+        total = int(dep.gpu_memory_bytes * dep.memory_utilization)
+    if total is None:
         return None
     try:
-        return engine.usable_memory(scenario, chunk, [], result.usable_bytes_per_gpu)
+        return engine.usable_memory(scenario, chunk, [], total)
     except InputError:
         return None
 

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 from ..engines import llamacpp as engine, releases
 from ..errors import InputError
-from .rules import Read, Rule, command_words, continuation, gpu_preset, model_entry  # not the package: no cycle
+from .. import presets
+from .rules import Read, Rule, command_words, continuation, gpu_preset, model_entry, model_match, take_model  # no cycle
 from .sglang import cut
 
 NAME = "llama.cpp"
@@ -218,8 +219,8 @@ def _metadata(match, sink, n, line):
     if match["arch"] == "general":
         if key == "architecture":
             sink.show("gguf_architecture", match["value"].strip().strip("'\""), n, line)
-        elif key == "name":
-            sink.show("gguf_name", match["value"].strip()[:120], n, line)
+        elif key in ("name", "basename", "size_label"):
+            sink.show("gguf_" + key, match["value"].strip().strip("'\"")[:120], n, line)
         return
     field = _METADATA.get(key)
     if field is None or cut(sink, n, line, len(line.rstrip()), f"{arch}.{key}"):
@@ -447,6 +448,131 @@ def _model_file(match, sink, n, line):
 
 
 @_target_only
+def _gguf_path(match, sink, n, line):
+    # llama_model_loader: loaded meta data with 26 key-value pairs and 579 tensors from PATH (version GGUF V3 (latest))
+    sink.show("gguf_path", match["path"].strip(), n, line)
+
+
+# print_info (llama-model.cpp, 2025-) and llm_load_print_meta (before): the shapes the model was
+# built with, after the architecture's defaults; per-layer arrays ("[8, 8, ...]") are not read.
+_INFO = {"n_layer": "layers", "n_head_kv": "kv-heads", "n_embd_head_k": "head-dim", "n_embd_head_v": "v_head_dim",
+         "n_head": "attention-heads", "n_embd": "hidden", "n_ctx_train": "context_train"}
+
+
+@_target_only
+def _print_info(match, sink, n, line):
+    key, value = match["key"], match["value"].strip()
+    if key == "general.name":
+        sink.show("gguf_name", value[:120], n, line)
+    elif _PLAIN_INT.fullmatch(value) and not cut(sink, n, line, len(line.rstrip()), key):
+        _figure(sink, "info_" + _INFO[key], int(value), n, line, key)
+
+
+# A GGUF's quantization as file names write it, with or without its underscores (iq4xs, Q4_K_M).
+_GGUF_QUANT = re.compile(r"(?<=[-_.])(i?q[1-8])(?:_?(k))?(?:_?(xxs|xs|nl|[sml01]))?(?=(?:-\d{5}-of-\d{5})?\.gguf$|$)",
+                         re.IGNORECASE | re.A)
+_MAX_PARTS = 8          # the underscores of a llama.cpp cache file's name tried as its start
+
+
+def _names(text: str) -> list[str]:
+    """The names a printed model may be a preset by: as printed; a -hf repo's QUANT tag as a
+    word of its name; a GGUF quantization with its underscores (iq4xs is IQ4_XS); and a
+    llama.cpp cache file's name (USER_REPO_FILE.gguf) or an Org_Model re-release from each
+    underscore on, the last folder's whole name first."""
+    text = text.strip().strip("'\"")[:300]
+    repo, colon, tag = text.partition(":")
+    if colon and "/" in repo and "/" not in tag and tag and not text.startswith(("/", "~")):
+        text = f"{repo}-{tag}"      # bartowski/Qwen_Qwen3-14B-GGUF:Q8_0
+    folder, slash, last = text.replace("\\", "/").rpartition("/")
+    last = _GGUF_QUANT.sub(lambda m: "_".join(p.upper() for p in m.groups() if p), last, count=1)
+    names = [f"{folder}{slash}{last}" if slash else last]
+    parts = last.split("_", _MAX_PARTS)
+    names += ["_".join(parts[i:]) for i in range(1, len(parts))]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _preset_named(text: str, words: bool):
+    """(the name that is a preset, its match) for a printed model, or None. A path or a repo is a
+    name (`words` False): words alone ("0.gguf") never make it one."""
+    for name in _names(text):
+        match = model_match(name)
+        if match is not None and (words or match.how in ("id", "variant")):
+            return name, match
+    return None
+
+
+def _preset_shape_differs(sink, entry) -> list[str]:
+    """Where the shapes llama.cpp printed (GGUF metadata, print_info) differ from the preset's:
+    ["n_layer 48, the preset's 40", ...]; empty when every printed one agrees."""
+    try:
+        model = presets.preset_model(entry["id"])
+    except InputError:
+        return []
+    attention = [layer for layer in model.layers if hasattr(layer, "kv_heads") and hasattr(layer, "head_dim")]
+    kv_heads = {layer.kv_heads for layer in attention}
+    head_dims = {layer.head_dim for layer in attention}
+    v_dims = {layer.v_head_dim or layer.head_dim for layer in attention if hasattr(layer, "v_head_dim")}
+    ours = {"layers": {len(model.layers)}, "kv-heads": kv_heads, "head-dim": head_dims, "v_head_dim": v_dims,
+            "attention-heads": {model.attention_heads} if model.attention_heads else set(),
+            "hidden": {model.hidden_size} if model.hidden_size else set()}
+    said = []
+    for field, theirs in ours.items():
+        for source in ("gguf_", "info_"):
+            printed = sink.printed.get(source + field)
+            if printed is None or not theirs or printed.value in theirs:
+                continue
+            what = {v: k for k, v in _INFO.items()}[field] if source == "info_" else \
+                f"{sink.printed['gguf_arch'].value if 'gguf_arch' in sink.printed else 'general'}." \
+                f"{ {v: k for k, v in _METADATA.items()}[field]}"
+            said.append(f"{what} {printed.value} (line {printed.line_number:,}), the preset's "
+                        f"{'/'.join(str(v) for v in sorted(theirs))}")
+            break
+    return said
+
+
+def _model(sink) -> None:
+    """The model the log names, as the path the loader read, -m, -hf, its general.name, or its
+    basename and size label, resolved to the preset of identical shape (rules.take_model); a
+    preset whose shapes differ from those llama.cpp printed is not taken, and a note says why."""
+    printed = sink.printed
+    if "model" in sink.reads:
+        return
+    named = [(printed[k].value, printed[k], False) for k in ("gguf_path", "model_file", "model_repo") if k in printed]
+    if "gguf_name" in printed:
+        named.append((printed["gguf_name"].value, printed["gguf_name"], True))
+    if "gguf_basename" in printed and "gguf_size_label" in printed:
+        base = printed["gguf_basename"]
+        named.append((f"{base.value}-{printed['gguf_size_label'].value}", base, True))
+    if not named:
+        return
+    # The earliest line first: a paste cut after the command names its model as the whole log does.
+    named.sort(key=lambda item: item[1].line_number)
+    found = next(((text, figure, hit) for text, figure, words in named
+                  for hit in [_preset_named(str(text), words)] if hit is not None), None)
+    if found is None:
+        text, figure, _ = named[0]
+        sink.show("model_path", str(text), figure.line_number, figure.line)
+        return                  # take_model's note, and the summary names it
+    text, figure, (name, match) = found
+    differs = _preset_shape_differs(sink, match.entry)
+    if differs:
+        sink.notes.append(f"model not read as the preset {match.entry['id']}: {str(text)[:80]!r} names it, but the "
+                          f"shapes llama.cpp printed differ ({'; '.join(differs[:3])}); the GGUF's own shapes are "
+                          "used where its architecture gives them, else choose the model or paste its config.json")
+        sink.show("model_path", str(text), figure.line_number, figure.line)   # the summary names it
+        return
+    trained = printed.get("info_context_train") or printed.get("gguf_context_train")
+    sink.show("model_path", name, figure.line_number, figure.line)
+    take_model(sink)
+    if trained is not None and "model" in sink.reads:
+        model_limit = presets.preset_model(match.entry["id"]).max_context_tokens
+        if model_limit and model_limit != trained.value:
+            sink.notes.append(f"the GGUF's n_ctx_train is {trained.value:,} (line {trained.line_number:,}), the "
+                              f"preset's context limit {model_limit:,}: not a shape of the KV cache, which is the "
+                              "preset's")
+
+
+@_target_only
 def _copies(match, sink, n, line):
     sink.show("pipeline_copies", int(match[1]), n, line)
 
@@ -508,6 +634,11 @@ RULES = (
     Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
     Rule(re.compile(r"llama_kv_cache\w{0,40}: layer\s{1,40}(\d{1,5}):"), _layer_line, True, ": layer"),
+    Rule(re.compile(r"loaded meta data with \d{1,9} key-value pairs and \d{1,9} tensors from (?P<path>\S.{0,999}?) "
+                    r"\(version "), _gguf_path, True, "loaded meta data with"),
+    Rule(re.compile(r"(?:print_info|llm_load_print_meta):\s{0,40}(?P<key>n_layer|n_head_kv|n_head|n_embd_head_k|"
+                    r"n_embd_head_v|n_embd|n_ctx_train|general\.name)\s{0,40}=\s{0,40}(?P<value>\S.{0,199})"),
+         _print_info, True, "print_"),
 )
 
 EXPECTED = (("engine-version", "the build (build: / version: N (hash))"),
@@ -534,6 +665,7 @@ def complete(sink) -> None:
     _types(sink)
     _sequences(sink)
     _gpus(sink)
+    _model(sink)
     _shape(sink)
     _draft_inputs(sink)
     if printed.get("unified") is not None and printed["unified"].value:
