@@ -130,3 +130,16 @@ def test_a_log_naming_no_preset_says_the_model_it_names():
     refusal = log_flow.cli_refusal(read_log(text))
     assert refusal is not None and "mystery-13b-q4_k_m.gguf" in refusal.message
     assert "names no model" not in refusal.message
+
+
+def test_ollama_names_run_their_family_into_the_version():
+    # Ollama's model:tag names (llama3.1:70b-instruct-q4_K_M) as a -m file: the tag joins the
+    # name and llama3.1 is Llama-3.1, a preset's shape, its weights Q4_K_M's.
+    line = "llama-server -c 4096 -m llama3.1:70b-instruct-q4_K_M.gguf -ngl 99\n"
+    read = model_read(read_log("build: 5505 (9065ca71) with cc\n" + line))
+    assert read.text == "llama-3.1-70b-instruct-Q4_K_M.gguf"
+    assert model_entry(read.text)["id"] == "meta-llama/Llama-3.1-70B"
+    # The public 2-GPU log's qwen2.5-coder:32b-instruct-q8_0.gguf is no preset: the refusal names it.
+    reading = read_log((LOGS / "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log").read_text())
+    refusal = log_flow.cli_refusal(reading)
+    assert "model" not in reading.values and "qwen2.5-coder:32b-instruct-q8_0.gguf" in refusal.message

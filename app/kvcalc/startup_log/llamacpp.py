@@ -481,14 +481,19 @@ def _names(text: str) -> list[str]:
     underscore on, the last folder's whole name first."""
     text = text.strip().strip("'\"")[:300]
     repo, colon, tag = text.partition(":")
-    if colon and "/" in repo and "/" not in tag and tag and not text.startswith(("/", "~")):
-        text = f"{repo}-{tag}"      # bartowski/Qwen_Qwen3-14B-GGUF:Q8_0
+    if colon and tag and not any(c in tag for c in "/\\") and not text.startswith(("/", "~")):
+        text = f"{repo}-{tag}"      # bartowski/Qwen_Qwen3-14B-GGUF:Q8_0, Ollama's qwen2.5-coder:32b-instruct-q8_0
     folder, slash, last = text.replace("\\", "/").rpartition("/")
     last = _GGUF_QUANT.sub(lambda m: "_".join(p.upper() for p in m.groups() if p), last, count=1)
     names = [f"{folder}{slash}{last}" if slash else last]
     parts = last.split("_", _MAX_PARTS)
     names += ["_".join(parts[i:]) for i in range(1, len(parts))]
+    # Ollama's family words run into their version (llama3.1:70b): the preset's Llama-3.1-70B.
+    names.append(_FAMILY_VERSION.sub(r"\1-\2", last, count=1))
     return list(dict.fromkeys(n for n in names if n))
+
+
+_FAMILY_VERSION = re.compile(r"^([A-Za-z]{2,20})(\d)")
 
 
 def _preset_named(text: str, words: bool):
