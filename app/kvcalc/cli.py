@@ -19,7 +19,7 @@ from .units import GIB
 from .export import FORMATS, export
 from .engines import REGISTRY
 from .launch import launch
-from .plan_report import plan_json, plan_table, pointer
+from .plan_report import plan_json, plan_table, pointer, withheld
 from .report import table, to_json
 from .verdict import verdict
 
@@ -331,17 +331,26 @@ def _plan_best(evaluation) -> str | None:
     row). Computed only then (a plan costs a tenth of a second or more); None otherwise."""
     values = evaluation.values
     judged = verdict(evaluation.scenario, evaluation.result)
-    if "gpu" not in values or judged.fits is not False or {"context", "kv-memory"} & set(judged.reasons):
-        # A context past the model's limit: no deployment helps; a KV memory these inputs
-        # contradict: the inputs need fixing first. The verdict says which.
-        return None
+    if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
+        return None             # a context past the model's limit: no deployment helps
+    if _withheld(evaluation) is not None:
+        return None             # a measured KV memory: the plan answers another question
     try:
-        best = pointer(plan.plan(values), values["gpu"])
+        best = pointer(plan.plan(values), values)
     except InputError:
         return None             # the single view stands; the line is only a pointer
     if best is not None:
         return best
     return f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU considered"
+
+
+def _withheld(evaluation) -> str | None:
+    """Why the verdict names no deployment from the plan (plan_report.withheld: it rests on a
+    measured KV memory, which the plan does not size), when the verdict does not fit."""
+    judged = verdict(evaluation.scenario, evaluation.result)
+    if judged.fits is not False or "context" in judged.reasons:
+        return None
+    return withheld(evaluation.scenario, evaluation.result, str(evaluation.values.get("unit", "gib")).lower())
 
 
 def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
@@ -352,17 +361,21 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
         return command.command + "\n", list(command.notes)
     if fmt == "table":
         text = table(evaluation, unit)
-        best = _plan_best(evaluation)
-        if best is not None:
+        best, why = _plan_best(evaluation), _withheld(evaluation)
+        line = f"What you need: {best}; kvcalc --plan for every GPU" if best is not None else \
+            None if why is None else f"What you need is not sized here: {why}: kvcalc --plan"
+        if line is not None:
             first, _, rest = text.partition("\n")
             indent = len(first) - len(first[len("Verdict"):].lstrip())
-            text = f"{first}\n{' ' * indent}What you need: {best}; kvcalc --plan for every GPU\n{rest}"
+            text = f"{first}\n{' ' * indent}{line}\n{rest}"
         return text + "\n", []
     if fmt == "json":
         data = to_json(evaluation.scenario, evaluation.result, unit)
-        best = _plan_best(evaluation)
+        best, why = _plan_best(evaluation), _withheld(evaluation)
         if best is not None:
             data["plan_best"] = best
+        elif why is not None:
+            data["plan_best_withheld"] = why
         return json.dumps(data, indent=2) + "\n", []
     if fmt == "log":
         return "".join(line + "\n" for line in evaluation.result.engine.log), []

@@ -1,6 +1,8 @@
 """The plan's rows in words and JSON: one function per form, shared by the CLI and the page."""
 
+from .engines import title
 from .plan import Plan, Row
+from .words import size
 
 
 def row_json(row: Row) -> dict:
@@ -110,15 +112,57 @@ def _wrap(text: str, width: int = 110) -> list[str]:
     return lines + [line]
 
 
-def pointer(plan: Plan, gpu_id: str | None) -> str | None:
+# Where the verdict's KV memory comes from when it is not the engine's estimate, which the plan is
+# (it drops a deployment's measurements, plan.DEPLOYMENT_INPUTS): a log's or the one given
+# (kv-memory-gib), or a log's parts re-estimated for the inputs on screen (measured-with).
+MEASURED_BUDGETS = ("kv-memory-gib", "measured")
+
+
+def withheld(scenario, result, unit: str = "gib") -> str | None:
+    """Why the plan does not size the verdict's question, in one clause, or None when it does:
+    a verdict that rests on a measured KV memory (a log's, kv-memory-gib, measured-with), or on a
+    contradiction between it and the inputs, is not the planner's estimate of each deployment,
+    so no row of the plan may be named beside it as what it needs."""
+    engine = result.engine
+    if engine is None or engine.budget_source not in MEASURED_BUDGETS:
+        return None
+    estimates = f"the plan sizes from {title(engine.engine)}'s estimates"
+    if engine.budget_source == "measured":
+        return f"{estimates}, not the log's measurements"
+    kv = engine.kv_budget_bytes_per_gpu
+    if kv is None or kv < 0:
+        return f"{estimates}, not the measured KV memory"
+    return f"{estimates}, not the measured KV memory of {size(kv, unit)} per GPU"
+
+
+def _deployment(values: dict) -> tuple:
+    """The single view's deployment as the plan's rows set it (plan.Row.values): GPU, GPU count,
+    pp, dp, ep and the precisions (None: the model's own)."""
+    gpus = values.get("gpus", 1)
+    return (values.get("gpu"), int(gpus), int(values.get("pp", 1)), int(values.get("dp", 1)),
+            values.get("ep") == "on",
+            values.get("kv-dtype"), values.get("weights-dtype"))
+
+
+def _is_view(row: Row, values: dict) -> bool:
+    """The row is the deployment the single view sized (its precisions where the row keeps the
+    inputs' own)."""
+    view = _deployment(values)
+    kv, weights = row.values.get("kv-dtype", view[5]), row.values.get("weights-dtype", view[6])
+    return (row.gpu, row.gpus, row.layout.pp, row.layout.dp, row.layout.ep, kv, weights) == view
+
+
+def pointer(plan: Plan, values: dict) -> str | None:
     """What a verdict that does not fit says the user needs: the smallest deployment of their own
     GPU type that fits, and the plan's best row when that is another GPU type or fewer GPUs
     ("16 x H100 (tp 8, pp 2) fits 6 requests; fewest GPUs: 8 x H200 (tp 8) fits 5 requests").
-    None when nothing fits."""
-    best = plan.best
-    own = next((row for row in plan.rows if row.fits and row.gpu == gpu_id), None)
+    `values` are the single view's inputs: a row that is its own deployment is never named (the
+    verdict has just said it does not fit). None when nothing else fits."""
+    rows = [row for row in plan.rows if row.fits and not _is_view(row, values)]
+    best = rows[0] if rows else None
+    own = next((row for row in rows if row.gpu == values.get("gpu")), None)
     if own is None:
         return None if best is None else best.words()
-    if best is None or best is own or (best.gpu == own.gpu and best.gpus == own.gpus):
+    if best is own or (best.gpu == own.gpu and best.gpus == own.gpus):
         return own.words()
     return f"{own.words()}; fewest GPUs: {best.words()}"

@@ -14,7 +14,7 @@ import time
 
 from kvcalc import plan as planner
 from kvcalc.errors import InputError
-from kvcalc.plan_report import pointer
+from kvcalc.plan_report import pointer, withheld
 
 from web import plan_chart, plan_table, state
 from web.errors import in_page_words, label
@@ -165,7 +165,14 @@ def _hint() -> None:
     if fits is not False or result is None or state.stale:
         put("#plan-best", True, "hidden")
         return
-    needed = pointer(result, state.evaluation.values.get("gpu") if state.evaluation else None)
+    evaluation = state.evaluation
+    why = None if evaluation is None or evaluation.result is None else \
+        withheld(evaluation.scenario, evaluation.result, str(evaluation.values.get("unit", "gib")).lower())
+    if why is not None:             # a measured KV memory: the plan answers another question
+        put("#plan-best-text", f"What you need is not sized here: {why}.")
+        put("#plan-best", False, "hidden")
+        return
+    needed = pointer(result, evaluation.values if evaluation else {})
     put("#plan-best-text", f"What you need: {needed}." if needed else
         f"No deployment of up to {_shown['ask'].max_gpus:,} GPUs fits either.")
     put("#plan-best", False, "hidden")
