@@ -290,6 +290,9 @@ def _log_summary(reading, evaluation) -> list[str]:
     """What the page's summary says of a log: its figures these inputs do not give (beyond the
     log's rounding), and the layout it leaves unsaid."""
     lines = []
+    empty = log_flow.no_cache(reading)
+    if empty is not None:
+        lines.append(empty)
     text = log_flow.mismatch_text(log_flow.mismatches(reading, evaluation))
     if text:
         lines.append(text)
@@ -300,9 +303,6 @@ def _log_summary(reading, evaluation) -> list[str]:
         lines.append(f"the log does not say its layout ({options}): these figures assume "
                      + ", ".join(f"{name} {value}" for name, value in assumed) + f"; give {options} as its server ran")
     gpu_gave = any(name in evaluation.values and name not in reading.values for name in log_flow.GPU_GIVEN)
-    empty = log_flow.no_cache(reading)
-    if empty is not None:
-        lines.append(empty)
     gpu = log_flow.assumed_gpu(reading, evaluation, gpu_gave)
     if gpu:
         lines.append(f"the log does not say its GPU: the memory checks use the {gpu}; give --gpu as its server ran")

@@ -173,8 +173,11 @@ def _apply(reading) -> None:
     _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
     state.reading = reading
     log_check.remember()
+    empty = log_flow.no_cache(reading)       # the log's engine did not start: no figure is what it ran
     if withheld is not None:
         errors.hold(InputError("model", withheld), form.read())
+    elif empty is not None:
+        errors.hold(InputError("log", empty))
     else:
         errors.release()
     _render(reading)

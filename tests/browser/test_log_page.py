@@ -378,3 +378,18 @@ def test_on_a_phone_the_closed_strip_says_the_log_has_a_note(page, site):
     page.select_option("#gpu", "l40s-48gb")
     settle(page)
     assert page.inner_text("#strip-toggle") == "Read the whole verdict"
+
+
+def test_a_log_whose_engine_had_no_kv_memory_is_never_a_fit(page, site):
+    # vLLM on an H100 printed "Available KV cache memory: -2.14 GiB" for gpt-oss-120b (it then
+    # refuses: "No available memory for the cache blocks"). Our estimate must not stand in for the
+    # figure it printed: the page says the engine will not start, the figures held back, as the CLI.
+    open_page(page, site)
+    settle(page)
+    paste_log(page, (LOGS / "vllm-gpt-oss-120b-h100-default-negative-kv.log").read_text())
+    page.wait_for_function(STALE)
+    settle(page)
+    summary = page.inner_text("#error-summary")
+    assert "the log's engine will not start: line 7 printed 'Available KV cache memory: -2.14 GiB'" in summary, summary
+    assert "2.14 GiB short of any" in summary
+    assert page.inner_text("#error-log").startswith("The log's engine will not start")
