@@ -16,6 +16,7 @@ def test_an_sglang_link_with_tp_8_dp_8_is_eight_gpus(page, site):
                          "--dp", "8", "--context", "8192", "--json")
     assert code == 0, err
     expected, shown = json.loads(out), metrics(page)
-    assert expected["gpus"] == 8 and expected["tp"] == 1          # 8 ranks of attention tp 8 / 8
+    # SGLang's tp 8 over all 8 GPUs, its attention data-parallel over 8 ranks of attention tp 8 / 8.
+    assert (expected["gpus"], expected["tp"], expected["dp"], expected["attention_tp"]) == (8, 8, 8, 1)
     for key in ("max_concurrency", "engine_kv_tokens", "weights_bytes_per_gpu"):
         assert shown[key] == str(expected[key]), key
