@@ -325,32 +325,33 @@ def _plan(raw: dict, everything: bool, fmt: str) -> tuple[str, list[str]]:
     return plan_table(found) + "\n", notes
 
 
-def _plan_best(evaluation) -> str | None:
-    """When the single view does not fit on a GPU preset, what the plan says it needs, as the
-    page's verdict names it (plan_report.pointer: its own GPU type first, then the plan's best
-    row). Computed only then (a plan costs a tenth of a second or more); None otherwise."""
+def _what_you_need(evaluation) -> tuple[str | None, str | None]:
+    """When the single view does not fit, (what the plan says it needs, as the page's verdict
+    names it, or None; why the plan does not size this question, or None). The pointer is
+    plan_report.pointer (its own GPU type first, then the plan's best row), computed only on a
+    GPU preset and only then (a plan costs a tenth of a second or more); a verdict resting on a
+    measured KV memory gets plan_report.withheld's clause instead, the plan answering another
+    question; a context past the model's limit gets neither (no deployment helps)."""
     values = evaluation.values
     judged = verdict(evaluation.scenario, evaluation.result)
-    if "gpu" not in values or judged.fits is not False or "context" in judged.reasons:
-        return None             # a context past the model's limit: no deployment helps
-    if _withheld(evaluation) is not None:
-        return None             # a measured KV memory: the plan answers another question
+    if judged.fits is not False or "context" in judged.reasons:
+        return None, None
+    why = withheld(evaluation.scenario, evaluation.result, str(values.get("unit", "gib")).lower())
+    if why is not None or "gpu" not in values:
+        return None, why
     try:
         best = pointer(plan.plan(values), values)
     except InputError:
-        return None             # the single view stands; the line is only a pointer
+        return None, None       # the single view stands; the line is only a pointer
     if best is not None:
-        return best
-    return f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU considered"
+        return best, None
+    return (f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU "
+            "considered"), None
 
 
-def _withheld(evaluation) -> str | None:
-    """Why the verdict names no deployment from the plan (plan_report.withheld: it rests on a
-    measured KV memory, which the plan does not size), when the verdict does not fit."""
-    judged = verdict(evaluation.scenario, evaluation.result)
-    if judged.fits is not False or "context" in judged.reasons:
-        return None
-    return withheld(evaluation.scenario, evaluation.result, str(evaluation.values.get("unit", "gib")).lower())
+def _plan_best(evaluation) -> str | None:
+    """The plan's pointer alone (see _what_you_need)."""
+    return _what_you_need(evaluation)[0]
 
 
 def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
@@ -361,7 +362,7 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
         return command.command + "\n", list(command.notes)
     if fmt == "table":
         text = table(evaluation, unit)
-        best, why = _plan_best(evaluation), _withheld(evaluation)
+        best, why = _what_you_need(evaluation)
         line = f"What you need: {best}; kvcalc --plan for every GPU" if best is not None else \
             None if why is None else f"What you need is not sized here: {why}: kvcalc --plan"
         if line is not None:
@@ -371,7 +372,7 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
         return text + "\n", []
     if fmt == "json":
         data = to_json(evaluation.scenario, evaluation.result, unit)
-        best, why = _plan_best(evaluation), _withheld(evaluation)
+        best, why = _what_you_need(evaluation)
         if best is not None:
             data["plan_best"] = best
         elif why is not None:
