@@ -20,7 +20,7 @@ try:
 
     # The engine's dataclass methods come compiled with the build (web/generated_code.py).
     with precompiled():
-        from kvcalc import link
+        from kvcalc.reports import link
 
         from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy,
                          serving_fields, share, state, strip, takeaway)

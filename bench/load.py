@@ -138,7 +138,7 @@ def update_latency(page, edits: int):
 
 def engine_timings():
     from kvcalc.evaluation import evaluate
-    from kvcalc.sweep import context_points, memory_series
+    from kvcalc.reports.sweep import context_points, memory_series
     raw = {"model": "meta-llama/Llama-3.1-70B", "context": "32768", "batch": "16", "gpu": "h100-sxm-80gb",
            "gpus": "8", "memory-utilization": "0.9"}
     evaluation = evaluate(raw)

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
 
 from kvcalc.errors import InputError  # noqa: E402
-from kvcalc.startup_log import read_log  # noqa: E402
+from kvcalc.inputs.startup_log import read_log  # noqa: E402
 from test_hostile_logs import engine_log  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]

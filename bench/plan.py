@@ -19,9 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 
-from kvcalc import plan, presets  # noqa: E402
+from kvcalc.planning import plan
+from kvcalc.readers import presets  # noqa: E402
 from kvcalc.errors import InputError  # noqa: E402
-from kvcalc.options import parse_options  # noqa: E402
+from kvcalc.inputs.options import parse_options  # noqa: E402
 
 CASES = (
     ("meta-llama/Llama-3.1-8B", 8192, 64),

@@ -28,8 +28,8 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 
-from kvcalc import plan  # noqa: E402
-from kvcalc.options import parse_options  # noqa: E402
+from kvcalc.planning import plan  # noqa: E402
+from kvcalc.inputs.options import parse_options  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
@@ -43,7 +43,7 @@ DONE = "document.getElementById('plan').dataset.state === 'done'"
 COMPUTE = """
 import time
 from kvcalc import plan
-from kvcalc.options import parse_options
+from kvcalc.inputs.options import parse_options
 values, errors = parse_options(dict(INPUTS, model=model))
 assert not errors, errors
 times = []

@@ -10,7 +10,8 @@ import json
 import statistics
 from fractions import Fraction
 
-from kvcalc.engines import releases, vllm, vllm_profile
+from kvcalc.engines import releases
+from kvcalc.engines.vllm import engine as vllm, profile as vllm_profile
 from kvcalc.evaluation import evaluate
 from support import FIXTURES
 

@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from kvcalc import InputError, architectures, model_from_config, presets
-from kvcalc.gguf import ARCHITECTURES as GGUF_ARCHITECTURES
+from kvcalc import InputError, model_from_config
+from kvcalc.readers import architectures, presets
+from kvcalc.readers.gguf import ARCHITECTURES as GGUF_ARCHITECTURES
 
 from support import ROOT, cli, fixture_names, hf_fixture
 

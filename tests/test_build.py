@@ -14,8 +14,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build  # noqa: E402
 
 from kvcalc.evaluation import evaluate  # noqa: E402
-from kvcalc.form_fields import form_values  # noqa: E402
-from kvcalc.report import page_texts  # noqa: E402
+from kvcalc.inputs.form_fields import form_values  # noqa: E402
+from kvcalc.reports.report import page_texts  # noqa: E402
 
 
 def test_default_view_is_prerendered_by_the_engine():

@@ -11,14 +11,15 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import engines
-from kvcalc.compare import attention_variants
+from kvcalc.reports.compare import attention_variants
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.precision import PRECISIONS
 from kvcalc.sizing import compute
-from kvcalc.sweep import (CHART_KEYS, CHART_PRECISIONS, SERIES_STYLES, concurrency_series, context_points,
-                          decode_series, engine_answers, line_end, memory_series, style_key)
-from kvcalc import sweep
+from kvcalc.reports.sweep import (
+    CHART_KEYS, CHART_PRECISIONS, SERIES_STYLES, concurrency_series, context_points, decode_series, engine_answers,
+    line_end, memory_series, style_key)
+from kvcalc.reports import sweep
 
 from support import ROOT
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import gguf as ggml_gguf
 from kvcalc import InputError, evaluate
-from kvcalc import gguf, safetensors
+from kvcalc.readers import gguf, safetensors
 from support import cli
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -232,7 +232,7 @@ def test_a_hybrid_gguf_reads_as_its_config_does(tmp_path):
     # head_count_kv (0 off attention) and feed_forward_length (0 off the MLP layers), the state
     # from ssm.* (inner 256 heads x 64, time_step_rank the heads). Its layers must be the ones
     # its published config.json gives.
-    from kvcalc.hfconfig import model_from_config
+    from kvcalc.readers.hfconfig import model_from_config
     from support import hf_fixture
     cfg = hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json")
     pattern = cfg["hybrid_override_pattern"]

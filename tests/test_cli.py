@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kvcalc.link import encode, encode_config
+from kvcalc.reports.link import encode, encode_config
 
 from support import FIXTURES, ROOT, cli, hf_fixture
 

@@ -9,9 +9,11 @@ import re
 from fractions import Fraction
 
 from kvcalc import engines
-from kvcalc.engines import releases, sglang, vllm, vllm_release
-from kvcalc.link import encode
-from kvcalc.presets import gpu
+from kvcalc.engines import releases
+from kvcalc.engines.sglang import engine as sglang
+from kvcalc.engines.vllm import engine as vllm, release as vllm_release
+from kvcalc.reports.link import encode
+from kvcalc.readers.presets import gpu
 
 from support import ROOT, cli
 

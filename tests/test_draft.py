@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from kvcalc import presets
+from kvcalc.readers import presets
 from kvcalc.evaluation import evaluate
-from kvcalc.params import count_params, quantized_weights
-from kvcalc.production import draft as drafts
-from kvcalc.startup_log import read_log
+from kvcalc.readers.params import count_params, quantized_weights
+from kvcalc.serving import draft as drafts
+from kvcalc.inputs.startup_log import read_log
 from kvcalc.units import GIB
 from support import FIXTURES
 

@@ -8,9 +8,9 @@ import re
 from fractions import Fraction
 
 from kvcalc.evaluation import evaluate
-from kvcalc.production import draft as drafts
-from kvcalc.startup_log import read_log
-from kvcalc.engines.llamacpp import MIB
+from kvcalc.serving import draft as drafts
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.engines.llamacpp.engine import MIB
 from support import FIXTURES, hf_fixture
 
 LOGS = FIXTURES / "logs"
@@ -23,7 +23,7 @@ def log_text(name: str) -> str:
 
 
 def inputs(reading) -> dict:
-    # measured-with is derived from the others by the reader's framework (startup_log/__init__).
+    # measured-with is derived from the others by the reader's framework (inputs/startup_log.py).
     return {k: v for k, v in reading.values.items() if k != "measured-with"}
 
 

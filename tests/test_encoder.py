@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from kvcalc import InputError, evaluate, gguf, presets
-from kvcalc.params import count_params
-from kvcalc.production import encoder
+from kvcalc import InputError, evaluate
+from kvcalc.readers import gguf, presets
+from kvcalc.readers.params import count_params
+from kvcalc.serving import encoder
 from support import hf_fixture
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -15,7 +15,7 @@ replicated), its vision tower's 16 heads (vision_config.num_heads, the preset's 
 import pytest
 
 from kvcalc import engines, evaluate
-from kvcalc.production import encoder
+from kvcalc.serving import encoder
 from support import cli, hf_fixture
 
 QWEN35 = {"model": "Qwen/Qwen3.5-397B-A17B", "gpu": "h100-sxm-80gb", "engine": "vllm"}

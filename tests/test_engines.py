@@ -10,9 +10,12 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.hfconfig import model_from_config
+from kvcalc.readers.hfconfig import model_from_config
 from kvcalc.evaluation import evaluate
-from kvcalc.engines import llamacpp, releases, sglang, vllm, vllm_release
+from kvcalc.engines.llamacpp import engine as llamacpp
+from kvcalc.engines import releases
+from kvcalc.engines.sglang import engine as sglang
+from kvcalc.engines.vllm import engine as vllm, release as vllm_release
 from kvcalc.precision import precision
 from support import FIXTURES, cli, hf_fixture
 
@@ -199,13 +202,13 @@ def test_without_an_engine_every_figure_stays_the_ideal():
     raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
     plain = evaluate(raw).result
     assert plain.engine is None
-    from kvcalc.report import to_json
+    from kvcalc.reports.report import to_json
     data = to_json(evaluate(raw).scenario, plain)
     assert data["engine"] is None and data["engine_kv_tokens"] is None
 
 
 def test_launch_commands_carry_the_prefill_chunk_and_v_type():
-    from kvcalc.launch import launch
+    from kvcalc.serving.launch import launch
     chosen = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "prefill-chunk": "4096",
                        "kv-dtype": "q8_0", "kv-dtype-v": "q4_0", "engine": "llama.cpp"}).scenario
     assert "-ub 4096" in launch(chosen, "llama.cpp").command
@@ -307,7 +310,7 @@ def test_any_engine_input_is_a_figure_or_a_named_error():
     # Hostile and odd combinations: every evaluation ends in figures or errors naming a field,
     # never an exception, and what starts has sane figures.
     from hypothesis import example, given, settings, strategies as st
-    from kvcalc.presets import model_entries
+    from kvcalc.readers.presets import model_entries
     models = [e["id"] for e in model_entries()]
     plausible = st.integers(1, 1 << 17).map(str)
     number = st.one_of(plausible, plausible, plausible, st.integers(-3, 1 << 22).map(str),
@@ -413,7 +416,7 @@ def test_sglang_sparse_mla_pool_in_fp8_with_its_indexer():
 def test_engines_multiply_the_total_pytorch_reports():
     # vLLM logs total_gpu_memory 79.22 GiB on an H100 80GB (vLLM PR #12126), 0.43 GiB under
     # nvidia-smi's 81,559 MiB: the preset carries both, and the engines use PyTorch's.
-    from kvcalc.presets import gpu
+    from kvcalc.readers.presets import gpu
     h100 = gpu("h100-sxm-80gb")
     assert h100.torch_memory_bytes == int(Fraction("79.22") * GIB) < h100.memory_bytes
     raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm", "memory-utilization": "0.9",
@@ -431,7 +434,7 @@ def test_engines_multiply_the_total_pytorch_reports():
 def test_every_gpu_vllm_and_sglang_run_on_has_its_pytorch_total_with_a_source():
     # The totals come from PyTorch OOM messages, deviceQuery and vLLM logs (sources in gpus.json).
     # They depend on the driver by up to ~0.1 GiB; each lies under the nominal memory by less than 1 GiB.
-    from kvcalc.presets import gpus
+    from kvcalc.readers.presets import gpus
     missing = set()
     for g in gpus().values():
         if g.vendor == "Apple" or g.unified_memory:
@@ -454,7 +457,7 @@ def test_every_gpu_vllm_and_sglang_run_on_has_its_pytorch_total_with_a_source():
 ])
 def test_llama_cpp_compute_buffer_estimate_on_real_logs(name, hidden, vocab, context, ubatch):
     # The estimate is said to be within about 15%; on these two logs it is within 2%.
-    from kvcalc.engines import llamacpp
+    from kvcalc.engines.llamacpp import engine as llamacpp
     from kvcalc.layers import FullAttention
     from kvcalc.model import Model
     from kvcalc.precision import precision
@@ -504,7 +507,7 @@ def test_what_one_request_reserves_is_given_whenever_the_model_and_context_are_k
     engine refuses. vLLM, Llama 3.1 8B at 8,192 tokens in 16-token blocks: 512 blocks x 32 layers x
     16 x 4,096 B = 1,073,741,824 B; SGLang's single-token pool the same bytes; gpt-oss-120b at
     131,072 tokens, the refusal's own "4.54 GiB KV cache is needed"."""
-    from kvcalc.report import to_json
+    from kvcalc.reports.report import to_json
     for engine in ("vllm", "sglang", "llama.cpp"):
         e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": engine, "context": "8192"})
         assert e.ok and to_json(e.scenario, e.result)["engine_kv_bytes_per_request"] is not None, engine

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvcalc import InputError, evaluate, model_from_config
-from kvcalc.params import count_params
+from kvcalc.readers.params import count_params
 from kvcalc.precision import precision
 
 from support import FIXTURES, REFUSED_FIXTURES, hf_fixture

@@ -11,9 +11,9 @@ import json
 import gguf as ggml_gguf
 import pytest
 
-from kvcalc import gguf
+from kvcalc.readers import gguf
 from kvcalc.errors import InputError
-from kvcalc.params import count_params
+from kvcalc.readers.params import count_params
 from support import cli
 
 from gguf_files import T, write

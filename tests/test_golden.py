@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gguf_files import llama_8b
-from kvcalc.link import encode
+from kvcalc.reports.link import encode
 from support import FIXTURES, cli, hf_fixture
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from kvcalc import InputError, evaluate, model_from_config, parse_config_text
-from kvcalc.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention, StateSpaceLayer
+from kvcalc.layers import (
+    ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention, StateSpaceLayer)
 from kvcalc.precision import precision
 
 from support import FIXTURES, fixture_names, hf_fixture

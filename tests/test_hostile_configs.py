@@ -17,17 +17,17 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kvcalc import presets
-from kvcalc.compare import attention_variants, precision_rows
+from kvcalc.readers import presets
+from kvcalc.reports.compare import attention_variants, precision_rows
 from kvcalc.errors import InputError
-from kvcalc.export import export
+from kvcalc.reports.export import export
 from kvcalc.engines import ENGINES
-from kvcalc.launch import launch
+from kvcalc.serving.launch import launch
 from kvcalc.evaluation import Unexpected, evaluate
-from kvcalc.report import page_texts, table, to_json
-from kvcalc.memory_bar import memory_bar
-from kvcalc.sweep import concurrency_series, context_points, memory_series
-from kvcalc.timing import batch_series, roofline_series
+from kvcalc.reports.report import page_texts, table, to_json
+from kvcalc.reports.memory_bar import memory_bar
+from kvcalc.reports.sweep import concurrency_series, context_points, memory_series
+from kvcalc.serving.timing import batch_series, roofline_series
 from support import FIXTURES, cli, fixture_names, hf_fixture
 
 HOSTILE = (-1000, -1, 0, 0.5, 2.5, "4", [4], {"n": 4}, True, 10 ** 400, float("nan"), float("inf"), 1 << 62,

@@ -13,8 +13,9 @@ import gguf as ggml_gguf
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kvcalc import InputError, gguf, safetensors
-from kvcalc.checkpoint_files import weights_from_paths
+from kvcalc import InputError
+from kvcalc.readers import gguf, safetensors
+from kvcalc.readers.checkpoint_files import weights_from_paths
 from kvcalc.errors import CHUNK_BYTES, read_header_from
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -18,7 +18,10 @@ import time
 import pytest
 
 from kvcalc.errors import InputError
-from kvcalc.startup_log import MAX_LINE_CHARS, MAX_LOG_CHARS, LogReader, llamacpp, read_log, sglang, vllm
+from kvcalc.inputs.startup_log import MAX_LINE_CHARS, MAX_LOG_CHARS, LogReader, read_log
+from kvcalc.engines.llamacpp import log as llamacpp
+from kvcalc.engines.sglang import log as sglang
+from kvcalc.engines.vllm import log as vllm
 from support import ROOT
 
 MODULES = (vllm, sglang, llamacpp)
@@ -301,7 +304,7 @@ def test_a_draft_configs_errors_name_draft_hf_config(tmp_path, text, words):
     # The file given to --draft-hf-config, and the same text in a link's draft-hf-config: each
     # refusal names the draft's option, never --hf-config (the target's).
     import zlib, base64
-    from kvcalc.link import decode_config
+    from kvcalc.reports.link import decode_config
     config = tmp_path / "draft.json"
     config.write_text(text)
     run = subprocess.run([sys.executable, "-m", "kvcalc", "--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm",
@@ -321,7 +324,7 @@ EVERY_PRECISION = "fp32,fp16,bf16,fp8,fp8_e4m3,fp8_e5m2,int8,int4,q8_0,q5_1,q5_0
 
 def _searches(monkeypatch):
     """Counts the planner's searches (one per GPU type and precision pair): its work, by counting."""
-    from kvcalc import plan
+    from kvcalc.planning import plan
     calls = []
     real = plan._search
     monkeypatch.setattr(plan, "_search", lambda *a, **k: calls.append(a[1]["gpu"]) or real(*a, **k))
@@ -331,7 +334,7 @@ def _searches(monkeypatch):
 def test_a_plan_over_every_precision_at_4096_gpus_is_refused_before_it_searches(monkeypatch):
     # 15 x 15 precisions on every GPU type ran 34 s of CPU: refused in one line naming the option,
     # after no search at all.
-    from kvcalc.options import parse_options
+    from kvcalc.inputs.options import parse_options
     plan, calls = _searches(monkeypatch)
     typed, errors = parse_options({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "batch": "4096",
                                    "plan-max-gpus": "4096", "plan-kv-dtypes": EVERY_PRECISION,
@@ -352,7 +355,7 @@ def test_a_plan_over_every_precision_at_4096_gpus_is_refused_before_it_searches(
 def test_the_largest_plan_allowed_runs_its_searches_and_no_more(monkeypatch):
     # Every GPU type at 4 x 3 precisions, up to 4096 GPUs: one search per GPU type and pair at
     # most (fewer where a pair's fewest GPUs are already beaten), within MAX_SEARCHES.
-    from kvcalc.options import parse_options
+    from kvcalc.inputs.options import parse_options
     plan, calls = _searches(monkeypatch)
     typed, _ = parse_options({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "batch": "4096",
                               "plan-max-gpus": "4096", "plan-kv-dtypes": "fp8,bf16,int4,fp16",
@@ -379,7 +382,7 @@ def test_a_single_view_that_does_not_fit_pulls_no_unbounded_plan(monkeypatch):
 
 def test_the_option_parser_states_the_plans_bounds():
     # --help says the bounds plan.check_bounds enforces, in the words of the options they narrow.
-    from kvcalc import plan
-    from kvcalc.options import OPTION_BY_NAME
+    from kvcalc.planning import plan
+    from kvcalc.inputs.options import OPTION_BY_NAME
     assert f"at most {plan.MAX_SEARCHES}" in OPTION_BY_NAME["plan-kv-dtypes"].help
     assert f"at most {plan.MAX_EVERY_COUNT} GPU counts" in OPTION_BY_NAME["plan-max-gpus"].help

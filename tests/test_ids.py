@@ -12,13 +12,13 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc import presets
+from kvcalc.readers import presets
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.link import decode
-from kvcalc.options import canonical_value, parse_options
-from kvcalc.startup_log import read_log
-from kvcalc.startup_log.rules import gpu_preset, model_entry
+from kvcalc.reports.link import decode
+from kvcalc.inputs.options import canonical_value, parse_options
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.readers.log_rules import gpu_preset, model_entry
 
 from support import FIXTURES, cli
 

@@ -14,8 +14,8 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import InputError, evaluate
-from kvcalc.params import quantized_weights
-from kvcalc.presets import gpus, preset_model
+from kvcalc.readers.params import quantized_weights
+from kvcalc.readers.presets import gpus, preset_model
 
 from support import hf_fixture
 

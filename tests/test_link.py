@@ -6,9 +6,9 @@ ignored and why.
 
 from hypothesis import given, settings, strategies as st
 
-from kvcalc.link import decode, decode_config, encode, encode_config, evaluate_link
+from kvcalc.reports.link import decode, decode_config, encode, encode_config, evaluate_link
 from kvcalc.evaluation import evaluate
-from kvcalc.options import OPTIONS, parse_options
+from kvcalc.inputs.options import OPTIONS, parse_options
 
 from support import hf_fixture
 
@@ -96,7 +96,7 @@ def test_any_text_as_a_fragment(text):
 @given(st.text(max_size=60), st.sampled_from(["", "/", "/-_.:"]))
 def test_percent_codec_matches_the_standard_library(text, safe):
     import urllib.parse
-    from kvcalc.link import quote, unquote
+    from kvcalc.reports.link import quote, unquote
     assert quote(text, safe=safe) == urllib.parse.quote(text, safe=safe)
     assert unquote(quote(text, safe=safe)) == text
 
@@ -105,7 +105,7 @@ def test_percent_codec_matches_the_standard_library(text, safe):
 @given(st.text(alphabet="%0123456789abcdefABCDEFgz\u00e9 ", max_size=30))
 def test_unquote_matches_the_standard_library(text):
     import urllib.parse
-    from kvcalc.link import unquote
+    from kvcalc.reports.link import unquote
     assert unquote(text) == urllib.parse.unquote(text, errors="replace")
 
 
@@ -113,7 +113,7 @@ def test_a_bad_choice_is_refused_as_the_link_is_read_without_evaluating(monkeypa
     """Engine, precisions, GPU and unit are typed at the edge: a link with `kv-dtype=fp8x` or
     `engine=tgi` loses those entries, each with its reason, as it is decoded; nothing is computed."""
     import kvcalc.evaluation
-    from kvcalc import link
+    from kvcalc.reports import link
 
     def never(*_):
         raise AssertionError("the scenario was evaluated")

@@ -17,9 +17,9 @@ Fixtures (tests/fixtures/logs/SOURCES.md):
 import json
 from fractions import Fraction
 
-from kvcalc import log_flow
-from kvcalc.startup_log import read_log
-from kvcalc.startup_log.rules import model_entry
+from kvcalc.inputs import log_flow
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.readers.log_rules import model_entry
 from support import ROOT, cli
 
 LOGS = ROOT / "tests/fixtures/logs"

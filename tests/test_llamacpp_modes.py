@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from kvcalc.engines import llamacpp
+from kvcalc.engines.llamacpp import engine as llamacpp
 from kvcalc.evaluation import evaluate
-from kvcalc.launch import launch
+from kvcalc.serving.launch import launch
 from kvcalc.layers import FullAttention
 from kvcalc.model import Model
 from kvcalc.precision import precision
-from kvcalc.verdict import verdict
+from kvcalc.reports.verdict import verdict
 from support import FIXTURES
 
 MIB = 1 << 20

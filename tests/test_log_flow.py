@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from kvcalc import log_flow
+from kvcalc.inputs import log_flow
 from kvcalc.cli import run
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.startup_log import read_log
-from kvcalc.startup_log.rules import model_entry
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.readers.log_rules import model_entry
 from support import FIXTURES
 
 LOGS = FIXTURES / "logs"

@@ -13,7 +13,7 @@ import pytest
 
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.startup_log import read_log
+from kvcalc.inputs.startup_log import read_log
 from support import FIXTURES
 
 LOGS = FIXTURES / "logs"

@@ -5,8 +5,9 @@ embed_tokens and lm_head, in the model's dtype, per GPU under tensor parallel.""
 
 import pytest
 
-from kvcalc import InputError, evaluate, presets
-from kvcalc.production import lora
+from kvcalc import InputError, evaluate
+from kvcalc.readers import presets
+from kvcalc.serving import lora
 
 
 def llama(size="8B"):

@@ -274,7 +274,7 @@ def test_keys_of_real_configs_that_change_no_cache_are_read_not_refused():
     re-saved Llama 4 config's moe_layers, DeepSeek-V3.2's index_n_heads (the indexer caches one
     128-wide fp8 key per token, 61 x (576 x 2 + 128 + 4) = 78,324 B per token in bf16), and
     Command R7B's order_of_interleaved_layers, whose only value is the layout its pattern gives."""
-    from kvcalc.hfconfig import model_from_config
+    from kvcalc.readers.hfconfig import model_from_config
     from kvcalc.precision import precision
     from kvcalc.sizing import bytes_per_token
     from support import hf_fixture

@@ -20,8 +20,8 @@ from hypothesis import given, settings, strategies as st
 
 from kvcalc import evaluate
 from kvcalc.experts import EXACT_BITS, RoutedExperts, expected_experts, routed_experts, weights_read
-from kvcalc.report import to_json
-from kvcalc.timing import batch_series, decode_steps
+from kvcalc.reports.report import to_json
+from kvcalc.serving.timing import batch_series, decode_steps
 from support import cli, hf_fixture
 
 H100_BW, H200_BW = 3_350 * 10 ** 9, 4_800 * 10 ** 9
@@ -235,7 +235,7 @@ def test_the_cli_and_json_say_it_is_an_expectation():
     assert data["decode_experts_note"].startswith("≈ 125.9 of 128 routed experts per MoE layer read, expected "
                                                   "under uniform routing")
     # The page: the decode step's figure and the explainer's weights say it too.
-    from kvcalc.time_report import timing_texts
+    from kvcalc.reports.time_report import timing_texts
     texts = timing_texts(e.scenario, e.result, True)
     assert texts["metrics"]["decode_step_seconds"][2] == ("memory-bound; ≈ 125.9 of 128 experts per layer read, "
                                                           "expected under uniform routing")

@@ -29,8 +29,8 @@ import pytest
 
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.options import parse_options
-from kvcalc.production import offload
+from kvcalc.inputs.options import parse_options
+from kvcalc.serving import offload
 
 GIB = 1 << 30
 L8 = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}

@@ -6,12 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from kvcalc import engines, link
-from kvcalc.compare import attention_variants, precision_rows
+from kvcalc import engines
+from kvcalc.reports import link
+from kvcalc.reports.compare import attention_variants, precision_rows
 from kvcalc.evaluation import evaluate, sized_as
-from kvcalc.launch import launch
-from kvcalc.memory_bar import memory_bar
-from kvcalc.report import page_texts, to_json
+from kvcalc.serving.launch import launch
+from kvcalc.reports.memory_bar import memory_bar
+from kvcalc.reports.report import page_texts, to_json
 from kvcalc.units import GIB
 
 LLAMA_H100 = {"model": "meta-llama/Llama-3.1-8B", "context": "8192", "gpu": "h100-sxm-80gb"}

@@ -22,13 +22,14 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc import launch, parallel
+from kvcalc.serving import launch
+from kvcalc import parallel
 from kvcalc.evaluation import evaluate
 from kvcalc.experts import weight_parts
-from kvcalc.presets import gpu
-from kvcalc.scenario import _config_model
-from kvcalc.verdict import verdict
-from kvcalc.sweep import concurrency_series, memory_series
+from kvcalc.readers.presets import gpu
+from kvcalc.inputs.scenario import _config_model
+from kvcalc.reports.verdict import verdict
+from kvcalc.reports.sweep import concurrency_series, memory_series
 from support import FIXTURES, hf_fixture
 
 GIB = 1 << 30

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvcalc import InputError, evaluate
-from kvcalc.options import OPTION_BY_NAME, parse_value
-from kvcalc.params import count_params
+from kvcalc.inputs.options import OPTION_BY_NAME, parse_value
+from kvcalc.readers.params import count_params
 
 from support import hf_fixture
 
@@ -127,7 +127,7 @@ def test_params_never_raise_anything_but_a_readable_error(text):
 
 
 def test_weights_from_a_rounded_count_are_not_shown_to_the_byte():
-    from kvcalc.report import page_texts
+    from kvcalc.reports.report import page_texts
     # Qwen3-235B-A22B's preset has the card's rounded 235B and a trimmed config (no count to size
     # from): 470,000,000,000 B in bf16, shown as "≈". (DeepSeek-R1 was the example until its
     # published config gave it V3's exact weights, issue 34.)

@@ -25,11 +25,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kvcalc import plan as planner, presets
+from kvcalc.planning import plan as planner
+from kvcalc.readers import presets
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.options import parse_options
-from kvcalc.report import to_json
+from kvcalc.inputs.options import parse_options
+from kvcalc.reports.report import to_json
 
 GIB = 1 << 30
 L70 = "meta-llama/Llama-3.1-70B"

@@ -22,11 +22,12 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc import plan as planner, presets
+from kvcalc.planning import plan as planner
+from kvcalc.readers import presets
 from kvcalc.evaluation import evaluate
-from kvcalc.link import encode
-from kvcalc.options import parse_options
-from kvcalc.plan_report import row_flags
+from kvcalc.reports.link import encode
+from kvcalc.inputs.options import parse_options
+from kvcalc.planning.plan_report import row_flags
 
 from support import FIXTURES, ROOT, cli
 

@@ -17,9 +17,9 @@ The logs are public (tests/fixtures/logs/SOURCES.md gives each one's URL):
 
 import json
 
-from kvcalc import plan as planner
-from kvcalc.options import parse_options
-from kvcalc.plan_report import pointer
+from kvcalc.planning import plan as planner
+from kvcalc.inputs.options import parse_options
+from kvcalc.planning.plan_report import pointer
 
 from support import FIXTURES, cli
 

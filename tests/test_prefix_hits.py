@@ -18,8 +18,8 @@ import pytest
 
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.options import parse_options
-from kvcalc.production import prefix_hits
+from kvcalc.inputs.options import parse_options
+from kvcalc.serving import prefix_hits
 
 L8 = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "context": "8192"}
 TOKEN = 2 * 32 * 8 * 128 * 2

@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from kvcalc import evaluate, precision
-from kvcalc.presets import gpus, model_entries, preset_model
+from kvcalc.readers.presets import gpus, model_entries, preset_model
 
 from support import FIXTURES
 
@@ -80,7 +80,7 @@ def test_gpu_presets():
 
 def test_model_search_forgives_separators_versions_and_suffixes():
     # The page's combobox lists presets in this order; the first is what Enter picks.
-    from kvcalc.presets import search_models
+    from kvcalc.readers.presets import search_models
     first = {query: [e["id"] for e in search_models(query)][:1] for query in
              ("qwen3 32", "deepseek v3", "llama3 70b", "Meta-Llama-3.1-70B-Instruct", "gpt oss 120", "qwen3-next")}
     assert first == {"qwen3 32": ["Qwen/Qwen3-32B"], "deepseek v3": ["deepseek-ai/DeepSeek-V3"],
@@ -96,7 +96,7 @@ def test_model_search_forgives_separators_versions_and_suffixes():
 
 def test_model_search_never_fails_on_any_text():
     from hypothesis import given, settings, strategies as st
-    from kvcalc.presets import model_entries, search_models
+    from kvcalc.readers.presets import model_entries, search_models
 
     @settings(max_examples=200, deadline=None)
     @given(st.text(max_size=60))
@@ -109,7 +109,7 @@ def test_model_search_never_fails_on_any_text():
 def test_every_preset_knows_its_context_limit():
     # Issue 11: Gemma 3 27B claimed 1.1M tokens of context fit, its preset having no limit. Where
     # the published config.json omits it, the config class's default applies (and is noted).
-    from kvcalc.presets import model_entries, preset_model
+    from kvcalc.readers.presets import model_entries, preset_model
     for entry in model_entries():
         model = preset_model(entry["id"])
         assert model.max_context_tokens, entry["id"]
@@ -172,7 +172,7 @@ def test_no_preset_whose_config_gives_its_shapes_is_sized_from_a_rounded_count()
     trimmed copy (a count from it could be wrong: GLM-4.5's counts 361B of a 355B model) may
     still say "≈"."""
     from kvcalc.errors import InputError
-    from kvcalc.params import count_params
+    from kvcalc.readers.params import count_params
     checked = []
     for entry in model_entries():
         if not entry["source"].startswith("verbatim"):

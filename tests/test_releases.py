@@ -7,7 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.engines import llamacpp, releases, sglang, vllm, vllm_profile, vllm_release as rules
+from kvcalc.engines.llamacpp import engine as llamacpp
+from kvcalc.engines import releases
+from kvcalc.engines.sglang import engine as sglang
+from kvcalc.engines.vllm import engine as vllm, profile as vllm_profile, release as rules
 from kvcalc.evaluation import evaluate
 from support import cli
 

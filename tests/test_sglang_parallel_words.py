@@ -11,11 +11,11 @@ DeepSeek-V3 on 8 x H200 (264 requests of 8,192 tokens at dp 8, 87 at tp 8).
 
 import pytest
 
-from kvcalc import launch
+from kvcalc.serving import launch
 from kvcalc.engines import REGISTRY
 from kvcalc.evaluation import evaluate
 from kvcalc.parallel import gpus_given
-from kvcalc.startup_log import read_log
+from kvcalc.inputs.startup_log import read_log
 from support import FIXTURES, cli
 from test_parallel_layouts import deepseek_v3, run
 
@@ -97,8 +97,8 @@ LLAMA = {"model": "meta-llama/Llama-3.1-70B", "gpu": "h100-sxm-80gb", "engine": 
 
 def test_llama_70b_tp8_dp8_weights_per_gpu_as_sglang_places_them():
     from fractions import Fraction
-    from kvcalc import report
-    from kvcalc.compare import attention_variants
+    from kvcalc.reports import report
+    from kvcalc.reports.compare import attention_variants
     evaluation = evaluate(LLAMA)
     assert evaluation.errors == ()
     scenario, result = evaluation.scenario, evaluation.result
@@ -143,8 +143,8 @@ def test_llama_70b_tp8_dp8_weights_per_gpu_as_sglang_places_them():
 
 
 def test_deepseek_v3_tp8_dp8_on_h100_does_not_fit_anywhere_it_is_said():
-    from kvcalc import report
-    from kvcalc.compare import attention_variants
+    from kvcalc.reports import report
+    from kvcalc.reports.compare import attention_variants
     evaluation = evaluate(dict(LLAMA, model="deepseek-ai/DeepSeek-V3"))
     result = evaluation.result
     # test_parallel_layouts' split: attention 11,416,465,248 B and embedding 1,853,358,080 B whole,
@@ -158,7 +158,7 @@ def test_deepseek_v3_tp8_dp8_on_h100_does_not_fit_anywhere_it_is_said():
 
 
 def test_deepseek_v3_tp8_dp8_on_h200_decode_reads_the_experts_it_touches():
-    from kvcalc import report
+    from kvcalc.reports import report
     evaluation = evaluate(dict(LLAMA, model="deepseek-ai/DeepSeek-V3", gpu="h200-141gb"))
     data = report.to_json(evaluation.scenario, evaluation.result)
     assert data["weights_bytes_per_gpu"] == 95_754_921_888 and data["max_concurrency"] == 264

@@ -6,8 +6,9 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kvcalc import (FullAttention, InputError, MLAAttention, Model, NoCache, SlidingWindowAttention,
-                    StateSpaceLayer, compute, evaluate, precision)
+from kvcalc import (
+    FullAttention, InputError, MLAAttention, Model, NoCache, SlidingWindowAttention, StateSpaceLayer, compute,
+    evaluate, precision)
 from kvcalc.sizing import Deployment, Workload
 
 BF16 = precision("bf16")

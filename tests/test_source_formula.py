@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import evaluate
-from kvcalc.engines import vllm
-from kvcalc.source_formula import json_of, source_formula, texts, to_json
+from kvcalc.engines.vllm import engine as vllm
+from kvcalc.reports.source_formula import json_of, source_formula, texts, to_json
 
 GIB = 1 << 30
 H100_SMI, H100_TORCH = 85_520_809_984, 85_061_827_297      # nvidia-smi's and PyTorch's totals (gpus.json)

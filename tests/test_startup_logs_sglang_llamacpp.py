@@ -21,7 +21,7 @@ import pytest
 
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.startup_log import read_log
+from kvcalc.inputs.startup_log import read_log
 from support import FIXTURES, hf_fixture
 
 LOGS = FIXTURES / "logs"
@@ -32,7 +32,7 @@ def log_text(name: str) -> str:
 
 
 def inputs(reading) -> dict:
-    # measured-with is derived from the others by the reader's framework (startup_log/__init__).
+    # measured-with is derived from the others by the reader's framework (inputs/startup_log.py).
     return {k: v for k, v in reading.values.items() if k != "measured-with"}
 
 
@@ -384,7 +384,7 @@ def test_logs_not_reproduced_say_why(name):
 
 def test_the_log_and_the_inputs_read_from_it_print_the_same_figures():
     # What the page and the CLI put side by side: the log's figure and ours, from its inputs.
-    from kvcalc.startup_log import comparison
+    from kvcalc.inputs.startup_log import comparison
     reading = read_log(log_text("sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log"))
     rows = {label: (printed, ours) for label, printed, ours, _ in
             comparison(reading, evaluate(dict(reading.values, model="Qwen/Qwen3-235B-A22B")))}
@@ -675,7 +675,7 @@ def test_sglang_memory_in_use_from_the_gpu_reproduces_the_pool_without_its_kv_me
     reading = read_log(text)
     assert reading.values["gpu"] == "h100-sxm-80gb" and reading.values["memory-in-use-gib"] == "0.38"
     assert reading.values["engine-version"] == "0.4.6.post4"
-    from kvcalc.startup_log import measured_with
+    from kvcalc.inputs.startup_log import measured_with
     values = {k: v for k, v in reading.values.items() if k not in ("kv-memory-gib", "measured-with")}
     values["model"] = "Qwen/Qwen3-8B"
     ends = []

@@ -10,10 +10,10 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.cli import run
-from kvcalc.engines import vllm
+from kvcalc.engines.vllm import engine as vllm
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
-from kvcalc.startup_log import LogReader, comparison, read_log
+from kvcalc.inputs.startup_log import LogReader, comparison, read_log
 from support import FIXTURES
 
 LOGS = FIXTURES / "logs"

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvcalc import evaluate
-from kvcalc.compare import compare_table
-from kvcalc.export import export
-from kvcalc.launch import launch
-from kvcalc.link import decode, decode_pins, encode
-from kvcalc.report import to_json
-from kvcalc.sweep import concurrency_series, context_points, memory_series
+from kvcalc.reports.compare import compare_table
+from kvcalc.reports.export import export
+from kvcalc.serving.launch import launch
+from kvcalc.reports.link import decode, decode_pins, encode
+from kvcalc.reports.report import to_json
+from kvcalc.reports.sweep import concurrency_series, context_points, memory_series
 
 from test_cli import cli
 
@@ -131,7 +131,7 @@ def test_context_past_the_model_limit_carries_the_override_it_needs():
 
 def test_launch_never_throttles_below_what_fits():
     # Issue 11: the default one request passed as --max-num-seqs 1 throttled a server that holds 31.
-    from kvcalc.form_fields import form_values
+    from kvcalc.inputs.form_fields import form_values
     e = evaluate(form_values({"model": "meta-llama/Llama-3.1-8B", "batch": "1", "context": "65536",
                               "gpu": "h100-sxm-80gb"}))
     fits = e.result.max_concurrency
@@ -175,6 +175,6 @@ def test_shell_quoting_matches_shlex(args):
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=20), st.text(max_size=20))
 def test_csv_quoting_reads_back_with_the_csv_module(a, b):
-    from kvcalc.export import _csv
+    from kvcalc.reports.export import _csv
     rows = list(csv.reader(io.StringIO(f"{_csv(a)},{_csv(b)}\n", newline="")))
     assert rows == [[a, b]]

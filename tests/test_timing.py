@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kvcalc import evaluate
-from kvcalc.report import to_json
+from kvcalc.reports.report import to_json
 
 H100_BF16, H100_BW = 989_400 * 10 ** 9, 3_350 * 10 ** 9
 MATMUL_8B = 8_030_261_248 - 128_256 * 4_096
@@ -128,7 +128,7 @@ def test_json_and_refusals():
                         "google/gemma-2-9b"]),
        st.integers(1, 32768), st.integers(1, 512), st.integers(1, 16384))
 def test_more_batch_never_lowers_the_step_and_a_bigger_chunk_never_cheapens_its_step(model, context, batch, chunk):
-    from kvcalc.timing import decode_steps
+    from kvcalc.serving.timing import decode_steps
     e = evaluate({"model": model, "gpu": "h200-141gb", "context": str(context), "prefill-chunk": str(chunk)})
     assert e.ok, e.errors
     t = e.result.timing
@@ -143,7 +143,7 @@ def test_more_batch_never_lowers_the_step_and_a_bigger_chunk_never_cheapens_its_
 def test_a_gpu_with_only_a_4_bit_peak_on_record_has_no_time_bounds_not_a_crash():
     """A GPU whose datasheet gives only an fp4 peak (DGX Spark: "1 PFLOP FP4 with sparsity") has
     no 16-bit peak to time a bf16 model's step with: the time bounds say so."""
-    from kvcalc.timing import compute_precision
+    from kvcalc.serving.timing import compute_precision
     assert compute_precision("bf16", {"fp4": 10 ** 15}) is None
     assert compute_precision("fp8", {"fp8": 2, "bf16": 1}) == "fp8"
     assert compute_precision("bf16", {"fp16": 1}) == "fp16"

@@ -94,7 +94,7 @@ def test_the_table_leads_with_the_verdict():
 
 def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
     from kvcalc import evaluate
-    from kvcalc.memory_bar import memory_bar
+    from kvcalc.reports.memory_bar import memory_bar
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
                   "context": "32768", "batch": "4"})
     bar = memory_bar(e.result, e.scenario)
@@ -111,9 +111,9 @@ def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
 
 def test_words_a_user_can_act_on():
     from kvcalc import evaluate
-    from kvcalc.compare import compare_table
-    from kvcalc.export import export
-    from kvcalc.report import to_json
+    from kvcalc.reports.compare import compare_table
+    from kvcalc.reports.export import export
+    from kvcalc.reports.report import to_json
     # tp 3 on a 64-head model: the suggestion is a tp that works, not "use 3 GPUs".
     e = evaluate({"model": "meta-llama/Llama-3.1-70B", "tp": "3", "gpus": "4"})
     assert e.errors[0].field == "tp" and "the nearest that work: 2 or 4" in e.errors[0].message

@@ -13,8 +13,8 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import InputError
-from kvcalc.params import FAMILIES, FAMILIES_2026, count_params, quantized_weights
-from kvcalc.scenario import PLAUSIBLE_BITS_PER_PARAM
+from kvcalc.readers.params import FAMILIES, FAMILIES_2026, count_params, quantized_weights
+from kvcalc.inputs.scenario import PLAUSIBLE_BITS_PER_PARAM
 
 from support import FIXTURES, fixture_names, hf_fixture
 from test_models_2026 import qwen35_moe
@@ -138,7 +138,7 @@ def test_gpt_oss_mxfp4_equals_the_published_index_totals():
     model.safetensors.index.json total_size. 120b likewise: 65,248,815,744 B."""
     for name, preset in (("openai__gpt-oss-20b.json", 13_761_264_768), ("openai__gpt-oss-120b.json", 65_248_815_744)):
         assert quantized_weights(hf_fixture(name)).bytes == preset
-    from kvcalc import presets
+    from kvcalc.readers import presets
     assert presets.preset_model("openai/gpt-oss-20b").checkpoint_bytes == 13_761_264_768
     assert presets.preset_model("openai/gpt-oss-120b").checkpoint_bytes == 65_248_815_744
 

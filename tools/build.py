@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT / "app"))
 
 from html.parser import HTMLParser  # noqa: E402
 
-from kvcalc import presets  # noqa: E402
+from kvcalc.readers import presets  # noqa: E402
 from kvcalc.evaluation import evaluate  # noqa: E402
-from kvcalc.form_fields import form_values  # noqa: E402
-from kvcalc.report import page_texts  # noqa: E402
-from kvcalc.options import OPTIONS  # noqa: E402
+from kvcalc.inputs.form_fields import form_values  # noqa: E402
+from kvcalc.reports.report import page_texts  # noqa: E402
+from kvcalc.inputs.options import OPTIONS  # noqa: E402
 from kvcalc.precision import PRECISIONS  # noqa: E402
 
 # The inline boot script, run before first paint; allowed by its hash alone (a separate file cost a

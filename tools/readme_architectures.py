@@ -8,6 +8,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tools")]
 
 import readme_block  # noqa: E402
-from kvcalc import architectures  # noqa: E402
+from kvcalc.readers import architectures  # noqa: E402
 
 readme_block.replace("architectures", architectures.markdown_table())

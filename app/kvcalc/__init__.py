@@ -5,11 +5,11 @@ The same engine runs in the browser (Pyodide), on the command line (`kvcalc`) an
 
 from .errors import InputError
 from .evaluation import Evaluation, evaluate
-from .hfconfig import model_from_config, parse_config_text
-from .layers import (ChunkedLocalAttention, FullAttention, MLAAttention, NoCache,
-                     SlidingWindowAttention, StateSpaceLayer)
+from .readers.hfconfig import model_from_config, parse_config_text
+from .layers import (
+    ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention, StateSpaceLayer)
 from .model import Model
-from .options import OPTIONS
+from .inputs.options import OPTIONS
 from .precision import PRECISIONS, precision
 from .sizing import Deployment, Result, Workload, compute
 

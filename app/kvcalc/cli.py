@@ -5,23 +5,26 @@ import json
 import os
 import sys
 
-from . import architectures, gguf, link, log_flow, plan, presets
-from .checkpoint_files import weights_from_paths
+from .readers import architectures, gguf, presets
+from .reports import link
+from .inputs import log_flow
+from .planning import plan
+from .readers.checkpoint_files import weights_from_paths
 from .errors import InputError
-from .hfconfig import MAX_CONFIG_BYTES, parse_config_text
+from .readers.hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .evaluation import evaluate, sized_as, unexpected
-from .options import DEFAULT_ENGINE, EXACT, EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
+from .inputs.options import DEFAULT_ENGINE, EXACT, EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
 from .engines import engine_name
-from .startup_log import MAX_LOG_CHARS, log_lines, read_log
-from .scenario import resolve_model
-from .safetensors import layer_list
+from .inputs.startup_log import MAX_LOG_CHARS, log_lines, read_log
+from .inputs.scenario import resolve_model
+from .readers.safetensors import layer_list
 from .units import GIB
-from .export import FORMATS, export
+from .reports.export import FORMATS, export
 from .engines import REGISTRY
-from .launch import launch
-from .plan_report import plan_json, plan_table, pointer, withheld
-from .report import table, to_json
-from .verdict import verdict
+from .serving.launch import launch
+from .planning.plan_report import plan_json, plan_table, pointer, withheld
+from .reports.report import table, to_json
+from .reports.verdict import verdict
 
 
 class _Parser(argparse.ArgumentParser):

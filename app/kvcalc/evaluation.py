@@ -6,12 +6,12 @@ import math
 from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 
-from . import engines, parallel, production
+from . import engines, parallel, serving as production
 from .errors import InputError
-from .options import MODEL_INPUTS, parse_options
-from .scenario import Scenario, build_scenario
+from .inputs.options import MODEL_INPUTS, parse_options
+from .inputs.scenario import Scenario, build_scenario
 from .sizing import Result, compute
-from .timing import compute_precision, time_bounds
+from .serving.timing import compute_precision, time_bounds
 
 
 @dataclass(frozen=True)

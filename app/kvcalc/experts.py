@@ -32,9 +32,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 import re
 
-from . import presets
+from .readers import presets
 from .errors import InputError
-from .params import count_params, has_quantization, quantized_weights
+from .readers.params import count_params, has_quantization, quantized_weights
 from .precision import PRECISIONS, precision
 from .units import ceil_div
 

@@ -5,7 +5,7 @@ requests are that engine's. The series come from the engine's sweep; drawing is 
 
 from kvcalc.units import GB, GIB
 from kvcalc.words import size
-from kvcalc.sweep import concurrency_series, context_points, line_end, memory_series
+from kvcalc.reports.sweep import concurrency_series, context_points, line_end, memory_series
 
 from web import state
 from web.dom import put

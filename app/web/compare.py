@@ -3,9 +3,9 @@ computed once by the engine from that fragment. The table appears once something
 
 from pyscript import document
 
-from kvcalc import link
-from kvcalc.compare import compare_table
-from kvcalc.report import to_json
+from kvcalc.reports import link
+from kvcalc.reports.compare import compare_table
+from kvcalc.reports.report import to_json
 from kvcalc.words import size
 
 from web import state

@@ -4,7 +4,7 @@ the results marked stale (the last valid figures stay, in words and style)."""
 import re
 
 from kvcalc.evaluation import unexpected
-from kvcalc.options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS
+from kvcalc.inputs.options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS
 
 from web import state, strip
 from web.dom import absent, on_fault, q, put

@@ -11,10 +11,10 @@ model and the figures as they were."""
 
 import json
 
-from kvcalc import gguf, safetensors
+from kvcalc.readers import gguf, safetensors
 from kvcalc.engines import ENGINES, native_engine, title
 from kvcalc.errors import InputError
-from kvcalc.hfconfig import MAX_CONFIG_BYTES, model_from_config, parse_config_text
+from kvcalc.readers.hfconfig import MAX_CONFIG_BYTES, model_from_config, parse_config_text
 
 from web import model_picker, state
 from web.dom import el, on, put

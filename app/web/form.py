@@ -7,10 +7,10 @@ import json
 from pyscript import document
 
 from kvcalc.errors import InputError
-from kvcalc.hfconfig import MAX_CONFIG_BYTES
-from kvcalc.form_fields import MLA_ONLY, form_values
+from kvcalc.readers.hfconfig import MAX_CONFIG_BYTES
+from kvcalc.inputs.form_fields import MLA_ONLY, form_values
 from kvcalc.engines import REGISTRY
-from kvcalc.options import EXACT, MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
+from kvcalc.inputs.options import EXACT, MANUAL_FIELDS, OPTION_BY_NAME, OPTIONS, canonical_value, parse_value
 from kvcalc.parallel import gpus_given
 
 from web import model_picker, state

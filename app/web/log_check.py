@@ -3,8 +3,8 @@ figures beside ours, those that differ by more than its rounding, the layout and
 not say (asked for until the user gives them), and a log naming no model read over a config or
 dimensions the user gave. Split from web.log_paste, which reads the text and fills the form."""
 
-from kvcalc import log_flow
-from kvcalc.startup_log import MEASURED_PARTS, comparison
+from kvcalc.inputs import log_flow
+from kvcalc.inputs.startup_log import MEASURED_PARTS, comparison
 
 from web import errors, form, state, strip
 from web.dom import put, view

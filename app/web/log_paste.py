@@ -2,12 +2,12 @@
 imply, each shown with the line it was read from, and the log's own figures beside what the
 inputs on screen give, refreshed after every update.
 
-The engine's reader (kvcalc.startup_log) takes the text in slices; between slices the page gets
+The engine's reader (kvcalc.inputs.startup_log) takes the text in slices; between slices the page gets
 its thread back (asyncio.sleep(0) is a browser task in Pyodide's event loop), so a paste of a
 server's whole day never freezes the tab. A log that is refused changes no input; it is said
 beside the box and in the summary, and the figures on screen are marked stale. A log whose model
 is not known leaves no other model on screen: the figures wait for the user to give it
-(kvcalc.log_flow). The text stays in the textarea, which is no form field: the link carries the
+(kvcalc.inputs.log_flow). The text stays in the textarea, which is no form field: the link carries the
 inputs read, never the log.
 Imported on first use, so the page starts without it."""
 
@@ -16,10 +16,10 @@ import asyncio
 import js
 from pyscript import document
 
-from kvcalc import log_flow
+from kvcalc.inputs import log_flow
 from kvcalc.errors import InputError
-from kvcalc.options import MANUAL_FIELDS
-from kvcalc.startup_log import LogReader
+from kvcalc.inputs.options import MANUAL_FIELDS
+from kvcalc.inputs.startup_log import LogReader
 
 from web import errors, files, form, log_check, model_picker, state, strip
 from web.dom import el, lines_of, put, view

@@ -5,9 +5,9 @@ pause."""
 
 from pyscript import window
 
-from kvcalc.compare import attention_variants, precision_rows
+from kvcalc.reports.compare import attention_variants, precision_rows
 from kvcalc.evaluation import evaluate
-from kvcalc.report import page_texts
+from kvcalc.reports.report import page_texts
 from kvcalc.words import size
 
 from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, serving_view, share,

@@ -7,9 +7,9 @@ shows it and follows the keyboard and the pointer."""
 
 from pyscript import document
 
-from kvcalc import presets
+from kvcalc.readers import presets
 from kvcalc.errors import InputError
-from kvcalc.hfconfig import parse_config_text
+from kvcalc.readers.hfconfig import parse_config_text
 
 from web import state
 from web.dom import absent, el, js_obj, put

@@ -1,5 +1,5 @@
 """The plan's chart: requests that fit against GPU count, one line per GPU type drawn, each point
-the engine's own answer (kvcalc.plan.curve: the count in its first layout, 0 where it does not
+the engine's own answer (kvcalc.planning.plan.curve: the count in its first layout, 0 where it does not
 start). The GPU types drawn are those of the plan's best rows; which they are is said beside the
 chart. Drawing is web.plot's; nothing is computed here."""
 

@@ -1,13 +1,13 @@
 """What do I need? until it is first asked for: when the page plans (its section near the screen,
 a plan input set, or a verdict that does not fit), the plan's task that stops an older one, and
-the section's events. Light on purpose: the planner (kvcalc.plan, web.plan_view and its table)
+the section's events. Light on purpose: the planner (kvcalc.planning.plan, web.plan_view and its table)
 is imported by the first plan, so the page starts without it."""
 
 import asyncio
 
 import js
 
-from kvcalc.options import OPTIONS
+from kvcalc.inputs.options import OPTIONS
 
 from web import form, state
 from web.dom import el, guarded, js_obj, on, proxy, put

@@ -7,8 +7,8 @@ import json
 import js
 
 from kvcalc.errors import InputError
-from kvcalc.options import canonical_value
-from kvcalc.plan_report import row_json
+from kvcalc.inputs.options import canonical_value
+from kvcalc.planning.plan_report import row_json
 
 from web import form
 from web.dom import absent, el, put, view

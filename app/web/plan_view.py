@@ -1,7 +1,7 @@
 """What do I need? (issue 25): the plan's table, its chart and the verdict's pointer to its best
 row, computed in the page one GPU type at a time.
 
-The engine plans (kvcalc.plan: ask_from, gpu_rows per GPU type, finish, curve per type drawn);
+The engine plans (kvcalc.planning.plan: ask_from, gpu_rows per GPU type, finish, curve per type drawn);
 here its rows are written and a chosen one is applied to the form. Between GPU types the page
 gets its thread back once a slice's time is used (asyncio.sleep(0) is a browser task in Pyodide's
 event loop), so typing never waits for a plan; an update started meanwhile (state.plan_generation)
@@ -12,9 +12,9 @@ starts without it."""
 import asyncio
 import time
 
-from kvcalc import plan as planner
+from kvcalc.planning import plan as planner
 from kvcalc.errors import InputError
-from kvcalc.plan_report import pointer, withheld
+from kvcalc.planning.plan_report import pointer, withheld
 
 from web import plan_chart, plan_table, state
 from web.errors import in_page_words, label

@@ -1,5 +1,5 @@
 """One way to draw a chart (uPlot, vendored) for every section: lines of exact values over an x
-axis, log scales. Each line is drawn in the style of what it is (kvcalc.sweep.SERIES_STYLES: a
+axis, log scales. Each line is drawn in the style of what it is (kvcalc.reports.sweep.SERIES_STYLES: a
 colour for each theme and a dash, never picked by the line's place), the scenario's own line
 thicker and labelled "(current)"; marks show the chosen context or batch (a vertical line, points
 on the lines there). The legend names the lines and never changes; the exact figures under the
@@ -13,7 +13,7 @@ import js
 from pyscript import document, window
 from pyscript.ffi import to_js
 
-from kvcalc.sweep import SERIES_STYLES, style_key
+from kvcalc.reports.sweep import SERIES_STYLES, style_key
 
 from web.dom import absent, js_obj, proxy
 

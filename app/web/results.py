@@ -3,7 +3,7 @@ data-value), the arithmetic written out, the live numbers in the explanations, a
 memory as a bar. Every text comes from the engine's `page_texts` and `memory_bar`."""
 
 from kvcalc.words import size
-from kvcalc.memory_bar import memory_bar
+from kvcalc.reports.memory_bar import memory_bar
 
 from web.dom import lines_of, put, view
 from web.errors import in_page_words

@@ -5,7 +5,7 @@ other (web.form, web.errors): each is named by its engine option."""
 
 from pyscript import document
 
-from kvcalc import presets
+from kvcalc.readers import presets
 
 from web.dom import el, on
 

@@ -2,7 +2,7 @@
 heads, LoRA slots, a vision encoder, a KV offload tier, a prefix hit rate), its headline figures
 and the engine's sentences with their formula and source (the inputs they name said by their
 labels, as the page's arithmetic says them). Every figure is the engine's
-(`page_texts(...)["data"]["serving"]`, kvcalc.production.figures); here each is only named,
+(`page_texts(...)["data"]["serving"]`, kvcalc.serving.figures); here each is only named,
 written in the page's unit, or left out where the engine gives none. Hidden when no part is
 asked for."""
 

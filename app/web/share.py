@@ -3,8 +3,8 @@ edits pause; read back on load and when the fragment changes."""
 
 from pyscript import window
 
-from kvcalc import link
-from kvcalc.options import MODEL_INPUTS
+from kvcalc.reports import link
+from kvcalc.inputs.options import MODEL_INPUTS
 
 from web import form, pending, state
 from web.errors import in_page_words, label

@@ -1,8 +1,8 @@
 """From the source's formula: the textbook arithmetic the seeds use, on these inputs, and each
 difference from its answer to ours, named and sized. Every text is the engine's
-(`kvcalc.source_formula.texts`); each row's count after its step is the last cell's data-value."""
+(`kvcalc.reports.source_formula.texts`); each row's count after its step is the last cell's data-value."""
 
-from kvcalc.source_formula import source_formula, texts
+from kvcalc.reports.source_formula import source_formula, texts
 
 from web.dom import lines_of, put, view
 

@@ -10,6 +10,6 @@ valid_once = False      # some inputs have computed since the page opened
 computed = None         # (scenario, result) of the last valid inputs
 current = None          # the last valid inputs' to_json column, for the comparison
 evaluation = None       # the last valid inputs' Evaluation, for the log's figures beside it
-reading = None          # the pasted start-up log's Reading (kvcalc.startup_log), while it is in use
+reading = None          # the pasted start-up log's Reading (kvcalc.inputs.startup_log), while it is in use
 plan_generation = 0     # the latest plan asked for (web.plan_view): an older one still running stops
 plan_seen = False       # the plan's section has been on screen: from then on every update plans

@@ -5,10 +5,10 @@ import js
 from pyscript import document
 from pyscript.ffi import to_js
 
-from kvcalc.export import export
+from kvcalc.reports.export import export
 from kvcalc.engines import ENGINES
 from kvcalc.evaluation import sized_as
-from kvcalc.launch import launch
+from kvcalc.serving.launch import launch
 
 from web import state
 from web.dom import copy_text, el, js_obj, lines_of, put, view

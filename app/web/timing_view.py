@@ -3,8 +3,8 @@ results.write_metrics from the engine's texts), the roofline and decode speed ag
 with its compute ceiling and the chosen batch marked (drawn by web.plot from the engine's
 series), and the explainer's live numbers."""
 
-from kvcalc.sweep import decode_series
-from kvcalc.timing import roofline_series
+from kvcalc.reports.sweep import decode_series
+from kvcalc.serving.timing import roofline_series
 
 from web.dom import put
 from web.plot import Line, Mark, plot

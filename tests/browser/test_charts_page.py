@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.link import evaluate_link
-from kvcalc.sweep import SERIES_STYLES, context_points, decode_series
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.sweep import SERIES_STYLES, context_points, decode_series
 
 from pagekit import choose_model, metrics, open_page, settle, url_of
 from support import cli

@@ -1,8 +1,8 @@
 """Size as an engine, on the page: the engine's figures and start-up lines beside the ideal,
 the same as `kvcalc --engine`, and a KV memory pasted from a real log reproducing its figures."""
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import metrics, open_page, settle, url_of
 

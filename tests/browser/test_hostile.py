@@ -6,8 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import Recorder, choose_model, metrics, open_page, settle, url_of
 

@@ -6,7 +6,8 @@ link holding it said "the calculator failed to start"."""
 
 import json
 
-from kvcalc import link, presets
+from kvcalc.reports import link
+from kvcalc.readers import presets
 from pagekit import choose_model, metrics, open_page, settle
 
 QWEN_MOE = next(e for e in presets.model_entries() if e["id"].startswith("Qwen/Qwen3-30B-A3B"))["config"]

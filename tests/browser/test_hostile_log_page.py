@@ -7,7 +7,10 @@ go through the page's reader, pasted as a user would, and the page must end in a
 
 import pytest
 
-from kvcalc.startup_log import MAX_LINE_CHARS, llamacpp, sglang, vllm
+from kvcalc.inputs.startup_log import MAX_LINE_CHARS
+from kvcalc.engines.llamacpp import log as llamacpp
+from kvcalc.engines.sglang import log as sglang
+from kvcalc.engines.vllm import log as vllm
 from pagekit import open_page, settle
 from test_hostile_logs import line_of, units
 

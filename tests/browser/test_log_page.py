@@ -7,8 +7,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from kvcalc.startup_log import MAX_LINE_CHARS
-from kvcalc.startup_log.rules import model_entry
+from kvcalc.inputs.startup_log import MAX_LINE_CHARS
+from kvcalc.readers.log_rules import model_entry
 from pagekit import choose_model, metrics, open_page, settle, url_of
 from support import ROOT
 from test_a11y import run_axe

@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import metrics, open_page, settle, url_of
 

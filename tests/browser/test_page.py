@@ -4,8 +4,8 @@ imports config.json, and keeps what a user typed when a value is wrong."""
 import json
 import re
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import choose_model, metrics, open_page, url_of
 from support import ROOT

@@ -1,7 +1,7 @@
 """Edge cases found by a review of the page: each one is a sequence a user can do."""
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import choose_model, metrics, open_page, settle, url_of
 

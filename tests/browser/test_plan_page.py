@@ -1,5 +1,5 @@
 """What do I need? on the page (issue 25): the section's table is the engine's plan for the inputs
-on screen (each row as kvcalc.plan.plan gives it here, in the test's own Python), a row chosen
+on screen (each row as kvcalc.planning.plan.plan gives it here, in the test's own Python), a row chosen
 is applied and the single view then shows exactly its figures, prices give $/hour, a bad plan
 input is said beside its field and the last plan stays, the chart draws one line per GPU type
 drawn, the link carries the plan's inputs, and a verdict that does not fit names the plan's best
@@ -8,9 +8,9 @@ row. The page starts without the planner. Every wait is for a condition."""
 import json
 from urllib.parse import unquote
 
-from kvcalc import plan
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.planning import plan
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import metrics, open_page, settle, url_of
 from test_a11y import run_axe
@@ -222,7 +222,7 @@ def test_the_page_starts_without_the_planner_and_the_section_passes_axe(page, si
         const early = await import(new URL('static/early.mjs', location.href).href);
         const py = await early.loadPyodide();
         return py.runPython("import sys, json; "
-            + "json.dumps([m for m in ('kvcalc.plan', 'web.plan_view') if m in sys.modules])");
+            + "json.dumps([m for m in ('kvcalc.planning.plan', 'web.plan_view') if m in sys.modules])");
     }""")
     assert json.loads(loaded) == []
     planned(page)

@@ -141,7 +141,7 @@ json.dumps({"stdlib": stdlib, "ours": ours})
     }"""))
     assert len(found["stdlib"]) > 100 and {"asyncio", "json", "fractions"} <= set(found["stdlib"])
     assert [n for n, origin in found["stdlib"].items() if not origin.endswith(".pyc")] == []
-    assert {"main", "web.loop", "kvcalc.sizing", "kvcalc.engines.vllm", "pyscript", "pyscript.context",
+    assert {"main", "web.loop", "kvcalc.sizing", "kvcalc.engines.vllm.engine", "pyscript", "pyscript.context",
             "pyscript.display", "pyscript.events"} <= set(found["ours"])
     with zipfile.ZipFile(DIST / "app" / "kvcalc.zip") as zf:
         shipped = {n: hashlib.sha256(zf.read(n)).hexdigest() for n in zf.namelist() if n.endswith(".pyc")}

@@ -1,6 +1,6 @@
 """What runs beside the model, on the page (issue 26): the Production group's fields, each named by
 its engine option, and the results' "Beside the model" section with each part's figures and
-lines as the engine gives them (kvcalc.report.to_json, called here in the test's own Python on
+lines as the engine gives them (kvcalc.reports.report.to_json, called here in the test's own Python on
 the page's own link), the memory bar's segments for what a GPU holds beside the weights, a bad
 value said beside its field with nothing typed lost, and a link carrying every serving key back
 into the fields. Every wait is for a condition."""
@@ -8,11 +8,11 @@ into the fields. Every wait is for a condition."""
 import re
 from urllib.parse import unquote
 
-from kvcalc import link
-from kvcalc.link import evaluate_link
-from kvcalc.memory_bar import memory_bar
-from kvcalc.options import OPTIONS
-from kvcalc.report import to_json
+from kvcalc.reports import link
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.memory_bar import memory_bar
+from kvcalc.inputs.options import OPTIONS
+from kvcalc.reports.report import to_json
 from kvcalc.words import size
 
 import pytest

@@ -2,8 +2,8 @@
 with the inputs on screen, and each difference from its answer to ours, the same as the engine's
 `source_formula` for the page's own link, arriving at the figure the summary shows."""
 
-from kvcalc.link import evaluate_link
-from kvcalc.source_formula import source_formula, texts
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.source_formula import source_formula, texts
 
 from pagekit import metrics, open_page, settle, url_of
 

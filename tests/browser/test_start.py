@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import POLL_MS, metrics, open_page
 from support import ROOT

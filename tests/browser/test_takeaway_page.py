@@ -5,9 +5,9 @@ import io
 import json
 
 from kvcalc.evaluation import sized_as
-from kvcalc.launch import launch
-from kvcalc.link import evaluate_link
-from kvcalc.sweep import concurrency_series, context_points, memory_series
+from kvcalc.serving.launch import launch
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.sweep import concurrency_series, context_points, memory_series
 
 from pagekit import choose_model, metrics, open_page, settle, url_of
 

@@ -3,8 +3,8 @@ roofline and batch charts drawn from the engine's series, and what is said when 
 
 import json
 
-from kvcalc.link import evaluate_link
-from kvcalc.report import to_json
+from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.report import to_json
 
 from pagekit import metrics, open_page, url_of
 

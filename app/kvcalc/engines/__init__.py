@@ -10,7 +10,10 @@ from fractions import Fraction
 from ..errors import InputError
 from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
 from ..units import GIB, ceil_div
-from . import llamacpp, measured, sglang, vllm
+from .llamacpp import engine as llamacpp
+from . import measured
+from .sglang import engine as sglang
+from .vllm import engine as vllm
 from .result import Band, Budget, EngineResult
 
 REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}

@@ -17,7 +17,9 @@ chunk, the GPU) is re-estimated, and says which parts and by how much, with the 
 from ..errors import InputError
 from ..sizing import compute
 from ..units import GIB
-from . import llamacpp, sglang, vllm
+from .llamacpp import engine as llamacpp
+from .sglang import engine as sglang
+from .vllm import engine as vllm
 from .result import Budget
 
 TITLES = {module.NAME: module.TITLE for module in (vllm, sglang, llamacpp)}

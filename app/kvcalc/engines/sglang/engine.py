@@ -1,0 +1,533 @@
+"""SGLang: a token pool with one cell per token holding every layer's K and V on the rank.
+
+Read from SGLang's sources (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py and
+mem_cache/memory_pool.py, 2025-2026 main):
+- profile_max_num_token: the pool's memory (free memory after the weights less total x
+  (1 - mem_fraction_static)) // cell size; cell size = K and V rows of every layer on the rank
+  (get_cell_size_per_token: kv heads // tp, at least one; MLA: kv_lora_rank + qk_rope_head_dim).
+- init_memory_pool: tokens rounded down to page_size (1 by default), the smallest over pipeline
+  stages; hybrid sliding-window models split the tokens into a full pool and a SWA pool
+  (set_num_tokens_hybrid_swa, swa_full_tokens_ratio 0.8 by default).
+- MHATokenToKVPool / MLATokenToKVPool allocate (tokens + page_size) rows per layer and log
+  "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB" in GiB (2^30 bytes).
+- Speculative decoding (0.5.23, model_executor/pool_configurator.py DefaultPoolConfigurator,
+  EAGLE / NEXTN / STANDALONE): cell = cell_target + int(cell_target x L_draft / L_target), "assumes
+  the draft shares the target's per-layer KV size"; the draft worker allocates its own pool of the
+  same #tokens (kv_cache_configurator.py). The draft's weights are loaded before the pool is sized
+  (managers/scheduler.py init_model_worker), so they come out of it. Releases before 0.5.16 sized
+  the target's cell alone and took the draft from the 1 - mem_fraction_static slack (0.5.9
+  profile_max_num_token): refused here.
+"""
+
+import sys
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from ... import parallel
+from ...errors import InputError
+from ...layers import IndexedAttention
+from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
+from ...units import GIB, ceil_div
+from .. import releases
+from ..result import Budget, EngineResult, torch_total, without_budget
+
+# The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
+FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
+VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
+parse_version = releases.pep440
+NAME, TITLE = "sglang", "SGLang"
+# The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
+VENDORS = ("NVIDIA", "AMD")
+KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
+# dp > 1 is --dp-size dp --enable-dp-attention (launch below): only the attention runs data-parallel,
+# each rank's over attn_tp_size = tp_size // dp_size GPUs with its own KV pool; the MLP / MoE layers
+# and the head stay tensor-parallel over all tp_size GPUs (layers/dp_attention.py,
+# models/deepseek_v2.py; Llama since sgl-project/sglang#15268, 2025-12). The deployment carries it
+# (Deployment.dp_attention), so the exact ideal sized beside SGLang places the weights as it does.
+DP_ATTENTION = True
+KV_MEMORY_HALF_WIDTH = Fraction(1, 100)   # K and V each printed to 0.01 GiB: their sum to +-0.01
+SEPARATE_V = False
+TOKENS_LABEL = "#tokens (max_total_num_tokens)"
+REFUSED_MAX_LEN_WORDS = ""
+CONCURRENCY_FORMAT = "{:,.2f} requests"       # pool / context: it prints no concurrency
+# The engine card's labels, in its own words: SGLang prints no concurrency, only its pool.
+LABELS = {"engine_max_concurrency": "Requests of this context its pool holds (#tokens / context; not printed)",
+          "engine_kv_tokens": "KV cache it prints (#tokens)",
+          "engine_kv_budget_bytes_per_gpu": "KV pool per GPU (its K size + V size)",
+          "engine_kv_bytes_per_request": "One request's tokens in the pool, per GPU",
+          "engine_max_model_len": "Longest context one request can have (its context_len, within the pool)",
+          "engine_overhead_band": "Overhead per GPU (activations live in 1 - mem_fraction_static)"}
+# Its KV pool is allocated whole at start-up: what the requests leave is the cache's, not free.
+ALLOCATES_WHOLE_BUDGET = True
+USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
+                "context); activations and CUDA graphs live in the share it leaves free.")
+
+MIB = 1 << 20
+SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
+# configs/model_config.py is_hybrid_swa_model: only these architectures get separate full and
+# sliding-window pools; every other model keeps one full-size pool for all its layers (Gemma 2/3,
+# Mistral, Phi-3). Releases differ for gpt-oss: some disabled its split pools.
+HYBRID_SWA_ARCHITECTURES = ("Llama4", "GptOss", "MiMoV2", "Step3p5", "Gemma4")
+# SGLang's "total" is the memory free when it starts (get_available_gpu_memory), after its CUDA
+# context: on the H100 of tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log, avail after load
+# 63.49 + weights 15.35 = 78.84 GiB, 0.38 GiB under the 79.22 GiB PyTorch reports. The pool is
+# then mem_fraction_static x that - the weights.
+CONTEXT_BYTES = 390 * MIB
+
+# _handle_gpu_memory_settings: (below this many MiB of GPU memory, chunked_prefill_size,
+# cuda_graph_max_bs under tp 4, from tp 4).
+_TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 32, 160),
+          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
+
+
+def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None,
+             release=None, dp: int = 1) -> tuple[int, int, Fraction]:
+    """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as this SGLang release picks
+    them (python/sglang/srt/server_args.py ServerArgs.__post_init__, then
+    _handle_gpu_memory_settings; docs/research/vllm-release-rules.md Rule 7). `tp` is SGLang's
+    --tp-size (all tp x dp GPUs under DP attention), `dp` its --dp-size with --enable-dp-attention:
+    from 0.5.3 (PR #10975) that reserves cuda_graph_max_bs x dp x 3 MiB more ("DP attention needs
+    more padding"), and x 1.5 again over a graph batch of 300. The chunk is the one given, before
+    _handle_data_parallelism divides it by dp."""
+    release = release or releases.newest(sys.modules[__name__])
+    if gpu_memory_bytes is None:
+        return chunk or 4096, 160, Fraction(88, 100)
+    mib = gpu_memory_bytes / MIB
+    if not release.at_least(0, 5, 3):
+        return _before_0_5_3(release, mib, tp, pp, chunk)
+    for limit, tier_chunk, small_bs, big_bs in _TIERS:
+        if limit is None or mib < limit:
+            break
+    chunk = chunk or tier_chunk
+    graph_bs = small_bs if tp < 4 else big_bs
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if dp > 1:
+        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+
+
+def _before_0_5_3(release, mib: float, tp: int, pp: int, chunk: int | None):
+    """ServerArgs.__post_init__ before 0.5.3 (research Rule 7, checked against each release's
+    server_args.py): the chunk by GPU memory, then the fraction."""
+    small = mib < 25_000
+    if release.at_least(0, 4, 7, post=1):
+        tier_chunk = 2048 if mib < 35 * 1024 else 8192 if mib < 160 * 1024 else 16384
+    elif release.at_least(0, 4, 7):
+        tier_chunk = 2048 if small else 16384 if mib > 180_000 else 8192
+    else:
+        tier_chunk = 2048 if small else 8192
+    chunk = chunk or tier_chunk
+    graph_bs = (8 if tp < 4 else 80) if small else 160      # cuda_graph_max_bs on GPUs under 25 GB
+    if release.at_least(0, 4, 7, post=1):
+        # A reserve by GPU memory (MiB), the rest for weights and the pool.
+        parallel = tp * pp
+        reserved = ((2.8 + parallel / 10) * 1024 if mib < 35 * 1024 else
+                    (9.5 + parallel / 2) * 1024 if mib < 90 * 1024 else
+                    (12 + parallel / 2) * 1024 if mib < 160 * 1024 else 32 * 1024)
+        return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+    # By tensor parallelism (tp x pp from 0.4.7); 0.81 at tp 8 from 0.4.0 (0.82 in 0.3.6).
+    parallel = tp * pp if release.at_least(0, 4, 7) else tp
+    by_parallel = Fraction(79 if parallel >= 16 else (82 if not release.at_least(0, 4, 0) else 81)
+                           if parallel >= 8 else 85 if parallel >= 4 else 87 if parallel >= 2 else 88, 100)
+    if mib <= 81920 or not release.at_least(0, 4, 6):
+        return chunk, graph_bs, by_parallel
+    if not release.at_least(0, 4, 7):
+        # 0.4.6: larger GPUs keep 13 GiB back, unrounded.
+        return chunk, graph_bs, Fraction(round(mib) - 13 * 1024, round(mib))
+    # 0.4.7: 0.79 over 180,000 MiB; over 96 GiB more for the pool.
+    if mib > 180_000:
+        return chunk, graph_bs, Fraction(79, 100)
+    fraction = 0.88
+    if mib > 96 * 1024:
+        fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
+    return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
+
+
+@dataclass(frozen=True)
+class Pool:
+    kv_tokens: int                # max_total_num_tokens (the full-attention pool for hybrids)
+    swa_tokens: int | None        # the sliding-window pool of hybrid models
+    k_bytes: int
+    v_bytes: int
+    mla: bool
+    max_concurrency: Fraction     # requests at the full context the pool holds at once
+    bytes_per_request: int
+
+
+def _stage_layers(model, pp: int):
+    start, out = 0, []
+    for stage in model.stages(pp):
+        size = sum(stage.values())
+        out.append(model.layers[start:start + size])
+        start += size
+    return out
+
+
+def _kv_split(layer, precision, tp: int) -> tuple[int, int]:
+    """(K bytes, V bytes) per token for one layer on one rank."""
+    if layer.kind == "mla":
+        return layer.row_bytes(precision, tp), 0
+    heads = max(1, layer.kv_heads // tp)
+    return precision.bytes_for(heads * layer.head_dim), precision.bytes_for(heads * (layer.v_head_dim or layer.head_dim))
+
+
+def _swa_pool_layers(model) -> list:
+    """The sliding layers SGLang gives a pool of their own (is_hybrid_swa_model); none for the
+    other models, whose one pool holds every token in every layer."""
+    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
+    hybrid = sliding and len(sliding) < len(model.layers) and any(
+        name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES)
+    return sliding if hybrid else []
+
+
+def _request_bytes(first_stage, sliding: list, precision, tp: int, context: int, draft=None) -> int:
+    if draft is not None:
+        return _cell(first_stage, precision, tp, draft) * context
+    return sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
+                                                       if sliding and layer.kind == "sliding" else context)
+               for layer in first_stage if layer.held_range(1) is not None)
+
+
+def _cell(layers, precision, tp: int, draft=None) -> int:
+    """One token's cell on a rank. With a draft (its `draft` = (the draft layers at the end of
+    `layers`, SGLang's L_draft)), 0.5.23's rule: the target's cell plus int(cell x L_draft /
+    L_target), whatever the draft's own heads (pool_configurator.py DefaultPoolConfigurator)."""
+    if draft is None:
+        return sum(sum(_kv_split(layer, precision, tp)) for layer in layers if layer.held_range(1) is not None)
+    added, l_draft = draft
+    target = layers[:len(layers) - added]
+    cell = _cell(target, precision, tp)
+    return cell + cell * l_draft // len(target)
+
+
+def draft_rule(scenario):
+    """(the draft's layers at the end of the sizing model, SGLang's L_draft), or None."""
+    draft = scenario.serving.draft
+    return None if draft is None else (len(draft.layers), draft.sglang_layers)
+
+
+def _check_draft(scenario, model) -> None:
+    if scenario.serving.draft is None:
+        return
+    release = releases.in_force(sys.modules[__name__], scenario.settings)
+    if not release.at_least(0, 5, 16):
+        raise InputError("engine-version", f"SGLang {release} sized the target's cell alone and took the draft's weights "
+                                           "and pool from the 1 - mem_fraction_static slack with a reserve for it "
+                                           "(0.5.9 profile_max_num_token, server_args.py _handle_gpu_memory_settings): "
+                                           "not modelled; the combined cell is read from 0.5.23 (0.5.16 and later)")
+    if _swa_pool_layers(model):
+        raise InputError("engine", "SGLang's split sliding-window pools with a draft are not modelled")
+
+
+def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None) -> int:
+    """What one request of `context` tokens takes in the first stage's pool: the model and the
+    context decide it, not the memory."""
+    _check_modelled(model)
+    return _request_bytes(_stage_layers(model, pp)[0], _swa_pool_layers(model), precision, tp, context, draft)
+
+
+def _check_modelled(model) -> None:
+    if any(layer.kind == "state" for layer in model.layers):
+        raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are not modelled yet, so "
+                                   "engine figures for this model are refused")
+    if any(layer.kind == "chunked" for layer in model.layers):
+        raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
+    if any(isinstance(layer, IndexedAttention) for layer in model.layers):
+        raise InputError("engine", "SGLang's cache for sparse-attention index keys (MiniMax-M3) is not modelled yet")
+
+
+def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1,
+             draft=None) -> Pool:
+    """The token pool; `draft` (see _cell) when a draft's layers end the model (pp 1)."""
+    _check_modelled(model)
+    stages = _stage_layers(model, pp)
+    tokens = None
+    for layers in stages:
+        cell = _cell(layers, precision, tp, draft)
+        if cell == 0:
+            continue
+        stage_tokens = max(0, available_bytes) // cell // page_size * page_size
+        tokens = stage_tokens if tokens is None else min(tokens, stage_tokens)
+    if tokens is None:
+        raise InputError("engine", "the model keeps no KV cache, so SGLang allocates no token pool")
+    first = stages[0]
+    swa_tokens = None
+    sliding = _swa_pool_layers(model)
+    full_tokens = tokens
+    if sliding:
+        full_n, swa_n = len(model.layers) - len(sliding), len(sliding)
+        total = tokens * len(model.layers)
+        full_tokens = int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) // page_size * page_size
+        swa_tokens = int(int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) * SWA_FULL_TOKENS_RATIO) \
+            // page_size * page_size
+    k_bytes = v_bytes = 0
+    # The logged pool is the target's: the draft worker allocates and logs its own.
+    for layer in (first if draft is None else first[:len(first) - draft[0]]):
+        if layer.held_range(1) is None:
+            continue
+        k, v = _kv_split(layer, precision, tp)
+        rows = (swa_tokens if sliding and layer.kind == "sliding" else full_tokens) + page_size
+        k_bytes += rows * k
+        v_bytes += rows * v
+    per_request = _request_bytes(first, sliding, precision, tp, context, draft)
+    concurrency = Fraction(full_tokens, context)
+    if swa_tokens is not None:
+        window = max(layer.window for layer in sliding)
+        concurrency = min(concurrency, Fraction(swa_tokens, min(context, window)))
+    return Pool(full_tokens, swa_tokens, k_bytes, v_bytes, any(layer.kind == "mla" for layer in first),
+                concurrency, per_request)
+
+
+def log_lines(pool: Pool) -> list[str]:
+    lines = []
+    if pool.swa_tokens is not None:
+        lines.append(f"Use sliding window memory pool. full_layer_tokens={pool.kv_tokens}, "
+                     f"swa_layer_tokens={pool.swa_tokens}")
+    if pool.mla:
+        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, KV size: {pool.k_bytes / GIB:.2f} GB")
+    else:
+        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, K size: {pool.k_bytes / GIB:.2f} GB, "
+                     f"V size: {pool.v_bytes / GIB:.2f} GB")
+    lines.append(f"max_total_num_tokens={pool.kv_tokens}")
+    return lines
+
+
+def default_chunk(scenario) -> int:
+    dep = scenario.deployment
+    return defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, dp=dep.dp,
+                    release=releases.in_force(sys.modules[__name__], scenario.settings))[0]
+
+
+def attention_tp(tp: int, pp: int, dp: int, gpus: int | None) -> int | None:
+    """Our tp (the attention's, inside one data-parallel rank) from the tp the inputs give, read in
+    SGLang's own words: dp > 1 launches --dp-size dp --enable-dp-attention, where --tp-size counts
+    every GPU of a pipeline stage and each rank's attention runs on tp_size // dp_size of them
+    (server_args.py _handle_data_parallelism asserts tp_size % dp_size == 0; layers/dp_attention.py
+    attn_tp_size = tp_size // dp_size). So `--tp 8 --dp 8` is 8 GPUs, 8 ranks of attention tp 1.
+    None where the tp given is already the attention's: dp 1, or gpus = tp x pp x dp given with it
+    (a layout written in our words: the planner's rows, a log's reading)."""
+    if dp == 1 or (gpus is not None and gpus == tp * pp * dp):
+        return None
+    if tp % dp:
+        fits = (dp, 2 * dp, 4 * dp, 8 * dp)
+        raise InputError("tp", f"with SGLang's DP attention (--dp-size {dp} --enable-dp-attention) tp is its "
+                               f"--tp-size, every GPU of a pipeline stage, which dp must divide (server_args.py "
+                               f"asserts tp_size % dp_size == 0): tp {tp} is not a multiple of dp {dp}; give tp "
+                               f"{', '.join(map(str, fits))}, ...")
+    if gpus is not None and gpus != tp * pp:
+        raise InputError("gpus", f"gpus={gpus} does not match SGLang's --tp-size {tp} --dp-size {dp}"
+                                 + (f" --pp-size {pp}" if pp > 1 else "") +
+                                 f": under DP attention --tp-size counts every GPU of a pipeline stage, so that is "
+                                 f"tp x pp = {tp * pp} GPUs, {dp} ranks of attention tp {tp // dp}; give gpus "
+                                 f"{tp * pp}, or the tp of your own --tp-size")
+    return tp // dp
+
+
+def tp_size(dep) -> int:
+    """SGLang's --tp-size: every GPU of a pipeline stage, tp x dp under DP attention (attn_tp_size =
+    tp_size // dp_size is our tp)."""
+    return dep.tp * dep.dp
+
+
+def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
+    """The memory free when SGLang starts (the total less what is already in use: its CUDA context
+    by default, or --memory-in-use-gib), times mem_fraction_static (given, or as it derives it)."""
+    dep, settings = scenario.deployment, scenario.settings
+    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
+    memory = torch_total(dep, settings, notes) - in_use
+    if memory <= 0:
+        raise InputError("memory-in-use-gib", "leaves no free memory on the GPU for SGLang to start in")
+    if settings.memory_in_use_gib is not None:
+        notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
+                     "mem_fraction_static applies to what is free.")
+    # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
+    release = releases.in_force(sys.modules[__name__], settings)
+    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
+    if settings.utilization_given:
+        notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
+                     f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
+        return int(memory * dep.memory_utilization * _multimodal_share(scenario.model, release, notes, False))
+    fraction *= _multimodal_share(scenario.model, release, notes, True)
+    notes.append(f"SGLang {release} derives mem_fraction_static {float(fraction):.3g} from the GPU's memory"
+                 + (", the prefill chunk and parallelism" if release.at_least(0, 5, 3) else
+                    " and parallelism") + " (server_args.py).")
+    return int(memory * fraction)
+
+
+def memory_utilization(scenario, chunk: int) -> Fraction:
+    """mem_fraction_static in force, of the memory free at start: the one given, or as this
+    release derives it, each times what a multimodal model keeps (as usable_memory applies it)."""
+    dep, settings = scenario.deployment, scenario.settings
+    release = releases.in_force(sys.modules[__name__], settings)
+    if settings.utilization_given:
+        return dep.memory_utilization * _multimodal_share(scenario.model, release, [], False)
+    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
+    return fraction * _multimodal_share(scenario.model, release, [], True)
+
+
+def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
+    """What SGLang keeps of mem_fraction_static for a multimodal model, by release:
+    - 0.3.6-0.4.4: 0.95, given or derived (ModelRunner.model_specific_adjustment; the Gemma 3 4B
+      H200 log of 0.4.4 holds 834,615 tokens, 0.836 of the memory free at start);
+    - 0.4.5-0.4.8: 0.90, given or derived (the same place);
+    - 0.4.9: 0.90 of a derived fraction (ServerArgs.__post_init__);
+    - 0.4.10 on: of a derived fraction, 0.95 x (1 - 0.1 x (the vision tower's layers x width^2 over
+      ViT-L's 24 x 1024^2, less 1)), that second factor kept within 0.8 and 1.05
+      (adjust_mem_fraction_for_vlm; 0.5.19 on in arg_groups/memory_hook.py)."""
+    if not model.multimodal:
+        return Fraction(1)
+    if not release.at_least(0, 4, 5):
+        share = Fraction(95, 100)
+    elif not release.at_least(0, 4, 9):
+        share = Fraction(90, 100)
+    elif not derived:
+        return Fraction(1)
+    elif not release.at_least(0, 4, 10):
+        share = Fraction(90, 100)
+    else:
+        if model.vision_shape is None:
+            notes.append("SGLang lowers mem_fraction_static for a multimodal model by its vision tower's depth and "
+                         "width, which this model's config does not give: give the mem_fraction_static its log "
+                         "prints as the memory utilization.")
+            return Fraction(1)
+        layers, width = model.vision_shape
+        ratio = Fraction(layers * width * width, 24 * 1024 * 1024)
+        share = Fraction(95, 100) * min(Fraction(105, 100), max(Fraction(8, 10), 1 - (ratio - 1) / 10))
+    notes.append(f"SGLang {release} keeps {float(share):.4g} of mem_fraction_static for a multimodal model.")
+    return share
+
+
+def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
+    # Its activations live in what mem_fraction_static leaves: nothing more is subtracted.
+    return None, 0, None
+
+
+def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    parallel.check(model, dep, parallel.SGLANG)
+    _check_draft(scenario, model)
+    draft = draft_rule(scenario)
+    page = scenario.settings.block_size or 1
+    placed = None                        # the weights per GPU as SGLang places them, where not the ideal's
+    if dep.dp > 1:
+        budget, placed = _dp_attention(scenario, chunk, budget, notes)
+    if budget.kv_bytes_per_gpu is None:
+        return without_budget(NAME, TITLE, page, chunk, budget, notes,
+                              request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, draft))
+    pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page,
+                    draft)
+    if draft is not None:
+        target = _cell(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
+        notes.append(f"The draft's pool (its worker's, #tokens as the target's): its cell is sized as "
+                     f"int({target:,} x {draft[1]} / {len(model.layers) - draft[0]}) = "
+                     f"{_cell(model.layers, work.kv_precision, dep.tp, draft) - target:,} B beside the target's "
+                     f"{target:,} B (SGLang 0.5.23 pool_configurator.py: cell_target + int(cell_target x L_draft / "
+                     "L_target)); the draft's weights were loaded before the pool was sized, so they come out of it."
+                     + (" Not counted: a NEXTN head's own embed_tokens and lm_head, freed only after the pool is "
+                        "sized (sgl-project/sglang#36452, open), shrink the pool by their bytes."
+                        if scenario.serving.draft.kind == "mtp" else ""))
+    starts = pool.kv_tokens > 0
+    refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    return EngineResult(
+        engine=NAME, block_size=page, prefill_chunk=chunk, kv_budget_bytes_per_gpu=budget.kv_bytes_per_gpu,
+        kv_bytes_per_request=pool.bytes_per_request, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
+        # One request may use the whole full-attention pool, but no more than the --context-length
+        # it is launched with (the context asked for), which SGLang keeps within the model's limit.
+        starts=starts, max_model_len=min(pool.kv_tokens, work.context_tokens, model.max_context_tokens
+                                         or work.context_tokens),
+        refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
+        log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes),
+        weights_bytes_per_gpu=placed)
+
+
+def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Budget, int | None]:
+    """Under DP attention each rank's model runner sizes its own pool (profile_max_num_token with
+    the cell of get_attention_tp_size()), and the weights sit as SGLang places them (parallel.py):
+    the KV memory the budget took beside the exact ideal's weights per GPU moves by the difference.
+    (the budget, SGLang's weights per GPU where they replaced the ideal's)."""
+    dep, work = scenario.deployment, scenario.workload
+    mine = parallel.weights_bytes_per_gpu(scenario.model, dep, parallel.SGLANG)
+    ideal = parallel.weights_bytes_per_gpu(scenario.model, dep)
+    words = (f"--tp-size {tp_size(dep)} --dp-size {dep.dp} --enable-dp-attention: {dep.dp} ranks of attn_tp_size "
+             f"{dep.tp}, each with its own KV pool for its share of the requests (ceil(batch / dp) = "
+             f"{parallel.rank_batch(work.batch, dep.dp):,}; the #tokens line is each rank's, printed once per DP rank); --max-running-requests is divided by dp_size and "
+             f"the prefill chunk {chunk:,} too ({chunk // dep.dp:,} a rank).")
+    if mine is not None:
+        words += (f" Weights per GPU as SGLang places them: {mine / GIB:.2f} GiB (attention per rank over attn_tp, "
+                  f"the embedding whole, dense layers and the head over all {tp_size(dep)}, experts "
+                  + ("whole over the EP group)" if dep.expert_parallel else "sliced over tp_size)"))
+    notes.append(words)
+    if budget.kv_bytes_per_gpu is None or budget.source not in ("estimate", "overhead-gib") or mine in (None, ideal):
+        return budget, None
+    return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine), mine
+
+
+def stores(kv_precision) -> bool:
+    return NAME in kv_precision.engines
+
+
+def explain(scenario, out: EngineResult) -> list[str]:
+    return ["SGLang pools single tokens (page size 1 by default): every layer's K and V for one token "
+            "make one cell, and the pool holds as many cells as the memory allows."]
+
+
+# --kv-cache-dtype choices (server_args.py) by our precision name.
+LAUNCH_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
+
+
+def _all_ranks(scenario, result, running: int, notes: list) -> int:
+    """--max-running-requests is the deployment's: SGLang gives each DP rank running // dp_size.
+    Sized by SGLang here, the requests its pool holds are one rank's; made whole over the ranks."""
+    dp = scenario.deployment.dp
+    chosen = result is not None and result.engine is not None and result.engine.engine == NAME
+    if chosen and not scenario.settings.batch_given:
+        notes.append(f"--max-running-requests {running * dp:,}: {running:,} a rank, SGLang divides it by --dp-size {dp}")
+        return running * dp
+    total = ceil_div(running, dp) * dp
+    notes.append(f"--max-running-requests {total:,} is the deployment's: SGLang gives each of the {dp} DP ranks "
+                 f"{total // dp:,} (running // dp_size)" + (f", rounded up from {running:,} so every rank takes its "
+                                                             "share" if total != running else ""))
+    return total
+
+
+def launch(scenario, result=None) -> Launch:
+    """`python -m sglang.launch_server` with the flags that size this deployment."""
+    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang")
+    kv, why = kv_flag(scenario, LAUNCH_KV, "SGLang")
+    if why:
+        return Launch(NAME, None, (why,))
+    try:
+        parallel.check(scenario.model, dep, parallel.SGLANG)
+    except InputError as e:
+        return Launch(NAME, None, (e.message,))
+    args = env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
+                                        "--context-length", str(work.context_tokens)]
+    running = requests(scenario, result, "sglang", "--max-running-requests", notes)
+    if running and dep.dp > 1:
+        running = _all_ranks(scenario, result, running, notes)
+    args += ["--max-running-requests", str(running)] if running else []
+    args += ["--kv-cache-dtype", kv, "--tp-size", str(tp_size(dep)), "--pp-size", str(dep.pp)]
+    if dep.dp > 1:
+        args += ["--dp-size", str(dep.dp), "--enable-dp-attention"]
+    if dep.expert_parallel:
+        args += ["--ep-size", str(parallel.expert_group(dep))]
+    fraction = utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
+    if fraction:
+        args += fraction
+        notes.append("SGLang's --mem-fraction-static is the share for weights and the KV pool, set here to "
+                     "the memory utilization; activations need the rest")
+    if work.block_size_tokens > 1:
+        args += ["--page-size", str(work.block_size_tokens)]
+    args += prefill_chunk(scenario, default_chunk(scenario), "--chunked-prefill-size", notes)
+    engine = None if result is None else result.engine
+    if engine is not None and engine.engine == NAME and engine.starts and engine.kv_tokens:
+        # server_args.py max_total_tokens: the pool's size in tokens, whatever the memory would allow.
+        args += ["--max-total-tokens", str(engine.kv_tokens)]
+        notes.append(f"--max-total-tokens {engine.kv_tokens} pins the token pool computed here; SGLang takes "
+                     "the smaller of it and what its memory allows, so it never allocates more than these figures"
+                     + (" (each DP rank's pool: every rank's model runner compares it with its own)" if dep.dp > 1
+                        else ""))
+    return Launch(NAME, shell_join(args), tuple(notes))

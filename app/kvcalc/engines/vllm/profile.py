@@ -1,0 +1,234 @@
+"""What vLLM's start-up takes besides the weights, estimated as its profiling run measures it.
+
+vLLM sizes the KV cache as total x utilization - (weights + the torch peak of a profiling run +
+non-torch memory) and, from 0.20.0, minus its CUDA-graph estimate (determine_available_memory in
+vllm/v1/worker/gpu_worker.py; V0: vllm/worker/worker.py determine_num_available_blocks). The
+profiling run (gpu_model_runner.py profile_run) is a dummy forward pass over
+max_num_batched_tokens tokens and then a sampler warm-up (_dummy_sampler_run) over min(max_num_seqs,
+max_num_batched_tokens) rows of the vocabulary; the peak is the larger of the two.
+
+The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file and function):
+- Forward, per token of the batch: the layer input, residual and MLP input (3 x hidden; Qwen2-
+  and Gemma-style MLPs keep gate_up alive through down_proj, a fourth, and a fifth for the
+  out-of-place all-reduce under tp), and gate_up plus the activated output (3 x the MLP width /
+  tp), in the model's dtype. Fused MoE holds top-k rows per token of max(2 x expert width / tp,
+  hidden) and expert width / tp, over at most its chunk of tokens.
+- Sampler warm-up: bytes per row and vocabulary entry of the top-k/top-p path the release takes
+  by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6), plus the hidden states
+  it keeps (all of them from 0.9.2). V0 samples only on the driver, over max_num_seqs sequences,
+  and the driver's budget binds.
+- The cuBLAS workspace its first matmul allocates: 32 MiB on Hopper and Blackwell, 8 MiB before.
+
+Calibrated on the real logs in tests/fixtures/logs (vllm-*.log, SOURCES.md; the README's table
+gives the error per release): the band is what those logs support.
+"""
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ...errors import InputError
+from . import release as rules
+
+MIB = 1 << 20
+NATIVE, FUSED, RUNNER_V2 = 38, 14, 6          # sampler bytes per row x vocabulary entry
+# The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32.
+SM_COUNTS = (("H100 PCIE", 114), ("GH200", 132), ("H100", 132), ("H200", 132), ("H800", 132), ("H20", 78),
+             ("GB200", 152), ("GB300", 160), ("B200", 148), ("B300", 148), ("A100", 108), ("A10G", 80),
+             ("L40S", 142), ("L40", 142), ("L4", 58), ("A40", 84), ("A6000", 84), ("6000 ADA", 142),
+             ("PRO 6000", 188), ("4090", 128), ("3090", 82), ("5090", 170), ("T4", 40), ("V100", 80))
+DEFAULT_SMS = 132
+TRITON_MIN_ROWS = 8           # apply_top_k_top_p_triton from 8 rows (0.17.0); whenever Triton exists (0.30.0)
+HOPPER_OR_LATER = ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200", "GB300", "5090", "PRO 6000")
+# Architectures whose MLP keeps gate_up alive through down_proj (Qwen2MLP, Gemma3MLP).
+KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
+# When a config gives no MLP width, Llama's ratio (14,336 / 4,096 = 7 / 2) stands in for it.
+# Memory outside PyTorch's allocator that start-up adds (NCCL communicators and custom
+# all-reduce buffers under tensor parallelism; the code reserves only 16-24 MiB of the latter):
+# (estimate, lowest, highest) by tp, as the logs print it.
+NON_TORCH = {1: (150 * MIB, 30 * MIB, 400 * MIB), 2: (500 * MIB, 200 * MIB, 1200 * MIB),
+             4: (1600 * MIB, 400 * MIB, 2500 * MIB)}
+NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
+# GPUs joined by PCIe only take no custom all-reduce buffers and far smaller NCCL ones: 0.30 GiB
+# at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
+NON_TORCH_PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
+PCIE_ONLY = re.compile(r"PCIE|RTX|GEFORCE|\bL40S?\b|\bL4\b|\bA10G?\b|\bT4\b|\bA40\b|A6000|6000 ADA|PRO 6000|\bA16\b|\bA2\b")
+# The CUDA-graph estimate subtracted from 0.20.0 (profile_cudagraph_memory).
+CUDAGRAPH = (500 * MIB, 100 * MIB, 1500 * MIB)
+# A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
+# encoder pass): not modelled from the vision tower's shapes yet. On the calibration logs it
+# added nothing (LLaVA 1.5) to 2.9 GiB (Qwen3-VL-30B-A3B at tp 2) over the language model's peak,
+# so it widens the band's top and adds nothing to the estimate.
+ENCODER = (0, 0, 3584 * MIB)
+# How far the activation estimate may land from a log, either way: torch.compile's buffer reuse
+# (the eager live set is an upper bound) and what a log does not print.
+ACTIVATION_SLACK = 300 * MIB
+ACTIVATION_SHARE = Fraction(8, 100)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    activation: int       # the torch peak increase of the profiling run
+    non_torch: int
+    cudagraph: int        # what this release subtracts for CUDA graphs (0 where it does not)
+    low: int              # the total's band
+    high: int
+    words: str
+
+    @property
+    def total(self) -> int:
+        return self.activation + self.non_torch + self.cudagraph
+
+
+def _dtype_bytes(model) -> int:
+    return 4 if model.dtype == "fp32" else 2       # activations stay in the model dtype when weights are quantized
+
+
+def _gpu(name: str | None, table, default):
+    upper = (name or "").upper()
+    for tag, value in table:
+        if tag in upper:
+            return value
+    return default
+
+
+def cublas_workspace(gpu_name: str | None) -> int:
+    hopper = any(tag in (gpu_name or "").upper() for tag in HOPPER_OR_LATER)
+    return 32 * MIB if hopper else 4096 * 1024 * 2 + 16 * 1024 * 8
+
+
+def moe_chunk(release, tokens: int) -> int:
+    """VLLM_FUSED_MOE_CHUNK_SIZE: 32768 to 0.11.1, 16384 in 0.12.0-0.17.1, none from 0.18.0."""
+    if release.at_least(0, 18, 0):
+        return tokens
+    return min(tokens, 16384 if release.at_least(0, 12, 0) else 32768)
+
+
+def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None) -> tuple[int, str]:
+    """The dummy forward pass's peak on one rank, and how the MLP width was known. `moe_tp` is
+    what splits an expert's width: tp, tp x dp under data parallelism (FusedMoEParallelConfig
+    flattens tp across dp), 1 with expert parallelism (whole experts)."""
+    b, hidden, how = _dtype_bytes(model), model.hidden_size, ""
+    keeps = any(tag in (model.architecture or "") for tag in KEEPS_GATE_UP)
+    rows = 3 + (1 + (tp > 1) if keeps else 0)
+    if model.moe_mlp_size and model.experts_per_token:
+        n = 2 * model.moe_mlp_size // (tp if moe_tp is None else moe_tp)
+        m = moe_chunk(release, tokens)
+        return tokens * b * (rows + 1) * hidden + b * m * model.experts_per_token * (max(n, hidden) + n // 2), how
+    mlp = model.mlp_size
+    if not mlp:
+        mlp, how = hidden * 7 // 2, "the MLP width taken as 3.5 x hidden (Llama's ratio)"
+    return tokens * b * (3 * mlp // tp + rows * hidden), how
+
+
+# vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, by release.
+V2_ARCHITECTURES = (((0, 22, 0), {"Qwen3ForCausalLM"}),
+                    ((0, 23, 0), {"Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"}),
+                    ((0, 24, 0), {"Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "DeepseekV2ForCausalLM",
+                                  "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}),
+                    ((0, 25, 0), {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}),
+                    ((0, 26, 0), {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                                  "InklingForCausalLM", "InklingForConditionalGeneration",
+                                  "LongcatFlashNgramForCausalLM"}),
+                    ((0, 27, 0), {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                                  "InklingForCausalLM", "InklingForConditionalGeneration",
+                                  "LongcatFlashNgramForCausalLM", "KimiK3ForConditionalGeneration"}))
+
+
+def uses_runner_v2(model, release, quantized: bool = False) -> bool:
+    """Whether the V2 model runner is this model's default (vllm/config/vllm.py
+    _is_default_v2_model_runner_model): 0.22-0.23 the listed dense, unquantized architectures;
+    0.24 the listed ones; 0.25-0.28 the listed ones and every other non-MoE model, hybrids only if
+    listed (from 0.28; none before); from 0.29 every model."""
+    if not release.at_least(0, 22, 0):
+        return False
+    if release.at_least(0, 29, 0):
+        return True
+    listed = set()
+    for first, names in V2_ARCHITECTURES:
+        if release.at_least(*first):
+            listed = names
+    named = (model.architecture or "") in listed
+    moe = bool(model.moe_mlp_size and model.experts_per_token)
+    if not release.at_least(0, 24, 0):
+        return named and not moe and not quantized
+    if not release.at_least(0, 25, 0):
+        return named
+    if any(layer.kind == "state" for layer in model.layers) and not (named and release.at_least(0, 28, 0)):
+        return False
+    return named or not moe
+
+
+def sampler_bytes(model, release, rows: int = 8, quantized: bool = False) -> tuple[int, int, str]:
+    """(bytes per row x vocabulary entry, the lowest a default install may use, the path)."""
+    if not rules.v1(release):
+        return NATIVE, NATIVE, "V0's native sort on the driver"
+    if uses_runner_v2(model, release, quantized) and not release.at_least(0, 33, 0):
+        return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, without top-k/top-p"
+    if release.at_least(0, 17, 0) and rows < TRITON_MIN_ROWS and not release.at_least(0, 30, 0):
+        return NATIVE, NATIVE, "native top-k/top-p (under 8 rows)"
+    if release.at_least(0, 17, 0):
+        return FUSED, FUSED, "Triton top-k/top-p" if not release.at_least(0, 21, 0) else "FlashInfer, then Triton"
+    if release.at_least(0, 9, 0) and not release.at_least(0, 11, 1):
+        # The pip wheel samples natively; the docker image ships FlashInfer, which it then uses.
+        return NATIVE, FUSED, "native top-k/top-p (FlashInfer in the docker image)"
+    return NATIVE, NATIVE, "native top-k/top-p"
+
+
+def sampler_peak(model, release, gpu_name: str | None, tokens: int, rows: int,
+                 quantized: bool = False) -> tuple[int, int, str]:
+    """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
+    and at the lowest a default install may take."""
+    b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
+    per, lowest, path = sampler_bytes(model, release, rows, quantized)
+    if not rules.v1(release) or release.at_least(0, 9, 2):
+        kept = tokens * hidden * b + 2 * b * rows * hidden
+    else:
+        kept = 2 * b * rows * hidden
+    # _TRITON_BUFFER_CACHE: min(next power of two of min(SMs, rows), SMs) rows of the vocabulary in fp32.
+    sms = _gpu(gpu_name, SM_COUNTS, DEFAULT_SMS)
+    triton = 4 * min(1 << (min(sms, rows) - 1).bit_length(), sms) * vocab \
+        if per == FUSED and release.at_least(0, 17, 0) else 0
+    return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
+
+
+def non_torch_memory(tp: int, gpu_name: str | None) -> tuple[int, int, int]:
+    """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less."""
+    if tp == 1:
+        return NON_TORCH[1]
+    name = (gpu_name or "").upper()
+    if PCIE_ONLY.search(name) and "NVL" not in name:
+        return NON_TORCH_PCIE
+    return NON_TORCH.get(tp, NON_TORCH_WIDE if tp > 4 else NON_TORCH[4])
+
+
+def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
+    model, dep = scenario.model, scenario.deployment
+    for field, value in (("hidden-size", model.hidden_size), ("vocab-size", model.vocab_size)):
+        if not value:
+            raise InputError(field, f"vLLM's start-up overhead is estimated from the model's {field.replace('-', ' ')}, "
+                                    f"which this model does not give: give {field}, or set overhead-gib or "
+                                    "kv-memory-gib")
+    forward, how = forward_peak(model, release, dep.tp, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
+    rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
+    quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu_name, chunk, rows, quantized)
+    workspace = cublas_workspace(dep.gpu_name)
+    encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
+    activation = max(forward, sampler) + workspace + encoder
+    lowest = max(forward, sampler_low) + workspace + e_low
+    spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
+    non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu_name)
+    rocm = (dep.gpu_name or "").upper().startswith(("AMD", "MI")) or "INSTINCT" in (dep.gpu_name or "").upper()
+    graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
+        uses_runner_v2(model, release, quantized) and not release.at_least(0, 29, 0)) else (0, 0, 0)
+    seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
+    words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
+             + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
+    if dep.dp > 1:
+        words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
+                  "buffers are not modelled)")
+    if model.multimodal:
+        words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
+    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
+                    activation - encoder + e_high + spread + nt_high + g_high, words)

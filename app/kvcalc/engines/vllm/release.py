@@ -1,0 +1,101 @@
+"""vLLM's start-up defaults and memory accounting, release by release.
+
+Each rule names the first PyPI release whose wheel has it; they were bisected over every release
+from 0.6.3 to 0.33.0 (docs/research/vllm-release-rules.md, which gives file and function).
+Everything here is pure and takes the release as a value (releases.Release).
+"""
+
+from dataclasses import replace
+from fractions import Fraction
+
+from ...errors import InputError
+from ...units import GIB
+
+BIG_GPU_BYTES = 70 * GIB          # get_batch_defaults: NVML total >= 70 GiB is the "big" tier
+HUGE_GPU_BYTES = 160 * GIB        # 0.28.0 on: a third tier at >= 160 GiB
+
+
+def default_utilization(release) -> Fraction:
+    """--gpu-memory-utilization: 0.9, then 0.92 from 0.20.0 (vllm/config/cache.py CacheConfig)."""
+    return Fraction(92, 100) if release.at_least(0, 20, 0) else Fraction(9, 10)
+
+
+def v1(release) -> bool:
+    """The V1 engine is the default from 0.8.0 (VLLM_USE_V1 defaults to 1); V0 before, and in
+    0.8-0.10 when VLLM_USE_V1=0 chose it (--vllm-engine v0)."""
+    if release.variant is not None:
+        return release.variant == "v1"
+    return release.at_least(0, 8, 0)
+
+
+def engine_variant(release, variant: str):
+    """The release running the engine chosen, or the error a user reads."""
+    if variant == "v0" and release.at_least(0, 11, 0):
+        raise InputError("vllm-engine", f"vLLM {release} has no V0 engine: it was removed in 0.11.0")
+    if variant == "v1" and not release.at_least(0, 8, 0):
+        raise InputError("vllm-engine", f"V1 was an opt-in preview before 0.8.0 whose profiling is not modelled; "
+                                        f"vLLM {release} runs V0 by default")
+    return replace(release, variant=variant)
+
+
+def _big(release, memory_bytes: int | None, gpu_name: str | None) -> bool:
+    name = (gpu_name or "").upper()
+    if not release.at_least(0, 8, 5):
+        # 0.7.0-0.8.4 picked the large tier by device name (_override_v1_engine_args).
+        return "H100" in name or "H200" in name
+    if memory_bytes is None or memory_bytes < BIG_GPU_BYTES:
+        return False
+    if release.at_least(0, 33, 0) and ("SPARK" in name or "GB10" in name):
+        return False               # 0.33.0: GB10 (DGX Spark, cc 12.1) stays on the small tier
+    # 0.9.0 on: A100s are kept on the small tier (arg_utils.py _set_default_args_v1).
+    return not (release.at_least(0, 9, 0) and "A100" in name)
+
+
+def batch_defaults(release, memory_bytes: int | None, gpu_name: str | None, max_model_len: int,
+                   entry: str = "serve") -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
+    (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger."""
+    if not v1(release):
+        # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
+        # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
+        return (2048 if max_model_len > 32768 else max(max_model_len, 2048)), 256
+    big = _big(release, memory_bytes, gpu_name)
+    huge = release.at_least(0, 28, 0) and memory_bytes is not None and memory_bytes >= HUGE_GPU_BYTES and big
+    if entry == "llm":
+        tokens = 16384 if big else 8192
+    else:
+        tokens = 16384 if huge else 8192 if big else 2048
+    if release.at_least(0, 8, 4):
+        seqs = 1024 if big else 256
+    else:
+        seqs = 1024
+    if release.at_least(0, 10, 1):
+        seqs = min(seqs, tokens)                        # _set_default_args_v1: min(default, mnbt)
+    if release.at_least(0, 11, 1):
+        tokens = min(seqs * max_model_len, tokens)      # never more than max_num_seqs whole requests
+    return tokens, seqs
+
+
+def logs_tokens_as_concurrency(release) -> bool:
+    """0.20.1 on, "GPU KV cache size" is int(max concurrency x max_model_len); before, num_blocks
+    // groups x the smallest block size (_report_kv_cache_config)."""
+    return release.at_least(0, 20, 1)
+
+
+def mamba_state_pages(release, prefix_caching: bool = True) -> int:
+    """Pages of Mamba state one request keeps: prefix caching's "align" mode keeps two, vLLM's
+    default for hybrids from 0.26.0 (ModelConfig.is_prefix_caching_supported); one before."""
+    return 2 if prefix_caching and release.at_least(0, 26, 0) else 1
+
+
+def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
+    """0.20.0 on, the CUDA-graph memory estimate comes out of the KV budget by default
+    (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1, vllm/envs.py); before, graphs were
+    captured after the cache was allocated, inside what utilization leaves."""
+    # The estimate runs on CUDA only until 0.26.0 (is_cuda(), then is_cuda_alike()).
+    return release.at_least(0, 20, 0) and not eager and not (rocm and not release.at_least(0, 26, 0))
+
+
+def kv_cache_memory_flag(release) -> bool:
+    """--kv-cache-memory-bytes pins the KV memory from 0.10.2 (CacheConfig.kv_cache_memory_bytes)."""
+    return release.at_least(0, 10, 2)

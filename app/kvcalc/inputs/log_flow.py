@@ -1,0 +1,213 @@
+"""What a start-up log's reading means for the answer, said the same on the page and the CLI:
+the model the log names when no preset is it (the figures are then withheld, never computed for
+the model that happened to be chosen), the layout it leaves unsaid, and where the log's printed
+figures and ours differ by more than the log's rounding.
+
+The log's model is resolved by `startup_log.rules.model_entry` (the readers' own resolver): a
+reading without a "model" value whose log printed a model path names a model no preset is."""
+
+from fractions import Fraction
+
+from .. import engines
+from . import startup_log
+from ..errors import InputError
+from .options import MANUAL_FIELDS
+
+# The inputs that set the layout a log ran with, where its engine's reader expects them.
+LAYOUT = ("tp", "pp", "gpus")
+LAYOUT_GIVEN = ("tp", "pp", "dp", "gpus")    # any of them set by the user answers the layout
+# The log's figures we give too: (name in Reading.printed, what it is, the EngineResult attribute).
+FIGURES = (("kv_tokens", "KV cache tokens", "kv_tokens"),
+           ("max_concurrency", "maximum concurrency", "max_concurrency"),
+           ("kv_memory_gib", "KV memory per GPU", "kv_budget_bytes_per_gpu"))
+PRINTED_HALF = Fraction(1, 200)      # vLLM prints its concurrency and memories to 2 decimals
+GIB = 1 << 30
+
+
+def model_given(reading) -> bool:
+    """Whether the reading gives the model: a preset, a config or llama.cpp's dimensions."""
+    return any(name in reading.values for name in ("model", "hf-config", *MANUAL_FIELDS))
+
+
+def named_model(reading) -> str | None:
+    """The model the log names (as it printed it) when no preset of identical shape was found."""
+    if model_given(reading):
+        return None
+    path = reading.printed.get("model_path")
+    text = None if path is None else str(path.value).strip()
+    # A word with no letter or digit in it (a command's "\\" line end) names nothing.
+    return text[:120] if text and any(c.isalnum() for c in text) else None
+
+
+def unresolved(reading, config: str, choose: str) -> str | None:
+    """Why the figures are withheld, in the words of the surface (`config`: how to give a
+    config.json there; `choose`: how to choose a model, with a {what} slot), or None when the
+    log's model is known."""
+    name = named_model(reading)
+    if name is None:
+        return None
+    return (f"the log names the model {name!r}, which is no preset here: {config}, "
+            f"or {choose.format(what='of its shape')}")
+
+
+def no_model(reading, config: str, choose: str) -> str | None:
+    """The log names no model at all: which one it ran is the user's to say."""
+    if model_given(reading) or named_model(reading) is not None:
+        return None
+    return f"the log names no model: {config}, or {choose.format(what='its server ran')}"
+
+
+def cli_refusal(reading) -> InputError | None:
+    """`kvcalc --from-log` without a model of its own, when the log's model is not known."""
+    config, choose = "give its config.json with --hf-config FILE", "choose a model {what} with --model ID"
+    message = unresolved(reading, config, choose) or no_model(reading, config, choose)
+    return None if message is None else InputError("model", message)
+
+
+def unknown_layout(reading) -> tuple[str, ...]:
+    """The layout inputs the log's engine prints and this log did not: the user must give them."""
+    module = next((m for m in startup_log._modules() if m.NAME == reading.engine), None)
+    expected = {option for option, _ in getattr(module, "EXPECTED", ())}
+    return tuple(name for name in LAYOUT if name in expected and name not in reading.values)
+
+
+def assumed_layout(reading, evaluation, user_gave: bool) -> list[tuple[str, int]]:
+    """(option, the value in force) for each layout input the log does not give, while the user
+    has not given the layout either (`user_gave`: any of LAYOUT_GIVEN set by them)."""
+    deployment = evaluation.scenario.deployment if evaluation is not None and evaluation.scenario else None
+    unknown = unknown_layout(reading)
+    if deployment is None or user_gave or not unknown:
+        return []
+    in_force = {"tp": deployment.tp, "pp": deployment.pp}
+    in_force["gpus"] = evaluation.values.get("gpus", deployment.tp * deployment.pp)
+    return [(name, in_force[name]) for name in unknown]
+
+
+# The inputs that say which GPU a log ran on: a preset, or the total PyTorch reported.
+GPU_GIVEN = ("gpu", "gpu-memory-gib")
+
+
+def assumed_gpu(reading, evaluation, user_gave: bool) -> str | None:
+    """The GPU in force (its name, or its memory) when the log names none and prints no total,
+    while the user has not chosen one either: the memory checks then use a card the log never
+    named, which the summary must say (its KV figures still hold: they are the log's)."""
+    deployment = evaluation.scenario.deployment if evaluation is not None and evaluation.scenario else None
+    if deployment is None or user_gave or any(name in reading.values for name in GPU_GIVEN):
+        return None
+    if deployment.gpu_name:
+        return deployment.gpu_name
+    if deployment.gpu_memory_bytes:
+        return f"a GPU of {float(Fraction(deployment.gpu_memory_bytes, GIB)):,.2f} GiB"
+    return None
+
+
+def no_cache(reading) -> str | None:
+    """The engine the log ran had no memory for its KV cache (it printed a KV memory of zero or
+    less, or a pool of 0 tokens): it did not start, which no estimate of ours may paper over. The
+    sentence names the line, what it printed and by how much it fell short; None otherwise."""
+    empty = reading.printed.get("kv_pool_empty")
+    if empty is None:
+        return None
+    printed, short, refusal = empty.value
+    if short is None:
+        by = ""
+    elif short == 0:
+        by = ", not a byte left for it"
+    else:
+        by = f", {float(short):,.2f} GiB short of any"
+    return (f"the log's engine will not start: line {empty.line_number:,} printed {printed!r}: no memory for its "
+            f"KV cache{by} ({refusal}); the figures here are not what it ran")
+
+
+def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
+    """(what, the log printed, these inputs give, the log's line) for each figure that differs by
+    more than the log's rounding: its KV memory to 2 decimals (SGLang's K + V to twice that), the
+    token counts that rounding allows (`kv_tokens_range`), its concurrency to 2 decimals."""
+    result = evaluation.result if evaluation is not None and evaluation.ok else None
+    engine = result.engine if result is not None else None
+    if engine is None or engine.engine != reading.engine:
+        return []
+    half = getattr(engines.REGISTRY.get(reading.engine), "KV_MEMORY_HALF_WIDTH", PRINTED_HALF)
+    spread = engine.kv_tokens_range
+    rows = []
+    for name, what, attribute in FIGURES:
+        printed, ours = reading.printed.get(name), getattr(engine, attribute, None)
+        if printed is None or ours is None:
+            continue
+        value = printed.value
+        if name == "kv_tokens":
+            low, high = sorted(spread) if spread else (ours, ours)
+            differs = not min(low, ours) <= value <= max(high, ours)
+        elif name == "max_concurrency":
+            slack = PRINTED_HALF
+            if spread and engine.kv_tokens:
+                slack += Fraction(ours) * abs(spread[1] - spread[0]) / engine.kv_tokens
+            differs = abs(Fraction(value) - Fraction(ours)) > slack
+        else:
+            differs = abs(Fraction(value) - Fraction(ours, GIB)) > half
+        if differs:
+            rows.append((what, printed.text or _figure(name, value), _figure(name, ours, computed=True), printed.line_number))
+    # The figures an engine prints in its own terms (llama.cpp's MiB of its KV buffers, its
+    # layers), each beside ours for the same cells (the engine's LOG_FIGURES).
+    for name, what, ours_of, slack, unit in getattr(engines.REGISTRY.get(reading.engine), "LOG_FIGURES", ()):
+        printed, ours = reading.printed.get(name), ours_of(engine)
+        if printed is None or ours is None:
+            continue
+        if abs(Fraction(printed.value) - Fraction(ours)) > slack:
+            rows.append((what, printed.text or _engine_figure(printed.value, unit),
+                         _engine_figure(ours, unit), printed.line_number))
+    return rows + model_facts(reading, evaluation)
+
+
+# The model's facts a log prints of its weights' file (llama.cpp's GGUF metadata, "gguf_*", or
+# its print_info lines, "info_*"), each beside the chosen model's: (the printed name after its
+# prefix, what it is, the chosen Model's figure). Its KV layers are LOG_FIGURES' own row.
+MODEL_FACTS = (("hidden", "the model's width (n_embd)", lambda model: model.hidden_size),
+               ("attention-heads", "its attention heads (n_head)", lambda model: model.attention_heads),
+               ("kv-heads", "its KV heads (n_head_kv)",
+                lambda model: _one({layer.kv_heads for layer in model.layers if getattr(layer, "kv_heads", None)})),
+               ("vocab", "its vocabulary (n_vocab)", lambda model: model.vocab_size))
+
+
+def _one(values: set):
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def model_facts(reading, evaluation) -> list[tuple[str, str, str, int]]:
+    """(what, the log printed, the chosen model has, the log's line) for each fact of the model
+    the log printed that the chosen model contradicts: the log ran another model."""
+    model = evaluation.scenario.model if evaluation is not None and evaluation.scenario is not None else None
+    if model is None:
+        return []
+    rows = []
+    for name, what, ours_of in MODEL_FACTS:
+        printed = reading.printed.get("gguf_" + name) or reading.printed.get("info_" + name)
+        ours = ours_of(model)
+        if printed is None or ours is None or not isinstance(printed.value, int):
+            continue
+        if printed.value != ours:
+            rows.append((what, f"{printed.value:,}", f"{ours:,}", printed.line_number))
+    return rows
+
+
+def _engine_figure(value, unit: str) -> str:
+    if unit == "MiB":
+        return f"{float(value):,.2f} MiB"
+    return f"{int(value):,} {unit}"
+
+
+def _figure(name: str, value, computed: bool = False) -> str:
+    if name == "kv_memory_gib":
+        gib = Fraction(value, GIB) if computed else Fraction(value)
+        return f"{float(gib):,.2f} GiB"
+    if name == "max_concurrency":
+        return f"{float(value):,.2f}x"
+    return f"{int(value):,}"
+
+
+def mismatch_text(rows) -> str:
+    """One sentence for the summary: each figure the log printed that these inputs do not give."""
+    if not rows:
+        return ""
+    parts = [f"{what} {printed} (line {line:,}), these inputs {ours}" for what, printed, ours, line in rows]
+    return "Not as the log printed: " + "; ".join(parts)

@@ -1,0 +1,230 @@
+"""A pasted start-up log becomes the inputs it implies: the engine and its release, the layout,
+the memory it measured and the KV cache it allocated, each with the line it was read from.
+
+Each engine has one module (vllm, sglang, llamacpp) with a tuple of `Rule`s: a pattern searched
+anywhere in a line (so ANSI colours, timestamps and the `(VllmWorker TP1 pid=...)` prefixes of
+interleaved workers do not matter) and a function turning its match into readings. The reader
+takes the text in slices (`LogReader.feed`), so the page can read a long log without blocking;
+`read_log` reads it at once. Every value is typed by its option's own parser before it is taken:
+a number a line was built to break (NaN, 1e999) is said, never used.
+"""
+
+import re
+from dataclasses import dataclass
+
+from .. import engines
+from ..errors import InputError
+from .options import OPTION_BY_NAME, OPTIONS, parse_value
+from ..readers.log_rules import Sink
+from ..engines.llamacpp import log as llamacpp
+from ..engines.sglang import log as sglang
+from ..engines.vllm import log as vllm  # noqa: E402 - after the pieces they import
+
+MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
+MAX_LINE_CHARS = 1 << 16      # a config line with a long --hf-overrides is a few thousand
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Options whose values set the measured deployment, and the measured figures (per GPU, GiB).
+MEASURED_PARTS = ("loaded-weights-gib", "activation-gib", "non-torch-gib", "cudagraph-gib")
+
+
+@dataclass(frozen=True)
+class Reading:
+    engine: str
+    values: dict             # option -> text, what the form and the link take
+    read: tuple              # Read, in line order
+    printed: dict            # name -> Printed
+    not_read: tuple          # inputs the log does not give, in words
+    notes: tuple = ()
+
+    def summary(self) -> str:
+        return (f"{len(self.read)} inputs read from a {engines.title(self.engine)} log"
+                + (f"; not in it: {', '.join(self.not_read)}" if self.not_read else ""))
+
+
+def _check(option: str, text: str) -> None:
+    """A value read from a log is taken only as its option would take it typed."""
+    parse_value(OPTION_BY_NAME[option], text)
+
+
+def _modules():
+    return (vllm, sglang, llamacpp)
+
+
+class LogReader:
+    """Reads a log in slices: `feed` each piece of text as it comes, then `finish`."""
+
+    def __init__(self, engine: str | None = None):
+        self.expected = engine
+        self.sinks = {m.NAME: Sink(m.NAME, _check) for m in _modules()}
+        self.rules = [(m.NAME, rule) for m in _modules() for rule in m.RULES]
+        self.chars = 0
+        self.line_number = 0
+        self._tail = ""
+        # The reader's own slicing: how many pieces it was fed, and the most characters one feed
+        # read (its text and the line an earlier piece left open, at most MAX_LINE_CHARS + 1).
+        self.feeds = 0
+        self.largest_feed = 0
+
+    @staticmethod
+    def check_length(chars: int) -> None:
+        """Refuse a text too long to read before reading any of it (the page knows its length)."""
+        if chars > MAX_LOG_CHARS:
+            raise InputError("log", f"is longer than {MAX_LOG_CHARS >> 20} MiB; paste the start-up, its first "
+                                    "few thousand lines")
+
+    def feed(self, text: str) -> None:
+        self.chars += len(text)
+        self.check_length(self.chars)
+        self.feeds += 1
+        self.largest_feed = max(self.largest_feed, len(self._tail) + len(text))
+        lines = (self._tail + text).split("\n")
+        # A line is read up to MAX_LINE_CHARS: an open line keeps no more than that (and one more,
+        # to know it runs on), so a line of 16 MB without a line end is carried, not copied again
+        # and again with every piece.
+        self._tail = lines.pop()[:MAX_LINE_CHARS + 1]
+        for line in lines:
+            self._line(line)
+
+    def _line(self, raw: str) -> None:
+        self.line_number += 1
+        if len(raw) > MAX_LINE_CHARS:
+            raw = raw[:MAX_LINE_CHARS]
+        line = _ANSI.sub("", raw.replace("\r", "")) if "\x1b" in raw or "\r" in raw else raw
+        for engine, rule in self.rules:
+            if rule.needle and rule.needle not in line:
+                continue
+            match = rule.pattern.search(line)
+            if match is None:
+                continue
+            sink = self.sinks[engine]
+            if rule.signature:
+                sink.signatures += 1
+                sink.first_line = sink.first_line or self.line_number
+            rule.handle(match, sink, self.line_number, line)
+
+    def finish(self) -> Reading:
+        if self._tail:
+            # The paste ends without a line end: its last line may be cut mid-value. A reader can
+            # leave a number that ends that line unread (`sink.cut_line`, sglang and llamacpp).
+            for sink in self.sinks.values():
+                sink.cut_line = self.line_number + 1
+            self._line(self._tail)
+            self._tail = ""
+        found = [s for s in self.sinks.values() if s.signatures]
+        if not found:
+            raise InputError("log", "is not a start-up log of vLLM, SGLang or llama.cpp: none of the lines they "
+                                    "print at start-up is in it")
+        if len(found) > 1:
+            where = ", ".join(f"{_title(s.engine)} from line {s.first_line:,}" for s in found)
+            raise InputError("log", f"holds the logs of more than one engine ({where}); paste one")
+        sink = found[0]
+        if self.expected and sink.engine != self.expected:
+            raise InputError("log", f"is {_title(sink.engine)}'s, not {_title(self.expected)}'s, the engine chosen; "
+                                    f"choose {sink.engine} or paste {_title(self.expected)}'s log")
+        if sink.restarts:
+            first, again = sink.restarts[0]
+            raise InputError("log", f"holds more than one start-up: lines {first:,} and {again:,} each begin one; "
+                                    "paste one")
+        if sink.conflicts:
+            option, old, new = sink.conflicts[0]
+            raise InputError("log", f"holds more than one start-up: {option} is {old.text} at line "
+                                    f"{old.line_number:,} and {new.text} at line {new.line_number:,}; paste one")
+        module = next(m for m in _modules() if m.NAME == sink.engine)
+        module.complete(sink)
+        return _reading(module, sink)
+
+
+def _title(name: str) -> str:
+    return engines.title(name)
+
+
+# The inputs a measured figure depends on: carried in `measured-with`, so a what-if knows what
+# the log measured and can re-estimate only what the edit changes.
+NOT_MEASURED_WITH = frozenset(MEASURED_PARTS) | {"kv-memory-gib", "measured-with"}
+
+
+def _reading(module, sink: Sink) -> Reading:
+    reads = sorted(sink.reads.values(), key=lambda r: r.line_number)
+    values = {"engine": module.NAME, **{r.option: r.text for r in reads}}
+    if any(part in values for part in MEASURED_PARTS) or "kv-memory-gib" in values:
+        values["measured-with"] = measured_with(values)
+    covered = [words for option, words in sink.covered.items() if option not in values]
+    notes = covered + _first(sink.notes, "notes") + _first(sink.rejected, "values not taken")
+    not_read = tuple(words for option, words in module.EXPECTED if option not in values and option not in sink.covered)
+    return Reading(module.NAME, values, tuple(reads), dict(sink.printed), not_read, tuple(notes))
+
+
+MAX_NOTES = 20
+
+
+def _first(notes: list, what: str) -> list:
+    """The first MAX_NOTES of a reader's notes, and how many more: a log built to repeat a bad line
+    gets a few lines said, not one a line."""
+    seen = list(dict.fromkeys(notes))
+    if len(seen) <= MAX_NOTES:
+        return seen
+    return seen[:MAX_NOTES] + [f"and {len(seen) - MAX_NOTES:,} more {what} like these"]
+
+
+def measured_with(values: dict) -> str:
+    """The inputs of the measured deployment, as `measured-with` carries them: name:value pairs,
+    in the options' order, so a log gives one link however its lines were ordered."""
+    return ",".join(f"{o.name}:{values[o.name]}" for o in OPTIONS
+                    if o.name in values and o.name not in NOT_MEASURED_WITH and o.kind in ("int", "decimal", "text",
+                                                                                          "count"))
+
+
+def read_log(text: str, engine: str | None = None) -> Reading:
+    """The inputs a whole log implies (the CLI's --from-log); the page feeds it in slices."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("log", "is empty: paste the lines the engine printed when it started")
+    LogReader.check_length(len(text))
+    reader = LogReader(engine)
+    step = 1 << 20
+    for start in range(0, len(text), step):
+        reader.feed(text[start:start + step])
+    return reader.finish()
+
+
+# The figures a log prints that the engine's answer gives too: (label, printed name, how ours is read).
+COMPARED = (("KV cache tokens", "kv_tokens", "kv_tokens"),
+            ("Maximum concurrency", "max_concurrency", "max_concurrency"),
+            ("KV memory per GPU", "kv_memory_gib", "kv_budget_bytes_per_gpu"))
+
+
+def comparison(reading: Reading, evaluation) -> list[tuple[str, str, str, int]]:
+    """(label, what the log printed, what the inputs on screen give, the log's line) for each
+    figure both have: equal while the inputs are the log's, a what-if's answer after an edit."""
+    engine = evaluation.result.engine if evaluation is not None and evaluation.ok else None
+    rows = []
+    for label, name, ours_name in COMPARED:
+        printed = reading.printed.get(name)
+        if printed is None:
+            continue
+        ours = getattr(engine, ours_name, None) if engine is not None and engine.engine == reading.engine else None
+        rows.append((label, printed.text or _figure(name, printed.value), "-" if ours is None else _figure(name, ours, computed=True),
+                     printed.line_number))
+    return rows
+
+
+def _figure(name: str, value, computed: bool = False) -> str:
+    if name == "kv_memory_gib":
+        gib = value / (1 << 30) if computed else value
+        return f"{float(gib):,.2f} GiB"
+    if name == "max_concurrency":
+        return f"{float(value):,.2f}x"
+    return f"{int(value):,}"
+
+
+def log_lines(reading: Reading, evaluation) -> list[str]:
+    """What was read from which line, what was not, and the log's figures beside ours, as the
+    CLI prints them to standard error."""
+    lines = [f"read from the {_title(reading.engine)} log:"]
+    lines += [f"  {r.option} = {r.text}" + (f" ({r.how})" if r.how else "") + f", line {r.line_number:,}"
+              for r in reading.read]
+    if reading.not_read:
+        lines.append("not in the log: " + "; ".join(reading.not_read))
+    lines += [f"note: {note}" for note in reading.notes]
+    for label, printed, ours, line_number in comparison(reading, evaluation):
+        lines.append(f"{label}: the log printed {printed} (line {line_number:,}); sized here {ours}")
+    return lines

@@ -1,0 +1,152 @@
+"""Side tables: the same workload under other attention designs and other KV precisions."""
+
+from dataclasses import dataclass, replace
+
+from .. import engines
+from ..errors import InputError
+from ..experts import weight_parts
+from ..layers import FullAttention, MLAAttention, SlidingWindowAttention
+from ..inputs.scenario import Scenario
+from ..precision import PRECISIONS
+from ..sizing import Result, compute
+
+# DeepSeek-V2/V3's latent: kv_lora_rank 512 + qk_rope_head_dim 64 (seed 000, engines.md).
+DEEPSEEK_LATENT = (512, 64)
+TABLE_PRECISIONS = ("fp32", "bf16", "fp8", "int8", "q8_0", "q5_0", "nvfp4", "q4_0", "int4")
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    detail: str
+    result: Result | None
+    refused: str | None = None      # why this row has no numbers
+    current: bool = False
+
+
+def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
+    # Each row is a full computation, sized by the engine chosen as the headline is, so its
+    # requests are the engine's (Result.capacity); a design the deployment cannot split, or the
+    # engine cannot store, says why instead.
+    variant = replace(scenario, model=model or scenario.model, workload=workload or scenario.workload)
+    weights = scenario.deployment.weights_bytes
+    if variant.model is not scenario.model and scenario.deployment.dp > 1 and weights is not None:
+        # The rows hold the weights fixed (the model's own), so their split by rank is the model's.
+        variant.model.memo.setdefault(("weight parts", weights), weight_parts(scenario.model, weights))
+    try:
+        result = compute(variant.model, variant.workload, scenario.deployment, searches=False)
+        if scenario.settings.engine:
+            result = replace(result, engine=engines.answer(variant, result))
+    except InputError as e:
+        return Row(label, detail, None, e.message, current)
+    return Row(label, detail, result, None, current)
+
+
+def attention_variants(scenario: Scenario) -> list[Row]:
+    """MHA, GQA, MQA and MLA for this model's layer count and head dims, computed."""
+    return [_run(scenario, model, label=label, detail=detail, current=current)
+            for label, model, detail, current in _variants(scenario)]
+
+
+def attention_variants_models(scenario: Scenario) -> list[tuple[str, object, bool]]:
+    """(label, model, whether it is this model's own design) for each attention design: the
+    charts' lines."""
+    return [(label, model, current) for label, model, _, current in _variants(scenario)]
+
+
+def _variants(scenario: Scenario) -> list[tuple]:
+    """(label, model, detail, is_current) for each attention design, made once per model."""
+    memo = scenario.model.memo
+    if "_variants" not in memo:
+        memo["_variants"] = _make_variants(scenario.model)
+    return memo["_variants"]
+
+
+def _make_variants(model) -> list[tuple]:
+    attn = [layer for layer in model.layers if isinstance(layer, FullAttention)]
+    mla = [layer for layer in model.layers if isinstance(layer, MLAAttention)]
+    if attn:
+        base = attn[0]
+        q_heads = model.attention_heads or base.kv_heads
+        head_dim, v_dim = base.head_dim, base.v_head_dim
+    elif mla and model.attention_heads:
+        base = mla[0]
+        q_heads, head_dim, v_dim = model.attention_heads, 128 + base.rope_dim, 128
+        if model.mla_head_dims:
+            head_dim, v_dim = model.mla_head_dims
+    else:
+        return []
+
+    def swapped(swap):
+        # Swap each distinct layer once; models repeat a handful of layers many times.
+        table = {layer: swap(layer) for layer in model.layer_counts()}
+        return replace(model, layers=tuple(table[layer] for layer in model.layers))
+
+    def with_heads(kv_heads):
+        def swap(layer):
+            if isinstance(layer, SlidingWindowAttention):
+                return replace(layer, kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_dim)
+            if isinstance(layer, (FullAttention, MLAAttention)):
+                return FullAttention(kv_heads, head_dim, v_dim)
+            return layer
+        return swapped(swap)
+
+    def as_mla(rank, rope):
+        def swap(layer):
+            if isinstance(layer, (FullAttention, MLAAttention)):
+                return MLAAttention(rank, rope)
+            return layer
+        return swapped(swap)
+
+    own_kv = attn[0].kv_heads if attn else None
+    rows = [("MHA", with_heads(q_heads), f"{q_heads} kv heads (one per query head)",
+             bool(attn) and own_kv == q_heads)]
+    if attn and 1 < own_kv < q_heads:
+        rows.append(("GQA", model, f"{own_kv} kv heads (this model)", True))
+    rows.append(("MQA", with_heads(1), "1 kv head", bool(attn) and own_kv == 1))
+    if mla:
+        rows.append(("MLA", model, f"latent {mla[0].kv_lora_rank} + rope {mla[0].rope_dim} (this model)", True))
+    else:
+        rows.append(("MLA", as_mla(*DEEPSEEK_LATENT), "latent 512 + rope 64 (DeepSeek's dims)", False))
+    return rows
+
+
+def precision_rows(scenario: Scenario) -> list[Row]:
+    current = scenario.workload.kv_precision.name
+    names = list(TABLE_PRECISIONS) + ([current] if current not in TABLE_PRECISIONS else [])
+    rows = []
+    for name in names:
+        p = PRECISIONS[name]
+        work = replace(scenario.workload, kv_precision=p)
+        stored_by = ", ".join(p.engines) or "no engine named"
+        rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {stored_by}",
+                         current=name == current))
+    return rows
+
+
+# Headline figures for the side-by-side comparison: (label, key in report.to_json, kind).
+COMPARE_METRICS = (
+    ("Verdict", "verdict", "text"), ("Model", "model", "text"), ("KV precision", "kv_dtype", "text"), ("GPU", "gpu", "text"),
+    ("Sized as", "sized_as", "text"),
+    ("GPUs", "gpus", "count"), ("Tensor parallel", "tp", "count"), ("Pipeline parallel", "pp", "count"),
+    ("Memory utilization", "memory_utilization", "text"), ("Context", "context", "count"),
+    ("Requests", "batch", "count"), ("Shared prefix", "prefix_tokens", "count"),
+    ("Block size", "block_size", "text"),
+    ("KV per token", "kv_bytes_per_token", "bytes"), ("KV per request", "kv_bytes_per_request", "bytes"),
+    ("KV total, one copy", "kv_bytes_total", "bytes"), ("KV per GPU", "kv_bytes_per_gpu", "bytes"),
+    ("KV on all GPUs", "kv_bytes_all_gpus", "bytes"), ("Weights", "weights_bytes", "bytes"),
+    ("Overhead per GPU", "overhead_bytes_per_gpu", "bytes"), ("Max concurrent requests", "max_concurrency", "count"),
+    ("Longest context that fits", "max_context", "count"),
+    ("KV equals weights at", "kv_equals_weights_context", "count"),
+)
+
+
+def compare_table(columns: list[dict]) -> list[dict]:
+    """Rows of the comparison: each metric's value per configuration (to_json dicts, in order)
+    and whether they differ."""
+    rows = []
+    for label, key, kind in COMPARE_METRICS:
+        values = [column.get(key) for column in columns]
+        rows.append({"label": label, "key": key, "kind": kind, "values": values,
+                     "differs": len({repr(v) for v in values}) > 1})
+    return rows
