@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from kvcalc import engines
+from kvcalc.engines.result import BudgetSource
 from kvcalc.reports import link
 from kvcalc.reports.compare import attention_variants, precision_rows
 from kvcalc.evaluation import evaluate, sized_as
@@ -204,7 +205,7 @@ def test_an_engine_that_starts_but_holds_no_request_says_so():
 def test_a_log_memory_is_the_engine_sized_as_alone():
     ev = ok(dict(LLAMA_H100, batch="16", engine="vllm", **{"kv-memory-gib": "40"}))
     sglang = sized_as(ev.scenario, ev.result, "sglang")
-    assert sglang.engine.budget_source == "estimate"
+    assert sglang.engine.budget_source is BudgetSource.ESTIMATE
     assert sglang.engine.kv_budget_bytes_per_gpu != 40 * GIB
 
 

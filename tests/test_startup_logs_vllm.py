@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.cli import run
+from kvcalc.engines.result import BudgetSource
 from kvcalc.engines.vllm import engine as vllm
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
@@ -52,7 +53,7 @@ def test_a_log_read_back_gives_its_own_figures(name, added, tokens, concurrency)
     low, high = engine.kv_tokens_range
     assert low <= tokens <= high                      # within what the log's 0.01 GiB allows
     assert f"{float(engine.max_concurrency):.2f}" == concurrency
-    assert engine.budget_source == "kv-memory-gib"
+    assert engine.budget_source is BudgetSource.GIVEN_KV_MEMORY
 
 
 def test_what_the_qwen3_30b_log_says_it_reads_line_by_line():
@@ -84,7 +85,7 @@ def test_fp8_kv_what_if_doubles_the_tokens_at_the_same_kv_memory():
     fp8 = evaluate({**values, "kv-dtype": "fp8"})
     engine = fp8.result.engine
     assert engine.kv_budget_bytes_per_gpu == int(Fraction("41.68") * (1 << 30))
-    assert engine.budget_source == "kv-memory-gib"
+    assert engine.budget_source is BudgetSource.GIVEN_KV_MEMORY
     bf16 = evaluate(values).result.engine
     assert engine.kv_tokens == 1_821_024 and abs(engine.kv_tokens - 2 * bf16.kv_tokens) <= 16 * 2
     assert f"{float(engine.max_concurrency):.2f}" == "44.46"
@@ -99,7 +100,7 @@ def test_a_tp_what_if_re_estimates_only_what_moves():
     logged = evaluate(values)
     e = evaluate({**values, "tp": "4", "gpus": "4"})
     engine, ideal = e.result.engine, e.result
-    assert engine.budget_source == "measured"
+    assert engine.budget_source is BudgetSource.MEASURED
     moved_weights = logged.result.weights_bytes_per_gpu - ideal.weights_bytes_per_gpu
     assert engine.weights_bytes_per_gpu == int(Fraction("28.4571") * (1 << 30)) - moved_weights
     usable = vllm.usable_memory(e.scenario, engine.prefill_chunk, [], None)
@@ -289,7 +290,7 @@ def test_another_model_after_the_log_is_a_what_if_not_a_refusal():
     now = {k: v for k, v in values.items() if k != "model"}
     e = evaluate({**now, "hf-config": config})
     assert e.ok, e.errors
-    assert e.result.engine.budget_source == "measured"
+    assert e.result.engine.budget_source is BudgetSource.MEASURED
     assert any("the weights per GPU +" in n for n in e.result.engine.notes)
 
 
@@ -304,6 +305,6 @@ def test_a_log_without_its_weights_still_moves_from_its_kv_memory():
     values = {**reading, "model": "mistralai/Mistral-Small-24B-Base-2501", "gpu": "l40s-48gb"}
     assert "loaded-weights-gib" not in values and values["kv-memory-gib"] == "16.20"
     logged = evaluate({**values, "gpus": "2", "tp": "2"}).result.engine
-    assert logged.budget_source == "kv-memory-gib"
+    assert logged.budget_source is BudgetSource.GIVEN_KV_MEMORY
     moved = evaluate({**values, "gpus": "4", "tp": "4"}).result.engine
-    assert moved.budget_source == "measured" and moved.kv_budget_bytes_per_gpu > logged.kv_budget_bytes_per_gpu
+    assert moved.budget_source is BudgetSource.MEASURED and moved.kv_budget_bytes_per_gpu > logged.kv_budget_bytes_per_gpu

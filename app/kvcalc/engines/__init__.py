@@ -14,7 +14,7 @@ from .llamacpp import engine as llamacpp
 from . import measured
 from .sglang import engine as sglang
 from .vllm import engine as vllm
-from .result import Band, Budget, EngineResult
+from .result import Band, Budget, BudgetSource, EngineResult
 
 REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}
 ENGINES = tuple(REGISTRY)
@@ -58,7 +58,7 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
     if logged is not None:
         return logged
     if settings.kv_memory_gib is not None and (settings.measured is None or settings.measured.engine == engine.NAME):
-        return Budget(int(settings.kv_memory_gib * GIB), None, None, "kv-memory-gib")
+        return Budget(int(settings.kv_memory_gib * GIB), None, None, BudgetSource.GIVEN_KV_MEMORY)
     if result.usable_bytes_per_gpu is None or result.weights_bytes_per_gpu is None:
         # No memory to size in: the estimate is shown where it can be made, and one the model's
         # dimensions cannot support (a custom model without its hidden size) is not needed yet.
@@ -67,13 +67,13 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
                 if not settings.overhead_given else (None, None, None)
         except InputError:
             activation, overhead, band = None, None, None
-        return Budget(None, activation, overhead, "none", band)
+        return Budget(None, activation, overhead, BudgetSource.NONE, band)
     usable = engine.usable_memory(scenario, chunk, notes, result.usable_bytes_per_gpu)
     if settings.overhead_given:
         return Budget(usable - result.weights_bytes_per_gpu - dep.overhead_bytes, None, dep.overhead_bytes,
-                      "overhead-gib")
+                      BudgetSource.GIVEN_OVERHEAD)
     activation, overhead, band = engine.estimate_overhead(scenario, chunk, notes)
-    return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, "estimate", band)
+    return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, BudgetSource.ESTIMATE, band)
 
 
 def _checked(scenario):
@@ -110,7 +110,7 @@ def size(scenario, result) -> EngineResult:
     out = _weighed(engine.size(scenario, chunk, budget, notes), budget)
     spread = None
     memory = settings.kv_memory_gib
-    if budget.source == "kv-memory-gib" and memory is not None and engine.KV_MEMORY_LOGGED and \
+    if budget.source is BudgetSource.GIVEN_KV_MEMORY and memory is not None and engine.KV_MEMORY_LOGGED and \
             (memory * 100).denominator == 1:
         # Both ends of what a log's two decimals stand for, as the tests feed real logs (SGLang's
         # K and V sizes are each rounded, so their sum is off by twice as much).
@@ -125,7 +125,7 @@ def size(scenario, result) -> EngineResult:
 def _band(engine, scenario, chunk: int, budget: Budget):
     """The engine's answer at both ends of its overhead estimate's band: the most overhead the
     calibration allows (least KV memory) first, then the least."""
-    if budget.source not in ("estimate", "measured") or budget.band is None or budget.kv_bytes_per_gpu is None:
+    if budget.source not in (BudgetSource.ESTIMATE, BudgetSource.MEASURED) or budget.band is None or budget.kv_bytes_per_gpu is None:
         return None
     low, high = budget.band
     ends = []
@@ -141,7 +141,7 @@ def memory_utilization(scenario, out: EngineResult) -> Fraction | None:
     own default (vLLM's --gpu-memory-utilization, SGLang's derived mem_fraction_static); an engine
     without a member for it allocates what it is asked for, the utilization given. None where a
     KV memory given or read from a log stands in for it."""
-    if out.budget_source == "kv-memory-gib":
+    if out.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         return None
     own = getattr(REGISTRY[out.engine], "memory_utilization", None)
     if own is None:

@@ -20,7 +20,7 @@ from ..units import GIB
 from .llamacpp import engine as llamacpp
 from .sglang import engine as sglang
 from .vllm import engine as vllm
-from .result import Budget
+from .result import Budget, BudgetSource
 
 TITLES = {module.NAME: module.TITLE for module in (vllm, sglang, llamacpp)}
 
@@ -62,11 +62,11 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
         notes.append(f"The KV memory is the log's {_gib(measured.kv_bytes)} GiB: nothing changed here moves it "
                      "(the KV dtype, the context and the requests share the memory the log measured).")
         return Budget(measured.kv_bytes, measured.activation_bytes,
-                      _logged_overhead(measured, usable_then, weights_then), "kv-memory-gib")
+                      _logged_overhead(measured, usable_then, weights_then), BudgetSource.GIVEN_KV_MEMORY)
     if usable_now is None or weights_now is None or weights_then is None or usable_then is None:
         notes.append("The log's KV memory does not hold for these inputs, and without the GPU's memory and the "
                      "weights it cannot be re-estimated: choose the GPU and the model.")
-        return Budget(None, act_now, over_now, "none", band_now)
+        return Budget(None, act_now, over_now, BudgetSource.NONE, band_now)
     weights_log = measured.weights_bytes if measured.weights_bytes is not None else weights_then
     overhead_log = _logged_overhead(measured, usable_then, weights_then)
     if overhead_log is None:
@@ -86,14 +86,14 @@ def budget(engine, scenario, result, chunk: int, notes: list) -> Budget | None:
         notes.append(f"The weights are the log's {_gib(weights)} GiB per GPU (the checkpoint's own, not the "
                      f"preset's), and the engine's estimated overhead beside them: "
                      f"{_gib(usable_now - weights - overhead)} GiB are left for its KV cache and buffers.")
-        return Budget(usable_now - weights - overhead, activation, overhead, "measured", band_now,
+        return Budget(usable_now - weights - overhead, activation, overhead, BudgetSource.MEASURED, band_now,
                       weights_bytes_per_gpu=weights)
     said = "; ".join(f"{what} {'+' if move > 0 else '-'}{_gib(abs(move))} GiB" for what, move in moves)
     notes.append(f"Re-estimated from the log: your edit moves {said} (the engine's estimate at your inputs less at "
                  f"the log's), so the KV memory is {_gib(usable_now - weights - overhead)} GiB, not the log's "
                  f"{_gib(measured.kv_bytes) + ' GiB' if measured.kv_bytes is not None else 'figure'}; the band "
                  f"allows each move to be off by its whole size.")
-    return Budget(usable_now - weights - overhead, activation, overhead, "measured",
+    return Budget(usable_now - weights - overhead, activation, overhead, BudgetSource.MEASURED,
                   (max(0, overhead - spread), overhead + spread), weights_bytes_per_gpu=weights)
 
 

@@ -1,7 +1,18 @@
 """What every engine module returns: its figures for one deployment, built by keyword."""
 
 from dataclasses import dataclass
+from enum import Enum
 from fractions import Fraction
+
+
+class BudgetSource(Enum):
+    """Where an engine's KV memory came from; the value is the name the JSON and CSV rows print
+    (engine_budget_source)."""
+    GIVEN_KV_MEMORY = "kv-memory-gib"   # the KV memory given (kv-memory-gib), typed or read from a log
+    GIVEN_OVERHEAD = "overhead-gib"     # the memory left beside the weights and the overhead given
+    ESTIMATE = "estimate"               # beside the weights and the engine's estimated overhead
+    MEASURED = "measured"               # a log's measured overhead, moved by the estimate for an edit
+    NONE = "none"                       # no memory to size in (no GPU or weights, no KV memory)
 
 
 @dataclass(frozen=True)
@@ -18,7 +29,7 @@ class EngineResult:
     refusal: str | None
     activation_bytes_per_gpu: int | None
     overhead_bytes_per_gpu: int | None
-    budget_source: str                 # "kv-memory-gib", "overhead-gib", "estimate", "measured" or "none"
+    budget_source: BudgetSource
     log: tuple[str, ...]
     notes: tuple[str, ...]
     # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
@@ -53,8 +64,7 @@ class Budget:
     kv_bytes_per_gpu: int | None       # None: no GPU or weights, and no KV memory from a log
     activation_bytes_per_gpu: int | None
     overhead_bytes_per_gpu: int | None
-    source: str                        # "kv-memory-gib", "overhead-gib", "estimate", "measured" (a log's,
-                                       # re-estimated for an edit) or "none"
+    source: BudgetSource
     band: tuple[int, int] | None = None  # the estimated overhead's (lowest, highest) the calibration allows
     weights_bytes_per_gpu: int | None = None  # the weights subtracted, where not the model's (a log's)
 

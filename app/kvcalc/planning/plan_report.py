@@ -1,6 +1,7 @@
 """The plan's rows in words and JSON: one function per form, shared by the CLI and the page."""
 
 from ..engines import title
+from ..engines.result import BudgetSource
 from .plan import Plan, Row
 from ..words import size
 
@@ -115,7 +116,7 @@ def _wrap(text: str, width: int = 110) -> list[str]:
 # Where the verdict's KV memory comes from when it is not the engine's estimate, which the plan is
 # (it drops a deployment's measurements, plan.DEPLOYMENT_INPUTS): a log's or the one given
 # (kv-memory-gib), or a log's parts re-estimated for the inputs on screen (measured-with).
-MEASURED_BUDGETS = ("kv-memory-gib", "measured")
+MEASURED_BUDGETS = (BudgetSource.GIVEN_KV_MEMORY, BudgetSource.MEASURED)
 
 
 def withheld(scenario, result, unit: str = "gib") -> str | None:
@@ -127,7 +128,7 @@ def withheld(scenario, result, unit: str = "gib") -> str | None:
     if engine is None or engine.budget_source not in MEASURED_BUDGETS:
         return None
     estimates = f"the plan sizes from {title(engine.engine)}'s estimates"
-    if engine.budget_source == "measured":
+    if engine.budget_source is BudgetSource.MEASURED:
         return f"{estimates}, not the log's measurements"
     kv = engine.kv_budget_bytes_per_gpu
     if kv is None or kv < 0:

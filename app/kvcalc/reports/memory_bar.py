@@ -3,6 +3,7 @@ utilization, the overhead you set) or the chosen engine's (its usable memory, it
 estimate, the KV pool it allocates whole). Pure, exact ints."""
 
 from ..engines import REGISTRY
+from ..engines.result import BudgetSource
 from ..serving import WEIGHT_PARTS
 from .report import usable_bytes_per_gpu
 
@@ -71,7 +72,7 @@ def _engine_bar(result, scenario) -> dict:
         usable = total
     else:
         overhead, reserved = engine.overhead_bytes_per_gpu or 0, total - usable
-        what = {"estimate": "estimated", "measured": "the log's, re-estimated"}.get(engine.budget_source, "yours")
+        what = {BudgetSource.ESTIMATE: "estimated", BudgetSource.MEASURED: "the log's, re-estimated"}.get(engine.budget_source, "yours")
         labels.update(overhead=f"Overhead ({name}, {what})", reserved=f"Kept back by {name}'s memory cap")
     over = 0 if engine.starts else max(0, weights + overhead + in_use - usable)
     free = max(0, (pool if whole else usable - weights - overhead) - in_use)

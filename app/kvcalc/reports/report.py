@@ -4,6 +4,7 @@ from collections import Counter
 from fractions import Fraction
 
 from .. import engines, serving as production
+from ..engines.result import BudgetSource
 from . import source_formula
 from ..evaluation import Evaluation
 from ..parallel import summary_words as parallel_words
@@ -118,7 +119,7 @@ def engine_json(engine) -> dict:
         "engine_max_concurrency": None if engine.max_concurrency is None else float(engine.max_concurrency),
         "engine_starts": engine.starts, "engine_max_model_len": engine.max_model_len,
         "engine_refusal": engine.refusal, "activation_bytes_per_gpu": engine.activation_bytes_per_gpu,
-        "engine_budget_source": engine.budget_source,
+        "engine_budget_source": engine.budget_source.value,
         "engine_kv_tokens_range": None if engine.kv_tokens_range is None else list(engine.kv_tokens_range),
         # The estimate's band, lowest overhead first, and the concurrency at the same two ends
         # (null where the engine would not start there).
@@ -194,7 +195,7 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
 
 
 # How an engine's overhead came about, in a phrase.
-SOURCE_WORDS = {"estimate": "estimated", "measured": "the log's, moved by the estimate for your edit"}
+SOURCE_WORDS = {BudgetSource.ESTIMATE: "estimated", BudgetSource.MEASURED: "the log's, moved by the estimate for your edit"}
 
 
 def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | None:
@@ -202,12 +203,12 @@ def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | N
     engine, name = result.engine, engines.title(result.engine.engine)
     if engine.kv_budget_bytes_per_gpu is None:
         return None
-    if engine.budget_source == "kv-memory-gib":
+    if engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
     usable = usable_bytes_per_gpu(result)
     weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
     logged = "" if engine.weights_bytes_per_gpu is None else " (the log's, moved by your edit)" \
-        if engine.budget_source == "measured" else f" (as {name} places them)"
+        if engine.budget_source is BudgetSource.MEASURED else f" (as {name} places them)"
     line = f"KV memory per GPU ({name}) = usable {size(usable, unit)} - weights {size(weights, unit)}{logged}"
     if engine.overhead_bytes_per_gpu:        # SGLang subtracts none: its activations live in what it leaves
         what = SOURCE_WORDS.get(engine.budget_source, "yours")
@@ -444,7 +445,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
 def _overhead_metrics(scenario: Scenario, result: Result, data: dict, unit: str) -> dict:
     """The overhead subtracted per GPU and the activation peak in it, as the sizing in force has them."""
     engine = result.engine
-    overhead = None if engine is not None and engine.budget_source == "kv-memory-gib" else \
+    overhead = None if engine is not None and engine.budget_source is BudgetSource.GIVEN_KV_MEMORY else \
         data["overhead_bytes_per_gpu"]
     activation = None if engine is None else engine.activation_bytes_per_gpu
     out = {}
@@ -463,12 +464,12 @@ def overhead_conditions(scenario: Scenario, result: Result, unit: str) -> dict:
     name = engines.title(engine.engine)
     band = "" if not engine.band else (f" (band {size(engine.band[1].overhead_bytes_per_gpu, unit)} to "
                                        f"{size(engine.band[0].overhead_bytes_per_gpu, unit)})")
-    overhead = {"kv-memory-gib": f"n/a: your log gives {name}'s KV memory, which already leaves it out",
-                "overhead-gib": f"yours, in place of {name}'s estimate",
-                "estimate": f"{name}'s, estimated{band}: subtracted before the KV cache",
-                "measured": f"the log's, moved by {name}'s estimate for what you changed{band}",
-                "none": f"{name}'s, estimated{band}"}[engine.budget_source]
-    if engine.budget_source == "estimate" and not engine.overhead_bytes_per_gpu:
+    overhead = {BudgetSource.GIVEN_KV_MEMORY: f"n/a: your log gives {name}'s KV memory, which already leaves it out",
+                BudgetSource.GIVEN_OVERHEAD: f"yours, in place of {name}'s estimate",
+                BudgetSource.ESTIMATE: f"{name}'s, estimated{band}: subtracted before the KV cache",
+                BudgetSource.MEASURED: f"the log's, moved by {name}'s estimate for what you changed{band}",
+                BudgetSource.NONE: f"{name}'s, estimated{band}"}[engine.budget_source]
+    if engine.budget_source is BudgetSource.ESTIMATE and not engine.overhead_bytes_per_gpu:
         overhead = f"none subtracted: {name} keeps its activations in the share its memory cap leaves"
     activation = f"{name}'s profiling run, estimated: part of the overhead" \
         if engine.activation_bytes_per_gpu is not None else f"n/a: {name}'s estimate has no separate activation peak"
@@ -508,7 +509,7 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     overhead = engine.overhead_bytes_per_gpu
     metrics["engine_overhead_band"] = (
         "" if not band else f"{band[1].overhead_bytes_per_gpu},{band[0].overhead_bytes_per_gpu}",
-        ("n/a" if overhead is None else size(overhead, unit) + (" (yours)" if engine.budget_source == "overhead-gib"
+        ("n/a" if overhead is None else size(overhead, unit) + (" (yours)" if engine.budget_source is BudgetSource.GIVEN_OVERHEAD
                                                                   else "")) if not band else
         f"{size(overhead, unit)} (band {size(band[1].overhead_bytes_per_gpu, unit)} to "
         f"{size(band[0].overhead_bytes_per_gpu, unit)})",
@@ -516,15 +517,15 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             ("does not start" if not end.starts else f"{float(end.max_concurrency):,.2f}x") + f" at {label}"
             for end, label in ((band[1], "the least"), (band[0], "the most"))))
     why = []
-    if engine.budget_source == "kv-memory-gib":
+    if engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         why.append(engine_memory_line(scenario, result, unit) + ".")
         if engine.kv_tokens_range and engine.kv_tokens_range[0] != engine.kv_tokens_range[1]:
             low, high = engine.kv_tokens_range
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
-    elif engine.budget_source in ("estimate", "overhead-gib", "measured") and engine.kv_budget_bytes_per_gpu is not None:
+    elif engine.budget_source in (BudgetSource.ESTIMATE, BudgetSource.GIVEN_OVERHEAD, BudgetSource.MEASURED) and engine.kv_budget_bytes_per_gpu is not None:
         why.append(engine_memory_line(scenario, result, unit) + "."
-                   + (rules.USABLE_WORDS if engine.budget_source == "estimate" else ""))
+                   + (rules.USABLE_WORDS if engine.budget_source is BudgetSource.ESTIMATE else ""))
         if engine.band:
             top, bottom = engine.band
             top_words, bottom_words = ("does not start" if not end.starts else

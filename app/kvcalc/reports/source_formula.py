@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from .. import engines
 from ..engines import result as engine_result
+from ..engines.result import BudgetSource
 from ..engines.sglang import engine as sglang
 from ..engines.vllm import engine as vllm, release as vllm_release
 from ..layers import FullAttention, IndexedAttention
@@ -231,7 +232,7 @@ def _memory(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> N
     """Utilization, the weights on the most loaded GPU and the overhead, on every GPU together."""
     dep, engine, gpus = scenario.deployment, result.engine, src.gpus
     memory = dep.gpu_memory_bytes
-    if engine is not None and engine.budget_source == "kv-memory-gib":
+    if engine is not None and engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         chain.step("kv_memory", "KV memory from your log", "free", Fraction(src.free_bytes, gpus),
                    engine.kv_budget_bytes_per_gpu, "the KV memory per GPU your engine's log printed, in place of "
                    "utilization, weights and overhead", free=gpus * engine.kv_budget_bytes_per_gpu)

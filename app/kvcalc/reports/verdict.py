@@ -7,6 +7,7 @@ weights unknown) and the sentence then says what is missing.
 from dataclasses import dataclass
 
 from ..engines import REGISTRY, title
+from ..engines.result import BudgetSource
 from ..serving import offload, prefix_hits
 from ..words import plural, size
 
@@ -152,7 +153,7 @@ def kv_memory_contradiction(scenario, result, unit: str = "gib") -> tuple[str, s
     that KV memory gives (requests, longest context) are then withheld, not shown beside it."""
     engine, dep, settings = result.engine, scenario.deployment, scenario.settings
     card = dep.gpu_memory_bytes
-    if engine is None or engine.budget_source != "kv-memory-gib" or engine.kv_budget_bytes_per_gpu is None or card is None:
+    if engine is None or engine.budget_source is not BudgetSource.GIVEN_KV_MEMORY or engine.kv_budget_bytes_per_gpu is None or card is None:
         return None
     kv = engine.kv_budget_bytes_per_gpu
     measured = settings.measured

@@ -39,7 +39,7 @@ from ...precision import precision
 from ...command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ...units import GIB, ceil_div
 from .. import releases
-from ..result import Band, Budget, EngineResult
+from ..result import Band, Budget, BudgetSource, EngineResult
 
 # Builds as llama.cpp numbers them (b5192); the rules below were read across these builds: from
 # b4462 (the oldest start-up log checked, tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log)
@@ -420,7 +420,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if place.partial:
         on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
         weights = dep.weights_bytes
-        if available is not None and budget.source != "kv-memory-gib":
+        if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             if weights is None:
                 raise InputError("n-gpu-layers", "partial offload needs the weights' size (params or weights-gib)")
             cpu_weights, staging = _weights_on_cpu(model, settings, weights, place, notes)
@@ -435,11 +435,11 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         if dep.gpus > 1:
             raise InputError("n-cpu-moe", "--n-cpu-moe over several GPUs depends on how llama.cpp splits the "
                                           "layers left on them, which is not modelled; use one GPU")
-        if available is not None and budget.source != "kv-memory-gib":
+        if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available += moe_cpu
         staging = max(staging, moe_staging)
     if draft_pool is not None:
-        if available is not None and budget.source != "kv-memory-gib":
+        if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available -= draft_pool.bytes_total
         notes.append(_draft_words(scenario.serving.draft, draft_pool))
     compute = compute_buffer_bytes(model, pool, chunk, flash)
@@ -462,7 +462,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                      "its vocabulary size and hidden size.")
     else:
         extra_log.append(compute_buffer_line(compute) + f"   (estimated, {COMPUTE_BUFFER_ERROR})")
-        if available is not None and budget.source != "overhead-gib":
+        if available is not None and budget.source is not BudgetSource.GIVEN_OVERHEAD:
             available -= compute
             activation = overhead = compute
         attention = "with flash attention" if flash else \
@@ -482,7 +482,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if starts is False:
         refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"
     band = None
-    if compute is not None and available is not None and budget.source == "estimate":
+    if compute is not None and available is not None and budget.source is BudgetSource.ESTIMATE:
         spread = int(compute * COMPUTE_BUFFER_BAND)
         band = tuple(Band(compute + d, available - d, on_gpu <= available - d, pool.max_concurrency, pool.kv_tokens)
                      for d in (spread, -spread))

@@ -29,7 +29,7 @@ from ...layers import IndexedAttention
 from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ...units import GIB, ceil_div
 from .. import releases
-from ..result import Budget, EngineResult, torch_total, without_budget
+from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
@@ -460,7 +460,7 @@ def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Bu
                   f"the embedding whole, dense layers and the head over all {tp_size(dep)}, experts "
                   + ("whole over the EP group)" if dep.expert_parallel else "sliced over tp_size)"))
     notes.append(words)
-    if budget.kv_bytes_per_gpu is None or budget.source not in ("estimate", "overhead-gib") or mine in (None, ideal):
+    if budget.kv_bytes_per_gpu is None or budget.source not in (BudgetSource.ESTIMATE, BudgetSource.GIVEN_OVERHEAD) or mine in (None, ideal):
         return budget, None
     return replace(budget, kv_bytes_per_gpu=budget.kv_bytes_per_gpu + ideal - mine), mine
 
