@@ -82,3 +82,56 @@ def test_every_module_says_its_job_and_none_touches_the_page():
             else:
                 continue
             assert not roots & {"pyscript", "js", "pyodide"}, f"{path.relative_to(ENGINE)} touches the page"
+
+
+# The floors of the house, from the ground up (issue 35): shared values, what users bring read in,
+# the ideal sizing, the engines, what runs beside the model, the question as typed, one
+# evaluation, the answer in words, the inverse question, the CLI. An import goes down or stays.
+FLOORS = (
+    ("units", "errors", "words", "precision", "command_line", "layers", "model"),
+    ("readers",),
+    ("experts", "parallel", "sizing"),
+    ("engines",),
+    ("serving",),
+    ("inputs",),
+    ("evaluation",),
+    ("reports",),
+    ("planning",),
+    ("cli", "__main__", ""),
+)
+
+
+def floor(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    return next(i for i, names in enumerate(FLOORS) if top in names)
+
+
+def test_every_import_goes_down_the_floors():
+    """readers/ never asks an engine, an engine never asks the serving parts or the options, and
+    so on up: a folder that imported one above it would be a loop of folders."""
+    for module, targets in graph().items():
+        for target in targets:
+            assert floor(target) <= floor(module), \
+                f"{module} (floor {floor(module)}) imports {target} (floor {floor(target)}), above it"
+
+
+def layout_map() -> set:
+    """The modules README's Layout table names for app/kvcalc, as paths below it without .py."""
+    text = (ENGINE.parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for row in section.splitlines():
+        if row.startswith("| `"):
+            first = row.split("|")[1]
+            named |= {name.strip().strip("`") for name in first.split(", ")}
+    return named
+
+
+def test_readme_layout_names_every_module_once():
+    on_disk = {p.relative_to(ENGINE).with_suffix("").as_posix() for p in MODULES
+               if p.name not in ("__init__.py", "__main__.py")}
+    on_disk |= {p.parent.relative_to(ENGINE).as_posix() + "/" for p in MODULES if p.name == "__init__.py"
+                and p.parent != ENGINE}
+    named = layout_map()
+    assert sorted(on_disk - named) == [], "README's Layout does not name these"
+    assert sorted(named - on_disk) == [], "README's Layout names what is not there"
