@@ -15,7 +15,7 @@ from kvcalc.evaluation import evaluate
 from kvcalc.engines.llamacpp import engine as llamacpp
 from kvcalc.engines import releases
 from kvcalc.engines.sglang import engine as sglang
-from kvcalc.engines.vllm import engine as vllm, release as vllm_release
+from kvcalc.engines.vllm import allocator as vllm_allocator, release as vllm_release
 from kvcalc.precision import precision
 from support import FIXTURES, cli, hf_fixture
 
@@ -34,7 +34,7 @@ def ends(gib: str):
 
 
 def vllm_range(model, kv, tp, pp, model_len, chunk, block, gib):
-    pools = [vllm.allocate(model, precision(kv), tp, pp, model_len, chunk, block, n) for n in ends(gib)]
+    pools = [vllm_allocator.allocate(model, precision(kv), tp, pp, model_len, chunk, block, n) for n in ends(gib)]
     return pools
 
 
@@ -108,8 +108,8 @@ def test_vllm_refusal_estimates_the_longest_model_length(gib, estimate):
 def test_vllm_refuses_negative_memory_like_the_log():
     # vllm-gpt-oss-120b-h100-default-negative-kv.log: "Available KV cache memory: -2.14 GiB".
     assert "Available KV cache memory: -2.14 GiB" in log_text("vllm-gpt-oss-120b-h100-default-negative-kv.log")
-    pool, refusal, longest, _ = vllm.allocate(model_from_config(QWEN3_06B), precision("bf16"), 1, 1, 4096, 8192, 16,
-                                              int(-2.14 * GIB))
+    pool, refusal, longest, _ = vllm_allocator.allocate(model_from_config(QWEN3_06B), precision("bf16"), 1, 1, 4096,
+                                                        8192, 16, int(-2.14 * GIB))
     assert pool is None and refusal.startswith("ValueError: No available memory for the cache blocks") and longest == 0
 
 
@@ -230,7 +230,8 @@ def test_vllm_concurrency_from_blocks_at_a_short_context():
     assert "# GPU blocks: 1381" in text and "Maximum concurrency for 2048 tokens per request: 10.79x" in text
     model = evaluate({"model": "meta-llama/Llama-3.1-70B"}).scenario.model
     block_bytes = 16 * sum(layer.row_bytes(precision("bf16")) for layer in model.layers)
-    pool, refusal, _, _ = vllm.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16, 1381 * block_bytes + block_bytes - 1)
+    pool, refusal, _, _ = vllm_allocator.allocate(model, precision("bf16"), 1, 1, 2048, 2048, 16,
+                                                  1381 * block_bytes + block_bytes - 1)
     assert refusal is None and pool.num_blocks == 1381 and f"{float(pool.max_concurrency):.2f}" == "10.79"
 
 
@@ -492,8 +493,9 @@ def test_vllm_hybrid_pool_on_a_real_qwen3_next_log():
     logged_concurrency = re.search(r"Maximum concurrency for 32,768 tokens per request: ([0-9.]+)x", text)[1]
     seen = set()
     for memory in (Fraction("17.575"), Fraction("17.58"), Fraction("17.585")):
-        pool, refusal, _, lines = vllm.allocate(model, precision("fp8"), 2, 1, 32768, 8192, 16, int(memory * GIB),
-                                                precision("bf16"), state_pages=vllm.MAMBA_NONE_PAGES)
+        pool, refusal, _, lines = vllm_allocator.allocate(model, precision("fp8"), 2, 1, 32768, 8192, 16,
+                                                          int(memory * GIB), precision("bf16"),
+                                                          state_pages=vllm_allocator.MAMBA_NONE_PAGES)
         assert refusal is None and pool.block_size == 1072
         assert lines == ["Setting attention block size to 1072 tokens to ensure that attention page size is "
                          ">= mamba page size."]

@@ -1,0 +1,391 @@
+"""vLLM (V1)'s KV cache allocator: one frozen spec per layer kind owning its page and what one
+request keeps of it, the KV cache groups, and the pool the memory left for the cache buys.
+
+Shaped as vLLM shapes its own (paths as of its 2025-2026 main):
+- `vllm/v1/kv_cache_interface.py`: a spec per layer kind (FullAttentionSpec, MLAAttentionSpec,
+  SlidingWindowSpec, ChunkedLocalAttentionSpec, MambaSpec), each with `page_size_bytes` (one
+  block of this layer on this rank) and `max_memory_usage_bytes` (what one request at
+  max_model_len keeps of it).
+- `vllm/v1/core/kv_cache_utils.py`: get_kv_cache_groups (one group when every layer needs the
+  same token slots; otherwise `_get_kv_cache_groups_uniform_page_size`: groups of equal size,
+  the smallest type count, or the largest when it is under 1.5x the smallest, padded);
+  unify_kv_cache_spec_page_size (smaller pages grow their block size by the ratio);
+  get_num_blocks (available // page // layers per group); get_kv_cache_configs (every worker
+  takes the smallest block count); _report_kv_cache_config ("GPU KV cache size" = num_blocks
+  // groups x the smallest block size; "Maximum concurrency" = num_blocks / blocks one request
+  at max_model_len needs); _check_enough_kv_cache_memory and _estimate_max_model_len_from_groups
+  (the refusal and its binary search).
+- `vllm/platforms/interface.py` _align_hybrid_block_size: a hybrid's attention block grows until
+  one attention page holds a state page.
+"""
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from ...errors import InputError
+from ...units import GIB, ceil_div
+from . import printing
+
+DEFAULT_BLOCK = 16
+FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
+BLOCK_SIZES = (8, 16, 32, 64, 128, 256)      # vllm/config/cache.py BlockSize (1 is for TPU)
+# Mamba / linear-attention state (MambaSpec.max_memory_usage_bytes): with prefix caching on,
+# vLLM's default for hybrids since v0.26 (ModelConfig.is_prefix_caching_supported), mamba_cache_mode
+# "align" keeps two state pages per request; with it off ("none", and before v0.26) one.
+MAMBA_ALIGN_PAGES = 2
+MAMBA_NONE_PAGES = 1
+KERNEL_BLOCK_ALIGNMENT = 16       # the smallest kernel block of the CUDA attention backends
+SWAP_SPACE_BYTES = 4 * GIB        # V0's --swap-space default: CPU blocks for preempted sequences
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """What every attention layer's spec shares: a page is block_size tokens of this layer's K
+    and V on this rank (AttentionSpec.page_size_bytes), and a request keeps whole pages."""
+    block_size: int
+    token_bytes: int         # one token's K and V (or latent) in this layer on this rank
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.block_size * self.token_bytes
+
+    def pages(self, model_len: int, prefill_chunk: int) -> int:
+        """The pages one request at `model_len` keeps in this layer."""
+        raise NotImplementedError
+
+    def max_memory_usage_bytes(self, model_len: int, prefill_chunk: int) -> int:
+        return self.pages(model_len, prefill_chunk) * self.page_size_bytes
+
+    def token_slots(self) -> tuple:
+        """What decides how many token slots a request needs: layers with equal slots share one
+        group, each with its own page size (UniformTypeKVCacheSpecs)."""
+        return (type(self).__name__, 0)
+
+
+@dataclass(frozen=True)
+class FullAttentionSpec(AttentionSpec):
+    """A layer that keeps every token: a request at max_model_len holds cdiv(max_model_len,
+    block_size) pages (FullAttentionSpec.max_memory_usage_bytes)."""
+
+    def pages(self, model_len: int, prefill_chunk: int) -> int:
+        return ceil_div(model_len, self.block_size)
+
+
+@dataclass(frozen=True)
+class MLAAttentionSpec(FullAttentionSpec):
+    """DeepSeek's latent attention: every token's compressed latent, whole on every rank (its
+    token_bytes are kv_lora_rank + qk_rope_head_dim wide); pages as FullAttentionSpec's, but a type
+    of its own, so it never shares a group with plain attention."""
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(AttentionSpec):
+    """A layer that keeps the last `window` tokens: during chunked prefill it holds window - 1
+    computed tokens plus a batch of new ones, never more than max_model_len, and one page more
+    because the window need not start at a page's edge (SlidingWindowSpec.max_memory_usage_bytes)."""
+    window: int
+
+    def pages(self, model_len: int, prefill_chunk: int) -> int:
+        return ceil_div(min(self.window - 1 + prefill_chunk, model_len), self.block_size) + 1
+
+    def token_slots(self) -> tuple:
+        return (type(self).__name__, self.window)
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    """Llama 4's chunked local attention: the current chunk plus a batch of new tokens, never more
+    than max_model_len (ChunkedLocalAttentionSpec.max_memory_usage_bytes)."""
+    window: int              # attention_chunk_size
+
+    def pages(self, model_len: int, prefill_chunk: int) -> int:
+        return ceil_div(min(self.window + prefill_chunk, model_len), self.block_size)
+
+    def token_slots(self) -> tuple:
+        return (type(self).__name__, self.window)
+
+
+@dataclass(frozen=True)
+class MambaSpec:
+    """A state-space or linear-attention layer: a fixed state per request whatever its length,
+    its page padded to the attention page (MambaSpec.page_size_padded); a request keeps
+    `state_pages` of them: 1 ("none"), 2 (prefix caching's "align"), plus one per speculative
+    token (num_speculative_blocks)."""
+    block_size: int
+    state_page_bytes: int
+    state_pages: int = MAMBA_ALIGN_PAGES
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.state_page_bytes
+
+    def pages(self, model_len: int, prefill_chunk: int) -> int:
+        return self.state_pages
+
+    def max_memory_usage_bytes(self, model_len: int, prefill_chunk: int) -> int:
+        return self.state_pages * self.page_size_bytes
+
+    def token_slots(self) -> tuple:
+        return (type(self).__name__, 0)
+
+
+# Our layer kinds (layers.py) and the spec vLLM gives each.
+ATTENTION_SPECS = {"full": FullAttentionSpec, "mla": MLAAttentionSpec, "sliding": SlidingWindowSpec,
+                   "chunked": ChunkedLocalAttentionSpec}
+
+
+@dataclass(frozen=True)
+class Group:
+    spec: object               # the group's spec; None for the one group of a uniform-type model
+    layers: tuple[int, ...]    # model layer indices in this group
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The KV cache vLLM would configure, and what it would print."""
+    block_size: int
+    num_blocks: int
+    kv_tokens: int                 # "GPU KV cache size: N tokens"
+    max_concurrency: Fraction      # "Maximum concurrency for L tokens per request: C x"
+    bytes_per_request: int         # what one request at max_model_len reserves on the fullest worker
+    groups: int
+    padding: tuple = ()            # (layers added, % of that type) per padded layer type
+
+
+def block_size_for(model, gpu_name: str | None, block_size: int | None) -> tuple[int, str | None]:
+    """The block size vLLM uses, and why when it is not its default of 16."""
+    if block_size and block_size > 1:
+        if block_size not in BLOCK_SIZES:
+            raise InputError("block-size", f"vLLM takes block sizes {', '.join(map(str, BLOCK_SIZES))}, "
+                                           f"not {block_size}")
+        return block_size, None
+    if any(layer.kind == "mla" for layer in model.layers) and gpu_name and _flash_mla_gpu(gpu_name):
+        return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA."
+    return DEFAULT_BLOCK, None
+
+
+def _flash_mla_gpu(gpu_name: str) -> bool:
+    name = gpu_name.upper()
+    return any(tag in name for tag in ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200"))
+
+
+def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
+             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple[list, int, list]:
+    """Each layer's spec (None for a layer without a KV cache) in model order, the block size,
+    and the lines vLLM logs when a hybrid's state page moves it.
+
+    Hybrids (vllm/platforms/interface.py _align_hybrid_block_size): the attention block grows to
+    16 x cdiv(state page, 16 x one token's attention bytes) so an attention page holds a state,
+    and the state page is padded to exactly that."""
+    attention = [layer for layer in model.layers if layer.kind in ATTENTION_SPECS]
+    states = [layer.state_bytes(state_precision, tp) for layer in model.layers if layer.kind == "state"]
+    lines, padded = [], 0
+    if states:
+        if not attention:
+            raise InputError("engine", "a model of state-space layers only keeps no attention pages; vLLM's "
+                                       "figures for it are not modelled")
+        token_bytes = attention[0].row_bytes(kv_precision, tp)
+        state_page = max(states)
+        align = max(KERNEL_BLOCK_ALIGNMENT, block_size)
+        needed = align * ceil_div(state_page, align * token_bytes)
+        if block_size < needed:
+            block_size = needed
+            lines.append(printing.attention_block_line(block_size))
+        padded = block_size * token_bytes
+        if padded != state_page:
+            lines.append(printing.mamba_padding_line(padded, state_page))
+    out = []
+    for layer in model.layers:
+        if layer.kind == "state":
+            out.append(MambaSpec(block_size, padded, state_pages))
+        elif layer.kind == "none" or layer.held_range(1) is None:
+            out.append(None)
+        elif layer.kind in ("sliding", "chunked"):
+            out.append(ATTENTION_SPECS[layer.kind](block_size, layer.row_bytes(kv_precision, tp), layer.window))
+        else:
+            out.append(ATTENTION_SPECS[layer.kind](block_size, layer.row_bytes(kv_precision, tp)))
+    return out, block_size, lines
+
+
+def kv_groups(specs: list) -> tuple[list, list]:
+    """vLLM's KV cache groups for these layer specs, and the padding layers it adds.
+
+    Layers that all need the same token slots make one group (Group.spec None), each layer its
+    own page size. Otherwise the pages are unified to the largest (a smaller page's block grows
+    by the ratio) and each spec's layers are dealt into groups of one size: the smallest spec's
+    layer count, or the largest when that is under 1.5x the smallest; a spec whose count it does
+    not divide is padded.
+
+    Worked example, Gemma 3 27B (google/gemma-3-27b-it: 62 layers, every sixth full, the rest
+    sliding over 1,024 tokens; 16 KV heads of 128, bf16, tp 1, 16-token blocks): every layer's
+    page is 16 x 2 x 16 x 128 x 2 = 131,072 B, so none grows. 10 full and 52 sliding layers: the
+    group size is 10 (52 >= 1.5 x 10), so the full layers are one group and the sliding ones
+    cdiv(52, 10) = 6 groups, 60 slots for 52 layers: "Add 8 padding layers, may waste at most
+    15.38% KV cache memory". Seven groups of 10; a block is 10 x 131,072 = 1,310,720 B, and a
+    request at 32,768 tokens with a 2,048-token prefill chunk keeps 2,048 full-attention pages
+    plus 6 x (cdiv(1,023 + 2,048, 16) + 1 = 193) sliding pages = 3,206 blocks, 4,202,168,320 B.
+    """
+    cached = [(i, s) for i, s in enumerate(specs) if s is not None]
+    if not cached:
+        raise InputError("engine", "the model keeps no KV cache, so vLLM allocates no KV blocks")
+    if len({s.token_slots() for _, s in cached}) == 1:
+        return [Group(None, tuple(i for i, _ in cached))], []
+    by_spec: dict = {}
+    for i, s in cached:
+        by_spec.setdefault(s, []).append(i)
+    largest = max(s.page_size_bytes for s in by_spec)
+    unified = {}
+    for s, layers in by_spec.items():
+        if isinstance(s, MambaSpec):
+            if s.page_size_bytes != largest:
+                raise InputError("engine", "vLLM cannot make this hybrid's state and attention pages equal")
+            unified.setdefault(s, []).extend(layers)
+            continue
+        if largest % s.page_size_bytes:
+            raise InputError("engine", "vLLM cannot unify this model's page sizes (one does not divide the "
+                                       "other), so it would not start with the hybrid KV cache manager")
+        grown = replace(s, block_size=s.block_size * (largest // s.page_size_bytes))
+        unified.setdefault(grown, []).extend(layers)
+    counts = [len(v) for v in unified.values()]
+    group_size = min(counts)
+    if max(counts) < group_size * 1.5:
+        group_size = max(counts)
+    groups, padding = [], []
+    for s, layers in unified.items():
+        layers = sorted(layers)
+        n_groups = ceil_div(len(layers), group_size)
+        if n_groups * group_size > len(layers):
+            added = n_groups * group_size - len(layers)
+            padding.append((added, added / len(layers) * 100))
+        groups.extend(Group(s, tuple(layers[i::n_groups])) for i in range(n_groups))
+    return groups, padding
+
+
+def _worker_need(groups, specs, stage: set, model_len: int, chunk: int):
+    """(page bytes of one block, layers sharing a block tensor, bytes one request needs at
+    model_len) on the worker holding the layers in `stage`."""
+    if groups[0].spec is None:               # one group, each layer its own page size
+        # Models repeat a handful of layer specs: each distinct one is priced once.
+        mine = _stage_specs(groups, specs, stage)
+        page = sum(n * s.page_size_bytes for s, n in mine)
+        need = sum(n * s.max_memory_usage_bytes(model_len, chunk) for s, n in mine)
+        return page, 1, need
+    page = groups[0].spec.page_size_bytes
+    group_size = max(sum(1 for i in g.layers if i in stage) for g in groups)
+    blocks = sum(g.spec.pages(model_len, chunk) for g in groups)
+    return page, group_size, group_size * page * blocks
+
+
+class _Stage(set):
+    """One worker's cached layer indices, with (spec, how many of its layers have it) for the one
+    group's layers, priced once each: models repeat a handful of layer specs."""
+    counts: tuple = ()
+
+
+def _stage_specs(groups, specs, stage: set) -> tuple:
+    counts = getattr(stage, "counts", None)
+    if counts:
+        return counts
+    held = {}
+    for i in groups[0].layers:
+        if i in stage:
+            held[specs[i]] = held.get(specs[i], 0) + 1
+    return tuple(held.items())
+
+
+def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
+    """(specs, block size, config lines, groups, padding, each worker's cached layers), kept in
+    the model's memo: the longest-context search and the charts ask for the same layout many
+    times per update, and it depends on none of the numbers they vary."""
+    key = ("vllm-layout", kv_precision.name, (state_precision or kv_precision).name, tp, pp, block_size, state_pages)
+    memo = model.memo
+    if key not in memo:
+        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    return memo[key]
+
+
+def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
+    specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
+                                               state_pages)
+    groups, padding = kv_groups(specs)
+    stages, start = [], 0
+    for stage in model.stages(pp):
+        size = sum(stage.values())
+        stages.append(_Stage(range(start, start + size)))
+        start += size
+    stages = [s for s in stages if any(specs[i] is not None for i in s)]
+    if groups[0].spec is None:
+        for stage in stages:
+            stage.counts = _stage_specs(groups, specs, stage)
+    return specs, block_size, config_lines, groups, padding, stages
+
+
+def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int, block_size: int,
+                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES) -> int:
+    """What one request at max_model_len reserves on the fullest worker ("X GiB KV cache is
+    needed"): it depends on the model and the context, not on the memory."""
+    specs, _, _, groups, _, stages = _layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    return max(_worker_need(groups, specs, stage, model_len, prefill_chunk)[2] for stage in stages)
+
+
+def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
+             block_size: int, available_bytes: int, state_precision=None,
+             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple:
+    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
+
+    Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
+    while it sizes a hybrid's pages)."""
+    specs, block_size, config_lines, groups, padding, stages = _layout(
+        model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+
+    def longest_on(workers) -> int:
+        """vLLM's binary search for the longest max_model_len these workers hold."""
+        def fits(length: int) -> bool:
+            return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= available_bytes for s in workers)
+        if available_bytes <= 0 or not fits(1):
+            return 0
+        lo, hi = 1, model_len
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    if available_bytes <= 0:
+        return None, printing.NO_MEMORY_REFUSAL, 0, config_lines
+    needs = [_worker_need(groups, specs, s, model_len, prefill_chunk) for s in stages]
+    # vLLM checks the workers in rank order and raises at the first that cannot hold one request.
+    failing = [i for i, (_, _, need) in enumerate(needs) if need > available_bytes]
+    if failing:
+        first = failing[0]
+        longest = longest_on([stages[first]])
+        return None, printing.too_long_refusal(model_len, needs[first][2], available_bytes, longest), longest, \
+            config_lines
+    worst = max(need for _, _, need in needs)
+    num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
+    if groups[0].spec is None:
+        per_request_blocks = max(specs[i].pages(model_len, prefill_chunk) for i in groups[0].layers)
+        min_block = block_size
+    else:
+        per_request_blocks = sum(g.spec.pages(model_len, prefill_chunk) for g in groups)
+        min_block = min(g.spec.block_size for g in groups)
+    concurrency = Fraction(num_blocks, per_request_blocks)
+    pool = Pool(block_size=min_block, num_blocks=num_blocks,
+                # Current vLLM (_report_kv_cache_config) logs max_concurrency x max_model_len as the
+                # KV cache size; releases before it logged num_blocks // groups x block_size.
+                kv_tokens=int(concurrency * model_len),
+                max_concurrency=concurrency,
+                bytes_per_request=worst, groups=len(groups), padding=tuple(padding))
+    return pool, None, model_len, config_lines
+
+
+def swap_blocks(model, kv_precision, tp: int, block: int) -> int | None:
+    """V0's "# CPU blocks": its 4 GiB swap space over one block of every layer on the rank."""
+    key = ("vllm-swap", kv_precision.name, tp, block)
+    if key not in model.memo:
+        per_block = sum(block * layer.row_bytes(kv_precision, tp) for layer in model.layers
+                        if layer.kind in ATTENTION_SPECS and layer.held_range(1) is not None)
+        model.memo[key] = SWAP_SPACE_BYTES // per_block if per_block else None
+    return model.memo[key]
