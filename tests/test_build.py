@@ -55,6 +55,18 @@ def test_csp_allows_only_this_origin_and_the_boot_flag():
     assert "unsafe-inline" not in build.CSP and not re.search(r"<[^>]+\son\w+=", text)
 
 
+def test_the_boot_script_is_a_file_of_its_own():
+    # static/boot.js, inlined line by line (trimmed, its comments left out): the hash above is of
+    # it, build.py holds no JS, and the site does not serve it a second time as a file.
+    source = (ROOT / "static" / "boot.js").read_text(encoding="utf-8")
+    code = [line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("//")]
+    assert build.BOOT.split("\n") == code and code[0] == "(() => {" and code[-1] == "})();"
+    assert "addEventListener" not in (ROOT / "tools" / "build.py").read_text(encoding="utf-8")
+    assert build._not_copied(str(ROOT / "static"), ["boot.js", "sw.js", "early.mjs", ".ready"]) == [
+        "boot.js", "sw.js", ".ready"]
+    assert build._not_copied(str(ROOT / "static" / "vendor"), ["boot.js", "sw.js"]) == []
+
+
 def test_headers_file_carries_the_same_policy_and_what_a_meta_tag_cannot(tmp_path):
     site = tmp_path / "site"
     (site / "static" / "vendor" / "pyscript").mkdir(parents=True)
