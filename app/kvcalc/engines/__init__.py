@@ -1,9 +1,20 @@
 """The engines' registry and the one dispatch: each engine (vLLM's blocks, SGLang's token pool,
-llama.cpp's cells) is a module with the same members (NAME, TITLE, default_chunk, usable_memory,
-estimate_overhead, size, stores, explain and the words the page labels its figures with); this module picks the KV memory (the user's figure
-from a log, or the engine's estimate) and calls it. Adding an engine is one module and one line
-in REGISTRY."""
+llama.cpp's cells) is a module with the members engines/protocol.py writes down (NAME, TITLE,
+default_chunk, usable_memory, estimate_overhead, size, stores, explain, launch and the words the
+page labels its figures with); this module picks the KV memory (the user's figure from a log, or the
+engine's estimate) and calls it. Adding an engine is one folder, engines/<engine>/, and one line
+here: `register(module)`.
 
+An engine leaves out an optional member to take its default, which is kept here and only here:
+DEFAULTS for data, `member(engine, name)` to read one, and the functions below for the optional
+callables (memory_utilization, data_parallel, the source formula's words). The shared code asks
+these, never an engine's name.
+
+Each engine names its start-up log reader (LOG_READER, a module of its folder); `log_readers()`
+loads them on the first ask, so the page does not load the log readers at start-up (it loads
+them when a log is pasted)."""
+
+import importlib
 from dataclasses import replace
 from fractions import Fraction
 
@@ -16,16 +27,99 @@ from .sglang import engine as sglang
 from .vllm import engine as vllm
 from .result import Band, Budget, BudgetSource, EngineResult
 
-REGISTRY = {module.NAME: module for module in (vllm, sglang, llamacpp)}
-ENGINES = tuple(REGISTRY)
+# The default of each optional data member (protocol.py documents each): what an engine that
+# leaves the member out gets. Read with member(engine, name); None (the exact ideal) reads these too.
+DEFAULTS = {
+    "ALIASES": (),                         # no other spelling of NAME
+    "FILE_FORMATS": (),                    # no checkpoint format is its own
+    "KV_MEMORY_HALF_WIDTH": Fraction(1, 200),   # a logged KV memory printed to 0.01 GiB: +-0.005
+    "CHECKS_ENCODER_SPLIT": False,         # it does not refuse a vision tower tp does not divide
+    "SPLITS_LAYERS": False,                # it splits the heads over tp (not whole layers over its GPUs)
+    "DP_ATTENTION": False,                 # dp > 1 replicates the whole model per rank
+    "LOG_FIGURES": (),                     # no figure of its log compared beside ours
+    "LOG_READER": None,                    # no start-up log reader
+    "OWN_OPTIONS": (),                     # no option that only it takes
+    "PADS_CELLS_TO": None,                 # it pads no cell count
+    "USABLE_BY_GPU": False,                # its usable memory may move with the layout: the planner asks per layout
+    "SERVING": None,                       # its serving rules are not written down: serving/ refuses the parts
+}
+
+REGISTRY: dict = {}
+ENGINES: tuple = ()
+ALIASES: dict = {}        # every spelling --engine takes (each NAME and its ALIASES) -> NAME
+
+__all__ = ["DEFAULT", "DEFAULTS", "ENGINES", "REGISTRY", "EngineResult", "engine_name", "title",
+           "default_prefill_chunk", "size", "answer", "longest_context", "memory_utilization", "native_engine",
+           "register", "unregister", "member", "log_readers", "option_owners", "data_parallel"]
+
+
+def member(engine, name: str):
+    """The engine's `name` member, or its default (DEFAULTS) where it leaves an optional one out;
+    `engine` None (the exact ideal, no engine's rules) takes every default."""
+    if engine is not None and hasattr(engine, name):
+        return getattr(engine, name)
+    return DEFAULTS[name]
+
+
+def register(engine) -> None:
+    """Make `engine` (a module, or any object with protocol.Engine's members) one of the engines:
+    --engine takes its NAME and ALIASES, the log reader reads its log (LOG_READER)."""
+    if engine.NAME in REGISTRY:
+        raise ValueError(f"an engine named {engine.NAME!r} is registered already")
+    taken = [a for a in (engine.NAME, *member(engine, "ALIASES")) if ALIASES.get(a, engine.NAME) != engine.NAME]
+    if taken:
+        raise ValueError(f"{engine.NAME}'s aliases {taken} name another engine")
+    REGISTRY[engine.NAME] = engine
+    ALIASES.update({alias: engine.NAME for alias in (engine.NAME, *member(engine, "ALIASES"))})
+    _renamed()
+
+
+def unregister(name: str) -> None:
+    """Forget the engine `name` and its aliases (a test's own engine, after the test)."""
+    del REGISTRY[name]
+    for alias in [a for a, n in ALIASES.items() if n == name]:
+        del ALIASES[alias]
+    _renamed()
+
+
+def _renamed() -> None:
+    global ENGINES
+    ENGINES = tuple(REGISTRY)
+
+
+register(vllm)
+register(sglang)
+register(llamacpp)
 # What the page's "Size as" starts with and the CLI sizes as when no engine is named (a link
 # without an `engine` key keeps meaning the exact ideal): the newest release modelled of it.
 DEFAULT = vllm.NAME
-ALIASES = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "llamacpp": "llama.cpp",
-           "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
 
-__all__ = ["DEFAULT", "ENGINES", "REGISTRY", "EngineResult", "engine_name", "title", "default_prefill_chunk", "size",
-           "answer", "longest_context", "memory_utilization", "native_engine"]
+
+def log_readers() -> tuple:
+    """Each registered engine's start-up log reader (protocol.LogReader), in the registry's
+    order: its LOG_READER, a module of the engine's own folder (loaded here on the first ask: the
+    page starts without the readers), or a reader object of its own."""
+    out = []
+    for engine in tuple(REGISTRY.values()):
+        reader = member(engine, "LOG_READER")
+        if isinstance(reader, str):
+            reader = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{reader}")
+        if reader is not None:
+            out.append(reader)
+    return tuple(out)
+
+
+def option_owners() -> dict:
+    """Each option only one engine takes (its OWN_OPTIONS) -> that engine's NAME."""
+    return {option: name for name, engine in REGISTRY.items() for option in member(engine, "OWN_OPTIONS")}
+
+
+def data_parallel(engine, moe: bool) -> bool:
+    """Whether `engine` (a module, None for the exact ideal) runs data-parallel ranks for a model
+    that is (`moe`) or is not a mixture of experts: its data_parallel(moe) where it has one (SGLang's
+    DP attention is for mixtures of experts; llama.cpp has no ranks), else yes."""
+    own = getattr(engine, "data_parallel", None)
+    return True if own is None else own(moe)
 
 
 def title(name: str) -> str:
@@ -35,7 +129,7 @@ def title(name: str) -> str:
 
 def native_engine(file_format: str) -> str | None:
     """The engine whose own checkpoint format this is (a GGUF: llama.cpp), or None."""
-    return next((name for name, module in REGISTRY.items() if file_format in getattr(module, "FILE_FORMATS", ())),
+    return next((name for name, module in REGISTRY.items() if file_format in member(module, "FILE_FORMATS")),
                 None)
 
 
@@ -114,7 +208,7 @@ def size(scenario, result) -> EngineResult:
             (memory * 100).denominator == 1:
         # Both ends of what a log's two decimals stand for, as the tests feed real logs (SGLang's
         # K and V sizes are each rounded, so their sum is off by twice as much).
-        half = getattr(engine, "KV_MEMORY_HALF_WIDTH", Fraction(1, 200))
+        half = member(engine, "KV_MEMORY_HALF_WIDTH")
         ends = [engine.size(scenario, chunk, replace(budget, kv_bytes_per_gpu=int((memory + d) * GIB)), [])
                 for d in (-half, half)]
         if all(e.kv_tokens is not None for e in ends):
@@ -180,3 +274,43 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
     if largest is not None:
         return largest, "memory"
     return (model.max_context_tokens, "model") if model.max_context_tokens else (None, "none")
+
+
+# The source formula's words for each engine's rules (reports/source_formula.py), asked here so its
+# rules stay in the engine's home; an engine without its own words takes these.
+
+def usable_words(scenario, out: EngineResult, usable: int) -> str:
+    """What the engine may use of each GPU (`usable` bytes, as its usable_memory gave), in its terms."""
+    own = getattr(REGISTRY[out.engine], "usable_words", None)
+    if own is not None:
+        return own(scenario, out, usable)
+    return (f"memory utilization {float(scenario.deployment.memory_utilization):g}: {title(out.engine)} allocates "
+            "what it is asked for")
+
+
+def overhead_words(scenario, out: EngineResult) -> str:
+    """What the engine subtracts beside the weights and the cache, in its terms."""
+    own = getattr(REGISTRY[out.engine], "overhead_words", None)
+    return own(scenario, out) if own is not None else f"{title(out.engine)}'s overhead per GPU, estimated"
+
+
+def reservation_words(scenario, out: EngineResult) -> str:
+    """How the engine reserves one request: its own words, else the first line of its explain."""
+    own = getattr(REGISTRY[out.engine], "reservation_words", None)
+    return own(scenario, out) if own is not None else REGISTRY[out.engine].explain(scenario, out)[0].rstrip(".")
+
+
+def count_words(scenario, out: EngineResult) -> str:
+    """How the engine turns its pool into the requests it holds."""
+    own = getattr(REGISTRY[out.engine], "count_words", None)
+    return own(scenario, out) if own is not None else f"{title(out.engine)}'s own counting"
+
+
+def request_bytes_all_gpus(scenario, out: EngineResult) -> int | None:
+    """What one request reserves on all GPUs together by the engine's rules: its figure per GPU
+    times the GPUs, unless the engine says otherwise (llama.cpp's figure is already every GPU's);
+    None where it gives none."""
+    own = getattr(REGISTRY[out.engine], "request_bytes_all_gpus", None)
+    if own is not None:
+        return own(scenario, out)
+    return None if out.kv_bytes_per_request is None else scenario.deployment.gpus * out.kv_bytes_per_request

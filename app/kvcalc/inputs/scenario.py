@@ -124,14 +124,9 @@ def _release(values: dict) -> Release | None:
     return release
 
 
-# Inputs that belong to one engine's settings, and that engine.
-ENGINE_ONLY_OPTIONS = {"memory-in-use-gib": "sglang", "vllm-entry": "vllm", "vllm-engine": "vllm",
-                       "enforce-eager": "vllm", "flash-attn": "llama.cpp", "n-gpu-layers": "llama.cpp",
-                       "n-cpu-moe": "llama.cpp"}
-
-
 def settings_from(values: dict) -> Settings:
-    for name, engine in ENGINE_ONLY_OPTIONS.items():
+    # Inputs that belong to one engine's settings (each engine's OWN_OPTIONS), and that engine.
+    for name, engine in engines.option_owners().items():
         if name in values and values.get("engine") != engine:
             raise InputError(name, f"applies to {engines.title(engine)} only; choose engine {engine} to use it")
     return Settings(

@@ -1,7 +1,8 @@
 """A pasted start-up log becomes the inputs it implies: the engine and its release, the layout,
 the memory it measured and the KV cache it allocated, each with the line it was read from.
 
-Each engine has one module (vllm, sglang, llamacpp) with a tuple of `Rule`s: a pattern searched
+Each engine has one log reader (its LOG_READER, engines/<engine>/log.py, which the registry hands
+out: engines.log_readers()) with a tuple of `Rule`s: a pattern searched
 anywhere in a line (so ANSI colours, timestamps and the `(VllmWorker TP1 pid=...)` prefixes of
 interleaved workers do not matter) and a function turning its match into readings. The reader
 takes the text in slices (`LogReader.feed`), so the page can read a long log without blocking;
@@ -16,9 +17,6 @@ from .. import engines
 from ..errors import InputError
 from .options import OPTION_BY_NAME, OPTIONS, parse_value
 from ..readers.log_rules import Sink
-from ..engines.llamacpp import log as llamacpp
-from ..engines.sglang import log as sglang
-from ..engines.vllm import log as vllm  # noqa: E402 - after the pieces they import
 
 MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
 MAX_LINE_CHARS = 1 << 16      # a config line with a long --hf-overrides is a few thousand
@@ -47,7 +45,8 @@ def _check(option: str, text: str) -> None:
 
 
 def _modules():
-    return (vllm, sglang, llamacpp)
+    """The registered engines' log readers (the registry loads them on this first ask)."""
+    return engines.log_readers()
 
 
 class LogReader:
@@ -55,8 +54,9 @@ class LogReader:
 
     def __init__(self, engine: str | None = None):
         self.expected = engine
-        self.sinks = {m.NAME: Sink(m.NAME, _check) for m in _modules()}
-        self.rules = [(m.NAME, rule) for m in _modules() for rule in m.RULES]
+        readers = _modules()
+        self.sinks = {m.NAME: Sink(m.NAME, _check) for m in readers}
+        self.rules = [(m.NAME, rule) for m in readers for rule in m.RULES]
         self.chars = 0
         self.line_number = 0
         self._tail = ""
@@ -112,7 +112,8 @@ class LogReader:
             self._tail = ""
         found = [s for s in self.sinks.values() if s.signatures]
         if not found:
-            raise InputError("log", "is not a start-up log of vLLM, SGLang or llama.cpp: none of the lines they "
+            titles = [_title(name) for name in self.sinks]
+            raise InputError("log", f"is not a start-up log of {_either(titles)}: none of the lines they "
                                     "print at start-up is in it")
         if len(found) > 1:
             where = ", ".join(f"{_title(s.engine)} from line {s.first_line:,}" for s in found)
@@ -136,6 +137,11 @@ class LogReader:
 
 def _title(name: str) -> str:
     return engines.title(name)
+
+
+def _either(titles: list) -> str:
+    """"vLLM, SGLang or llama.cpp"."""
+    return titles[0] if len(titles) == 1 else ", ".join(titles[:-1]) + " or " + titles[-1]
 
 
 # The inputs a measured figure depends on: carried in `measured-with`, so a what-if knows what

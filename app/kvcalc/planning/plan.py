@@ -242,11 +242,12 @@ def layouts(count: int, model, engine: str | None) -> list[Layout]:
     (llama.cpp has none and no tensor parallelism either: it splits layers over its GPUs; SGLang's
     ranks are DP attention, which it runs for a mixture of experts)."""
     layers = len(model.layers)
-    if engine == "llama.cpp":
+    rules = engines.REGISTRY[engine] if engine else None
+    if engines.member(rules, "SPLITS_LAYERS"):
         return [Layout(1, count)] if count <= layers else []
     widths = [tp for tp in (8, 4, 2, 1) if tp <= count and count % tp == 0 and _splits(model, tp)]
     moe = is_moe(model)
-    data_parallel = engine != "sglang" or moe
+    data_parallel = engines.data_parallel(rules, moe)
     out = []
     if widths and count // widths[0] <= layers:
         out.append(Layout(widths[0], count // widths[0]))
@@ -506,21 +507,17 @@ def _screen_bytes(begun: Evaluation, engine: str | None) -> int | None:
         return None
     result, dep = begun.result, begun.scenario.deployment
     weights = result.weights_bytes_per_gpu
-    if weights is not None and engine == "sglang" and dep.dp > 1:
+    if weights is not None and dep.dp_attention:
         try:
-            weights = parallel.weights_bytes_per_gpu(begun.scenario.model, dep, parallel.SGLANG)
+            # The deployment carries the engine's DP attention (its DP_ATTENTION, dp > 1): the
+            # weights as those ranks place them.
+            weights = parallel.weights_bytes_per_gpu(begun.scenario.model, dep)
         except InputError:
             return None
     return None if weights is None else weights + result.kv_bytes_per_gpu
 
 
 _UNKNOWN = object()
-
-
-# Engines whose memory for the weights and the cache (the total times the utilization, before any
-# overhead) depends on the GPU and the settings only, never on the layout: SGLang's
-# mem_fraction_static shrinks as tp x pp grows, so its room is taken layout by layout.
-_ROOM_BY_GPU = (None, "vllm", "llama.cpp")
 
 
 def _room(begun: Evaluation) -> int | None:
@@ -561,7 +558,11 @@ def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = Fals
             known = ask.memo[key] = _screen_bytes(begun, ask.engine)
         if known is not None:
             room = _room(begun)
-            if ask.engine in _ROOM_BY_GPU and room is not None:
+            # Kept per GPU type where the chosen rules' memory for the weights and the cache (the
+            # total times the utilization, before any overhead) depends on the GPU and the settings
+            # only (the exact ideal's; an engine's USABLE_BY_GPU): SGLang's mem_fraction_static
+            # shrinks as tp x pp grows, so its room is taken layout by layout.
+            if (not ask.engine or engines.member(engines.REGISTRY[ask.engine], "USABLE_BY_GPU")) and room is not None:
                 ask.memo[room_key] = room
             if known > (memory if room is None else room):
                 return None

@@ -22,10 +22,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from .. import engines
-from ..engines import result as engine_result
 from ..engines.result import BudgetSource
-from ..engines.sglang import engine as sglang
-from ..engines.vllm import engine as vllm, release as vllm_release
 from ..layers import FullAttention, IndexedAttention
 from ..precision import Precision
 from ..inputs.scenario import Scenario
@@ -244,7 +241,7 @@ def _memory(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> N
         rules = engines.REGISTRY[engine.engine]
         usable = rules.usable_memory(scenario, engine.prefill_chunk, [], result.usable_bytes_per_gpu)
         overhead = engine.overhead_bytes_per_gpu or 0
-        why_usable = _usable_words(scenario, engine, usable)
+        why_usable = engines.usable_words(scenario, engine, usable)
     chain.step("utilization", "memory utilization", "free", memory, usable, why_usable,
                free=chain.free - gpus * (memory - usable))
     weights = result.weights_bytes_per_gpu if engine is None else usable - overhead - engine.kv_budget_bytes_per_gpu
@@ -257,40 +254,13 @@ def _memory(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> N
                free=chain.free - gpus * (overhead - dep.overhead_bytes), always=True)
 
 
-def _usable_words(scenario: Scenario, engine, usable: int) -> str:
-    """What the engine may use of each GPU, in its own terms."""
-    dep, settings, name = scenario.deployment, scenario.settings, engine.engine
-    if name == vllm.NAME:
-        release = vllm.release_of(scenario)
-        share = dep.memory_utilization if settings.utilization_given else vllm_release.default_utilization(release)
-        whose = "yours" if settings.utilization_given else f"vLLM {release}'s default"
-        torch = engine_result.torch_total(dep, settings, [])
-        total = f"the {torch:,} B PyTorch reports (nvidia-smi: {dep.gpu_memory_bytes:,} B)" \
-            if torch != dep.gpu_memory_bytes else f"the {torch:,} B"
-        return f"--gpu-memory-utilization {float(share):g} ({whose}) of {total}"
-    if name == sglang.NAME:
-        torch = engine_result.torch_total(dep, settings, [])
-        in_use = sglang.CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
-        free = torch - in_use
-        return (f"mem_fraction_static {float(Fraction(usable, free)):.3g} of the {free:,} B free when SGLang "
-                "starts (PyTorch's total less what is in use); its activations live in the rest")
-    return f"memory utilization {float(dep.memory_utilization):g}: {engines.title(name)} allocates what it is asked for"
-
-
 def _overhead_words(scenario: Scenario, engine) -> str:
     if scenario.settings.overhead_given:
         return "yours, per GPU, in both: activations, CUDA graphs and the runtime"
     if engine is None:
         return ("none given, so none in either: a real engine takes a few GiB per GPU for activations, CUDA "
                 "graphs and its runtime (set an overhead, or size as an engine for its estimate)")
-    if engine.engine == vllm.NAME:
-        activation = engine.activation_bytes_per_gpu
-        return ("vLLM's estimate per GPU: the activation peak of its profiling run"
-                + (f" ({activation:,} B)" if activation else "")
-                + ", CUDA graphs and non-torch memory")
-    if engine.engine == sglang.NAME:
-        return "SGLang subtracts none: its activations and CUDA graphs live in what mem_fraction_static leaves"
-    return f"{engines.title(engine.engine)}'s compute buffer per GPU, estimated"
+    return engines.overhead_words(scenario, engine)
 
 
 def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> None:
@@ -317,9 +287,10 @@ def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> 
     block = work.block_size_tokens if engine is None else engine.block_size
     blocked = replace(work, block_size_tokens=block, prefix_tokens=0)
     rounded = cache_bytes(everything, ctx, blocked)[1]
+    pads = None if engine is None else engines.member(engines.REGISTRY[engine.engine], "PADS_CELLS_TO")
     chain.step("blocks", "blocks", "request", chain.per_request, rounded,
                f"each layer rounds the tokens it holds up to whole blocks of {block:,}"
-               + (" (llama.cpp pads its cells to 256)" if engine is not None and engine.engine == "llama.cpp" else ""),
+               + (f" ({engines.title(engine.engine)} pads its cells to {pads:,})" if pads else ""),
                per_request=rounded, considered=block > 1)
     replicated = tp * cache_bytes(everything, ctx, blocked, tp)[1]
     chain.step("replication", "replication", "request", chain.per_request, replicated,
@@ -340,17 +311,7 @@ def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> 
         reserved = _engine_request_bytes(scenario, engine)
         if reserved is not None:
             chain.step("engine_rules", f"{engines.title(engine.engine)}'s reservation", "request",
-                       chain.per_request, reserved, _reservation_words(scenario, engine), per_request=reserved)
-
-
-def _reservation_words(scenario: Scenario, engine) -> str:
-    """How the engine reserves one request, in its own words where they say it."""
-    model = scenario.model
-    if engine.engine == sglang.NAME and any(layer.kind == "sliding" for layer in model.layers) and not any(
-            name in (model.architecture or "") for name in sglang.HYBRID_SWA_ARCHITECTURES):
-        return ("SGLang keeps every token in the sliding-window layers too: one pool of whole-context cells "
-                "(its split pools are for " + ", ".join(sglang.HYBRID_SWA_ARCHITECTURES) + " models)")
-    return engines.REGISTRY[engine.engine].explain(scenario, engine)[0].rstrip(".")
+                       chain.per_request, reserved, engines.reservation_words(scenario, engine), per_request=reserved)
 
 
 def _per_token_words(model, work) -> str:
@@ -407,34 +368,19 @@ def _limiting_stage(scenario: Scenario, result: Result, blocked):
 
 def _engine_request_bytes(scenario: Scenario, engine) -> int | None:
     """What one request reserves on all GPUs by the engine's rules, where it says per GPU."""
-    dep = scenario.deployment
-    if engine.kv_bytes_per_request is None:
-        return None
-    if engine.engine == "llama.cpp" and (dep.gpus > 1 or scenario.settings.n_gpu_layers is not None):
-        return None          # llama.cpp's figure is for all GPUs together, split by layers
-    return dep.gpus * engine.kv_bytes_per_request
+    return engines.request_bytes_all_gpus(scenario, engine)
 
 
 def _count_rules(chain: _Chain, scenario: Scenario, result: Result, ours: int) -> None:
     """The engine's own counting, from the bytes to the requests it holds."""
-    engine, work = result.engine, scenario.workload
+    engine = result.engine
     if engine is None:
         chain.step("rest", "the exact ideal's stages", "count", chain.requests, ours,
                    "the stage that limits the count", requests=ours)
         return
     name = engines.title(engine.engine)
-    if engine.engine == "llama.cpp":
-        why = (f"llama.cpp allocates the {plural(work.batch, 'sequence')} asked for (-np {work.batch}) and holds "
-               "no more" if engine.starts else
-               f"llama.cpp does not start: the {plural(work.batch, 'sequence')} asked for do not fit")
-    elif engine.engine == sglang.NAME:
-        why = "SGLang's pool is whole pages of token cells" + (
-            ", split into a full and a sliding-window pool" if engine.log and "sliding window" in engine.log[0] else "")
-    elif engine.engine == vllm.NAME:
-        why = "vLLM counts whole blocks of its pool against the blocks one request needs at the full context"
-    else:
-        why = f"{name}'s own counting"
-    chain.step("engine_count", f"{name}'s count", "count", chain.requests, ours, why, requests=ours)
+    chain.step("engine_count", f"{name}'s count", "count", chain.requests, ours, engines.count_words(scenario, engine),
+               requests=ours)
 
 
 # Words -----------------------------------------------------------------------------------------

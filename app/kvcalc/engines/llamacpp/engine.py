@@ -38,6 +38,7 @@ from ...layers import IndexedAttention
 from ...precision import precision
 from ...command_line import Launch, past_limit, prefill_chunk, requests, shell_join
 from ...units import GIB, ceil_div
+from ...words import plural
 from .. import releases
 from ..result import Band, Budget, BudgetSource, EngineResult
 
@@ -48,6 +49,10 @@ FIRST_RELEASE, NEWEST_RELEASE = "b4462", "b9272"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "b5192", True
 parse_version = releases.build_number
 NAME, TITLE = "llama.cpp", "llama.cpp"
+ALIASES = ("llamacpp", "llama-cpp", "llama_cpp")     # as --engine also takes it
+LOG_READER = "log"           # its start-up log's reader: engines/llamacpp/log.py
+OWN_OPTIONS = ("flash-attn", "n-gpu-layers", "n-cpu-moe")     # options only llama.cpp takes
+USABLE_BY_GPU = True         # the memory utilization x the GPU's total: no layout moves it
 # No tensor parallelism: over several GPUs it splits the layers (--split-mode layer, the default),
 # so a layout of N GPUs is N stages of whole layers (scenario._deployment), whatever the heads.
 SPLITS_LAYERS = True
@@ -71,6 +76,7 @@ USABLE_WORDS = ""
 
 MIB = 1 << 20
 PAD = 256
+PADS_CELLS_TO = PAD          # the cells a context takes, padded to whole 256s (the source formula says so)
 DEFAULT_UBATCH = 512
 LLAMA_MAX_SEQ = 256                  # src/llama-cparams.h
 N_BATCH = 2048                       # default -b; n_ubatch = min(n_batch, n_ubatch), so a larger -ub needs -b
@@ -522,6 +528,30 @@ def _draft_words(draft, pool: Pool) -> str:
             f"{cache.layers} layers, f16 K and V (-ctkd/-ctvd default) = {pool.bytes_total / MIB:,.2f} MiB on the GPU "
             f"beside its weights ({draft.weights_bytes / GIB:.2f} GiB, the whole draft on the one GPU); the draft "
             "context's compute buffer is not counted.")
+
+
+def data_parallel(moe: bool) -> bool:
+    """It runs no data-parallel ranks (nor tensor parallelism: SPLITS_LAYERS)."""
+    return False
+
+
+def overhead_words(scenario, out: EngineResult) -> str:
+    return "llama.cpp's compute buffer per GPU, estimated"
+
+
+def count_words(scenario, out: EngineResult) -> str:
+    batch = scenario.workload.batch
+    return (f"llama.cpp allocates the {plural(batch, 'sequence')} asked for (-np {batch}) and holds no more"
+            if out.starts else f"llama.cpp does not start: the {plural(batch, 'sequence')} asked for do not fit")
+
+
+def request_bytes_all_gpus(scenario, out: EngineResult) -> int | None:
+    """One sequence's KV buffers on all GPUs: its figure is every GPU's together, split by layers,
+    so it is not one GPU's times the GPUs once several GPUs or -ngl split it."""
+    dep = scenario.deployment
+    if out.kv_bytes_per_request is None or dep.gpus > 1 or scenario.settings.n_gpu_layers is not None:
+        return None
+    return dep.gpus * out.kv_bytes_per_request
 
 
 def stores(kv_precision) -> bool:
