@@ -14,7 +14,7 @@ from kvcalc.readers.hfconfig import model_from_config
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.llamacpp import engine as llamacpp
 from kvcalc.engines import releases
-from kvcalc.engines.sglang import engine as sglang
+from kvcalc.engines.sglang import allocator as sglang_allocator, engine as sglang, printing as sglang_printing
 from kvcalc.engines.vllm import allocator as vllm_allocator, release as vllm_release
 from kvcalc.precision import precision
 from support import FIXTURES, cli, hf_fixture
@@ -121,9 +121,10 @@ def test_sglang_dense_pool_and_its_k_v_sizes():
     low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine
                  for n in ends("55.60"))
     assert low.kv_tokens <= 404_890 <= high.kv_tokens
-    pool = sglang.allocate(evaluate(raw).scenario.model, precision("bf16"), 1, 1, 8096, 404_890 * 147_456)
+    pool = sglang_allocator.allocate(evaluate(raw).scenario.model, precision("bf16"), 1, 1, 8096, 404_890 * 147_456)
     assert pool.kv_tokens == 404_890
-    assert "KV Cache is allocated. #tokens: 404890, K size: 27.80 GB, V size: 27.80 GB" in sglang.log_lines(pool)
+    assert "KV Cache is allocated. #tokens: 404890, K size: 27.80 GB, V size: 27.80 GB" in \
+        sglang_printing.log_lines(pool)
 
 
 def test_sglang_one_kv_head_per_rank_under_tp4():
@@ -132,7 +133,7 @@ def test_sglang_one_kv_head_per_rank_under_tp4():
     assert "#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB" in text
     model = evaluate({"model": "Qwen/Qwen3-235B-A22B"}).scenario.model
     cell = sum(layer.row_bytes(precision("bf16"), 4) for layer in model.layers)
-    pool = sglang.allocate(model, precision("bf16"), 4, 1, 8192, 367_404 * cell)
+    pool = sglang_allocator.allocate(model, precision("bf16"), 4, 1, 8192, 367_404 * cell)
     assert pool.kv_tokens == 367_404 and f"{pool.k_bytes / GIB:.2f}" == "8.23"
 
 
@@ -257,7 +258,7 @@ def test_sglang_estimate_is_close_to_a_real_pool():
 def test_sglang_keeps_one_pool_for_gemma_and_gpt_oss():
     # server_args.py: hybrid SWA memory is disabled for Gemma 2/3 and gpt-oss: every layer full.
     model = evaluate({"model": "google/gemma-3-27b-it"}).scenario.model
-    pool = sglang.allocate(model, precision("bf16"), 1, 1, 8192, 40 * GIB)
+    pool = sglang_allocator.allocate(model, precision("bf16"), 1, 1, 8192, 40 * GIB)
     assert pool.swa_tokens is None
     assert pool.k_bytes == (pool.kv_tokens + 1) * sum(l.kv_heads * l.head_dim * 2 for l in model.layers)
 
@@ -409,9 +410,9 @@ def test_sglang_sparse_mla_pool_in_fp8_with_its_indexer():
     # --tp 8 --dp 8 --enable-dp-attention: each DP rank's pool is sized at attn_tp_size 8 // 8 = 1
     # (our tp, the tp inside a rank; test_parallel_layouts.py sizes it through dp 8). An MLA latent is
     # the same at any tp, so tp 8 would give the same pool; the rank's is the right one.
-    pool = sglang.allocate(model, precision("fp8"), 1, 1, 8192, 975_424 * 788 * 61 + 5, page_size=64)
+    pool = sglang_allocator.allocate(model, precision("fp8"), 1, 1, 8192, 975_424 * 788 * 61 + 5, page_size=64)
     assert pool.kv_tokens == 975_424
-    assert "KV Cache is allocated. #tokens: 975424, KV size: 43.67 GB" in sglang.log_lines(pool)
+    assert "KV Cache is allocated. #tokens: 975424, KV size: 43.67 GB" in sglang_printing.log_lines(pool)
 
 
 def test_engines_multiply_the_total_pytorch_reports():

@@ -1,34 +1,27 @@
-"""SGLang: a token pool with one cell per token holding every layer's K and V on the rank.
+"""SGLang as the Engine protocol (engines/__init__.py) asks for it: its defaults (chunk, graph
+batch and mem_fraction_static by release and GPU), the memory its pool may take, its figures and
+their notes, and its launch command. Each member asks the piece that owns the rule:
+- allocator: the token pool (cells of every layer's K and V, the split sliding-window pools,
+  a draft's cell; model_runner_kv_cache_mixin.py, mem_cache/memory_pool.py);
+- printing: what its start-up log prints;
+- launch: `python -m sglang.launch_server`;
+- log: its start-up log's reader; serving: its rules for drafts, offload, LoRA and encoders.
 
-Read from SGLang's sources (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py and
-mem_cache/memory_pool.py, 2025-2026 main):
-- profile_max_num_token: the pool's memory (free memory after the weights less total x
-  (1 - mem_fraction_static)) // cell size; cell size = K and V rows of every layer on the rank
-  (get_cell_size_per_token: kv heads // tp, at least one; MLA: kv_lora_rank + qk_rope_head_dim).
-- init_memory_pool: tokens rounded down to page_size (1 by default), the smallest over pipeline
-  stages; hybrid sliding-window models split the tokens into a full pool and a SWA pool
-  (set_num_tokens_hybrid_swa, swa_full_tokens_ratio 0.8 by default).
-- MHATokenToKVPool / MLATokenToKVPool allocate (tokens + page_size) rows per layer and log
-  "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB" in GiB (2^30 bytes).
-- Speculative decoding (0.5.23, model_executor/pool_configurator.py DefaultPoolConfigurator,
-  EAGLE / NEXTN / STANDALONE): cell = cell_target + int(cell_target x L_draft / L_target), "assumes
-  the draft shares the target's per-layer KV size"; the draft worker allocates its own pool of the
-  same #tokens (kv_cache_configurator.py). The draft's weights are loaded before the pool is sized
-  (managers/scheduler.py init_model_worker), so they come out of it. Releases before 0.5.16 sized
-  the target's cell alone and took the draft from the 1 - mem_fraction_static slack (0.5.9
-  profile_max_num_token): refused here.
+Speculative decoding (0.5.23): the draft's weights are loaded before the pool is sized
+(managers/scheduler.py init_model_worker), so they come out of it. Releases before 0.5.16 sized
+the target's cell alone and took the draft from the 1 - mem_fraction_static slack (0.5.9
+profile_max_num_token): refused here.
 """
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from ... import parallel
 from ...errors import InputError
-from ...layers import IndexedAttention
-from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
-from ...units import GIB, ceil_div
+from ...units import GIB
 from .. import releases
+from . import allocator, launch as command, printing
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
@@ -36,12 +29,10 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
 parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
-LOG_READER = "log"           # its start-up log's reader: engines/sglang/log.py
-OWN_OPTIONS = ("memory-in-use-gib",)     # options only SGLang takes
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
-# dp > 1 is --dp-size dp --enable-dp-attention (launch below): only the attention runs data-parallel,
+# dp > 1 is --dp-size dp --enable-dp-attention (launch.py): only the attention runs data-parallel,
 # each rank's over attn_tp_size = tp_size // dp_size GPUs with its own KV pool; the MLP / MoE layers
 # and the head stay tensor-parallel over all tp_size GPUs (layers/dp_attention.py,
 # models/deepseek_v2.py; Llama since sgl-project/sglang#15268, 2025-12). The deployment carries it
@@ -65,11 +56,6 @@ USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang st
                 "context); activations and CUDA graphs live in the share it leaves free.")
 
 MIB = 1 << 20
-SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
-# configs/model_config.py is_hybrid_swa_model: only these architectures get separate full and
-# sliding-window pools; every other model keeps one full-size pool for all its layers (Gemma 2/3,
-# Mistral, Phi-3). Releases differ for gpt-oss: some disabled its split pools.
-HYBRID_SWA_ARCHITECTURES = ("Llama4", "GptOss", "MiMoV2", "Step3p5", "Gemma4")
 # SGLang's "total" is the memory free when it starts (get_available_gpu_memory), after its CUDA
 # context: on the H100 of tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log, avail after load
 # 63.49 + weights 15.35 = 78.84 GiB, 0.38 GiB under the 79.22 GiB PyTorch reports. The pool is
@@ -147,63 +133,6 @@ def _before_0_5_3(release, mib: float, tp: int, pp: int, chunk: int | None):
     return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
 
 
-@dataclass(frozen=True)
-class Pool:
-    kv_tokens: int                # max_total_num_tokens (the full-attention pool for hybrids)
-    swa_tokens: int | None        # the sliding-window pool of hybrid models
-    k_bytes: int
-    v_bytes: int
-    mla: bool
-    max_concurrency: Fraction     # requests at the full context the pool holds at once
-    bytes_per_request: int
-
-
-def _stage_layers(model, pp: int):
-    start, out = 0, []
-    for stage in model.stages(pp):
-        size = sum(stage.values())
-        out.append(model.layers[start:start + size])
-        start += size
-    return out
-
-
-def _kv_split(layer, precision, tp: int) -> tuple[int, int]:
-    """(K bytes, V bytes) per token for one layer on one rank."""
-    if layer.kind == "mla":
-        return layer.row_bytes(precision, tp), 0
-    heads = max(1, layer.kv_heads // tp)
-    return precision.bytes_for(heads * layer.head_dim), precision.bytes_for(heads * (layer.v_head_dim or layer.head_dim))
-
-
-def _swa_pool_layers(model) -> list:
-    """The sliding layers SGLang gives a pool of their own (is_hybrid_swa_model); none for the
-    other models, whose one pool holds every token in every layer."""
-    sliding = [layer for layer in model.layers if layer.kind == "sliding"]
-    hybrid = sliding and len(sliding) < len(model.layers) and any(
-        name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES)
-    return sliding if hybrid else []
-
-
-def _request_bytes(first_stage, sliding: list, precision, tp: int, context: int, draft=None) -> int:
-    if draft is not None:
-        return _cell(first_stage, precision, tp, draft) * context
-    return sum(sum(_kv_split(layer, precision, tp)) * (min(context, layer.window)
-                                                       if sliding and layer.kind == "sliding" else context)
-               for layer in first_stage if layer.held_range(1) is not None)
-
-
-def _cell(layers, precision, tp: int, draft=None) -> int:
-    """One token's cell on a rank. With a draft (its `draft` = (the draft layers at the end of
-    `layers`, SGLang's L_draft)), 0.5.23's rule: the target's cell plus int(cell x L_draft /
-    L_target), whatever the draft's own heads (pool_configurator.py DefaultPoolConfigurator)."""
-    if draft is None:
-        return sum(sum(_kv_split(layer, precision, tp)) for layer in layers if layer.held_range(1) is not None)
-    added, l_draft = draft
-    target = layers[:len(layers) - added]
-    cell = _cell(target, precision, tp)
-    return cell + cell * l_draft // len(target)
-
-
 def draft_rule(scenario):
     """(the draft's layers at the end of the sizing model, SGLang's L_draft), or None."""
     draft = scenario.serving.draft
@@ -219,81 +148,8 @@ def _check_draft(scenario, model) -> None:
                                            "and pool from the 1 - mem_fraction_static slack with a reserve for it "
                                            "(0.5.9 profile_max_num_token, server_args.py _handle_gpu_memory_settings): "
                                            "not modelled; the combined cell is read from 0.5.23 (0.5.16 and later)")
-    if _swa_pool_layers(model):
+    if allocator.swa_pool_layers(model):
         raise InputError("engine", "SGLang's split sliding-window pools with a draft are not modelled")
-
-
-def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None) -> int:
-    """What one request of `context` tokens takes in the first stage's pool: the model and the
-    context decide it, not the memory."""
-    _check_modelled(model)
-    return _request_bytes(_stage_layers(model, pp)[0], _swa_pool_layers(model), precision, tp, context, draft)
-
-
-def _check_modelled(model) -> None:
-    if any(layer.kind == "state" for layer in model.layers):
-        raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are not modelled yet, so "
-                                   "engine figures for this model are refused")
-    if any(layer.kind == "chunked" for layer in model.layers):
-        raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
-    if any(isinstance(layer, IndexedAttention) for layer in model.layers):
-        raise InputError("engine", "SGLang's cache for sparse-attention index keys (MiniMax-M3) is not modelled yet")
-
-
-def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1,
-             draft=None) -> Pool:
-    """The token pool; `draft` (see _cell) when a draft's layers end the model (pp 1)."""
-    _check_modelled(model)
-    stages = _stage_layers(model, pp)
-    tokens = None
-    for layers in stages:
-        cell = _cell(layers, precision, tp, draft)
-        if cell == 0:
-            continue
-        stage_tokens = max(0, available_bytes) // cell // page_size * page_size
-        tokens = stage_tokens if tokens is None else min(tokens, stage_tokens)
-    if tokens is None:
-        raise InputError("engine", "the model keeps no KV cache, so SGLang allocates no token pool")
-    first = stages[0]
-    swa_tokens = None
-    sliding = _swa_pool_layers(model)
-    full_tokens = tokens
-    if sliding:
-        full_n, swa_n = len(model.layers) - len(sliding), len(sliding)
-        total = tokens * len(model.layers)
-        full_tokens = int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) // page_size * page_size
-        swa_tokens = int(int(total / (SWA_FULL_TOKENS_RATIO * swa_n + full_n)) * SWA_FULL_TOKENS_RATIO) \
-            // page_size * page_size
-    k_bytes = v_bytes = 0
-    # The logged pool is the target's: the draft worker allocates and logs its own.
-    for layer in (first if draft is None else first[:len(first) - draft[0]]):
-        if layer.held_range(1) is None:
-            continue
-        k, v = _kv_split(layer, precision, tp)
-        rows = (swa_tokens if sliding and layer.kind == "sliding" else full_tokens) + page_size
-        k_bytes += rows * k
-        v_bytes += rows * v
-    per_request = _request_bytes(first, sliding, precision, tp, context, draft)
-    concurrency = Fraction(full_tokens, context)
-    if swa_tokens is not None:
-        window = max(layer.window for layer in sliding)
-        concurrency = min(concurrency, Fraction(swa_tokens, min(context, window)))
-    return Pool(full_tokens, swa_tokens, k_bytes, v_bytes, any(layer.kind == "mla" for layer in first),
-                concurrency, per_request)
-
-
-def log_lines(pool: Pool) -> list[str]:
-    lines = []
-    if pool.swa_tokens is not None:
-        lines.append(f"Use sliding window memory pool. full_layer_tokens={pool.kv_tokens}, "
-                     f"swa_layer_tokens={pool.swa_tokens}")
-    if pool.mla:
-        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, KV size: {pool.k_bytes / GIB:.2f} GB")
-    else:
-        lines.append(f"KV Cache is allocated. #tokens: {pool.kv_tokens}, K size: {pool.k_bytes / GIB:.2f} GB, "
-                     f"V size: {pool.v_bytes / GIB:.2f} GB")
-    lines.append(f"max_total_num_tokens={pool.kv_tokens}")
-    return lines
 
 
 def default_chunk(scenario) -> int:
@@ -333,23 +189,12 @@ def tp_size(dep) -> int:
     return dep.tp * dep.dp
 
 
-def data_parallel(moe: bool) -> bool:
-    """Its data-parallel ranks are DP attention, which it runs for a mixture of experts."""
-    return moe
-
-
-def _free_at_start(dep, settings, notes: list) -> int:
-    """The memory free when SGLang starts: PyTorch's total less what is already in use (its CUDA
-    context by default, or --memory-in-use-gib)."""
-    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
-    return torch_total(dep, settings, notes) - in_use
-
-
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The memory free when SGLang starts (the total less what is already in use: its CUDA context
     by default, or --memory-in-use-gib), times mem_fraction_static (given, or as it derives it)."""
     dep, settings = scenario.deployment, scenario.settings
-    memory = _free_at_start(dep, settings, notes)
+    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
+    memory = torch_total(dep, settings, notes) - in_use
     if memory <= 0:
         raise InputError("memory-in-use-gib", "leaves no free memory on the GPU for SGLang to start in")
     if settings.memory_in_use_gib is not None:
@@ -412,31 +257,6 @@ def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
     return share
 
 
-def usable_words(scenario, out: EngineResult, usable: int) -> str:
-    """What usable_memory took, in SGLang's terms (the source formula's words)."""
-    free = _free_at_start(scenario.deployment, scenario.settings, [])
-    return (f"mem_fraction_static {float(Fraction(usable, free)):.3g} of the {free:,} B free when SGLang "
-            "starts (PyTorch's total less what is in use); its activations live in the rest")
-
-
-def overhead_words(scenario, out: EngineResult) -> str:
-    return "SGLang subtracts none: its activations and CUDA graphs live in what mem_fraction_static leaves"
-
-
-def reservation_words(scenario, out: EngineResult) -> str:
-    model = scenario.model
-    if any(layer.kind == "sliding" for layer in model.layers) and not any(
-            name in (model.architecture or "") for name in HYBRID_SWA_ARCHITECTURES):
-        return ("SGLang keeps every token in the sliding-window layers too: one pool of whole-context cells "
-                "(its split pools are for " + ", ".join(HYBRID_SWA_ARCHITECTURES) + " models)")
-    return explain(scenario, out)[0].rstrip(".")
-
-
-def count_words(scenario, out: EngineResult) -> str:
-    return "SGLang's pool is whole pages of token cells" + (
-        ", split into a full and a sliding-window pool" if out.log and "sliding window" in out.log[0] else "")
-
-
 def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
     # Its activations live in what mem_fraction_static leaves: nothing more is subtracted.
     return None, 0, None
@@ -453,21 +273,23 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         budget, placed = _dp_attention(scenario, chunk, budget, notes)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
-                              request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, draft))
-    pool = allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu, page,
-                    draft)
+                              allocator.request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
+                                                      draft))
+    pool = allocator.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu,
+                              page, draft)
     if draft is not None:
-        target = _cell(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
+        target = allocator.cell_bytes(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
         notes.append(f"The draft's pool (its worker's, #tokens as the target's): its cell is sized as "
                      f"int({target:,} x {draft[1]} / {len(model.layers) - draft[0]}) = "
-                     f"{_cell(model.layers, work.kv_precision, dep.tp, draft) - target:,} B beside the target's "
+                     f"{allocator.cell_bytes(model.layers, work.kv_precision, dep.tp, draft) - target:,} B beside the "
+                     f"target's "
                      f"{target:,} B (SGLang 0.5.23 pool_configurator.py: cell_target + int(cell_target x L_draft / "
                      "L_target)); the draft's weights were loaded before the pool was sized, so they come out of it."
                      + (" Not counted: a NEXTN head's own embed_tokens and lm_head, freed only after the pool is "
                         "sized (sgl-project/sglang#36452, open), shrink the pool by their bytes."
                         if scenario.serving.draft.kind == "mtp" else ""))
     starts = pool.kv_tokens > 0
-    refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    refusal = None if starts else printing.NOT_ENOUGH_MEMORY
     return EngineResult(
         engine=NAME, block_size=page, prefill_chunk=chunk, kv_budget_bytes_per_gpu=budget.kv_bytes_per_gpu,
         kv_bytes_per_request=pool.bytes_per_request, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
@@ -477,7 +299,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                          or work.context_tokens),
         refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
-        log=tuple(log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes),
+        log=tuple(printing.log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes),
         weights_bytes_per_gpu=placed)
 
 
@@ -512,60 +334,6 @@ def explain(scenario, out: EngineResult) -> list[str]:
             "make one cell, and the pool holds as many cells as the memory allows."]
 
 
-# --kv-cache-dtype choices (server_args.py) by our precision name.
-LAUNCH_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
-
-
-def _all_ranks(scenario, result, running: int, notes: list) -> int:
-    """--max-running-requests is the deployment's: SGLang gives each DP rank running // dp_size.
-    Sized by SGLang here, the requests its pool holds are one rank's; made whole over the ranks."""
-    dp = scenario.deployment.dp
-    chosen = result is not None and result.engine is not None and result.engine.engine == NAME
-    if chosen and not scenario.settings.batch_given:
-        notes.append(f"--max-running-requests {running * dp:,}: {running:,} a rank, SGLang divides it by --dp-size {dp}")
-        return running * dp
-    total = ceil_div(running, dp) * dp
-    notes.append(f"--max-running-requests {total:,} is the deployment's: SGLang gives each of the {dp} DP ranks "
-                 f"{total // dp:,} (running // dp_size)" + (f", rounded up from {running:,} so every rank takes its "
-                                                             "share" if total != running else ""))
-    return total
-
-
-def launch(scenario, result=None) -> Launch:
-    """`python -m sglang.launch_server` with the flags that size this deployment."""
-    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang")
-    kv, why = kv_flag(scenario, LAUNCH_KV, "SGLang")
-    if why:
-        return Launch(NAME, None, (why,))
-    try:
-        parallel.check(scenario.model, dep, parallel.SGLANG)
-    except InputError as e:
-        return Launch(NAME, None, (e.message,))
-    args = env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
-                                        "--context-length", str(work.context_tokens)]
-    running = requests(scenario, result, "sglang", "--max-running-requests", notes)
-    if running and dep.dp > 1:
-        running = _all_ranks(scenario, result, running, notes)
-    args += ["--max-running-requests", str(running)] if running else []
-    args += ["--kv-cache-dtype", kv, "--tp-size", str(tp_size(dep)), "--pp-size", str(dep.pp)]
-    if dep.dp > 1:
-        args += ["--dp-size", str(dep.dp), "--enable-dp-attention"]
-    if dep.expert_parallel:
-        args += ["--ep-size", str(parallel.expert_group(dep))]
-    fraction = utilization(scenario, "--mem-fraction-static", notes, "chosen from the GPU's memory")
-    if fraction:
-        args += fraction
-        notes.append("SGLang's --mem-fraction-static is the share for weights and the KV pool, set here to "
-                     "the memory utilization; activations need the rest")
-    if work.block_size_tokens > 1:
-        args += ["--page-size", str(work.block_size_tokens)]
-    args += prefill_chunk(scenario, default_chunk(scenario), "--chunked-prefill-size", notes)
-    engine = None if result is None else result.engine
-    if engine is not None and engine.engine == NAME and engine.starts and engine.kv_tokens:
-        # server_args.py max_total_tokens: the pool's size in tokens, whatever the memory would allow.
-        args += ["--max-total-tokens", str(engine.kv_tokens)]
-        notes.append(f"--max-total-tokens {engine.kv_tokens} pins the token pool computed here; SGLang takes "
-                     "the smaller of it and what its memory allows, so it never allocates more than these figures"
-                     + (" (each DP rank's pool: every rank's model runner compares it with its own)" if dep.dp > 1
-                        else ""))
-    return Launch(NAME, shell_join(args), tuple(notes))
+def launch(scenario, result=None):
+    """`python -m sglang.launch_server` with the flags that size this deployment (launch.py)."""
+    return command.command(scenario, result, NAME, default_chunk(scenario), tp_size(scenario.deployment))

@@ -18,7 +18,6 @@ from ... import parallel
 from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, EngineResult, torch_total, without_budget
-from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
