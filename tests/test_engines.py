@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.readers.hfconfig import model_from_config
+from kvcalc.readers import presets
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.llamacpp import engine as llamacpp
 from kvcalc.engines import releases
@@ -168,9 +169,10 @@ def test_llamacpp_iswa_cells_and_separate_v_type():
 
 def test_default_prefill_chunks_and_block_sizes():
     r = releases.release
-    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, "NVIDIA H100 SXM 80GB", 131072) == (8192, 1024)
-    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, "NVIDIA A100 SXM4 80GB", 131072) == (2048, 256)
-    assert vllm_release.batch_defaults(r("0.19.1"), 24 * GIB, "NVIDIA L4 24GB", 131072) == (2048, 256)
+    gpus = presets.gpus()
+    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, gpus["h100-sxm-80gb"], 131072) == (8192, 1024)
+    assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, gpus["a100-sxm-80gb"], 131072) == (2048, 256)
+    assert vllm_release.batch_defaults(r("0.19.1"), 24 * GIB, gpus["l4-24gb"], 131072) == (2048, 256)
     v3 = evaluate({"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpu": "h200-141gb", "gpus": "8",
                    "kv-memory-gib": "40"}).result.engine
     assert v3.block_size == 64 and v3.kv_tokens % 64 == 0

@@ -12,6 +12,7 @@ from kvcalc.engines import releases
 from kvcalc.engines.sglang import engine as sglang
 from kvcalc.engines.vllm import engine as vllm, profile as vllm_profile, release as rules
 from kvcalc.evaluation import evaluate
+from kvcalc.readers.presets import gpus
 from support import cli
 
 GIB = 1 << 30
@@ -70,22 +71,26 @@ def test_default_utilization_is_0_9_then_0_92_from_0_20_0():
 
 
 @pytest.mark.parametrize("version, memory_gib, gpu, expected", [
-    ("0.6.6", 80, "NVIDIA H100", (8192, 256)),         # V0: a whole 8K prompt, 256 sequences
-    ("0.8.0", 24, "NVIDIA L4", (2048, 1024)),          # V1 default; 1024 sequences on every GPU
-    ("0.8.4", 24, "NVIDIA L4", (2048, 256)),
-    ("0.8.4", 80, "NVIDIA A100-SXM4-80GB", (2048, 256)),   # the tier went by name: H100/H200 only
-    ("0.8.5", 80, "NVIDIA A100-SXM4-80GB", (8192, 1024)),  # then by memory
-    ("0.9.0", 80, "NVIDIA A100-SXM4-80GB", (2048, 256)),   # A100s back on the small tier
-    ("0.27.1", 180, "NVIDIA B200", (8192, 1024)),
-    ("0.28.0", 180, "NVIDIA B200", (16384, 1024)),     # 160 GiB and more: 16,384
-    ("0.33.0", 128, "NVIDIA DGX Spark GB10", (2048, 256))])
+    ("0.6.6", 80, "h100-sxm-80gb", (8192, 256)),       # V0: a whole 8K prompt, 256 sequences
+    ("0.8.0", 24, "l4-24gb", (2048, 1024)),            # V1 default; 1024 sequences on every GPU
+    ("0.8.4", 24, "l4-24gb", (2048, 256)),
+    ("0.8.4", 80, "a100-sxm-80gb", (2048, 256)),       # the tier went by device name: H100/H200 only
+    ("0.8.4", 80, "h100-sxm-80gb", (8192, 1024)),      # "NVIDIA H100 80GB HBM3" has "h100"
+    ("0.8.4", 96, "h20-96gb", (2048, 256)),            # "NVIDIA H20": a Hopper, but not by name
+    ("0.8.5", 80, "a100-sxm-80gb", (8192, 1024)),      # then by memory
+    ("0.9.0", 80, "a100-sxm-80gb", (2048, 256)),       # A100s back on the small tier ("a100" in its name)
+    ("0.27.1", 180, "b200-180gb", (8192, 1024)),
+    ("0.28.0", 180, "b200-180gb", (16384, 1024)),      # 160 GiB and more: 16,384
+    ("0.33.0", 128, "dgx-spark-128gb", (2048, 256)),   # GB10, compute capability 12.1: the small tier
+    ("0.32.0", 128, "dgx-spark-128gb", (8192, 1024))])
 def test_batch_defaults_by_release_and_gpu(version, memory_gib, gpu, expected):
-    assert rules.batch_defaults(r(version), memory_gib * GIB, gpu, 8192) == expected
+    assert rules.batch_defaults(r(version), memory_gib * GIB, gpus()[gpu], 8192) == expected
 
 
 def test_max_num_batched_tokens_never_exceeds_max_num_seqs_whole_requests_from_0_11_1():
-    assert rules.batch_defaults(r("0.11.0"), 80 * GIB, "NVIDIA H100", 4) == (8192, 1024)
-    assert rules.batch_defaults(r("0.11.1"), 80 * GIB, "NVIDIA H100", 4) == (4096, 1024)
+    h100 = gpus()["h100-sxm-80gb"]
+    assert rules.batch_defaults(r("0.11.0"), 80 * GIB, h100, 4) == (8192, 1024)
+    assert rules.batch_defaults(r("0.11.1"), 80 * GIB, h100, 4) == (4096, 1024)
 
 
 def test_the_sampler_path_each_release_takes_by_default():
@@ -177,8 +182,8 @@ def test_launch_commands_pin_the_figure_computed():
 def test_the_llm_class_batches_more_tokens_than_vllm_serve():
     """get_batch_defaults by usage context: LLM() takes 16,384 tokens on a big GPU (serve 8,192),
     8,192 on a small one (serve 2,048); vllm bench latency runs it (the Gemma 3 4B B200 log)."""
-    assert rules.batch_defaults(r("0.10.2"), 80 * GIB, "NVIDIA H100", 131072, "llm") == (16384, 1024)
-    assert rules.batch_defaults(r("0.10.2"), 24 * GIB, "NVIDIA L4", 131072, "llm") == (8192, 256)
+    assert rules.batch_defaults(r("0.10.2"), 80 * GIB, gpus()["h100-sxm-80gb"], 131072, "llm") == (16384, 1024)
+    assert rules.batch_defaults(r("0.10.2"), 24 * GIB, gpus()["l4-24gb"], 131072, "llm") == (8192, 256)
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "vllm-entry": "llm", "gpu": "h100-sxm-80gb"})
     assert e.result.engine.prefill_chunk == 16384
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "exact", "--vllm-entry", "llm")

@@ -94,8 +94,8 @@ def assumed_gpu(reading, evaluation, user_gave: bool) -> str | None:
     deployment = evaluation.scenario.deployment if evaluation is not None and evaluation.scenario else None
     if deployment is None or user_gave or any(name in reading.values for name in GPU_GIVEN):
         return None
-    if deployment.gpu_name:
-        return deployment.gpu_name
+    if deployment.gpu is not None:
+        return deployment.gpu.name
     if deployment.gpu_memory_bytes:
         return f"a GPU of {float(Fraction(deployment.gpu_memory_bytes, GIB)):,.2f} GiB"
     return None

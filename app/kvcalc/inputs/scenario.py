@@ -326,8 +326,8 @@ def build_scenario(values: dict) -> Scenario:
     if serving is not production.NONE:
         deployment = replace(deployment, added_weights_bytes_per_gpu=serving.added_weights_bytes_per_gpu)
         model = production.sizing_model(model, serving, engine)
-    if "gpu" in values and "gpu-memory-gib" not in values and presets.gpu(values["gpu"]).unified_memory:
-        notes.append(f"{deployment.gpu_name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
+    if deployment.gpu is not None and "gpu-memory-gib" not in values and deployment.gpu.unified_memory:
+        notes.append(f"{deployment.gpu.name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
                      "with the CPU and the operating system, so less than that is free for weights and KV cache: "
                      "set the GPU memory (or an overhead) to what the machine leaves free")
     if model.config_weights_bytes and deployment.weights_bytes == model.config_weights_bytes:
@@ -373,11 +373,11 @@ def _deployment(values: dict, model: Model) -> Deployment:
         tp = gpus // (pp * dp)
 
     memory = bandwidth = torch_memory = None
-    gpu_name = None
+    preset = None
     peaks = ()
     if "gpu" in values:
         preset = presets.gpu(values["gpu"])
-        memory, bandwidth, gpu_name = preset.memory_bytes, preset.bandwidth_bytes_per_s, preset.name
+        memory, bandwidth = preset.memory_bytes, preset.bandwidth_bytes_per_s
         torch_memory = preset.torch_memory_bytes
         peaks = tuple(sorted((preset.peak_flops or {}).items()))
     if "gpu-memory-gib" in values:
@@ -410,7 +410,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
     return Deployment(tp=tp, pp=pp, gpu_memory_bytes=memory,
                       memory_utilization=values.get("memory-utilization", Fraction(1)),
                       overhead_bytes=int(overhead), weights_bytes=None if weights is None else int(weights),
-                      bandwidth_bytes_per_s=bandwidth, gpu_name=gpu_name, torch_memory_bytes=torch_memory,
+                      bandwidth_bytes_per_s=bandwidth, gpu=preset, torch_memory_bytes=torch_memory,
                       weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights,
                       dp=dp, expert_parallel=values.get("ep") == "on",
                       dp_attention=dp > 1 and getattr(engines.REGISTRY.get(values.get("engine") or ""),

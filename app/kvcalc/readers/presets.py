@@ -15,10 +15,25 @@ from .params import has_quantization, quantized_weights
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")   # os.path: pathlib costs ~10 ms to import in Pyodide
 
 
+# The words a GPU's facts are given in (data/gpus.json): how a program reaches it, how several of
+# it talk to each other. Windows / WSL2 is not here: it is how a machine runs, not what the GPU is.
+PLATFORMS = ("cuda", "rocm", "xpu", "metal")
+INTERCONNECTS = (
+    "nvlink",     # NVLink (SXM boards on NVSwitch; a bridged pair of PCIe cards)
+    "pcie",       # PCIe only: no peer link between the cards
+    "xgmi",       # AMD Infinity Fabric between Instinct GPUs
+    "network",    # one GPU per machine (DGX Spark's ConnectX-7, Macs over Thunderbolt): several talk over a network
+)
+# Each platform's architecture fact: CUDA's compute capability, ROCm's gfx target; none for Metal.
+ARCH_FACT = {"cuda": "compute_capability", "rocm": "gfx_arch", "xpu": None, "metal": None}
+# Facts every preset states: a missing one is refused, never guessed.
+GPU_FACTS = ("vendor", "platform", "compute_units", "interconnect", "unified_memory", "device_name", "facts_source")
+
+
 @dataclass(frozen=True)
 class GPU:
     id: str
-    name: str
+    name: str                               # the display name (the page's, the plan's rows)
     vendor: str
     memory_bytes: int
     bandwidth_bytes_per_s: int
@@ -30,6 +45,58 @@ class GPU:
     peak_flops_source: str | None = None
     unified_memory: bool = False            # memory shared with the CPU and OS (Apple M-series, DGX Spark GB10)
     aliases: tuple[str, ...] = ()           # common names this preset goes by ("H100 SXM5", "RTX4090")
+    # The hardware's facts, each from a spec sheet or what PyTorch reports (facts_source says which):
+    platform: str = ""                      # PLATFORMS: cuda, rocm, xpu, metal
+    compute_capability: tuple[int, int] | None = None   # CUDA's (major, minor), torch.cuda.get_device_capability()
+    gfx_arch: str | None = None             # ROCm's gfx target (gcnArchName): gfx942, gfx950
+    compute_units: int | None = None        # SMs (multi_processor_count), CUs on AMD, GPU cores on Apple
+    interconnect: str = ""                  # INTERCONNECTS: how several of this GPU talk
+    device_name: str = ""                   # as the device reports it (torch.cuda.get_device_name(), Metal's name)
+    facts_source: str = ""
+
+    def cuda_at(self, *capabilities: tuple[int, int]) -> bool:
+        """Whether this is a CUDA device of one of these exact compute capabilities."""
+        return self.platform == "cuda" and self.compute_capability in capabilities
+
+    def cuda_major(self) -> int | None:
+        """The CUDA compute capability's major version (9 Hopper, 10 and 12 Blackwell), None off CUDA."""
+        return self.compute_capability[0] if self.platform == "cuda" and self.compute_capability else None
+
+
+def gpu_from_row(row: dict) -> GPU:
+    """A preset from its row of data/gpus.json, every fact checked: a row missing one, or giving one
+    in words this calculator does not know, is refused (ValueError naming the preset and the fact)."""
+    name = row.get("id", "?")
+    for fact in GPU_FACTS:
+        if fact not in row:
+            raise ValueError(f"GPU preset {name} does not state its {fact} (data/gpus.json)")
+    platform, link = row["platform"], row["interconnect"]
+    if platform not in PLATFORMS:
+        raise ValueError(f"GPU preset {name}: platform {platform!r} is none of {', '.join(PLATFORMS)}")
+    if link not in INTERCONNECTS:
+        raise ValueError(f"GPU preset {name}: interconnect {link!r} is none of {', '.join(INTERCONNECTS)}")
+    if not isinstance(row["unified_memory"], bool):
+        raise ValueError(f"GPU preset {name}: unified_memory is true or false")
+    arch = ARCH_FACT[platform]
+    for fact in ("compute_capability", "gfx_arch"):
+        if fact == arch and row.get(fact) is None:
+            raise ValueError(f"GPU preset {name} runs {platform} and does not state its {fact} (data/gpus.json)")
+        if fact != arch and row.get(fact) is not None:
+            owner = "CUDA" if fact == "compute_capability" else "ROCm"
+            raise ValueError(f"GPU preset {name}: {fact} is a fact of {owner} devices, not of a {platform} one")
+    cc = row.get("compute_capability")
+    if cc is not None and not (isinstance(cc, list) and len(cc) == 2 and all(type(v) is int and v >= 0 for v in cc)):
+        raise ValueError(f"GPU preset {name}: compute_capability is [major, minor], got {cc!r}")
+    units = row["compute_units"]
+    if units is None and platform in ("cuda", "rocm"):
+        raise ValueError(f"GPU preset {name}: compute_units (its SMs or CUs) are read by engine rules on {platform}")
+    if units is not None and not (type(units) is int and units > 0):
+        raise ValueError(f"GPU preset {name}: compute_units is a positive count, got {units!r}")
+    fields = GPU.__dataclass_fields__
+    values = {k: v for k, v in row.items() if k in fields}
+    values["aliases"] = tuple(row.get("aliases", ()))
+    values["compute_capability"] = None if cc is None else (cc[0], cc[1])
+    return GPU(**values)
 
 
 @lru_cache(maxsize=None)
@@ -154,9 +221,7 @@ def _shape_model(key: str) -> Model:
 def gpus() -> dict[str, GPU]:
     with open(os.path.join(DATA, "gpus.json"), encoding="utf-8") as fh:
         rows = json.load(fh)["gpus"]
-    fields = GPU.__dataclass_fields__
-    return {row["id"]: GPU(**{k: tuple(v) if k == "aliases" else v for k, v in row.items() if k in fields})
-            for row in rows}
+    return {row["id"]: gpu_from_row(row) for row in rows}
 
 
 

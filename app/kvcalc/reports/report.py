@@ -48,7 +48,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "kv_bits_per_element": _plain(work.kv_precision.bits_per_element),
         "block_size": work.block_size_tokens if work.block_size_tokens > 1 else "off",   # "off": no paging
         "prefix_tokens": work.prefix_tokens,
-        "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu_name,
+        "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "gpu": dep.gpu.name if dep.gpu else None,
         # Under SGLang's DP attention tp is its --tp-size (every GPU of a stage), as typed.
         **({"tp": dep.tp * dep.dp, "dp": dep.dp, "attention_tp": dep.tp, "dp_attention": True}
            if dep.dp_attention else {}),
@@ -344,8 +344,8 @@ def _max_context_text(result: Result) -> str:
 def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
     """The inputs every headline figure depends on, in one line."""
     work, dep = scenario.workload, scenario.deployment
-    if dep.gpu_name:
-        gpus = f"{dep.gpus:,} x {dep.gpu_name}"
+    if dep.gpu is not None:
+        gpus = f"{dep.gpus:,} x {dep.gpu.name}"
     elif dep.gpu_memory_bytes:
         gpus = f"{plural(dep.gpus, 'GPU')} of {size(dep.gpu_memory_bytes, unit)}"
     else:

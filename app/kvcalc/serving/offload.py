@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
-from ..readers import presets
 from ..engines.releases import pep440
 from ..sizing import bytes_per_token
 from ..units import GB, GIB, ceil_div
@@ -278,9 +277,9 @@ def _replicated(ask: OffloadAsk, scenario, release) -> bool:
     dep = scenario.deployment
     if ask.backend != "native" or release is None or not release.at_least(0, 27, 0):
         return False
-    vendor = presets.gpu(dep.gpu_name).vendor if dep.gpu_name else "NVIDIA"
+    platform = dep.gpu.platform if dep.gpu is not None else "cuda"     # a custom GPU: CUDA
     return (_all_mla(scenario.model) and dep.tp > 1 and dep.pp == 1 and dep.tp <= GPUS_PER_HOST
-            and vendor != "AMD")
+            and platform != "rocm")
 
 
 def tier(ask: OffloadAsk, engine: str | None, scenario, result) -> Tier:

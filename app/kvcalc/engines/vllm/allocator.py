@@ -152,21 +152,26 @@ class Pool:
     padding: tuple = ()            # (layers added, % of that type) per padded layer type
 
 
-def block_size_for(model, gpu_name: str | None, block_size: int | None) -> tuple[int, str | None]:
-    """The block size vLLM uses, and why when it is not its default of 16."""
+def block_size_for(model, gpu, block_size: int | None) -> tuple[int, str | None]:
+    """The block size vLLM uses, and why when it is not its default of 16. `gpu` is the GPU preset
+    (readers/presets.GPU), None for a custom one."""
     if block_size and block_size > 1:
         if block_size not in BLOCK_SIZES:
             raise InputError("block-size", f"vLLM takes block sizes {', '.join(map(str, BLOCK_SIZES))}, "
                                            f"not {block_size}")
         return block_size, None
-    if any(layer.kind == "mla" for layer in model.layers) and gpu_name and _flash_mla_gpu(gpu_name):
+    if any(layer.kind == "mla" for layer in model.layers) and _flash_mla_gpu(gpu):
         return FLASH_MLA_BLOCK, "vLLM's FlashMLA backend (Hopper, Blackwell) uses 64-token blocks for MLA."
     return DEFAULT_BLOCK, None
 
 
-def _flash_mla_gpu(gpu_name: str) -> bool:
-    name = gpu_name.upper()
-    return any(tag in name for tag in ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200"))
+# FlashMLA runs on CUDA compute capability 9.x and 10.x (Hopper, datacenter Blackwell; vLLM's
+# attention/ops/flashmla.py checks the major), not on 12.x (RTX Blackwell, GB10).
+FLASH_MLA_MAJORS = (9, 10)
+
+
+def _flash_mla_gpu(gpu) -> bool:
+    return gpu is not None and gpu.cuda_major() in FLASH_MLA_MAJORS
 
 
 def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,

@@ -55,7 +55,7 @@ def release_of(scenario):
 
 def _batch_defaults(scenario) -> tuple[int, int]:
     dep = scenario.deployment
-    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu_name,
+    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu,
                                 scenario.workload.context_tokens, scenario.settings.vllm_entry)
 
 
@@ -130,7 +130,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     parallel.check(model, dep, parallel.VLLM)
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
-    block, why = allocator.block_size_for(model, dep.gpu_name, scenario.settings.block_size)
+    block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)
     if why:
         notes.append(why)
     if dep.dp > 1:

@@ -53,7 +53,7 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
                                        f"not {work.block_size_tokens}",))
         args += ["--block-size", str(work.block_size_tokens)]
     else:
-        block = own.block_size if own is not None else block_size_for(scenario.model, dep.gpu_name, None)[0]
+        block = own.block_size if own is not None else block_size_for(scenario.model, dep.gpu, None)[0]
         notes.append(f"vLLM pages this model's cache in blocks of {block} tokens here; its figures above count "
                      "them (the exact ideal's count single tokens)")
     return Launch(name, shell_join(args), tuple(notes))

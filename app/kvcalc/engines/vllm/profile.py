@@ -17,13 +17,18 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6), plus the hidden states
   it keeps (all of them from 0.9.2). V0 samples only on the driver, over max_num_seqs sequences,
   and the driver's budget binds.
-- The cuBLAS workspace its first matmul allocates: 32 MiB on Hopper and Blackwell, 8 MiB before.
+- The cuBLAS workspace its first matmul allocates: 32 MiB on compute capability 9.x to 12.x
+  (Hopper, Blackwell), 8 MiB before.
+
+What the GPU is comes from its preset's facts (readers/presets.GPU: compute capability, SMs,
+interconnect, platform), never from its display name; a custom GPU (given only by its memory) is
+taken as NVLink-joined, with an H100's 132 SMs and the smaller cuBLAS workspace. Windows / WSL2,
+whose drivers keep memory of their own, is how a machine runs, not a fact of the GPU: not modelled.
 
 Calibrated on the real logs in tests/fixtures/logs (vllm-*.log, SOURCES.md; the README's table
 gives the error per release): the band is what those logs support.
 """
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,14 +37,15 @@ from . import release as rules
 
 MIB = 1 << 20
 NATIVE, FUSED, RUNNER_V2 = 38, 14, 6          # sampler bytes per row x vocabulary entry
-# The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32.
-SM_COUNTS = (("H100 PCIE", 114), ("GH200", 132), ("H100", 132), ("H200", 132), ("H800", 132), ("H20", 78),
-             ("GB200", 152), ("GB300", 160), ("B200", 148), ("B300", 148), ("A100", 108), ("A10G", 80),
-             ("L40S", 142), ("L40", 142), ("L4", 58), ("A40", 84), ("A6000", 84), ("6000 ADA", 142),
-             ("PRO 6000", 188), ("4090", 128), ("3090", 82), ("5090", 170), ("T4", 40), ("V100", 80))
+# The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32:
+# the device's compute units (current_platform.num_compute_units: SMs, CUs on ROCm), the preset's
+# compute_units; a custom GPU takes an H100's 132.
 DEFAULT_SMS = 132
 TRITON_MIN_ROWS = 8           # apply_top_k_top_p_triton from 8 rows (0.17.0); whenever Triton exists (0.30.0)
-HOPPER_OR_LATER = ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200", "GB300", "5090", "PRO 6000")
+# PyTorch's default cuBLAS workspace (aten/src/ATen/cuda/CublasHandlePool.cpp parseChosenWorkspaceSize):
+# 4096 x 8 KiB on compute capability 9.x to 12.x (Hopper, Blackwell), ":4096:2:16:8" before.
+CUBLAS_32MIB_MAJORS = (9, 10, 11, 12)
+CUBLAS_WORKSPACE, CUBLAS_WORKSPACE_BEFORE_HOPPER = 4096 * 8 * 1024, 4096 * 1024 * 2 + 16 * 1024 * 8
 # Architectures whose MLP keeps gate_up alive through down_proj (Qwen2MLP, Gemma3MLP).
 KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
 # When a config gives no MLP width, Llama's ratio (14,336 / 4,096 = 7 / 2) stands in for it.
@@ -49,10 +55,9 @@ KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
 NON_TORCH = {1: (150 * MIB, 30 * MIB, 400 * MIB), 2: (500 * MIB, 200 * MIB, 1200 * MIB),
              4: (1600 * MIB, 400 * MIB, 2500 * MIB)}
 NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
-# GPUs joined by PCIe only take no custom all-reduce buffers and far smaller NCCL ones: 0.30 GiB
-# at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
+# GPUs joined by PCIe only (the preset's interconnect "pcie") take no custom all-reduce buffers and
+# far smaller NCCL ones: 0.30 GiB at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
 NON_TORCH_PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
-PCIE_ONLY = re.compile(r"PCIE|RTX|GEFORCE|\bL40S?\b|\bL4\b|\bA10G?\b|\bT4\b|\bA40\b|A6000|6000 ADA|PRO 6000|\bA16\b|\bA2\b")
 # The CUDA-graph estimate subtracted from 0.20.0 (profile_cudagraph_memory).
 CUDAGRAPH = (500 * MIB, 100 * MIB, 1500 * MIB)
 # A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
@@ -84,17 +89,18 @@ def _dtype_bytes(model) -> int:
     return 4 if model.dtype == "fp32" else 2       # activations stay in the model dtype when weights are quantized
 
 
-def _gpu(name: str | None, table, default):
-    upper = (name or "").upper()
-    for tag, value in table:
-        if tag in upper:
-            return value
-    return default
+def cublas_workspace(gpu) -> int:
+    """The cuBLAS workspace PyTorch allocates on the first matmul, by the preset's compute
+    capability (a custom GPU: the smaller one). ROCm's default in the same file (32 MiB, 128 MiB on
+    gfx94x/gfx95x) is not applied: no ROCm vLLM log calibrates it, so ROCm keeps the smaller figure."""
+    major = None if gpu is None else gpu.cuda_major()
+    return CUBLAS_WORKSPACE if major in CUBLAS_32MIB_MAJORS else CUBLAS_WORKSPACE_BEFORE_HOPPER
 
 
-def cublas_workspace(gpu_name: str | None) -> int:
-    hopper = any(tag in (gpu_name or "").upper() for tag in HOPPER_OR_LATER)
-    return 32 * MIB if hopper else 4096 * 1024 * 2 + 16 * 1024 * 8
+def compute_units(gpu) -> int:
+    """The SMs (CUs on ROCm) vLLM's Triton sampler sizes its buffer by: the preset's; an H100's 132
+    for a custom GPU or a preset whose count is not known."""
+    return DEFAULT_SMS if gpu is None or not gpu.compute_units else gpu.compute_units
 
 
 def moe_chunk(release, tokens: int) -> int:
@@ -175,7 +181,7 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False) -> tup
     return NATIVE, NATIVE, "native top-k/top-p"
 
 
-def sampler_peak(model, release, gpu_name: str | None, tokens: int, rows: int,
+def sampler_peak(model, release, gpu, tokens: int, rows: int,
                  quantized: bool = False) -> tuple[int, int, str]:
     """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
     and at the lowest a default install may take."""
@@ -186,18 +192,18 @@ def sampler_peak(model, release, gpu_name: str | None, tokens: int, rows: int,
     else:
         kept = 2 * b * rows * hidden
     # _TRITON_BUFFER_CACHE: min(next power of two of min(SMs, rows), SMs) rows of the vocabulary in fp32.
-    sms = _gpu(gpu_name, SM_COUNTS, DEFAULT_SMS)
+    sms = compute_units(gpu)
     triton = 4 * min(1 << (min(sms, rows) - 1).bit_length(), sms) * vocab \
         if per == FUSED and release.at_least(0, 17, 0) else 0
     return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
 
 
-def non_torch_memory(tp: int, gpu_name: str | None) -> tuple[int, int, int]:
-    """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less."""
+def non_torch_memory(tp: int, gpu) -> tuple[int, int, int]:
+    """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less (the
+    preset's interconnect; a custom GPU is taken as NVLink-joined)."""
     if tp == 1:
         return NON_TORCH[1]
-    name = (gpu_name or "").upper()
-    if PCIE_ONLY.search(name) and "NVL" not in name:
+    if gpu is not None and gpu.interconnect == "pcie":
         return NON_TORCH_PCIE
     return NON_TORCH.get(tp, NON_TORCH_WIDE if tp > 4 else NON_TORCH[4])
 
@@ -212,14 +218,14 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     forward, how = forward_peak(model, release, dep.tp, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
     rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
-    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu_name, chunk, rows, quantized)
-    workspace = cublas_workspace(dep.gpu_name)
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized)
+    workspace = cublas_workspace(dep.gpu)
     encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
-    non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu_name)
-    rocm = (dep.gpu_name or "").upper().startswith(("AMD", "MI")) or "INSTINCT" in (dep.gpu_name or "").upper()
+    non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu)
+    rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
     graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
         uses_runner_v2(model, release, quantized) and not release.at_least(0, 29, 0)) else (0, 0, 0)
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""

@@ -38,28 +38,32 @@ def engine_variant(release, variant: str):
     return replace(release, variant=variant)
 
 
-def _big(release, memory_bytes: int | None, gpu_name: str | None) -> bool:
-    name = (gpu_name or "").upper()
+def _big(release, memory_bytes: int | None, gpu) -> bool:
+    """Whether vLLM puts this GPU on its large batch tier. vLLM reads the device's own name
+    (current_platform.get_device_name(), lower-cased) where a rule names cards, so the preset's
+    device_name answers those, never its display name; a custom GPU (None) has no name to match."""
+    device = gpu.device_name.lower() if gpu is not None else ""
     if not release.at_least(0, 8, 5):
         # 0.7.0-0.8.4 picked the large tier by device name (_override_v1_engine_args).
-        return "H100" in name or "H200" in name
+        return "h100" in device or "h200" in device
     if memory_bytes is None or memory_bytes < BIG_GPU_BYTES:
         return False
-    if release.at_least(0, 33, 0) and ("SPARK" in name or "GB10" in name):
-        return False               # 0.33.0: GB10 (DGX Spark, cc 12.1) stays on the small tier
-    # 0.9.0 on: A100s are kept on the small tier (arg_utils.py _set_default_args_v1).
-    return not (release.at_least(0, 9, 0) and "A100" in name)
+    if release.at_least(0, 33, 0) and gpu is not None and gpu.cuda_at((12, 1)):
+        return False               # 0.33.0: GB10 (DGX Spark, is_device_capability((12, 1))) stays on the small tier
+    # 0.9.0 on: A100s are kept on the small tier ("a100" not in device_name, arg_utils.py _set_default_args_v1).
+    return not (release.at_least(0, 9, 0) and "a100" in device)
 
 
-def batch_defaults(release, memory_bytes: int | None, gpu_name: str | None, max_model_len: int,
+def batch_defaults(release, memory_bytes: int | None, gpu, max_model_len: int,
                    entry: str = "serve") -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
-    (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger."""
+    (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger.
+    `gpu` is the GPU preset (readers/presets.GPU), None for a custom one."""
     if not v1(release):
         # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
         # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
         return (2048 if max_model_len > 32768 else max(max_model_len, 2048)), 256
-    big = _big(release, memory_bytes, gpu_name)
+    big = _big(release, memory_bytes, gpu)
     huge = release.at_least(0, 28, 0) and memory_bytes is not None and memory_bytes >= HUGE_GPU_BYTES and big
     if entry == "llm":
         tokens = 16384 if big else 8192
