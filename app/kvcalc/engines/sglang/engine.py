@@ -29,6 +29,8 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
 parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
+LOG_READER = "log"           # its start-up log's reader: engines/sglang/log.py
+OWN_OPTIONS = ("memory-in-use-gib",)     # options only SGLang takes
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 KV_MEMORY_LOGGED = True      # its log prints the pool's K and V sizes to 0.01 GB (GiB)
@@ -189,12 +191,23 @@ def tp_size(dep) -> int:
     return dep.tp * dep.dp
 
 
+def data_parallel(moe: bool) -> bool:
+    """Its data-parallel ranks are DP attention, which it runs for a mixture of experts."""
+    return moe
+
+
+def _free_at_start(dep, settings, notes: list) -> int:
+    """The memory free when SGLang starts: PyTorch's total less what is already in use (its CUDA
+    context by default, or --memory-in-use-gib)."""
+    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
+    return torch_total(dep, settings, notes) - in_use
+
+
 def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     """The memory free when SGLang starts (the total less what is already in use: its CUDA context
     by default, or --memory-in-use-gib), times mem_fraction_static (given, or as it derives it)."""
     dep, settings = scenario.deployment, scenario.settings
-    in_use = CONTEXT_BYTES if settings.memory_in_use_gib is None else int(settings.memory_in_use_gib * GIB)
-    memory = torch_total(dep, settings, notes) - in_use
+    memory = _free_at_start(dep, settings, notes)
     if memory <= 0:
         raise InputError("memory-in-use-gib", "leaves no free memory on the GPU for SGLang to start in")
     if settings.memory_in_use_gib is not None:
@@ -255,6 +268,31 @@ def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
         share = Fraction(95, 100) * min(Fraction(105, 100), max(Fraction(8, 10), 1 - (ratio - 1) / 10))
     notes.append(f"SGLang {release} keeps {float(share):.4g} of mem_fraction_static for a multimodal model.")
     return share
+
+
+def usable_words(scenario, out: EngineResult, usable: int) -> str:
+    """What usable_memory took, in SGLang's terms (the source formula's words)."""
+    free = _free_at_start(scenario.deployment, scenario.settings, [])
+    return (f"mem_fraction_static {float(Fraction(usable, free)):.3g} of the {free:,} B free when SGLang "
+            "starts (PyTorch's total less what is in use); its activations live in the rest")
+
+
+def overhead_words(scenario, out: EngineResult) -> str:
+    return "SGLang subtracts none: its activations and CUDA graphs live in what mem_fraction_static leaves"
+
+
+def reservation_words(scenario, out: EngineResult) -> str:
+    model = scenario.model
+    if any(layer.kind == "sliding" for layer in model.layers) and not any(
+            name in (model.architecture or "") for name in allocator.HYBRID_SWA_ARCHITECTURES):
+        return ("SGLang keeps every token in the sliding-window layers too: one pool of whole-context cells "
+                "(its split pools are for " + ", ".join(allocator.HYBRID_SWA_ARCHITECTURES) + " models)")
+    return explain(scenario, out)[0].rstrip(".")
+
+
+def count_words(scenario, out: EngineResult) -> str:
+    return "SGLang's pool is whole pages of token cells" + (
+        ", split into a full and a sliding-window pool" if out.log and "sliding window" in out.log[0] else "")
 
 
 def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
