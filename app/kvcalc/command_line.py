@@ -36,18 +36,15 @@ def kv_flag(scenario, table: dict, engine: str):
     return None, f"{engine} cannot store the KV cache as {kv}; its choices here: {allowed}"
 
 
-# What lets each engine take a context past the model's max_position_embeddings: vLLM's
-# _get_and_verify_max_len raises unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (vllm/envs.py);
-# SGLang's ModelConfig raises unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set.
-LONG_CONTEXT_ENV = {"vLLM": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "SGLang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"}
-
-
-def common_notes(scenario, engine: str) -> list:
+def common_notes(scenario, engine: str, allow: str) -> list:
+    """The notes every launch command takes: `engine` its title, `allow` the environment setting
+    that lets it take a context past the model's max_position_embeddings (each engine's
+    LONG_CONTEXT_ENV)."""
     notes = []
     if past_limit(scenario):
         notes.append(f"the context is past the model's max_position_embeddings "
                      f"({scenario.model.max_context_tokens:,}): {engine} refuses it unless "
-                     f"{LONG_CONTEXT_ENV[engine]} is set, as this command does; without rope scaling the "
+                     f"{allow} is set, as this command does; without rope scaling the "
                      "output past the limit may be wrong")
     return notes
 
@@ -56,8 +53,9 @@ def past_limit(scenario) -> bool:
     return scenario.model.past_limit(scenario.workload.context_tokens)
 
 
-def env(scenario, engine: str) -> list:
-    return ["env", LONG_CONTEXT_ENV[engine]] if past_limit(scenario) else []
+def env(scenario, allow: str) -> list:
+    """`env ALLOW` before the command where the context is past the model's limit."""
+    return ["env", allow] if past_limit(scenario) else []
 
 
 def requests(scenario, result, engine: str, flag: str, notes: list) -> int | None:

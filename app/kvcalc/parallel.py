@@ -24,14 +24,28 @@ Weights per GPU, as each engine places them (read from their sources, 2025-2026 
 Pure: values in, ints and Fractions out.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from .errors import InputError
 from .experts import RoutedExperts, routed_experts, weight_parts, weights_read as _weights_read
 from .units import ceil_div
 
-EXACT, VLLM, SGLANG, LLAMACPP = "exact", "vllm", "sglang", "llama.cpp"
+@dataclass(frozen=True)
+class Placement:
+    """How an engine places a layout's weights and which layouts it refuses: each engine's
+    PLACEMENT (engines/<engine>/__init__.py), EXACT for the exact ideal. The refusals are the
+    engine's words, str.format templates filled with the layout's figures."""
+    splits_experts: str = "Tensor-parallel experts"   # who splits each expert over tp x dp, in the dp refusal
+    no_data_parallel: str | None = None      # its refusal of dp > 1 ({dp}), where it has no ranks
+    no_expert_parallel: str | None = None    # its refusal of ep, where it has no expert parallelism
+    # Its refusal of an EP group ({group} = {tp} x {dp}) that does not divide the {experts} routed
+    # experts ({allowed}: the tp x dp that do), where it places whole experts only.
+    whole_experts: str | None = None
+    dp_attention: bool = False               # dp > 1 is data-parallel attention (the weights as _sglang places them)
+
+
+EXACT = Placement()
 
 
 def attention_tp(values: dict, engine) -> int:
@@ -79,31 +93,26 @@ def expert_group(dep) -> int:
     return dep.tp * dep.dp
 
 
-def check(model, dep, engine: str = EXACT) -> None:
-    """The refusals the engines make for this layout, as InputError naming the field."""
+def check(model, dep, engine: Placement = EXACT) -> None:
+    """The refusals the engines make for this layout, as InputError naming the field (`engine`: the
+    engine's PLACEMENT)."""
     dp, ep, group = dep.dp, dep.expert_parallel, expert_group(dep)
-    if engine == LLAMACPP:
-        if dp > 1:
-            raise InputError("dp", f"llama.cpp has no data parallelism (dp={dp}): one llama-server spreads one "
-                                   "copy of the model over its GPUs; run dp servers behind a load balancer and size "
-                                   "each alone with dp 1")
-        if ep:
-            raise InputError("ep", "llama.cpp has no expert parallelism: its split modes (-sm layer, row) place "
-                                   "layers or rows, and --n-cpu-moe keeps experts on the CPU; set ep off")
+    if dp > 1 and engine.no_data_parallel:
+        raise InputError("dp", engine.no_data_parallel.format(dp=dp))
+    if ep and engine.no_expert_parallel:
+        raise InputError("ep", engine.no_expert_parallel)
     if ep and not is_moe(model):
         raise InputError("ep", "the model has no routed experts: expert parallelism places a mixture of experts' "
                                "experts; set ep off")
     if not is_moe(model) or (dp == 1 and not ep):
         return
     experts = model.experts or _parts_experts(model, dep)
-    if engine == SGLANG and ep and experts and experts % group:
-        raise InputError("ep", f"SGLang places whole experts: its --ep-size {group} (tp x dp = {dep.tp} x {dp}) must "
-                               f"divide the model's {experts} routed experts (FusedMoE asserts num_experts % ep_size "
-                               f"== 0); allowed: tp x dp of {_divisors(experts)}")
+    if engine.whole_experts and ep and experts and experts % group:
+        raise InputError("ep", engine.whole_experts.format(group=group, tp=dep.tp, dp=dp, experts=experts,
+                                                           allowed=_divisors(experts)))
     width = model.moe_mlp_size or _parts_width(model, dep)
     if dp > 1 and not ep and width and width % group:
-        name = "SGLang" if engine == SGLANG else "vLLM" if engine == VLLM else "Tensor-parallel experts"
-        raise InputError("dp", f"{name} splits each expert over tp x dp = {group} GPUs without expert parallelism, "
+        raise InputError("dp", f"{engine.splits_experts} splits each expert over tp x dp = {group} GPUs without expert parallelism, "
                                f"which must divide the experts' width (moe_intermediate_size {width:,}); turn ep on "
                                f"to place whole experts instead, or use tp x dp of {_divisors(width, group * 4)}")
 
@@ -123,7 +132,7 @@ def _parts_width(model, dep) -> int | None:
     return parts.expert_width if parts else None
 
 
-def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
+def weights_bytes_per_gpu(model, dep, engine: Placement = EXACT) -> int | None:
     """The weights on the busiest GPU as `engine` places them: Deployment.weights_bytes_per_gpu
     (every weight split over tp, evenly over pp stages) unless data or expert parallelism moves
     them, then the split the module docstring gives; plus what the deployment adds on every GPU
@@ -132,18 +141,18 @@ def weights_bytes_per_gpu(model, dep, engine: str = EXACT) -> int | None:
     return None if share is None else share + dep.added_weights_bytes_per_gpu
 
 
-def model_share(model, dep, engine: str = EXACT) -> int | None:
+def model_share(model, dep, engine: Placement = EXACT) -> int | None:
     """The model's own weights on the busiest GPU (weights_bytes_per_gpu without what the deployment adds)."""
     return _model_share(model, dep, engine)
 
 
-def _model_share(model, dep, engine: str) -> int | None:
+def _model_share(model, dep, engine: Placement) -> int | None:
     weights = dep.weights_bytes
     if weights is None:
         return None
     if dep.dp == 1 and not dep.expert_parallel:
         return dep.weights_bytes_per_gpu
-    if dep.dp > 1 and (engine == SGLANG or (engine == EXACT and dep.dp_attention)):
+    if dep.dp > 1 and (engine.dp_attention or (engine is EXACT and dep.dp_attention)):
         return _sglang(model, dep)      # the deployment's own placement: SGLang's DP attention
     x, experts, why = _routed_share(model, weights)
     if x is None:
@@ -245,7 +254,7 @@ def summary_words(dep) -> str:
     return f"tp {dep.tp}, pp {dep.pp}, dp {dep.dp}{ep}"
 
 
-def layout_words(dep, engine: str = EXACT) -> str:
+def layout_words(dep, engine: Placement = EXACT) -> str:
     """The layout in words: "8 GPUs: dp 8 ranks of tp 1", with expert parallelism named."""
     words = f"{dep.gpus} GPUs: {dep.dp} data-parallel ranks of tp {dep.tp}" + (f" x pp {dep.pp}" if dep.pp > 1 else "")
     if dep.dp_attention:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ... import parallel
+from . import PLACEMENT
 from ...errors import InputError
 from ...layers import IndexedAttention
 from ...precision import precision
@@ -402,7 +403,7 @@ def experts_on_cpu(model, settings, weights: int | None, notes: list) -> tuple[i
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep, settings = scenario.model, scenario.workload, scenario.deployment, scenario.settings
-    parallel.check(model, dep, parallel.LLAMACPP)      # no data or expert parallelism
+    parallel.check(model, dep, PLACEMENT)      # no data or expert parallelism
     v_precision = settings.v_precision or work.kv_precision
     pool = allocate(model, work.kv_precision, v_precision, work.context_tokens, work.batch, ubatch=chunk)
     flash, why_flash = flash_attention(settings, pool.v_type)
@@ -567,7 +568,7 @@ def launch(scenario, result=None) -> Launch:
     """`llama-server` with the flags that size this deployment."""
     work, dep, notes = scenario.workload, scenario.deployment, []
     try:
-        parallel.check(scenario.model, dep, parallel.LLAMACPP)
+        parallel.check(scenario.model, dep, PLACEMENT)
     except InputError as e:
         return Launch(NAME, None, (e.message,))
     kv = scenario.workload.kv_precision.name

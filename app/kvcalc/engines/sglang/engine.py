@@ -18,6 +18,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from ... import parallel
+from . import PLACEMENT
 from ...errors import InputError
 from ...units import GIB
 from .. import releases
@@ -302,7 +303,7 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, Non
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    parallel.check(model, dep, parallel.SGLANG)
+    parallel.check(model, dep, PLACEMENT)
     _check_draft(scenario, model)
     draft = draft_rule(scenario)
     page = scenario.settings.block_size or 1
@@ -347,7 +348,7 @@ def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Bu
     the KV memory the budget took beside the exact ideal's weights per GPU moves by the difference.
     (the budget, SGLang's weights per GPU where they replaced the ideal's)."""
     dep, work = scenario.deployment, scenario.workload
-    mine = parallel.weights_bytes_per_gpu(scenario.model, dep, parallel.SGLANG)
+    mine = parallel.weights_bytes_per_gpu(scenario.model, dep, PLACEMENT)
     ideal = parallel.weights_bytes_per_gpu(scenario.model, dep)
     words = (f"--tp-size {tp_size(dep)} --dp-size {dep.dp} --enable-dp-attention: {dep.dp} ranks of attn_tp_size "
              f"{dep.tp}, each with its own KV pool for its share of the requests (ceil(batch / dp) = "

@@ -5,9 +5,13 @@ from ...errors import InputError
 from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ...units import ceil_div
 from ... import parallel
+from . import PLACEMENT
 
 # --kv-cache-dtype choices (server_args.py) by our precision name.
 LAUNCH_KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16"}
+# What lets it take a context past the model's max_position_embeddings: its ModelConfig raises
+# unless it is set.
+LONG_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
 
 
 def _all_ranks(scenario, sized: bool, running: int, notes: list) -> int:
@@ -30,15 +34,15 @@ def command(scenario, result, name: str, chunk: int, tp_size: int) -> Launch:
     --tp-size `tp_size` (every GPU of a pipeline stage); `result` is the evaluation sized (None
     for a command alone); `name` is the engine's registry name (result.engine.engine when SGLang
     sized it)."""
-    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang")
+    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "SGLang", LONG_CONTEXT_ENV)
     kv, why = kv_flag(scenario, LAUNCH_KV, "SGLang")
     if why:
         return Launch(name, None, (why,))
     try:
-        parallel.check(scenario.model, dep, parallel.SGLANG)
+        parallel.check(scenario.model, dep, PLACEMENT)
     except InputError as e:
         return Launch(name, None, (e.message,))
-    args = env(scenario, "SGLang") + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
+    args = env(scenario, LONG_CONTEXT_ENV) + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
                                         "--context-length", str(work.context_tokens)]
     own = result.engine if result is not None and result.engine is not None and result.engine.engine == name \
         else None

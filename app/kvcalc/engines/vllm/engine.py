@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from ...errors import InputError
 from ... import parallel
+from . import PLACEMENT
 from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, EngineResult, torch_total, without_budget
@@ -127,7 +128,7 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tupl
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
-    parallel.check(model, dep, parallel.VLLM)
+    parallel.check(model, dep, PLACEMENT)
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
     block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)

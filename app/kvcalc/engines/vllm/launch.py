@@ -4,11 +4,15 @@ arg_utils.py EngineArgs), and the notes that say what each flag does here."""
 from ...errors import InputError
 from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
 from ... import parallel
+from . import PLACEMENT
 from . import release as rules
 from .allocator import BLOCK_SIZES, block_size_for
 
 # --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.
 LAUNCH_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16"}
+# What lets it take a context past the model's max_position_embeddings: _get_and_verify_max_len
+# raises unless it is set (vllm/envs.py).
+LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
 # Its MLA backends on NVIDIA (FlashInfer MLA, FlashMLA) take no fp8_e5m2 cache.
 MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
 
@@ -17,17 +21,17 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
     """`vllm serve` for vLLM `release` (the one in force) whose default --max-num-batched-tokens
     here is `chunk`; `result` is the evaluation sized (None for a command alone); `name` is the
     engine's registry name (result.engine.engine when vLLM sized it)."""
-    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "vLLM")
+    work, dep, notes = scenario.workload, scenario.deployment, common_notes(scenario, "vLLM", LONG_CONTEXT_ENV)
     kv, why = kv_flag(scenario, LAUNCH_KV, "vLLM")
     if why:
         return Launch(name, None, (why,))
     if kv != "auto" and any(layer.kind == "mla" for layer in scenario.model.layers) and \
             scenario.workload.kv_precision.name not in MLA_KV:
         return Launch(name, None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
-    args = env(scenario, "vLLM") + ["vllm", "serve", repo(scenario, notes), "--max-model-len",
+    args = env(scenario, LONG_CONTEXT_ENV) + ["vllm", "serve", repo(scenario, notes), "--max-model-len",
                                       str(work.context_tokens)]
     try:
-        parallel.check(scenario.model, dep, parallel.VLLM)
+        parallel.check(scenario.model, dep, PLACEMENT)
     except InputError as e:
         return Launch(name, None, (e.message,))
     own = result.engine if result is not None and result.engine is not None and result.engine.engine == name \
