@@ -12,6 +12,8 @@ from kvcalc import InputError, evaluate
 from kvcalc.readers import gguf, presets
 from kvcalc.readers.params import count_params
 from kvcalc.serving import encoder
+from kvcalc.serving import ServingSettings
+from kvcalc.engines.vllm.serving import SERVING as VLLM_RULES
 from support import hf_fixture
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -96,35 +98,35 @@ def test_vllm_figures_the_budget_and_its_cache_estimate():
                encoder.figures(fp8.scenario.serving.encoder, fp8.scenario, fp8.result)["lines"])
     assert fp8.scenario.deployment.added_weights_bytes_per_gpu == 676_550_144
     # The 0.6.x V1 preview hard-coded the budget (PR #11210).
-    assert encoder.budget_tokens(e.scenario.settings.release, 2048) == 2048
+    assert encoder.budget_tokens(e.scenario.settings.release, 2048, VLLM_RULES.encoder) == 2048
     old = qwen(engine="vllm", **{"engine-version": "0.6.5"})
-    assert encoder.budget_tokens(old.scenario.settings.release, 2048) == 16_384
+    assert encoder.budget_tokens(old.scenario.settings.release, 2048, VLLM_RULES.encoder) == 16_384
 
 
 def test_presets_read_their_own_config():
     """Qwen3-VL-32B's preset config gives its tower (vision_params); Gemma 4's tower is not
     counted here, so no encoder, and a mode asked for on it is refused."""
-    qwen3 = encoder.encoder_from({}, presets.preset_model("Qwen/Qwen3-VL-32B-Instruct"), "vllm")
+    qwen3 = encoder.encoder_from(ServingSettings(), presets.preset_model("Qwen/Qwen3-VL-32B-Instruct"), "vllm")
     assert qwen3.wrapper == "qwen3_vl" and qwen3.weights_bytes == 2 * qwen3.params
     gemma4 = presets.preset_model("google/gemma-4-26B-A4B")
-    assert encoder.encoder_from({}, gemma4, "vllm") is None
+    assert encoder.encoder_from(ServingSettings(), gemma4, "vllm") is None
     with pytest.raises(InputError) as e:
-        encoder.encoder_from({"mm-encoder-tp-mode": "data"}, gemma4, "vllm")
+        encoder.encoder_from(ServingSettings(mm_encoder_tp_mode="data"), gemma4, "vllm")
     assert e.value.field == "mm-encoder-tp-mode" and "not counted" in e.value.message
 
 
 def test_bad_inputs_name_their_field():
     llama = presets.preset_model("meta-llama/Llama-3.1-8B")
-    assert encoder.encoder_from({}, llama, "vllm") is None
+    assert encoder.encoder_from(ServingSettings(), llama, "vllm") is None
     with pytest.raises(InputError) as e:
-        encoder.encoder_from({"mm-encoder-tp-mode": "data"}, llama, "vllm")
+        encoder.encoder_from(ServingSettings(mm_encoder_tp_mode="data"), llama, "vllm")
     assert e.value.field == "mm-encoder-tp-mode" and "text-only" in e.value.message
     for engine in ("vllm", "sglang"):
         with pytest.raises(InputError) as e:
-            encoder.encoder_from({"mmproj-bytes": 1 << 30}, llama, engine)
+            encoder.encoder_from(ServingSettings(mmproj_bytes=1 << 30), llama, engine)
         assert e.value.field == "mmproj-bytes"
     with pytest.raises(InputError) as e:
-        encoder.encoder_from({"mm-encoder-tp-mode": "data"}, llama, "llama.cpp")
+        encoder.encoder_from(ServingSettings(mm_encoder_tp_mode="data"), llama, "llama.cpp")
     assert e.value.field == "mm-encoder-tp-mode"
 
 
@@ -138,11 +140,11 @@ def test_llama_cpp_puts_the_mmproj_whole_on_the_first_gpu(tmp_path):
         ("v.blk.0.ln1.weight", (1280,), T.F32)])
     assert gguf.mmproj_bytes(str(path)) == 3_010_560 + 5_222_400 + 5_120 == 8_238_080
     llama = presets.preset_model("meta-llama/Llama-3.1-8B")
-    enc = encoder.encoder_from({"mmproj-bytes": 8_238_080}, llama, "llama.cpp")
+    enc = encoder.encoder_from(ServingSettings(mmproj_bytes=8_238_080), llama, "llama.cpp")
     assert enc.mode == "mmproj" and encoder.added_bytes_per_gpu(enc, 2, "llama.cpp") == 8_238_080
     assert encoder.launch_flags(enc, "llama.cpp") == ["--mmproj", "FILE"]
     # Without an mmproj llama.cpp loads no tower, multimodal model or not.
-    assert encoder.encoder_from({}, presets.preset_model("Qwen/Qwen3-VL-32B-Instruct"), "llama.cpp") is None
+    assert encoder.encoder_from(ServingSettings(), presets.preset_model("Qwen/Qwen3-VL-32B-Instruct"), "llama.cpp") is None
     model = write(tmp_path / "model.gguf", "llama", [], [("token_embd.weight", (4096, 32), T.F16)])
     with pytest.raises(InputError) as e:
         gguf.mmproj_bytes(str(model))

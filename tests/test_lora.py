@@ -8,6 +8,7 @@ import pytest
 from kvcalc import InputError, evaluate
 from kvcalc.readers import presets
 from kvcalc.serving import lora
+from kvcalc.serving import ServingSettings
 
 
 def llama(size="8B"):
@@ -62,10 +63,10 @@ def test_kv_heads_are_replicated_past_tp_equal_to_kv_heads():
 
 def test_inputs_and_their_defaults():
     """vllm/config/lora.py: max_loras defaults to 1, max_lora_rank to 16."""
-    assert lora.lora_from({}) is None
-    alone = lora.lora_from({"max-lora-rank": 32})
+    assert lora.lora_from(ServingSettings()) is None
+    alone = lora.lora_from(ServingSettings(max_lora_rank=32))
     assert (alone.max_loras, alone.max_rank, alone.loras_given) == (1, 32, False)
-    loras = lora.lora_from({"max-loras": 2})
+    loras = lora.lora_from(ServingSettings(max_loras=2))
     assert (loras.max_loras, loras.max_rank, loras.rank_given) == (2, 16, False)
     assert any("vLLM's default rank 16" in line for line in lora.slots(loras, llama(), 1, "vllm").lines)
     assert any("vLLM's default --max-loras 1" in line for line in lora.slots(alone, llama(), 1, "vllm").lines)
@@ -76,7 +77,7 @@ def test_sglang_counts_the_linears_with_its_own_slot_default():
     embeddings): 671,088,640 elements x 2 B = 1,342,177,280 B for N 4, R 64. Without max-loras it
     allocates its --max-loras-per-batch default, 8: twice that."""
     assert lora.slots(lora.Lora(4, 64), llama(), 1, "sglang").bytes_per_gpu == 1_342_177_280
-    sized = lora.slots(lora.lora_from({"max-lora-rank": 64}), llama(), 1, "sglang")
+    sized = lora.slots(lora.lora_from(ServingSettings(max_lora_rank=64)), llama(), 1, "sglang")
     assert sized.slots == 8 and sized.bytes_per_gpu == 2 * 1_342_177_280
     assert any("all-linear is assumed" in line for line in sized.lines)
 

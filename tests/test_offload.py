@@ -31,6 +31,7 @@ from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs.options import parse_options
 from kvcalc.serving import offload
+from kvcalc.inputs.scenario import serving_settings_from, settings_from
 
 GIB = 1 << 30
 L8 = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
@@ -50,7 +51,8 @@ def ask_and_run(raw: dict, extra: dict):
     e = evaluate(raw)
     assert e.ok, e.errors
     values = typed(dict(raw, **extra))
-    ask = offload.offload_from(values, values.get("engine"), e.scenario.deployment, e.scenario.settings.release)
+    ask = offload.offload_from(serving_settings_from(values), values.get("engine"), e.scenario.deployment,
+                               e.scenario.settings.release)
     return ask, e
 
 
@@ -63,7 +65,7 @@ def refusal(raw: dict, extra: dict = None, deployment=None) -> InputError:
     values = typed(dict(raw, **(extra or {})))
     with pytest.raises(InputError) as caught:
         e = evaluate(raw)
-        offload.offload_from(values, values.get("engine"), deployment or e.scenario.deployment,
+        offload.offload_from(serving_settings_from(values), values.get("engine"), deployment or e.scenario.deployment,
                              e.scenario.settings.release if e.scenario else None)
     return caught.value
 
@@ -197,7 +199,7 @@ def test_launch_flags_per_engine():
 def test_tier_options_without_a_size_are_refused():
     for name, value in (("offload-backend", "native"), ("offload-link", "pcie5"), ("host-memory-gib", "512")):
         with pytest.raises(InputError) as caught:
-            offload.offload_from(typed({name: value}), "vllm", None)
+            offload.offload_from(serving_settings_from(typed({name: value})), "vllm", None)
         assert caught.value.field == name and "offload-gib" in caught.value.message
 
 
@@ -250,10 +252,12 @@ def test_vllm_total_size_is_spread_over_the_hosts_its_ranks_span():
 
 
 def test_the_engine_defaults_to_the_one_the_inputs_name():
-    # production.serving_from calls offload_from(values) until it passes the engine and deployment.
-    ask = offload.offload_from(typed({"engine": "vllm", "offload-gib": "64", "offload-backend": "lmcache"}))
+    # serving.serving_from types the tier for the engine the scenario's Settings name.
+    settings = settings_from(typed({"engine": "vllm", "offload-gib": "64", "offload-backend": "lmcache"}))
+    ask = offload.offload_from(settings.serving, settings.engine)
     assert ask.engine == "vllm" and ask.backend == "lmcache"
-    assert offload.offload_from(typed({"engine": "vllm"})) is None
+    settings = settings_from(typed({"engine": "vllm"}))
+    assert offload.offload_from(settings.serving, settings.engine) is None
 
 
 def test_another_engines_launch_command_carries_the_same_bytes_per_rank():
@@ -271,6 +275,7 @@ def test_another_engines_launch_command_carries_the_same_bytes_per_rank():
 
 def test_the_release_is_read_from_the_inputs_when_not_passed():
     values = typed({"engine": "vllm", "engine-version": "0.13.0", "offload-gib": "64"})
+    settings = settings_from(values)          # the release typed once, with the scenario's Settings
     with pytest.raises(InputError) as caught:
-        offload.offload_from(values, "vllm", None)
+        offload.offload_from(settings.serving, settings.engine, None, settings.release)
     assert caught.value.field == "engine-version"

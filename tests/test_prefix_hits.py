@@ -20,6 +20,8 @@ from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs.options import parse_options
 from kvcalc.serving import prefix_hits
+from kvcalc.serving import ServingSettings
+from kvcalc.inputs.scenario import serving_settings_from
 
 L8 = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "context": "8192"}
 TOKEN = 2 * 32 * 8 * 128 * 2
@@ -36,11 +38,11 @@ def test_a_hit_rate_needs_the_shared_prefix():
     values, errors = parse_options({"prefix-hit-rate": "0.5"})
     assert not errors
     with pytest.raises(InputError) as caught:
-        prefix_hits.hit_rate_from(values)
+        prefix_hits.hit_rate_from(serving_settings_from(values), None)
     assert caught.value.field == "prefix-hit-rate" and "prefix-tokens" in caught.value.message
     values, _ = parse_options({"prefix-hit-rate": "0.5", "prefix-tokens": "2050"})
-    assert prefix_hits.hit_rate_from(values) == Fraction(1, 2)
-    assert prefix_hits.hit_rate_from({"prefix-tokens": 2050}) is None
+    assert prefix_hits.hit_rate_from(serving_settings_from(values), None) == Fraction(1, 2)
+    assert prefix_hits.hit_rate_from(ServingSettings(prefix_tokens=2050), None) is None
 
 
 @pytest.mark.parametrize("raw", ["1.5", "-0.1", "2"])

@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 
-from . import engines, parallel, serving as production
+from . import engines, parallel
+from .serving import NONE as NO_SERVING, for_engine
 from .errors import InputError
 from .inputs.options import MODEL_INPUTS, parse_options
 from .inputs.scenario import Scenario, build_scenario
@@ -160,10 +161,10 @@ def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
     other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False,
                                                kv_memory_gib=None, measured=None))
     try:
-        if scenario.serving is not production.NONE:
+        if scenario.serving is not NO_SERVING:
             # What runs beside the model is sized by that engine's rules too (llama.cpp gives a
             # draft its own context; vLLM and SGLang pool it with the target's layers).
-            serving, model, dep = production.for_engine(scenario.serving, scenario.deployment, engine)
+            serving, model, dep = for_engine(scenario.serving, scenario.deployment, engine)
             other = replace(other, model=model, deployment=dep, serving=serving)
             result = replace(result, weights_bytes_per_gpu=parallel.weights_bytes_per_gpu(scenario.serving.target, dep))
         return replace(result, engine=engines.size(other, result))

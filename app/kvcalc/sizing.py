@@ -49,7 +49,7 @@ class Deployment:
     # dp splits only the attention (SGLang's --enable-dp-attention): every other weight is tensor
     # parallel over all tp x dp GPUs of a stage (parallel.weights_bytes_per_gpu places them).
     dp_attention: bool = False
-    # Held on every GPU beside its share of the model's weights (production.py): a draft's
+    # Held on every GPU beside its share of the model's weights (serving/): a draft's
     # weights, LoRA slots, a vision encoder kept whole; engines load them with the model.
     added_weights_bytes_per_gpu: int = 0
 

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 
-from .. import engines, parallel, serving as production
+from .. import engines, parallel
+from ..serving import NONE as NO_SERVING, Serving, ServingSettings, serving_from, sizing_model
 from ..readers import presets
 from ..engines import releases
 from ..engines.vllm import release as vllm_release
@@ -46,6 +47,7 @@ class Settings:
     vllm_entry: str = "serve"                  # vLLM started by `vllm serve` or the LLM() class
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
+    serving: ServingSettings = ServingSettings()   # what runs beside the model (a draft, LoRA, offload...)
 
 
 # Inputs that are a log's measurements, in GiB per GPU, and the field each is in Measured.
@@ -140,7 +142,21 @@ def settings_from(values: dict) -> Settings:
         release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
         vllm_entry=values.get("vllm-entry", "serve"), enforce_eager=values.get("enforce-eager") == "on",
-        measured=_measured(values))
+        measured=_measured(values), serving=serving_settings_from(values))
+
+
+def serving_settings_from(values: dict) -> ServingSettings:
+    """What the inputs ask to run beside the model, typed for serving/ (which never reads the inputs)."""
+    return ServingSettings(
+        mtp=values.get("mtp") == "on", draft_model=values.get("draft-model"),
+        draft_hf_config=values.get("draft-hf-config"), spec_tokens=values.get("spec-tokens"),
+        pp=values.get("pp", 1), dp=values.get("dp", 1),
+        weights_given=any(name in values for name in ("weights-bytes", "weights-gib", "layer-weights-bytes")),
+        max_loras=values.get("max-loras"), max_lora_rank=values.get("max-lora-rank"),
+        offload_gib=values.get("offload-gib"), offload_backend=values.get("offload-backend"),
+        offload_link=values.get("offload-link"), host_memory_gib=values.get("host-memory-gib"),
+        prefix_hit_rate=values.get("prefix-hit-rate"), prefix_tokens=values.get("prefix-tokens", 0),
+        mm_encoder_tp_mode=values.get("mm-encoder-tp-mode"), mmproj_bytes=values.get("mmproj-bytes"))
 
 
 @dataclass(frozen=True)
@@ -153,7 +169,7 @@ class Scenario:
     # What runs beside the bare model (a draft, LoRA slots, an encoder, an offload tier, a prefix
     # hit rate): its weights are in deployment.added_weights_bytes_per_gpu and a draft's pooled
     # layers in model.layers.
-    serving: production.Serving = field(default=production.NONE)
+    serving: Serving = field(default=NO_SERVING)
 
 
 def resolve_model(values: dict) -> tuple[Model, list[str]]:
@@ -321,11 +337,11 @@ def build_scenario(values: dict) -> Scenario:
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
-    engine = values.get("engine")
-    serving = production.serving_from(values, model, deployment, engine)
-    if serving is not production.NONE:
+    settings = settings_from(values)
+    serving = serving_from(settings, model, deployment)
+    if serving is not NO_SERVING:
         deployment = replace(deployment, added_weights_bytes_per_gpu=serving.added_weights_bytes_per_gpu)
-        model = production.sizing_model(model, serving, engine)
+        model = sizing_model(model, serving, settings.engine)
     if deployment.gpu is not None and "gpu-memory-gib" not in values and deployment.gpu.unified_memory:
         notes.append(f"{deployment.gpu.name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
                      "with the CPU and the operating system, so less than that is free for weights and KV cache: "
@@ -346,7 +362,7 @@ def build_scenario(values: dict) -> Scenario:
         notes.append("the weights' size is unknown for this model: give the parameter count (params) or the "
                      "weights' size (weights-gib) to size "
                      "the memory budget (KV figures need neither)")
-    return Scenario(model, workload, deployment, tuple(notes), settings_from(values), serving)
+    return Scenario(model, workload, deployment, tuple(notes), settings, serving)
 
 
 def _deployment(values: dict, model: Model) -> Deployment:

@@ -3,7 +3,8 @@
 from collections import Counter
 from fractions import Fraction
 
-from .. import engines, serving as production
+from .. import engines
+from ..serving import figures as serving_figures
 from ..engines.result import BudgetSource
 from . import source_formula
 from ..evaluation import Evaluation
@@ -70,7 +71,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
         out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
     out["source_formula"] = source_formula.json_of(scenario, result)
-    out.update(production.figures(scenario, result))
+    out.update(serving_figures(scenario, result))
     out["exact_ideal"] = None if result.engine is None else {
         "max_concurrency": result.max_concurrency, "max_context": result.max_context,
         "max_context_limited_by": result.max_context_limited_by,
@@ -287,7 +288,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
-    serving = production.figures(scenario, result)
+    serving = serving_figures(scenario, result)
     rows += _serving_rows(serving)
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
@@ -313,7 +314,7 @@ SERVING_TITLES = {"draft": "Speculative decoding", "lora": "LoRA adapters", "enc
 
 def _serving_rows(data: dict) -> list:
     """The table's rows for what runs beside the model: each part's headline figure, from
-    production.figures."""
+    serving.figures."""
     rows = []
     if data["draft_weights_bytes_per_gpu"] is not None:
         rows.append(("Draft weights per GPU", both(data["draft_weights_bytes_per_gpu"])))

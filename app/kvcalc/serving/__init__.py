@@ -1,9 +1,11 @@
-"""What a production deployment runs beside the bare model (issue 26): a speculative draft or
-the model's own MTP heads, LoRA adapter slots, a vision encoder, a host-memory KV tier and a
-prefix hit rate. One module per part, each owning its byte formula and its engines' rules; this
-module types them from the inputs once (`serving_from`) and answers what the rest of the engine
-asks of all of them together: the layers that join the KV pool, the weights each GPU holds
-beside the model's share, the parts' figures for reports and their launch flags."""
+"""What a deployment serves beside the bare model (issue 26): a speculative draft or the model's
+own MTP heads, LoRA adapter slots, a vision encoder, a host-memory KV tier and a prefix hit rate.
+One module per part, each owning its byte formula; each engine's rules for them are data in its
+own home (engines/<engine>/serving.py), asked through rules.py. This module holds what the inputs
+ask for, typed once (ServingSettings, in the scenario's Settings), types the parts from it
+(`serving_from`) and answers what the rest of the calculator asks of all of them together: the
+layers that join the KV pool, the weights each GPU holds beside the model's share, the parts'
+figures for reports and their launch flags."""
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -16,9 +18,37 @@ from . import encoder as _encoder
 from . import lora as _lora
 from . import offload as _offload
 from . import prefix_hits as _prefix_hits
+from .rules import launch_rules
+
+__all__ = ["NONE", "Serving", "ServingSettings", "figures", "for_engine", "launch_env", "launch_flags",
+           "serving_from", "sizing_model"]
 
 # The memory bar's segment and the words for each part a GPU holds beside the model's weights.
 WEIGHT_PARTS = {"draft": "Draft weights", "lora": "LoRA adapter slots", "encoder": "Vision encoder (beside the split)"}
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """What the inputs ask to run beside the model, typed once by the scenario's builder
+    (inputs/scenario.py, Settings.serving): each field as its option gives it, None (or False,
+    or the option's default) where it is not given. The parts read these, never the inputs."""
+    mtp: bool = False                          # mtp on: the model's own MTP heads
+    draft_model: str | None = None             # a preset or repo id
+    draft_hf_config: dict | None = field(default=None, compare=False)   # a draft's config.json
+    spec_tokens: int | None = None
+    pp: int = 1                                # pipeline and data parallel as given (a draft refuses them)
+    dp: int = 1
+    weights_given: bool = False                # weights-bytes, weights-gib or layer-weights-bytes: a checkpoint's own
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    offload_gib: Fraction | None = None
+    offload_backend: str | None = None         # None: native
+    offload_link: str | None = None
+    host_memory_gib: Fraction | None = None
+    prefix_hit_rate: Fraction | None = None
+    prefix_tokens: int = 0
+    mm_encoder_tp_mode: str | None = None
+    mmproj_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -32,9 +62,9 @@ class Serving:
     # (part, bytes on each GPU beside the model's share), set once the deployment is known.
     added: tuple = ()
     # What they were typed from, to size them again for another engine (for_engine): the
-    # target model (before a draft joins its pool) and the inputs.
+    # target model (before a draft joins its pool) and the scenario's Settings.
     target: object = field(default=None, compare=False)
-    values: dict = field(default_factory=dict, compare=False)
+    settings: object = field(default=None, compare=False)
 
     @property
     def added_weights_bytes_per_gpu(self) -> int:
@@ -44,24 +74,27 @@ class Serving:
 NONE = Serving()
 
 
-def serving_from(values: dict, model, deployment, engine: str | None) -> Serving:
-    """The parts the inputs ask for, each typed and checked against the target model and the
-    deployment (InputError naming the field otherwise), with what each adds on every GPU."""
-    serving = Serving(draft=_draft.draft_from(values, model, engine), lora=_lora.lora_from(values),
-                      offload=_offload.offload_from(values, engine, deployment),
-                      prefix_hit_rate=_prefix_hits.hit_rate_from(values),
-                      encoder=_encoder.encoder_from(values, model, engine))
+def serving_from(settings, model, deployment) -> Serving:
+    """The parts the scenario's Settings ask for (settings.serving, a ServingSettings), each typed
+    and checked against the target model and the deployment by the rules of the engine sized as
+    (settings.engine; the exact ideal's for None), InputError naming the field otherwise, with what
+    each adds on every GPU."""
+    asked, engine = settings.serving, settings.engine
+    serving = Serving(draft=_draft.draft_from(asked, model, engine), lora=_lora.lora_from(asked),
+                      offload=_offload.offload_from(asked, engine, deployment, settings.release),
+                      prefix_hit_rate=_prefix_hits.hit_rate_from(asked, engine),
+                      encoder=_encoder.encoder_from(asked, model, engine))
     if serving == NONE:
         return NONE
     if serving.draft is not None and serving.encoder is not None and serving.encoder.mode == "mmproj":
-        raise InputError("draft-model" if "draft-model" in values else "mtp",
+        raise InputError("draft-model" if asked.draft_model is not None else "mtp",
                          "llama-server refuses speculative decoding with a multimodal projector (\"err: speculative "
                          "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
                          "mmproj-bytes or the draft")
     if serving.encoder is not None:
-        checks = getattr(engines.REGISTRY.get(engine), "CHECKS_ENCODER_SPLIT", False)
+        checks = engines.member(engines.REGISTRY.get(engine), "CHECKS_ENCODER_SPLIT")
         serving = replace(serving, encoder=_encoder.check_tp(serving.encoder, deployment.tp, checks))
-    serving = replace(serving, target=model, values=values)
+    serving = replace(serving, target=model, settings=settings)
     added = []
     if serving.draft is not None:
         added.append(("draft", _draft.weights_bytes_per_gpu(serving.draft, model, deployment, engine)))
@@ -76,10 +109,14 @@ def serving_from(values: dict, model, deployment, engine: str | None) -> Serving
 
 def for_engine(serving: Serving, deployment, engine: str | None):
     """(the parts, the sizing model, the deployment) as `engine` runs them: the same inputs, that
-    engine's rules (a draft's pool, its default spec tokens, its LoRA slots)."""
+    engine's rules (a draft's pool, its default spec tokens, its LoRA slots). Another engine than
+    the one sized as takes its newest release, as evaluation.sized_as sizes it."""
     if serving is NONE:
         return serving, None, deployment
-    typed = serving_from(serving.values, serving.target, deployment, engine)
+    settings = serving.settings
+    if settings.engine != engine:
+        settings = replace(settings, engine=engine, release=None)
+    typed = serving_from(settings, serving.target, deployment)
     deployment = replace(deployment, added_weights_bytes_per_gpu=typed.added_weights_bytes_per_gpu)
     return typed, sizing_model(serving.target, typed, engine), deployment
 
@@ -141,8 +178,11 @@ def _json_ready(value):
 
 
 def launch_env(scenario, engine: str) -> dict:
-    """Environment variables the parts need on `engine`'s command (LMCache's tier size)."""
+    """Environment variables the parts need on `engine`'s command (LMCache's tier size); none for
+    an engine whose serving rules are not written down."""
     env = {}
+    if launch_rules(engine) is None:
+        return env
     for _, part, module in _parts(scenario.serving):
         more = getattr(module, "launch_env", None)
         if more is not None:
@@ -151,8 +191,11 @@ def launch_env(scenario, engine: str) -> dict:
 
 
 def launch_flags(scenario, engine: str) -> list:
-    """The flags each part adds to `engine`'s launch command, in the parts' order."""
+    """The flags each part adds to `engine`'s launch command, in the parts' order; none for an
+    engine whose serving rules are not written down."""
     args = []
+    if launch_rules(engine) is None:
+        return args
     for _, part, module in _parts(scenario.serving):
         flags = getattr(module, "launch_flags", None)
         if flags is not None:

@@ -17,8 +17,10 @@ What each engine does with them (docs/research/issue-26-engine-rules.md section 
 - llama.cpp: the draft gets a context of its own, f16 by default, as many cells as the target's
   (common/speculative.cpp, 2026), on the GPU beside the target (engines/llamacpp/engine.py places it).
 
-This module types the inputs into a Draft, gives the model the KV pool is sized with, the draft's
-weights on each GPU, the launch flags and the figures, each with its source."""
+Each engine's rules (its pool or own context, default spec tokens, vocabulary check, flags) are
+data in its home (engines/<engine>/serving.py DRAFT), asked through rules.py. This module types
+the inputs into a Draft, gives the model the KV pool is sized with, the draft's weights on each
+GPU, the launch flags and the figures, each with its source."""
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -31,8 +33,8 @@ from ..readers.params import count_params, has_quantization, quantized_weights
 from ..precision import precision
 from ..sizing import batch_bytes
 from ..units import ceil_div
+from .rules import rules_of
 
-VLLM, SGLANG, LLAMACPP = "vllm", "sglang", "llama.cpp"
 MTP, DRAFT = "mtp", "draft"
 
 # Model types whose MTP layers this module sizes, by their config key. DeepSeek's layout
@@ -44,16 +46,6 @@ QWEN_MTP_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
 # MTP keys of families whose draft layers are not sized here (their layouts were not read).
 UNMODELLED_MTP_KEYS = ("mtp_hybrid_override_pattern", "mtp_layers_block_type", "use_mtp", "num_mtp_modules",
                        "mtp_transformer_layers")
-# llama.cpp common/speculative.cpp SPEC_VOCAB_MAX_SIZE_DIFFERENCE (2026).
-LLAMACPP_VOCAB_SLACK = 128
-# SGLang _auto_choose_speculative_params (server_args.py, 0.5.23): (num_steps, topk, draft tokens)
-# = (3, 1, 4) for STANDALONE and for DeepSeek, GLM and every other target this module sizes.
-SGLANG_DEFAULT_STEPS = 3
-
-VOCAB_REFUSAL = ("vLLM refuses it: \"Target and draft model should have the same vocabulary size. Target model "
-                 "vocab_size={t}. Draft model vocab_size={d}. Using models with different tokenizers can cause "
-                 "out-of-bounds errors during speculative decoding.\" (config/speculative.py "
-                 "verify_equal_vocab_size_if_draft_model)")
 
 
 @dataclass(frozen=True)
@@ -79,75 +71,65 @@ class Draft:
         return len(self.layers)
 
 
-def _spec_tokens(values: dict, engine, kind: str, n_predict: int | None) -> tuple[int | None, bool]:
+def _spec_tokens(asked, rules, kind: str, n_predict: int | None) -> tuple[int | None, bool]:
     """(tokens per step, whether given): the engine's default when not given."""
-    if "spec-tokens" in values:
-        return values["spec-tokens"], True
-    if engine == SGLANG:
-        return SGLANG_DEFAULT_STEPS, False
-    if engine == LLAMACPP:
-        return None, False          # --draft-max left to the build's default (it changed between builds)
+    if asked.spec_tokens is not None:
+        return asked.spec_tokens, True
+    if rules.default_spec_tokens is not None:
+        return rules.default_spec_tokens, False
+    if rules.spec_tokens_left_to_build:
+        return None, False          # left to the build's default (it changed between builds)
     if kind == MTP:
         return n_predict, False     # vLLM config/speculative.py: num_speculative_tokens defaults to n_predict
-    if engine == VLLM:
-        raise InputError("spec-tokens", "vLLM needs num_speculative_tokens for a draft model (config/speculative.py: "
-                                        "\"num_speculative_tokens must be provided with speculative model unless the "
-                                        "draft model config contains an n_predict parameter\"): give spec-tokens")
+    if rules.draft_spec_tokens_refusal:
+        raise InputError("spec-tokens", rules.draft_spec_tokens_refusal)
     return None, False
 
 
-def draft_from(values: dict, model: Model, engine: str | None) -> Draft | None:
-    """The draft or MTP heads the inputs ask for, checked against the target (InputError naming
-    the field otherwise); None when neither is asked for."""
-    mtp = values.get("mtp") == "on"
-    separate = [k for k in ("draft-model", "draft-hf-config") if k in values]
+def draft_from(asked, model: Model, engine: str | None) -> Draft | None:
+    """The draft or MTP heads the inputs ask for (asked: the ServingSettings), checked against the
+    target by `engine`'s rules (InputError naming the field otherwise); None when neither is asked for."""
+    mtp = asked.mtp
+    separate = [name for name, value in (("draft-model", asked.draft_model), ("draft-hf-config", asked.draft_hf_config))
+                if value is not None]
     if not mtp and not separate:
-        if "spec-tokens" in values:
+        if asked.spec_tokens is not None:
             raise InputError("spec-tokens", "spec-tokens needs a draft (draft-model or draft-hf-config) or the model's "
                                             "MTP heads (mtp on)")
         return None
     if mtp and separate:
         raise InputError(separate[0], "give a draft model or the model's MTP heads (mtp on), not both: every engine "
                                       "runs one proposer")
-    if values.get("pp", 1) > 1:
+    rules = rules_of(engine).draft
+    if asked.pp > 1:
         raise InputError("pp", "speculative decoding with pipeline parallelism is not modelled: which stage holds the "
                                "draft's layers and weights was not read; use pp 1")
     if mtp:
-        if values.get("dp", 1) > 1:
+        if asked.dp > 1:
             raise InputError("dp", "MTP heads with data parallelism are not modelled: how the engines split the MTP "
                                    "layer's experts over the ranks was not read; use dp 1")
-        if engine == LLAMACPP:
-            raise InputError("mtp", "llama.cpp's MTP (--spec-type draft-mtp, a second context on the target model, "
-                                    "2026) is not modelled, and its caches for MLA and recurrent layers are not either")
+        if rules.mtp_refusal:
+            raise InputError("mtp", rules.mtp_refusal)
         heads = _mtp(model)
-        tokens, given = _spec_tokens(values, engine, MTP, len(heads.layers))
+        tokens, given = _spec_tokens(asked, rules, MTP, len(heads.layers))
         return replace(heads, spec_tokens=tokens, spec_tokens_given=given)
-    if "draft-hf-config" in values:
-        draft_model = _config_draft(values["draft-hf-config"])
+    if asked.draft_hf_config is not None:
+        draft_model = _config_draft(asked.draft_hf_config)
     else:
-        draft_model = presets.preset_model(values["draft-model"], field="draft-model")
+        draft_model = presets.preset_model(asked.draft_model, field="draft-model")
     field = separate[-1]
-    draft = _separate(draft_model, values.get("draft-model"), field)
-    _check_vocab(model, draft, engine, field)
-    tokens, given = _spec_tokens(values, engine, DRAFT, None)
+    draft = _separate(draft_model, asked.draft_model, field)
+    _check_vocab(model, draft, rules, field)
+    tokens, given = _spec_tokens(asked, rules, DRAFT, None)
     return replace(draft, spec_tokens=tokens, spec_tokens_given=given)
 
 
-def _check_vocab(model: Model, draft: Draft, engine, field: str) -> None:
+def _check_vocab(model: Model, draft: Draft, rules, field: str) -> None:
+    """The engine's vocabulary check (its DraftRules): equal, or within its slack."""
     t, d = model.vocab_size, draft.vocab_size
-    if t is None or d is None or t == d:
+    if t is None or d is None or abs(t - d) <= rules.vocab_slack:
         return
-    if engine == LLAMACPP:
-        if abs(t - d) > LLAMACPP_VOCAB_SLACK:
-            raise InputError(field, f"the draft's vocabulary ({d:,}) differs from the target's ({t:,}) by more than "
-                                    f"{LLAMACPP_VOCAB_SLACK}: llama.cpp refuses it (common/speculative.cpp "
-                                    "common_speculative_are_compatible, SPEC_VOCAB_MAX_SIZE_DIFFERENCE; \"the target "
-                                    "and draft vocabs are not compatible\")")
-        return
-    # vLLM's check is the one read; SGLang's STANDALONE draft shares the target's tokenizer too.
-    who = "" if engine == VLLM else "speculative decoding needs one tokenizer for both; "
-    raise InputError(field, f"the draft's vocabulary ({d:,}) differs from the target's ({t:,}): {who}"
-                     + VOCAB_REFUSAL.format(t=t, d=d))
+    raise InputError(field, rules.vocab_refusal.format(t=t, d=d, slack=rules.vocab_slack))
 
 
 _last_config: list = [None, None]     # (config dict, its Model): the page passes the same dict on every edit
@@ -341,10 +323,11 @@ def sizing_model(model: Model, draft: Draft, engine: str | None) -> Model:
     SGLang and the exact ideal keep them in one pool), the target alone for llama.cpp (the draft
     has its own context there). vLLM also widens every Gated DeltaNet layer's conv state by the
     spec tokens (mamba_utils.py gated_delta_net_state_shape: conv_kernel_size - 1 + num_spec)."""
-    if engine == LLAMACPP:
+    rules = rules_of(engine).draft
+    if not rules.pools:
         return model
     layers = model.layers
-    if engine == VLLM and draft.conv_kernel and draft.spec_tokens:
+    if rules.widens_conv_by_spec_tokens and draft.conv_kernel and draft.spec_tokens:
         widened = {}
         for layer in set(layers):
             if getattr(layer, "label", "") == "gated deltanet":
@@ -360,19 +343,20 @@ def sizing_model(model: Model, draft: Draft, engine: str | None) -> Model:
 
 
 def weights_bytes_per_gpu(draft: Draft, model: Model, deployment, engine: str | None) -> int:
-    """The draft's weights on each GPU beside the target's share: the split part over tp (vLLM
-    and SGLang run the draft at the target's tp), the replicated part whole; llama.cpp (no tensor
-    parallelism) holds the whole draft on its one GPU."""
+    """The draft's weights on each GPU beside the target's share: the split part over tp (an
+    engine that pools the draft, vLLM and SGLang, runs it at the target's tp), the replicated part
+    whole; one that gives it a context of its own (llama.cpp, no tensor parallelism) holds the
+    whole draft on its one GPU."""
     tp = deployment.tp
+    rules = rules_of(engine).draft
     if draft.model is not None:
         try:
-            draft.model.check_parallel(tp if engine != LLAMACPP else 1, 1)
+            draft.model.check_parallel(tp if rules.pools else 1, 1)
         except InputError as e:
             raise InputError("draft-model", f"the draft {draft.name}: {e.message}") from None
-    if engine == LLAMACPP:
+    if not rules.pools:
         if deployment.gpus > 1:
-            raise InputError("gpus", "llama.cpp with a draft over several GPUs is not modelled (how -ngld and -devd "
-                                     "place the draft's layers); use one GPU")
+            raise InputError("gpus", rules.multi_gpu_refusal)
         return draft.weights_bytes
     return ceil_div(draft.split_bytes, tp) + draft.replicated_bytes
 
@@ -382,43 +366,16 @@ def kv_bytes_per_token(draft: Draft, kv_precision, tp: int) -> int:
     return sum(layer.row_bytes(kv_precision, tp) for layer in draft.layers if layer.held_range(1) is not None)
 
 
-def sglang_method(draft: Draft) -> str:
-    return "NEXTN" if draft.kind == MTP else "STANDALONE"
-
-
-def vllm_config(draft: Draft) -> str:
-    """vLLM's --speculative-config value."""
-    parts = ['"method": "mtp"'] if draft.kind == MTP else \
-        [f'"model": "{draft.repo or draft.name}"', '"method": "draft_model"']
-    if draft.spec_tokens is not None:
-        parts.append(f'"num_speculative_tokens": {draft.spec_tokens}')
-    return "{" + ", ".join(parts) + "}"
-
-
 def launch_flags(draft: Draft, engine: str | None) -> list[str]:
-    """The flags that start this draft in the engine's launch command."""
-    if engine == VLLM:
-        return ["--speculative-config", vllm_config(draft)]
-    if engine == SGLANG:
-        flags = ["--speculative-algorithm", sglang_method(draft)]
-        if draft.kind == DRAFT:
-            flags += ["--speculative-draft-model-path", draft.repo or draft.name]
-        if draft.spec_tokens is not None:
-            flags += ["--speculative-num-steps", str(draft.spec_tokens), "--speculative-eagle-topk", "1",
-                      "--speculative-num-draft-tokens", str(draft.spec_tokens + 1)]
-        return flags
-    if engine == LLAMACPP:
-        if draft.kind == MTP:
-            return []
-        file = f"{(draft.repo or draft.name).split('/')[-1]}.gguf"
-        return ["-md", file] + (["--draft-max", str(draft.spec_tokens)] if draft.spec_tokens is not None else [])
-    return []
+    """The flags that start this draft in the engine's launch command (its DraftRules.flags)."""
+    return list(rules_of(engine).draft.flags(draft))
 
 
 def figures(draft: Draft, scenario, result) -> dict:
     """The draft's figures and its arithmetic in sentences, for reports and the CLI JSON."""
     work, dep = scenario.workload, scenario.deployment
     engine = scenario.settings.engine
+    rules = rules_of(engine).draft
     kv = work.kv_precision
     row = kv_bytes_per_token(draft, kv, dep.tp)
     per_gpu = weights_bytes_per_gpu(draft, scenario.serving.target or scenario.model, dep, engine)
@@ -433,15 +390,13 @@ def figures(draft: Draft, scenario, result) -> dict:
                     if draft.spec_tokens is not None else "the engine's default number of tokens a step") + ".")
     lines.append(f"Draft weights: {draft.weights_rule} = {draft.weights_bytes:,} B in all; per GPU "
                  + (f"ceil({draft.split_bytes:,} / tp {dep.tp}) + {draft.replicated_bytes:,} = {per_gpu:,} B"
-                    if engine != LLAMACPP else f"{per_gpu:,} B, the whole draft on the one GPU") + ".")
-    if engine == LLAMACPP:
-        lines.append("llama.cpp gives the draft a context of its own, as many cells as the target's, f16 K and V by "
-                     "default (common/speculative.cpp common_speculative_init_result, 2026): its cache is in the "
-                     "llama.cpp figures, not in the target's pool.")
+                    if rules.pools else f"{per_gpu:,} B, the whole draft on the one GPU") + ".")
+    if not rules.pools:
+        lines.append(rules.own_context_words)
         row = _f16_row(draft)
-        # llama-context.cpp: n_ctx padded to 256, each of the -np streams pad(n_ctx / np, 256) cells.
-        seqs = work.batch
-        cells = ceil_div(ceil_div(work.context_tokens * seqs, 256) * 256 // seqs, 256) * 256 * seqs
+        # The context padded, each of the streams its padded share (llama.cpp: to 256, llama-context.cpp).
+        seqs, pad = work.batch, rules.own_context_pad
+        cells = ceil_div(ceil_div(work.context_tokens * seqs, pad) * pad // seqs, pad) * pad * seqs
         kv_per_gpu = row * cells
         lines.append(f"Draft KV: {n} layers of f16 K and V, {row:,} B a cell, x {cells:,} cells = {kv_per_gpu:,} B.")
     else:
@@ -449,11 +404,7 @@ def figures(draft: Draft, scenario, result) -> dict:
         layer_words = f"{n} layer{'s' if n != 1 else ''} x {rows[0]:,} B" if len(rows) == 1 else \
             " + ".join(f"{layer.row_bytes(kv, dep.tp):,}" for layer in draft.layers)
         lines.append(f"Draft KV per token per GPU: {layer_words} = {row:,} B, in the same pool as the target's layers "
-                     + ("(vLLM: KVCacheSpec.is_draft is compare=False, so a draft layer with the target's spec is one "
-                        "more layer of its group; gpu_model_runner.py get_kv_cache_spec, 0.33.0)" if engine == VLLM else
-                        "(SGLang 0.5.23 pool_configurator.py: cell = cell_target + int(cell_target x L_draft / "
-                        f"L_target), L_draft = {draft.sglang_layers})" if engine == SGLANG else
-                        "(every engine that pools it, vLLM and SGLang, keeps it beside the target's)") + ".")
+                     + rules.pool_words.format(sglang_layers=draft.sglang_layers) + ".")
         # Each layer holds what it keeps (a sliding window at most its window), as the pool does.
         kv_per_gpu = batch_bytes(LayerCounts(draft.layers), work.context_tokens, work, requests, dep.tp)
         windowed = any(layer.held_range(work.context_tokens) != (0, work.context_tokens) for layer in draft.layers
@@ -462,19 +413,17 @@ def figures(draft: Draft, scenario, result) -> dict:
                      + (f"tokens, each layer holding what it keeps (sliding windows at most their window): "
                         f"{kv_per_gpu:,} B per GPU." if windowed else
                         f"tokens: {row:,} x {held:,} = {kv_per_gpu:,} B per GPU."))
-        if draft.conv_kernel and engine == VLLM and draft.spec_tokens:
+        if draft.conv_kernel and rules.widens_conv_by_spec_tokens and draft.spec_tokens:
             lines.append(f"vLLM widens each Gated DeltaNet layer's conv state from {draft.conv_kernel - 1} to "
                          f"{draft.conv_kernel - 1 + draft.spec_tokens} positions (conv_kernel_size - 1 + num_spec, "
                          "mamba_utils.py gated_delta_net_state_shape).")
-    given = scenario.serving.values
-    if draft.kind == MTP and any(k in given for k in ("weights-bytes", "weights-gib", "layer-weights-bytes")):
+    if draft.kind == MTP and scenario.settings.serving.weights_given:
         lines.append("The weights given are a checkpoint's own: a published checkpoint also holds its MTP layer "
                      "(DeepSeek-V3's model.layers.61, Qwen3.5's mtp.*), which the engines load only with MTP on, so "
                      "it is counted twice here; give the weights without it (the preset's own) for the exact figure.")
     release = scenario.settings.release
-    if engine == VLLM and release is not None and not release.at_least(0, 33, 0):
-        lines.append(f"The draft's pooling and loading rules were read in vLLM 0.33.0; vLLM {release} is sized "
-                     "by the same rules, not read in its own code.")
+    if rules.read_in is not None and rules.read_in.applies(release):
+        lines.append(rules.read_in.words.format(release=release))
     lines.extend(draft.notes)
     return {"kind": draft.kind, "name": draft.name, "spec_tokens": draft.spec_tokens,
             "spec_tokens_given": draft.spec_tokens_given, "layers": n,

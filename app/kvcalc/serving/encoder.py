@@ -21,6 +21,10 @@ The tower's parameters come from the config (vision_params.py: Qwen2.5-VL, Qwen3
 Gemma 3's SigLIP); its bytes are at the model's 16-bit dtype, since the quantized formats the
 calculator prices (params.quantized_weights) leave the tower unquantized. A tower not counted
 there gives no encoder (a data mode asked for on it is refused, having nothing to size).
+
+Each engine's rules (which flag its data mode takes, the towers whose data mode was read, the
+encoder cache budget, the projector file) are data in its home (engines/<engine>/serving.py
+ENCODER), asked through rules.py.
 """
 
 from dataclasses import dataclass, field, replace
@@ -30,12 +34,9 @@ from ..errors import InputError
 from ..precision import precision
 from ..units import ceil_div
 from ..readers.vision_params import tp_splits, unsplit_attention_heads, vision_groups
+from .rules import rules_of
 
 MODES = ("weights", "data")
-# vLLM models whose tower declares supports_encoder_tp_data, checked in its source (qwen2_5_vl.py);
-# on another model a "data" mode may fall back to "weights" (then the tower is split after all).
-VLLM_DATA_MODE_VERIFIED = ("qwen2_5_vl",)
-V1_PREVIEW_BUDGET = 16_384          # vLLM 0.6.x V1 preview: encoder budget hard-coded (PR #11210)
 REPLICATED = ("patch_embed", "patch_embedding", "norm", "ln_q", "layer_norm", "layernorm", "pos_embed",
               "position_embedding")
 
@@ -66,22 +67,23 @@ def _config(model) -> dict | None:
     return entry["config"] if entry is not None else None
 
 
-def encoder_from(values: dict, model, engine: str | None) -> Encoder | None:
-    """The vision encoder the inputs and the model give, or None (a text-only model, a tower not
-    counted here, llama.cpp without an mmproj)."""
-    mode, mmproj = values.get("mm-encoder-tp-mode"), values.get("mmproj-bytes")
-    if mmproj is not None and engine not in ("llama.cpp", None):
+def encoder_from(asked, model, engine: str | None) -> Encoder | None:
+    """The vision encoder the inputs (asked: the ServingSettings) and the model give, or None (a
+    text-only model, a tower not counted here, an engine that loads one only from a projector file
+    without one)."""
+    mode, mmproj = asked.mm_encoder_tp_mode, asked.mmproj_bytes
+    rules = rules_of(engine).encoder
+    if mmproj is not None and not rules.mmproj:
         raise InputError("mmproj-bytes", f"the mmproj file is llama.cpp's (--mmproj); {engine} loads the vision "
                                          "tower from the checkpoint itself: leave mmproj-bytes out, or size llama.cpp")
-    if mode is not None and engine == "llama.cpp":
-        raise InputError("mm-encoder-tp-mode", "llama.cpp has no encoder tp mode: its projector (--mmproj) goes "
-                                               "whole on one GPU; give mmproj-bytes instead")
+    if mode is not None and rules.tp_mode_refusal:
+        raise InputError("mm-encoder-tp-mode", rules.tp_mode_refusal)
     if mode is not None and mode not in MODES:
         raise InputError("mm-encoder-tp-mode", f"expected weights or data, not {str(mode)[:20]!r}")
     if mmproj is not None:
         return Encoder(mode="mmproj", weights_bytes=mmproj, text_hidden=model.hidden_size, mode_given=True)
-    if engine == "llama.cpp":
-        return None                 # without --mmproj llama.cpp loads no vision tower
+    if not rules.tower_from_checkpoint:
+        return None                 # without its projector file (llama.cpp --mmproj) no vision tower
     if not model.multimodal:
         if mode is not None:
             raise InputError("mm-encoder-tp-mode", f"{model.name} is a text-only model: it has no vision encoder "
@@ -145,17 +147,19 @@ def held_bytes_per_gpu(encoder: Encoder, tp: int) -> int:
     return ceil_div(encoder.weights_bytes, tp) if encoder.mode == "weights" else encoder.weights_bytes
 
 
-def budget_tokens(release, prefill_chunk: int | None) -> int | None:
-    """vLLM's encoder cache budget in tokens: the prefill chunk (max_num_batched_tokens) from 0.7.0,
-    16,384 in the 0.6.x V1 preview."""
-    if release is not None and not release.at_least(0, 7, 0):
-        return V1_PREVIEW_BUDGET
+def budget_tokens(release, prefill_chunk: int | None, rules) -> int | None:
+    """The encoder cache budget in tokens by the engine's EncoderRules: the prefill chunk, or a
+    fixed budget before its preview_before (vLLM: max_num_batched_tokens from 0.7.0, 16,384 in the
+    0.6.x V1 preview)."""
+    if rules.preview_before is not None and release is not None and not release.at_least(*rules.preview_before):
+        return rules.preview_budget_tokens
     return prefill_chunk
 
 
 def figures(encoder: Encoder, scenario, result) -> dict:
     """The encoder's figures and lines for a report."""
     engine, tp = scenario.settings.engine, scenario.deployment.tp
+    rules = rules_of(engine).encoder
     held = held_bytes_per_gpu(encoder, tp)
     added = added_bytes_per_gpu(encoder, tp, engine)
     lines = []
@@ -193,42 +197,35 @@ def figures(encoder: Encoder, scenario, result) -> dict:
                          f"embedding and norms ({encoder.replicated_params:,} parameters) stay whole on every rank "
                          "in vLLM, a rounding left inside that share.")
         else:
-            flag = "--mm-enable-dp-encoder" if engine == "sglang" else "--mm-encoder-tp-mode data"
-            lines.append(f"{flag}: the whole tower on each of the {tp} GPUs, so each holds "
+            lines.append(f"{rules.data_mode_words}: the whole tower on each of the {tp} GPUs, so each holds "
                          f"{encoder.weights_bytes:,} - {encoder.weights_bytes:,} / {tp} = {added:,} B beyond its "
                          "share.")
-            if engine == "vllm" and encoder.wrapper not in VLLM_DATA_MODE_VERIFIED:
-                lines.append(f"vLLM runs data mode only for models with supports_encoder_tp_data; not verified for "
-                             f"{encoder.wrapper} (falling back to weights would make this an overestimate).")
-            if engine == "sglang":
-                lines.append("SGLang's data-parallel encoder per model is not verified in its source.")
-        if engine == "vllm":
+            if rules.data_mode_unverified and encoder.wrapper not in rules.data_mode_verified:
+                lines.append(rules.data_mode_unverified.format(wrapper=encoder.wrapper))
+        if rules.cache_budget_words:
             release = scenario.settings.release
             chunk = result.engine.prefill_chunk if result.engine is not None else None
-            budget = budget_tokens(release, chunk)
+            budget = budget_tokens(release, chunk, rules)
             if budget is not None and encoder.text_hidden:
                 cache = precision(encoder.dtype).bytes_for(budget * encoder.text_hidden)
-                lines.append(f"Encoder cache budget: {budget:,} tokens (encoder_cache_size = max_num_batched_tokens, "
-                             "config/scheduler.py; an image larger than that raises it to its own tokens). Estimate: "
-                             f"{budget:,} x {encoder.text_hidden:,} (text hidden) x {bits} bits = {cache:,} B per GPU, "
-                             "held during the profiling run; it sits inside the activation peak the overhead "
-                             "estimate bounds, so it is not added again.")
-        elif engine == "sglang":
-            lines.append("SGLang keeps its multimodal cache in the memory mem_fraction_static leaves (it lowers the "
-                         "fraction for a vision tower; see the engine's notes); no encoder budget is added here.")
+                lines.append(rules.cache_budget_words.format(budget=budget, hidden=encoder.text_hidden, bits=bits,
+                                                             cache=cache))
+        elif rules.cache_words:
+            lines.append(rules.cache_words)
     return {"encoder_params": encoder.params, "encoder_weights_bytes": encoder.weights_bytes,
             "encoder_weights_bytes_per_gpu": held, "encoder_added_bytes_per_gpu": added,
             "encoder_mode": encoder.mode, "encoder_budget_tokens": budget, "encoder_cache_bytes": cache,
             "lines": lines}
 
 
-def launch_flags(encoder: Encoder, engine: str) -> list:
-    """The flags that place the encoder as sized: data mode, or llama.cpp's projector file."""
+def launch_flags(encoder: Encoder, engine: str | None) -> list:
+    """The flags that place the encoder as sized: the engine's data mode, or its projector file
+    (llama.cpp's --mmproj); none for the exact ideal."""
+    if engine is None:
+        return []
+    rules = rules_of(engine).encoder
     if encoder.mode == "data" and encoder.mode_given:
-        if engine == "vllm":
-            return ["--mm-encoder-tp-mode", "data"]
-        if engine == "sglang":
-            return ["--mm-enable-dp-encoder"]
-    if encoder.mode == "mmproj" and engine == "llama.cpp":
-        return ["--mmproj", "FILE"]
+        return list(rules.data_mode_flags)
+    if encoder.mode == "mmproj":
+        return list(rules.mmproj_flags)
     return []

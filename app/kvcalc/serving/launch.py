@@ -3,7 +3,7 @@ writes its own (engines/<engine>/engine.py) from the pieces in command_line.py."
 
 from dataclasses import replace
 
-from .. import serving as production
+from . import launch_env, launch_flags
 from ..command_line import Launch, shell_join
 from ..engines import REGISTRY
 
@@ -14,7 +14,7 @@ def launch(scenario, engine: str, result=None) -> Launch:
     """The command for `engine`; with the result, the server may run as many requests as fit.
     What runs beside the model (a draft, LoRA slots, an offload tier) adds its own flags."""
     out = REGISTRY[engine].launch(scenario, result)
-    flags, env = production.launch_flags(scenario, engine), production.launch_env(scenario, engine)
+    flags, env = launch_flags(scenario, engine), launch_env(scenario, engine)
     if out.command is None or not (flags or env):
         return out
     command = out.command + "".join(" " + shell_join([flag]) for flag in flags)

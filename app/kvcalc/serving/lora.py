@@ -24,23 +24,16 @@ files', so it is refused rather than guessed. The exact ideal (no engine) counts
 Refused: ranks vLLM refuses, vocabularies past lm_head LoRA's 258,048, models whose layers are
 not plain attention plus a dense MLP (MoE experts, MLA, state-space layers: their slot shapes are
 not verified here), and models that do not give the widths.
+
+Each engine's rules (the ranks it accepts, its slot default, whether the embeddings carry slots,
+its flags) are data in its home (engines/<engine>/serving.py LORA), asked through rules.py.
 """
 
 from dataclasses import dataclass
 
 from ..errors import InputError
 from ..precision import precision
-
-# vllm/config/lora.py: the ranks LoRAConfig accepts, and its defaults.
-VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-VLLM_DEFAULT_RANK = 16
-VLLM_DEFAULT_LORAS = 1
-SGLANG_DEFAULT_LORAS = 8            # arg_groups/fields/lora.py max_loras_per_batch
-# vllm/lora/layers/logits_processor.py: LogitsProcessorWithLoRA refuses wider vocabularies.
-VLLM_MAX_LORA_VOCAB = 258_048
-SOURCE = "vLLM lora/layers/*.py create_lora_weights, 0.33.0"
-SGLANG_SOURCE = "SGLang lora/mem_pool.py LoRAMemoryPool.get_lora_A_shape / get_lora_B_shape"
-ENGINES = ("vllm", "sglang", "llama.cpp", None)
+from .rules import rules_of
 # Layer kinds whose projections are q, k, v and o over kv heads of head_dim (layers.py).
 ATTENTION_KINDS = ("full", "sliding", "chunked")
 
@@ -50,7 +43,7 @@ class Lora:
     max_loras: int
     max_rank: int
     loras_given: bool = True       # False: the engine's default slot count applies
-    rank_given: bool = True        # False: vLLM's default rank, 16
+    rank_given: bool = True        # False: the exact ideal's default rank (vLLM's, 16)
 
 
 @dataclass(frozen=True)
@@ -63,13 +56,16 @@ class LoraSlots:
     lines: tuple
 
 
-def lora_from(values: dict) -> Lora | None:
-    """The slots asked for: max-loras and/or max-lora-rank; None when neither is given."""
-    loras, rank = values.get("max-loras"), values.get("max-lora-rank")
+def lora_from(asked) -> Lora | None:
+    """The slots asked for (asked: the ServingSettings): max-loras and/or max-lora-rank, the one
+    not given at the exact ideal's default (vLLM's: 1 slot, rank 16; an engine with another slot
+    default applies its own when sized); None when neither is given."""
+    loras, rank = asked.max_loras, asked.max_lora_rank
     if loras is None and rank is None:
         return None
-    return Lora(max_loras=VLLM_DEFAULT_LORAS if loras is None else loras,
-                max_rank=VLLM_DEFAULT_RANK if rank is None else rank,
+    ideal = rules_of(None).lora
+    return Lora(max_loras=ideal.default_slots if loras is None else loras,
+                max_rank=ideal.default_rank if rank is None else rank,
                 loras_given=loras is not None, rank_given=rank is not None)
 
 
@@ -96,19 +92,16 @@ def _widths(model) -> tuple:
     return model.hidden_size, model.mlp_size, model.vocab_size
 
 
-def _check(lora: Lora, model, engine) -> None:
-    if engine not in ENGINES:
-        raise InputError("engine", f"unknown engine {engine!r} for LoRA slots")
-    if engine == "llama.cpp":
-        raise InputError("max-loras", "llama.cpp has no LoRA slots: it loads each --lora FILE whole beside the "
-                                      "tensors it adapts, at the file's own rank and type, so its memory is the "
-                                      "adapter files' size (not modelled here; add it as overhead)")
-    if engine in ("vllm", None) and lora.max_rank not in VLLM_RANKS:
-        raise InputError("max-lora-rank", f"vLLM accepts a max LoRA rank of {', '.join(map(str, VLLM_RANKS))} "
+def _check(lora: Lora, model, rules) -> None:
+    """The engine's own refusals (its LoraRules): no slots at all, a rank or vocabulary it refuses."""
+    if rules.refusal:
+        raise InputError("max-loras", rules.refusal)
+    if rules.ranks is not None and lora.max_rank not in rules.ranks:
+        raise InputError("max-lora-rank", f"vLLM accepts a max LoRA rank of {', '.join(map(str, rules.ranks))} "
                                           f"(vllm/config/lora.py), not {lora.max_rank:,}")
-    if engine in ("vllm", None) and model.vocab_size and model.vocab_size > VLLM_MAX_LORA_VOCAB:
+    if rules.max_vocab is not None and model.vocab_size and model.vocab_size > rules.max_vocab:
         raise InputError("max-loras", f"vLLM refuses LoRA on an lm_head whose vocabulary ({model.vocab_size:,}) is "
-                                      f"past {VLLM_MAX_LORA_VOCAB:,} (LogitsProcessorWithLoRA)")
+                                      f"past {rules.max_vocab:,} (LogitsProcessorWithLoRA)")
 
 
 def _split(width: int, tp: int, what: str) -> int:
@@ -122,10 +115,10 @@ def slots(lora: Lora, model, tp: int, engine: str | None, pp: int = 1) -> LoraSl
     """The adapter slots the busiest GPU holds under tensor parallel `tp` and pipeline parallel
     `pp`, as `engine` allocates them: each stage wraps its own layers, the first its embedding,
     the last its head (vLLM's PPMissingLayer split)."""
-    _check(lora, model, engine)
+    rules = rules_of(engine).lora
+    _check(lora, model, rules)
     h, width, vocab = _widths(model)
-    sglang = engine == "sglang"
-    n = lora.max_loras if lora.loras_given or not sglang else SGLANG_DEFAULT_LORAS
+    n = lora.max_loras if lora.loras_given else rules.default_slots
     r = lora.max_rank
     mlp = _split(width, tp, "MLP width")
     qkv_a = qkv_b = o_a = 0
@@ -141,7 +134,7 @@ def slots(lora: Lora, model, tp: int, engine: str | None, pp: int = 1) -> LoraSl
     rows = [("qkv_proj", qkv_a + qkv_b), ("o_proj", o_a + layers * n * h * r),
             ("gate_up_proj", layers * (2 * n * r * h + n * r * 2 * mlp)),
             ("down_proj", layers * (n * r * mlp + n * h * r))]
-    if not sglang:
+    if rules.embeddings:
         rows += [("embed_tokens", n * vocab * r + n * h * r), ("lm_head", n * r * h + n * vocab * r)]
     elements = sum(e for _, e in rows)
     staged = ""
@@ -160,11 +153,9 @@ def slots(lora: Lora, model, tp: int, engine: str | None, pp: int = 1) -> LoraSl
     layer0 = model.layers[0]
     q0, kv0 = model.attention_heads * layer0.head_dim, layer0.kv_heads * layer0.head_dim
     kv_share = f"max(1, {layer0.kv_heads} // {tp}) x {layer0.head_dim}"
-    engine_words = {"vllm": "vLLM", "sglang": "SGLang", None: "vLLM's rule (the exact ideal)"}[engine]
-    given = "" if lora.loras_given else (f" (max-loras not given: SGLang's default --max-loras-per-batch {n})" if sglang
-                                         else f" (max-loras not given: vLLM's default --max-loras {n})")
-    rank_note = "" if lora.rank_given else f" (max-lora-rank not given: vLLM's default rank {r})"
-    lines = [f"LoRA slots per GPU ({engine_words}): N = {n} adapters{given} x rank R = {r}{rank_note}, A and B "
+    given = "" if lora.loras_given else f" (max-loras not given: {rules.default_slots_words} {n})"
+    rank_note = "" if lora.rank_given else f" (max-lora-rank not given: {rules_of(None).lora.default_rank_words} {r})"
+    lines = [f"LoRA slots per GPU ({rules.words}): N = {n} adapters{given} x rank R = {r}{rank_note}, A and B "
              f"for every target module of each of {layers} layers, in {dtype} (lora_dtype auto: the model's), "
              f"h = {h:,}, I = {width:,}, q = {q0:,}, kv = {kv0:,}, vocab = {vocab:,}, tp = {tp}.",
              f"qkv_proj: A 3 x {n} x {r} x {h:,} + B {n} x {r} x ({q0:,}/{tp} + 2 x {kv_share}) per layer, "
@@ -173,32 +164,30 @@ def slots(lora: Lora, model, tp: int, engine: str | None, pp: int = 1) -> LoraSl
              f"gate_up_proj: A 2 x {n} x {r} x {h:,} + B {n} x {r} x 2 x {width:,}/{tp} per layer, "
              f"x {layers} = {rows[2][1]:,}.",
              f"down_proj: A {n} x {r} x {width:,}/{tp} + B {n} x {h:,} x {r} per layer, x {layers} = {rows[3][1]:,}."]
-    if not sglang:
+    if rules.embeddings:
         lines += [f"embed_tokens: A {n} x {vocab:,} x {r} (whole vocabulary on every GPU) + B {n} x {h:,} x {r} "
                   f"= {rows[4][1]:,}; lm_head: A {n} x {r} x {h:,} + B {n} x {vocab:,} x {r} = {rows[5][1]:,}."]
     else:
-        lines += ["SGLang's target modules are its adapters' own (--lora-target-modules, or the union of the "
-                  "loaded adapters'); all-linear is assumed here (qkv, o, gate_up, down; no embed_tokens or "
-                  "lm_head). Give the adapters' set as overhead if it differs."]
+        lines += [rules.embeddings_words]
     if staged:
         lines.append(staged.strip())
     lines += [f"{elements:,} elements x {precision(dtype).bits_per_element} bits = {total:,} B per GPU "
               f"({total / (1 << 20):,.2f} MiB), allocated before the KV cache is sized, so it comes out of it "
-              f"({SGLANG_SOURCE if sglang else SOURCE})."]
+              f"({rules.source})."]
     if model.multimodal:
         lines.append("Only the language model's modules are counted: the engines put no LoRA on the vision tower "
                      "by default.")
     return LoraSlots(bytes_per_gpu=total, modules=tuple(rows), dtype=dtype, slots=n, rank=r, lines=tuple(lines))
 
 
-def launch_flags(lora: Lora, engine: str) -> list:
-    """The flags that ask `engine` for these slots."""
-    if engine == "vllm":
-        return ["--enable-lora", "--max-loras", str(lora.max_loras), "--max-lora-rank", str(lora.max_rank)]
-    if engine == "sglang":
-        n = lora.max_loras if lora.loras_given else SGLANG_DEFAULT_LORAS
-        return ["--enable-lora", "--max-loras-per-batch", str(n), "--max-lora-rank", str(lora.max_rank)]
-    return []
+def launch_flags(lora: Lora, engine: str | None) -> list:
+    """The flags that ask `engine` for these slots: its slot count's flag (none for an engine
+    without slots, or the exact ideal)."""
+    rules = rules_of(engine).lora
+    if rules.slots_flag is None:
+        return []
+    n = lora.max_loras if lora.loras_given else rules.default_slots
+    return ["--enable-lora", rules.slots_flag, str(n), "--max-lora-rank", str(lora.max_rank)]
 
 
 def figures(lora: Lora, scenario, result) -> dict:
@@ -208,9 +197,8 @@ def figures(lora: Lora, scenario, result) -> dict:
                   scenario.deployment.pp)
     lines = list(sized.lines)
     release = scenario.settings.release
-    if engine == "vllm" and release is not None and not release.at_least(0, 12, 0):
-        lines.append(f"vLLM {release} also held lora_extra_vocab_size = 256 extra rows in embed_tokens and lm_head "
-                     "(removed in 0.12.0); their exact shapes are not verified, so they are not counted.")
+    lines += [note.words.format(release=release) for note in rules_of(engine).lora.release_notes
+              if note.applies(release)]
     lines.append("Not counted: the punica wrapper's index buffers (a few MiB, sized by max_num_batched_tokens) and "
                  "CPU-side adapter copies (--max-cpu-loras, host memory).")
     return {"max_loras": sized.slots, "max_lora_rank": sized.rank, "lora_bytes_per_gpu": sized.bytes_per_gpu,

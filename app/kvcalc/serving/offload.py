@@ -17,15 +17,19 @@ the unpacked vLLM wheels 0.11.0-0.33.0 and SGLang 0.4.6-0.5.23):
   size = G x 10^9 // size_per_token, page_num = size // page + 1.
 - llama.cpp has no host KV tier sized this way: its `--cache-ram` (MiB) is a host prompt cache of
   whole slot states (llama.cpp PR #16391), refused here.
+Each engine's facts (what its size means, its backends, the releases that changed them, its flags)
+are data in its home (engines/<engine>/serving.py OFFLOAD); each backend names the scheme whose
+formula sizes it here (SCHEMES), asked through rules.py.
 """
 
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InputError
-from ..engines.releases import pep440
+from ..engines.serving_rules import OffloadBackend
 from ..sizing import bytes_per_token
 from ..units import GB, GIB, ceil_div
+from .rules import rules_of, title
 
 # GPUs on one host: a deployment of more spans ceil(gpus / 8) hosts, filled in order, so the
 # busiest host has min(gpus, 8) ranks (the DGX/HGX 8-GPU node every preset GPU ships in).
@@ -67,9 +71,6 @@ LINKS = {
                  "16 x 4 x 128/130 / 8 = 7.88 GB/s), the ceiling of any Gen4 drive's sequential read"),
 }
 
-_VLLM, _SGLANG, _LLAMACPP = "vllm", "sglang", "llama.cpp"
-
-
 @dataclass(frozen=True)
 class OffloadAsk:
     """The tier asked for, as typed: offload-gib means what the engine's own flag means (vLLM:
@@ -88,61 +89,50 @@ class OffloadAsk:
         return self.tp * self.pp * self.dp
 
 
-def _layout(values: dict, deployment) -> tuple[int, int, int]:
+def _layout(deployment) -> tuple[int, int, int]:
+    # Without the deployment (a tier typed alone), one GPU.
     if deployment is not None:
         return deployment.tp, deployment.pp, deployment.dp
-    # Without the deployment (the scenario's builder passes it once it is wired), its counts
-    # from the inputs, as scenario._deployment reads them.
-    pp, dp = values.get("pp", 1), values.get("dp", 1)
-    tp = values.get("tp") or max(1, values.get("gpus", pp * dp) // (pp * dp))
-    return tp, pp, dp
+    return 1, 1, 1
 
 
-# offload_from's default engine: the one the inputs name (values["engine"]), as the scenario reads it.
-_FROM_VALUES = object()
+def _backend(ask: OffloadAsk) -> OffloadBackend:
+    """The backend as the engine the tier was typed for runs it (what its size means)."""
+    return rules_of(ask.engine).offload.backend(ask.backend)
 
 
-def offload_from(values: dict, engine=_FROM_VALUES, deployment=None, release=None) -> OffloadAsk | None:
-    """The tier the inputs ask for, checked (InputError naming the field otherwise): its options
-    need offload-gib; lmcache is vLLM's backend; llama.cpp has no such tier; the busiest host
-    must hold it within host-memory-gib. With `release` (the engine's Release) it is refused
-    where that release has no such flag."""
-    if engine is _FROM_VALUES:
-        engine = values.get("engine")
-    gib = values.get("offload-gib")
+def offload_from(asked, engine: str | None, deployment=None, release=None) -> OffloadAsk | None:
+    """The tier the inputs ask for (asked: the ServingSettings), checked by `engine`'s rules
+    (InputError naming the field otherwise): its options need offload-gib; a backend the engine
+    does not run is refused, and an engine without such a tier; the busiest host must hold it
+    within host-memory-gib. With `release` (the engine's Release) it is refused where that release
+    has no such flag."""
+    gib = asked.offload_gib
     if gib is None:
-        for name in ("offload-backend", "offload-link", "host-memory-gib"):
-            if name in values:
+        for name, value in (("offload-backend", asked.offload_backend), ("offload-link", asked.offload_link),
+                            ("host-memory-gib", asked.host_memory_gib)):
+            if value is not None:
                 raise InputError(name, "describes a host-memory KV tier: give its size with offload-gib "
                                        "(GiB, e.g. 64) too, or leave it out")
         return None
     if gib == 0:
         return None                  # a tier of nothing: none
-    backend = values.get("offload-backend", "native")
-    if engine == _LLAMACPP:
-        raise InputError("offload-gib", "llama.cpp has no host-memory KV tier sized in tokens: its --cache-ram "
-                                        "(MiB, 8192 by default) keeps whole prompt states in host memory "
-                                        "(llama.cpp PR #16391), which this calculator does not model; choose "
-                                        "engine vllm or sglang, or leave offload-gib out")
-    if backend == "lmcache" and engine not in (_VLLM, None):   # the exact ideal sizes any tier as one copy
-        if engine == _SGLANG:
-            raise InputError("offload-backend", "SGLang runs LMCache with its own --enable-lmcache (0.5.2 on), sized "
-                                                "by an LMCache config file this calculator does not model; use "
-                                                "offload-backend native (SGLang's HiCache, --hicache-size) or engine "
-                                                "vllm")
-        raise InputError("offload-backend", "lmcache is vLLM's --kv-offloading-backend lmcache: choose engine vllm "
-                                            "for it, or offload-backend native")
-    tp, pp, dp = _layout(values, deployment)
-    ask = OffloadAsk(gib=Fraction(gib), backend=backend, link=values.get("offload-link"),
-                     host_memory_gib=values.get("host-memory-gib"), engine=engine, tp=tp, pp=pp, dp=dp)
-    if release is None and engine in (_VLLM, _SGLANG) and "engine-version" in values:
-        # The scenario's builder checks the version against the modelled range; a text that is
-        # no version is left to it.
-        release = pep440(str(values["engine-version"]))
+    backend = asked.offload_backend or "native"
+    rules = rules_of(engine).offload
+    if rules.refusal:
+        raise InputError("offload-gib", rules.refusal)
+    runs = rules.backend(backend)
+    if runs is None:
+        raise InputError("offload-backend", dict(rules.refused_backends).get(
+            backend, f"{title(engine)} runs no {backend} tier modelled here: choose offload-backend native, or "
+                     "another engine"))
+    tp, pp, dp = _layout(deployment)
+    ask = OffloadAsk(gib=Fraction(gib), backend=backend, link=asked.offload_link,
+                     host_memory_gib=asked.host_memory_gib, engine=engine, tp=tp, pp=pp, dp=dp)
     if release is not None:
         check_release(ask, release)
-    if engine == _SGLANG:
-        _sglang_gb(ask)              # refuses a size under one whole GB
+    if runs.whole_gb:
+        _whole_gb(ask, runs)         # refuses a size under one whole GB
     host = host_bytes(ask)
     if ask.host_memory_gib is not None and host > ask.host_memory_gib * GIB:
         raise InputError("offload-gib", f"the tier needs {_gib(host)} GiB on the busiest host ({host_rule(ask)}), "
@@ -152,30 +142,19 @@ def offload_from(values: dict, engine=_FROM_VALUES, deployment=None, release=Non
 
 
 def check_release(ask: OffloadAsk, release) -> None:
-    """Refuse a release without the flag (vLLM before 0.11.1, SGLang before 0.4.6) or whose
-    native path cannot start (vLLM 0.11.1-0.13.x)."""
-    if ask.engine == _VLLM:
-        if not release.at_least(0, 11, 1):
-            raise InputError("engine-version", f"vLLM {release} has no --kv-offloading-size (first in 0.11.1): give "
-                                               "engine-version 0.14.0 or later, or leave offload-gib out")
-        if ask.backend == "native" and not release.at_least(0, 14, 0):
-            raise InputError("engine-version", f"vLLM {release}'s native offload passes num_cpu_blocks 0, and "
-                                               "v1/kv_offload/cpu.py raises 'num_cpu_blocks must be specified' "
-                                               "(0.11.1-0.13.0): give engine-version 0.14.0 or later, or "
-                                               "offload-backend lmcache")
-    elif ask.engine == _SGLANG and not release.at_least(0, 4, 6):
-        raise InputError("engine-version", f"SGLang {release} has no --hicache-size (first in 0.4.6, "
-                                           "server_args.py): give engine-version 0.4.6 or later, or leave "
-                                           "offload-gib out")
+    """Refuse a release without the flag, or whose backend cannot start (the engine's
+    OffloadRules.first_release: vLLM before 0.11.1, its native path 0.11.1-0.13.x, SGLang before 0.4.6)."""
+    for backend, first, words in rules_of(ask.engine).offload.first_release:
+        if (backend is None or backend == ask.backend) and not release.at_least(*first):
+            raise InputError("engine-version", words.format(release=release))
 
 
-def _sglang_gb(ask: OffloadAsk) -> int:
-    """The whole GB per rank --hicache-size takes (type=int) for the GiB typed: the most that
-    does not exceed them."""
+def _whole_gb(ask: OffloadAsk, backend: OffloadBackend) -> int:
+    """The whole GB per rank a flag of whole decimal GB takes (SGLang's --hicache-size, type=int)
+    for the GiB typed: the most that does not exceed them."""
     gb = ask.gib * GIB // GB
     if gb < 1:
-        raise InputError("offload-gib", f"{_dec(ask.gib)} GiB is under SGLang's smallest --hicache-size, 1 GB "
-                                        "(a whole number of decimal GB per rank): give at least 0.931323 GiB")
+        raise InputError("offload-gib", backend.whole_gb_refusal.format(gib=_dec(ask.gib)))
     return int(gb)
 
 
@@ -186,8 +165,9 @@ def _ranks_on_host(ask: OffloadAsk) -> int:
 def capacity_bytes(ask: OffloadAsk) -> int:
     """The tier's bytes as the engine's flag counts them: vLLM and the ideal the total (over one
     engine's tp x pp ranks), SGLang per rank (whole GB), LMCache per worker."""
-    if ask.engine == _SGLANG:
-        return _sglang_gb(ask) * GB
+    backend = _backend(ask)
+    if backend.whole_gb:
+        return _whole_gb(ask, backend) * GB
     return int(ask.gib * GIB)
 
 
@@ -195,34 +175,30 @@ def host_bytes(ask: OffloadAsk) -> int:
     """The bytes the busiest host holds for the tier, before chunk rounding: per-rank sizes
     times its ranks, a total spread over the GPUs it spans."""
     ranks = _ranks_on_host(ask)
-    if ask.engine == _SGLANG or ask.backend == "lmcache":
+    backend = _backend(ask)
+    if backend.scope != "engine total":
         return capacity_bytes(ask) * ranks
     # vLLM: X for each data-parallel engine (each builds its connector from the same config, not
     # traced), spread over the engine's tp x pp ranks; the ideal: X over all the GPUs.
-    per_engine_gpus = ask.tp * ask.pp if ask.engine == _VLLM else ask.gpus
+    per_engine_gpus = ask.tp * ask.pp if backend.per_engine else ask.gpus
     return ceil_div(capacity_bytes(ask) * ranks, per_engine_gpus)
 
 
 def host_rule(ask: OffloadAsk) -> str:
-    ranks = _ranks_on_host(ask)
-    if ask.engine == _SGLANG:
-        return f"--hicache-size {_sglang_gb(ask)} GB per rank x {ranks} ranks on the host"
-    if ask.backend == "lmcache":
-        return f"max_local_cpu_size {_dec(ask.gib)} GiB per worker x {ranks} workers on the host"
-    if ask.engine == _VLLM:
-        return (f"--kv-offloading-size {_dec(ask.gib)} GiB is the total over the engine's {ask.tp * ask.pp} ranks, "
-                f"{ranks} of them on the host")
-    return f"{_dec(ask.gib)} GiB over the {ask.gpus} GPUs, {ranks} of them on the host"
+    backend = _backend(ask)
+    return backend.host_words.format(gib=_dec(ask.gib), gb=_whole_gb(ask, backend) if backend.whole_gb else None,
+                                     ranks=_ranks_on_host(ask), engine_ranks=ask.tp * ask.pp, gpus=ask.gpus)
 
 
 def _largest_fitting(ask: OffloadAsk) -> Fraction:
     """The largest offload-gib the host holds, in steps of 1/1024 GiB (1 MiB)."""
     room = ask.host_memory_gib * GIB
     ranks = _ranks_on_host(ask)
-    if ask.engine == _SGLANG or ask.backend == "lmcache":
+    backend = _backend(ask)
+    if backend.scope != "engine total":
         per_rank = room / ranks
     else:
-        per_rank = room * (ask.tp * ask.pp if ask.engine == _VLLM else ask.gpus) / ranks
+        per_rank = room * (ask.tp * ask.pp if backend.per_engine else ask.gpus) / ranks
     return Fraction(int(per_rank // (1 << 20)), 1024)
 
 
@@ -258,28 +234,124 @@ def _per_rank_bytes_per_token(scenario) -> int:
     return max(bytes_per_token(stage, kv, dep.tp) for stage, _ in model.stage_groups(dep.pp))
 
 
-def _block_tokens(engine: str | None, scenario, result) -> int:
+def _block_tokens(engine: str | None, backend: OffloadBackend, scenario, result) -> int:
     if result.engine is not None and result.engine.engine == engine:
         return result.engine.block_size
     if scenario.settings.block_size is not None:
         return scenario.settings.block_size
-    return 16 if engine == _VLLM else 1      # vLLM's default block; SGLang's page 1
+    return backend.chunk_tokens              # vLLM's default block; SGLang's page 1
 
 
 def _all_mla(model) -> bool:
     return all(layer.kind == "mla" for layer, _ in model.layer_counts().items())
 
 
-def _replicated(ask: OffloadAsk, scenario, release) -> bool:
+def _replicated(ask: OffloadAsk, backend: OffloadBackend, scenario, release) -> bool:
     """vLLM 0.27.0 on (distributed/kv_transfer/kv_connector/v1/offloading/config.py): one copy of an
     MLA latent for all tp ranks when MLA, tp > 1, pp = 1, one node (mp backend) and the shared
     mmap region (CUDA or XPU, not ROCm: v1/kv_offload/cpu/spec.py _uses_shared_region)."""
     dep = scenario.deployment
-    if ask.backend != "native" or release is None or not release.at_least(0, 27, 0):
+    first = backend.replicated_mla_from
+    if first is None or release is None or not release.at_least(*first):
         return False
     platform = dep.gpu.platform if dep.gpu is not None else "cuda"     # a custom GPU: CUDA
     return (_all_mla(scenario.model) and dep.tp > 1 and dep.pp == 1 and dep.tp <= GPUS_PER_HOST
             and platform != "rocm")
+
+
+def _version(release: tuple) -> str:
+    return ".".join(map(str, release))
+
+
+@dataclass(frozen=True)
+class _Sized:
+    """What a scheme sizes: the Tier's fields before the restore time."""
+    capacity_scope: str
+    bytes_per_token_stored: int
+    copies: int
+    replicated_layout: bool
+    chunk_tokens: int
+    chunk_bytes: int
+    chunks: int
+    tokens: int
+    host_bytes: int
+    write_policy: str
+    rule: str
+
+
+def _exact(ask, engine, backend, release, scenario, result, per_rank, capacity, ranks) -> _Sized:
+    """The exact ideal: the tier's bytes of one logical copy, token by token."""
+    stored = bytes_per_token(scenario.model.layer_counts(), scenario.workload.kv_precision)
+    chunks = capacity // stored
+    return _Sized("engine total", stored, 1, False, 1, stored, chunks, chunks,
+                  ceil_div(chunks * stored * ranks, ask.gpus), backend.policy,
+                  f"the exact ideal: {capacity:,} B // {stored:,} B per token of one logical copy = {chunks:,} tokens")
+
+
+def _lmcache(ask, engine, backend, release, scenario, result, per_rank, capacity, ranks) -> _Sized:
+    """LMCache's local CPU backend: per worker, chunks of 256 tokens rounded up to 4 KiB."""
+    world = ask.tp * ask.pp
+    chunk_tokens = LMCACHE_CHUNK_TOKENS
+    raw = per_rank * chunk_tokens
+    chunk_bytes = ceil_div(raw, PAGE_ALIGNMENT) * PAGE_ALIGNMENT
+    chunks = capacity // chunk_bytes
+    tokens = chunks * chunk_tokens
+    rule = (f"LMCache (lmcache/v1/storage_backend/local_cpu_backend.py, per worker): int({_dec(ask.gib)} x 2^30) "
+            f"= {capacity:,} B // round_up({per_rank:,} B x {chunk_tokens} tokens = {raw:,} B, 4,096) "
+            f"= {chunks:,} chunks x {chunk_tokens} = {tokens:,} tokens")
+    if backend.note_from is not None and release is not None and release.at_least(*backend.note_from):
+        rule += backend.note_words.format(release=release)
+    return _Sized(backend.scope, per_rank * world, world, False, chunk_tokens, chunk_bytes, chunks, tokens,
+                  chunks * chunk_bytes * ranks, backend.policy, rule)
+
+
+def _blocks(ask, engine, backend, release, scenario, result, per_rank, capacity, ranks) -> _Sized:
+    """Chunks of one block of every rank's KV (vLLM's CPUOffloadingSpec: block bytes x world_size,
+    4 KiB-rounded from backend.aligned_from; one copy of an MLA latent from replicated_mla_from)."""
+    world = ask.tp * ask.pp
+    chunk_tokens = _block_tokens(engine, backend, scenario, result)
+    replicated = _replicated(ask, backend, scenario, release)
+    copies = 1 if replicated else world
+    raw = per_rank * chunk_tokens * copies
+    aligned = backend.aligned_from is not None and (release is None or release.at_least(*backend.aligned_from))
+    chunk_bytes = ceil_div(raw, PAGE_ALIGNMENT) * PAGE_ALIGNMENT if aligned else raw
+    chunks = capacity // chunk_bytes
+    tokens = chunks * chunk_tokens
+    where = backend.source_before.words if backend.source_before is not None and \
+        backend.source_before.applies(release) else backend.source
+    copies_words = (f"1 copy (the replicated MLA layout: one latent for all tp ranks, "
+                    f"{_version(backend.replicated_mla_from)} on)" if replicated
+                    else f"{copies} cop{'y' if copies == 1 else 'ies'} (world_size = tp x pp)")
+    unaligned = f" (no 4 KiB rounding before {_version(backend.aligned_from)})" if backend.aligned_from else ""
+    rule = (f"{title(engine)} {release or 'newest'} ({where}): {capacity:,} B // "
+            f"{'round_up(' if aligned else ''}{per_rank:,} B x {chunk_tokens} tokens x {copies_words} "
+            f"= {raw:,} B{', 4,096)' if aligned else unaligned} "
+            f"= {chunks:,} chunks of one {chunk_tokens}-token block = {tokens:,} tokens")
+    return _Sized(backend.scope, per_rank * copies, copies, replicated, chunk_tokens, chunk_bytes, chunks, tokens,
+                  ceil_div(chunks * chunk_bytes * ranks, world), backend.policy, rule)
+
+
+def _pages(ask, engine, backend, release, scenario, result, per_rank, capacity, ranks) -> _Sized:
+    """Whole GB per rank cut into pages (SGLang's HostKVCache: size // size_per_token, page_num =
+    size // page + 1)."""
+    world = ask.tp * ask.pp
+    page = _block_tokens(engine, backend, scenario, result)
+    gb = _whole_gb(ask, backend)
+    size = gb * GB // per_rank
+    chunks = size // page + 1
+    tokens = chunks * page
+    policy = backend.policy_before.words if backend.policy_before is not None and \
+        backend.policy_before.applies(release) else backend.policy
+    rule = (f"{title(engine)} ({backend.source}, per rank): {_dec(ask.gib)} GiB typed "
+            f"= {float(ask.gib * GIB / GB):.3f} GB, {backend.size_flag} takes whole GB, so {gb}; {gb} x 10^9 // "
+            f"{per_rank:,} B per token = {size:,}; page_num = {size:,} // {page} + 1 = {chunks:,} "
+            f"= {tokens:,} tokens")
+    return _Sized(backend.scope, per_rank * world, world, False, page, page * per_rank, chunks, tokens,
+                  tokens * per_rank * ranks, policy, rule)
+
+
+# The formula each backend's scheme names (engines/serving_rules.py OffloadBackend.scheme).
+SCHEMES = {"exact": _exact, "lmcache": _lmcache, "blocks": _blocks, "pages": _pages}
 
 
 def tier(ask: OffloadAsk, engine: str | None, scenario, result) -> Tier:
@@ -287,102 +359,43 @@ def tier(ask: OffloadAsk, engine: str | None, scenario, result) -> Tier:
     release = scenario.settings.release if scenario.settings.engine == engine else None
     if release is not None:
         check_release(ask, release)
+    backend = rules_of(engine).offload.backend(ask.backend)
+    if backend is None:
+        raise InputError("offload-backend", f"{title(engine)} runs no {ask.backend} tier modelled here")
     per_rank = _per_rank_bytes_per_token(scenario)
     world = ask.tp * ask.pp
     ctx = scenario.workload.context_tokens
     capacity = capacity_bytes(ask)
-    ranks = _ranks_on_host(ask)
-    replicated = False
-    if engine is None:
-        stored = bytes_per_token(scenario.model.layer_counts(), scenario.workload.kv_precision)
-        copies, chunk_tokens = 1, 1
-        chunk_bytes = stored
-        chunks = capacity // chunk_bytes
-        tokens = chunks
-        host = ceil_div(chunks * chunk_bytes * ranks, ask.gpus)
-        scope, policy = "engine total", "none: the ideal holds exactly the tier's bytes of one logical copy"
-        rule = (f"the exact ideal: {capacity:,} B // {stored:,} B per token of one logical copy "
-                f"= {tokens:,} tokens")
-    elif ask.backend == "lmcache":
-        chunk_tokens = LMCACHE_CHUNK_TOKENS
-        raw = per_rank * chunk_tokens
-        chunk_bytes = ceil_div(raw, PAGE_ALIGNMENT) * PAGE_ALIGNMENT
-        chunks = capacity // chunk_bytes
-        tokens = chunks * chunk_tokens
-        copies, stored = world, per_rank * world
-        host = chunks * chunk_bytes * ranks
-        scope, policy = "per worker", "write-through: each whole 256-token chunk is stored as it is computed"
-        rule = (f"LMCache (lmcache/v1/storage_backend/local_cpu_backend.py, per worker): int({_dec(ask.gib)} x 2^30) "
-                f"= {capacity:,} B // round_up({per_rank:,} B x {chunk_tokens} tokens = {raw:,} B, 4,096) "
-                f"= {chunks:,} chunks x {chunk_tokens} = {tokens:,} tokens")
-        if release is not None and release.at_least(0, 23, 0):
-            rule += (f"; vLLM {release} runs LMCacheMPConnector and does not pass --kv-offloading-size on "
-                     "(config/vllm.py): the LMCache server's max_local_cpu_size sizes it")
-    elif engine == _VLLM:
-        chunk_tokens = _block_tokens(engine, scenario, result)
-        replicated = _replicated(ask, scenario, release)
-        copies = 1 if replicated else world
-        raw = per_rank * chunk_tokens * copies
-        aligned = release is None or release.at_least(0, 23, 0)
-        chunk_bytes = ceil_div(raw, PAGE_ALIGNMENT) * PAGE_ALIGNMENT if aligned else raw
-        chunks = capacity // chunk_bytes
-        tokens = chunks * chunk_tokens
-        stored = per_rank * copies
-        host = ceil_div(chunks * chunk_bytes * ranks, world)
-        scope = "engine total"
-        policy = "write-through: each completed chunk is stored as it is computed; the GPU copy stays"
-        where = ("v1/kv_offload/cpu/spec.py CPUOffloadingSpec.__init__" if release is None or release.at_least(0, 19, 0)
-                 else "v1/kv_offload/cpu.py CPUOffloadingSpec.__init__")
-        copies_words = ("1 copy (the replicated MLA layout: one latent for all tp ranks, 0.27.0 on)" if replicated
-                        else f"{copies} cop{'y' if copies == 1 else 'ies'} (world_size = tp x pp)")
-        rule = (f"vLLM {release or 'newest'} ({where}): {capacity:,} B // "
-                f"{'round_up(' if aligned else ''}{per_rank:,} B x {chunk_tokens} tokens x {copies_words} "
-                f"= {raw:,} B{', 4,096)' if aligned else ' (no 4 KiB rounding before 0.23.0)'} "
-                f"= {chunks:,} chunks of one {chunk_tokens}-token block = {tokens:,} tokens")
-    else:                            # SGLang HiCache
-        page = _block_tokens(engine, scenario, result)
-        gb = _sglang_gb(ask)
-        size = gb * GB // per_rank
-        chunks = size // page + 1
-        tokens = chunks * page
-        chunk_tokens, chunk_bytes = page, page * per_rank
-        copies, stored = world, per_rank * world
-        host = tokens * per_rank * ranks
-        scope = "per rank"
-        newer = release is None or release.at_least(0, 5, 2)
-        policy = ("write-through (--hicache-write-policy write_through, the default from 0.5.2)" if newer
-                  else "write-through-selective (--hicache-write-policy write_through_selective, the default "
-                       "before 0.5.2): only pages hit more than once are copied to the host")
-        rule = (f"SGLang (mem_cache/pool_host/base.py HostKVCache.__init__, per rank): {_dec(ask.gib)} GiB typed "
-                f"= {float(ask.gib * GIB / GB):.3f} GB, --hicache-size takes whole GB, so {gb}; {gb} x 10^9 // "
-                f"{per_rank:,} B per token = {size:,}; page_num = {size:,} // {page} + 1 = {chunks:,} "
-                f"= {tokens:,} tokens")
-    units_per_request = ctx // chunk_tokens
-    requests = chunks // units_per_request if units_per_request else 0
-    restore_tokens = units_per_request * chunk_tokens
+    s = SCHEMES[backend.scheme](ask, engine, backend, release, scenario, result, per_rank, capacity,
+                                _ranks_on_host(ask))
+    units_per_request = ctx // s.chunk_tokens
+    requests = s.chunks // units_per_request if units_per_request else 0
+    restore_tokens = units_per_request * s.chunk_tokens
     link = LINKS.get(ask.link) if ask.link else None
     if link is None:
         restore_bytes, seconds = restore_tokens * per_rank, None
     elif link.name == "nvme":
         # One drive per host, read for every rank of it (once for a replicated latent).
-        share = stored if engine is None else per_rank * (1 if replicated else min(world, GPUS_PER_HOST))
+        share = s.bytes_per_token_stored if engine is None else \
+            per_rank * (1 if s.replicated_layout else min(world, GPUS_PER_HOST))
         restore_bytes = restore_tokens * share
         seconds = Fraction(restore_bytes) / link.bytes_per_s
     else:
         # Each GPU's own x16 link, all at once: the bound is one rank's share.
         restore_bytes = restore_tokens * per_rank
         seconds = Fraction(restore_bytes) / link.bytes_per_s
-    return Tier(engine=engine, backend=ask.backend, capacity_bytes=capacity, capacity_scope=scope,
-                bytes_per_token_per_rank=per_rank, bytes_per_token_stored=stored, copies=copies,
-                replicated_layout=replicated, chunk_tokens=chunk_tokens, chunk_bytes=chunk_bytes, chunks=chunks,
-                tokens=tokens, host_bytes=host, requests=requests, write_policy=policy,
+    return Tier(engine=engine, backend=ask.backend, capacity_bytes=capacity,
+                capacity_scope=s.capacity_scope, bytes_per_token_per_rank=per_rank,
+                bytes_per_token_stored=s.bytes_per_token_stored, copies=s.copies, replicated_layout=s.replicated_layout,
+                chunk_tokens=s.chunk_tokens, chunk_bytes=s.chunk_bytes, chunks=s.chunks, tokens=s.tokens,
+                host_bytes=s.host_bytes, requests=requests, write_policy=s.write_policy,
                 restore_tokens=restore_tokens, restore_bytes=restore_bytes, restore_seconds=seconds, link=link,
-                rule=rule, release=None if release is None else str(release))
+                rule=s.rule, release=None if release is None else str(release))
 
 
 def _per_rank_gib(ask: OffloadAsk) -> Fraction:
     """One rank's share of the tier in GiB: offload-gib as the chosen engine's flag means it."""
-    if ask.backend == "native" and ask.engine in (None, _VLLM):
+    if _backend(ask).scope == "engine total":
         return ask.gib / (ask.tp * ask.pp)        # a total over one engine's ranks
     return ask.gib                                # SGLang per rank, LMCache per worker
 
@@ -392,20 +405,20 @@ def launch_flags(ask: OffloadAsk, engine: str | None) -> list[str]:
     environment: launch_env). For an engine other than the one sized as, the same bytes per rank in
     that engine's unit; none where it cannot hold the tier as asked (llama.cpp; LMCache on SGLang;
     SGLang under 1 GB a rank). Never raises: every launch command is written."""
+    target = rules_of(engine).offload.backend(ask.backend)
+    if target is None or not target.flags:
+        return []
     per_rank = _per_rank_gib(ask)
-    if engine == _VLLM:
-        return ["--kv-offloading-size", _dec(per_rank * ask.tp * ask.pp), "--kv-offloading-backend", ask.backend]
-    if engine == _SGLANG and ask.backend == "native":
-        gb = int(per_rank * GIB // GB)            # --hicache-size: whole decimal GB per rank
-        return ["--enable-hierarchical-cache", "--hicache-size", str(gb)] if gb >= 1 else []
-    return []
+    gb = int(per_rank * GIB // GB)                # a flag of whole decimal GB per rank
+    if target.whole_gb and gb < 1:
+        return []
+    return [flag.format(total=_dec(per_rank * ask.tp * ask.pp), gb=gb, backend=ask.backend) for flag in target.flags]
 
 
 def launch_env(ask: OffloadAsk, engine: str | None) -> dict:
-    """LMCache's per-worker size (lmcache/v1/config.py reads LMCACHE_<KEY>)."""
-    if engine == _VLLM and ask.backend == "lmcache":
-        return {"LMCACHE_MAX_LOCAL_CPU_SIZE": _dec(ask.gib)}
-    return {}
+    """The environment the engine's backend reads its size from (LMCache: LMCACHE_<KEY>)."""
+    target = rules_of(engine).offload.backend(ask.backend)
+    return {} if target is None else {name: value.format(gib=_dec(ask.gib)) for name, value in target.env}
 
 
 def figures(ask: OffloadAsk, scenario, result) -> dict:
@@ -418,9 +431,10 @@ def figures(ask: OffloadAsk, scenario, result) -> dict:
              f"It stores {t.bytes_per_token_stored:,} B per token ({t.bytes_per_token_per_rank:,} B per rank x "
              f"{t.copies}); the busiest host holds {_gib(t.host_bytes)} GiB of it.",
              f"At {ctx:,} tokens a request it holds {t.requests:,} whole requests; write policy: {t.write_policy}."]
-    if ask.engine == _SGLANG:
-        lines.append(f"offload-gib {_dec(ask.gib)} GiB = {float(ask.gib * GIB / GB):.3f} GB; SGLang's --hicache-size is "
-                     f"a whole number of decimal GB per rank, so --hicache-size {_sglang_gb(ask)}.")
+    backend = _backend(ask)
+    if backend.whole_gb:
+        lines.append(backend.whole_gb_words.format(gib=_dec(ask.gib), gb_typed=f"{float(ask.gib * GIB / GB):.3f}",
+                                                   gb=_whole_gb(ask, backend)))
     if t.link is None:
         lines.append("No offload-link given: no time to bring a prefix back (pcie4, pcie5 or nvme).")
     else:

@@ -11,7 +11,9 @@ The engines' rules (docs/research/issue-26-engine-rules.md section 5, re-read he
 - SGLang's radix cache matches per page (page 1 by default) up to input_len - 1
   (managers/schedule_batch.py _compute_max_prefix_len, SGLang 0.5.23).
 So a hit caches floor(min(S, prompt - 1) / block) x block tokens; the KV it shares is the prefix's
-whole blocks, stored once (sizing.cache_bytes).
+whole blocks, stored once (sizing.cache_bytes). Each engine's words for its rule, and its refusal
+where requests never share a prefix's cache (llama.cpp), are data in its home
+(engines/<engine>/serving.py PREFIX), asked through rules.py.
 """
 
 from dataclasses import dataclass, replace
@@ -19,21 +21,19 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..sizing import cache_bytes
+from .rules import rules_of
 
 
-def hit_rate_from(values: dict) -> Fraction | None:
-    """The hit rate the inputs give (the parser bounds it to [0, 1]); it needs a shared prefix,
-    and an engine whose requests share a prefix's cache."""
-    rate = values.get("prefix-hit-rate")
+def hit_rate_from(asked, engine: str | None) -> Fraction | None:
+    """The hit rate the inputs give (asked: the ServingSettings; the parser bounds it to [0, 1]);
+    it needs a shared prefix, and an engine whose requests share a prefix's cache."""
+    rate = asked.prefix_hit_rate
     if rate is None:
         return None
-    if values.get("engine") == "llama.cpp":
-        # Each -np slot holds its own cells; a slot reuses its own last prompt's prefix
-        # (--cache-reuse), never another slot's, so a hit shares no memory.
-        raise InputError("prefix-hit-rate", "llama.cpp's slots (-np) each keep their own cells and never share a "
-                                            "prefix's cache between them, so a hit rate changes no memory there; "
-                                            "choose engine vllm or sglang, or leave prefix-hit-rate out")
-    if values.get("prefix-tokens", 0) <= 0:
+    refusal = rules_of(engine).prefix.refusal
+    if refusal:
+        raise InputError("prefix-hit-rate", refusal)
+    if asked.prefix_tokens <= 0:
         raise InputError("prefix-hit-rate", "is the share of requests that start with the shared prefix: give "
                                             "the shared prefix's length with prefix-tokens (e.g. 2048) too, or "
                                             "leave prefix-hit-rate out")
@@ -97,11 +97,7 @@ def figures(rate: Fraction, scenario, result) -> dict:
     """The expectations for reports and the CLI JSON, with plain sentences that say they are."""
     e = expected(rate, scenario, result)
     engine = result.engine.engine if result.engine is not None else None
-    rule = {"vllm": "vLLM hashes full blocks only and stops at the prompt - 1 (v1/core/kv_cache_manager.py "
-                    "get_computed_blocks, 0.33.0)",
-            "sglang": "SGLang's radix cache matches whole pages up to the prompt - 1 (managers/schedule_batch.py "
-                      "_compute_max_prefix_len, 0.5.23)"}.get(engine, "the exact ideal: every token of the "
-                                                                       "prefix, up to the prompt - 1")
+    rule = rules_of(engine).prefix.words or rules_of(None).prefix.words
     lines = [f"Prefix hits, an expectation: {_percent(e.rate)} of requests start with the shared {e.prefix_tokens:,}-token "
              f"prefix. A hit caches floor(min({e.prefix_tokens:,}, {e.prompt_tokens:,} - 1) / {e.block_tokens}) x "
              f"{e.block_tokens} = {e.cached_tokens_on_hit:,} tokens ({rule}); expected cached tokens per request "

@@ -42,6 +42,7 @@ from ...units import GIB, ceil_div
 from ...words import plural
 from .. import releases
 from ..result import Band, Budget, BudgetSource, EngineResult
+from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # Builds as llama.cpp numbers them (b5192); the rules below were read across these builds: from
 # b4462 (the oldest start-up log checked, tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log)

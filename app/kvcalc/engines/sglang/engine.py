@@ -24,6 +24,7 @@ from ...units import GIB
 from .. import releases
 from . import allocator, launch as command, printing
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
+from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"

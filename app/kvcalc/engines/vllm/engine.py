@@ -19,6 +19,7 @@ from . import PLACEMENT
 from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, EngineResult, torch_total, without_budget
+from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
@@ -28,7 +29,7 @@ NAME, TITLE = "vllm", "vLLM"
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 # It builds a vision tower's linears split over tp under --mm-encoder-tp-mode weights, and refuses
-# to start where tp does not divide their widths (production.encoder.check_tp).
+# to start where tp does not divide their widths (serving/encoder.py check_tp).
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
 OWN_OPTIONS = ("vllm-entry", "vllm-engine", "enforce-eager")    # options only vLLM takes
