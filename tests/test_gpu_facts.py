@@ -7,6 +7,7 @@ card it did not name, and there the fact is the device's own (named below, with 
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,13 @@ def test_deepseek_v3_on_h200_takes_64_token_blocks_and_on_an_rtx_pro_6000_16():
     base = {"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpus": "8", "kv-memory-gib": "40"}
     assert evaluate(dict(base, gpu="h200-141gb")).result.engine.block_size == 64
     assert evaluate(dict(base, gpu="rtx-pro-6000-96gb")).result.engine.block_size == 16
+
+
+def test_no_engine_rule_reads_the_display_name():
+    """The engines ask the preset's facts: no rule under engines/ reads a GPU's display name (its
+    `name`, or the deployment's gpu_name it replaced) to decide what the hardware is."""
+    engines_dir = Path(DATA).parent / "engines"
+    readers = re.compile(r"\bgpu_name\b|\bgpu\.name\b")
+    found = [f"{p.relative_to(engines_dir)}:{n}" for p in sorted(engines_dir.rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if readers.search(line)]
+    assert found == []
