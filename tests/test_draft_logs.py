@@ -10,7 +10,7 @@ from fractions import Fraction
 from kvcalc.evaluation import evaluate
 from kvcalc.serving import draft as drafts
 from kvcalc.inputs.startup_log import read_log
-from kvcalc.engines.llamacpp.engine import MIB
+from kvcalc.engines.llamacpp.allocator import MIB
 from support import FIXTURES, hf_fixture
 
 LOGS = FIXTURES / "logs"

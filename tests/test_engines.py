@@ -13,7 +13,7 @@ import pytest
 from kvcalc.readers.hfconfig import model_from_config
 from kvcalc.readers import presets
 from kvcalc.evaluation import evaluate
-from kvcalc.engines.llamacpp import engine as llamacpp
+from kvcalc.engines.llamacpp import allocator as llamacpp_allocator, printing as llamacpp_printing
 from kvcalc.engines import releases
 from kvcalc.engines.sglang import allocator as sglang_allocator, engine as sglang, printing as sglang_printing
 from kvcalc.engines.vllm import allocator as vllm_allocator, release as vllm_release
@@ -159,11 +159,11 @@ def test_llamacpp_f16_cache_of_a_llama2_7b():
 def test_llamacpp_iswa_cells_and_separate_v_type():
     # llama-kv-cache-iswa.cpp: SWA cells = pad(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch), 256).
     model = evaluate({"model": "google/gemma-3-27b-it"}).scenario.model
-    pool = llamacpp.allocate(model, precision("q8_0"), precision("q4_0"), 32768, 2, ubatch=512)
+    pool = llamacpp_allocator.allocate(model, precision("q8_0"), precision("q4_0"), 32768, 2, ubatch=512)
     full, swa = pool.caches
     assert (full.cells, swa.cells) == (32768, 1536)          # 1024 + 512 = 1536, already a multiple of 256
     assert pool.v_type == "q4_0" and swa.k_bytes > swa.v_bytes
-    unified = llamacpp.allocate(model, precision("fp16"), precision("fp16"), 5000, 3, unified=True)
+    unified = llamacpp_allocator.allocate(model, precision("fp16"), precision("fp16"), 5000, 3, unified=True)
     assert unified.caches[0].cells == 15104 and unified.caches[1].cells == 3584   # pad(15000); pad(1024 x 3 + 512)
 
 
@@ -461,7 +461,7 @@ def test_every_gpu_vllm_and_sglang_run_on_has_its_pytorch_total_with_a_source():
 ])
 def test_llama_cpp_compute_buffer_estimate_on_real_logs(name, hidden, vocab, context, ubatch):
     # The estimate is said to be within about 15%; on these two logs it is within 2%.
-    from kvcalc.engines.llamacpp import engine as llamacpp
+    from kvcalc.engines.llamacpp import allocator as llamacpp_allocator, printing as llamacpp_printing
     from kvcalc.layers import FullAttention
     from kvcalc.model import Model
     from kvcalc.precision import precision
@@ -469,10 +469,10 @@ def test_llama_cpp_compute_buffer_estimate_on_real_logs(name, hidden, vocab, con
     host = float(re.search(r"CUDA_Host compute buffer size =\s+([0-9.]+) MiB", log_text(name))[1]) * (1 << 20)
     assert abs(host - 4 * ubatch * (context + hidden)) < 0.2 * (1 << 20)        # the inputs are the log's
     model = Model("m", (FullAttention(8, 128),) * 4, hidden_size=hidden, vocab_size=vocab)
-    pool = llamacpp.allocate(model, precision("fp16"), precision("fp16"), context, 1, ubatch=ubatch)
-    estimate = llamacpp.compute_buffer_bytes(model, pool, ubatch)
+    pool = llamacpp_allocator.allocate(model, precision("fp16"), precision("fp16"), context, 1, ubatch=ubatch)
+    estimate = llamacpp_allocator.compute_buffer_bytes(model, pool, ubatch)
     assert abs(estimate - logged) / logged < 0.02
-    assert llamacpp.compute_buffer_line(estimate).startswith("llama_context:      CUDA0 compute buffer size = ")
+    assert llamacpp_printing.compute_buffer_line(estimate).startswith("llama_context:      CUDA0 compute buffer size = ")
 
 
 def test_llama_cpp_budget_leaves_room_for_the_compute_buffer():

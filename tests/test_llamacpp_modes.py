@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kvcalc.engines.llamacpp import engine as llamacpp
+from kvcalc.engines.llamacpp import allocator as llamacpp_allocator, engine as llamacpp
 from kvcalc.evaluation import evaluate
 from kvcalc.serving.launch import launch
 from kvcalc.layers import FullAttention
@@ -56,13 +56,13 @@ def test_without_flash_attention_the_score_buffer_dominates_to_the_mib(cells):
     # 4 x 512 x 2,048 x (32 + 1) + 4 x (4 x 512 x 4,096) = 138,412,032 + 33,554,432 = 164.00 MiB;
     # at 32,768 cells 2,214,592,512 + 33,554,432 = 2,144.00 MiB. Both as the log prints them.
     log = LOGDETECTIVE_NOFA[cells]
-    pool = llamacpp.allocate(MISTRAL_CLASS, F16, F16, cells, 1)
+    pool = llamacpp_allocator.allocate(MISTRAL_CLASS, F16, F16, cells, 1)
     assert mib(log, "CUDA0", "KV") * MIB == pool.bytes_total       # 256.00 / 4,096.00 MiB: the inputs are right
-    estimate = llamacpp.compute_buffer_bytes(MISTRAL_CLASS, pool, 512, flash=False)
+    estimate = llamacpp_allocator.compute_buffer_bytes(MISTRAL_CLASS, pool, 512, flash=False)
     assert estimate == {2048: 164 * MIB, 32768: 2144 * MIB}[cells] == mib(log, "CUDA0") * MIB
     # With flash attention no score buffer is built: the logits' 62.5 MiB and the f16 mask decide,
     # 80.50 MiB at 2,048 cells and 136.00 MiB at 32,768 (the estimate's, not a log's).
-    assert llamacpp.compute_buffer_bytes(MISTRAL_CLASS, pool, 512) == {2048: 80.5 * MIB, 32768: 136 * MIB}[cells]
+    assert llamacpp_allocator.compute_buffer_bytes(MISTRAL_CLASS, pool, 512) == {2048: 80.5 * MIB, 32768: 136 * MIB}[cells]
 
 
 @pytest.mark.parametrize("name, hidden, vocab, context, ubatch", [
@@ -76,11 +76,11 @@ def test_with_flash_attention_the_logits_dominate(name, hidden, vocab, context, 
     text = log_text(name)
     assert "flash_attn    = 1" in text
     model = Model("m", (FullAttention(8, 128),) * 4, attention_heads=48, hidden_size=hidden, vocab_size=vocab)
-    pool = llamacpp.allocate(model, F16, F16, context, 1, ubatch=ubatch)
+    pool = llamacpp_allocator.allocate(model, F16, F16, context, 1, ubatch=ubatch)
     logged = mib(text, "CUDA0") * MIB
-    on = llamacpp.compute_buffer_bytes(model, pool, ubatch, flash=True)
+    on = llamacpp_allocator.compute_buffer_bytes(model, pool, ubatch, flash=True)
     assert abs(on - logged) / logged < 0.02
-    assert llamacpp.compute_buffer_bytes(model, pool, ubatch, flash=False) > 8 * logged
+    assert llamacpp_allocator.compute_buffer_bytes(model, pool, ubatch, flash=False) > 8 * logged
 
 
 def test_a_small_model_at_4k_is_decided_by_its_logits_either_way():
@@ -90,8 +90,8 @@ def test_a_small_model_at_4k_is_decided_by_its_logits_either_way():
     text = log_text("llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log")
     model = Model("qwen2.5-3b-class", (FullAttention(2, 128),) * 36, attention_heads=16, hidden_size=2048,
                   vocab_size=151_936)
-    pool = llamacpp.allocate(model, F16, F16, 4096, 1)
-    on, off = (llamacpp.compute_buffer_bytes(model, pool, 512, flash) for flash in (True, False))
+    pool = llamacpp_allocator.allocate(model, F16, F16, 4096, 1)
+    on, off = (llamacpp_allocator.compute_buffer_bytes(model, pool, 512, flash) for flash in (True, False))
     assert on == off == 308.75 * MIB                        # within 2.7% of the printed 300.75 MiB
     assert abs(on - mib(text, "CUDA0") * MIB) / (mib(text, "CUDA0") * MIB) < 0.03
 
@@ -107,7 +107,7 @@ def test_the_host_output_buffer_holds_one_row_of_logits_per_sequence(name, vocab
     text = log_text(name)
     assert re.search(rf"output buffer size = +{printed} MiB", text)
     model = Model("m", (FullAttention(8, 128),), vocab_size=vocab)
-    assert f"{llamacpp.output_buffer_bytes(model, 1) / MIB:.2f}" == printed
+    assert f"{llamacpp_allocator.output_buffer_bytes(model, 1) / MIB:.2f}" == printed
 
 
 MISTRAL = {"model": "mistralai/Mistral-7B-v0.1", "engine": "llama.cpp", "gpu": "rtx-4090-24gb", "context": "32768"}

@@ -1,0 +1,202 @@
+"""llama.cpp's KV cells and buffers: a cache of cells per layer, padded to 256, one stream per
+sequence unless unified, K and V types apart; the sliding layers' own cache (iSWA); where -ngl and
+the GPUs put each layer's cache; and its compute and output buffers.
+
+Read from llama.cpp's sources (2025-2026 master):
+- src/llama-context.cpp (llama_context::llama_context): n_ctx is padded to a multiple of 256;
+  with -np N and a cache that is not unified each sequence gets n_ctx_seq = pad(n_ctx / N, 256)
+  cells and the cache holds n_ctx_seq x N.
+- src/llama-kv-cache.cpp (llama_kv_cache constructor, size_k_bytes / size_v_bytes): each layer
+  stores ggml_row_size(type_k, n_embd_k_gqa) and ggml_row_size(type_v, n_embd_v_gqa) bytes per
+  cell and stream.
+- src/llama-kv-cache-iswa.cpp: the sliding layers get their own cache of
+  pad(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch), 256) cells (--swa-full: all).
+- Default -ub (n_ubatch) 512; K and V f16.
+
+Worked example, Llama 3.1 8B (32 layers, 8 KV heads of 128) at -c 8192 -np 2, f16: each sequence
+gets pad(8,192 / 2, 256) = 4,096 cells in its own stream; a cell is 32 x 8 x 128 x 2 B = 65,536 B
+of K and as much of V, so K = V = 4,096 x 2 x 65,536 B = 512.00 MiB, 1,024.00 MiB in all, and one
+sequence's buffer is 536,870,912 B.
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ...errors import InputError
+from ...layers import IndexedAttention
+from ...units import ceil_div
+
+MIB = 1 << 20
+PAD = 256
+DEFAULT_UBATCH = 512
+LLAMA_MAX_SEQ = 256                  # src/llama-cparams.h
+# Architectures whose sliding layers llama.cpp gives their own cache (LLAMA_SWA_TYPE_STANDARD in
+# src/llama-model.cpp). Others with a window in config.json (Mistral's llama arch, Phi-3, where
+# "Phi SWA is currently disabled") keep every token in every layer.
+ISWA_ARCHITECTURES = ("Gemma2", "Gemma3", "Gemma4", "Cohere2", "GptOss", "Exaone4")
+GGML_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q5_1": "q5_1", "q5_0": "q5_0",
+              "q4_1": "q4_1", "q4_0": "q4_0", "iq4_nl": "iq4_nl"}
+
+
+def _pad(n: int) -> int:
+    return ceil_div(n, PAD) * PAD
+
+
+@dataclass(frozen=True)
+class Cache:
+    cells: int                    # per stream, as logged
+    layers: int
+    k_bytes: int
+    v_bytes: int
+
+
+@dataclass(frozen=True)
+class Pool:
+    caches: tuple[Cache, ...]     # the main cache, then the sliding-window cache of iSWA models
+    layer_bytes: tuple[int, ...]  # each layer's K and V, in model order (for the split over GPUs)
+    seqs: int
+    unified: bool
+    k_type: str
+    v_type: str
+    kv_tokens: int                # cells of the main cache
+    max_context_per_seq: int      # cells one sequence may use
+    bytes_total: int
+
+    @property
+    def max_concurrency(self) -> Fraction:
+        return Fraction(self.seqs)
+
+
+def ggml_type(precision, field: str) -> str:
+    name = GGML_TYPES.get(precision.name)
+    if name is None:
+        raise InputError(field, f"llama.cpp cannot store the KV cache as {precision.name}; it takes "
+                                f"{', '.join(GGML_TYPES)}")
+    return name
+
+
+def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: bool = False,
+             ubatch: int = DEFAULT_UBATCH) -> Pool:
+    k_type, v_type = ggml_type(k_precision, "kv-dtype"), ggml_type(v_precision, "kv-dtype-v")
+    if any(layer.kind in ("mla", "state", "chunked") or isinstance(layer, IndexedAttention) for layer in model.layers):
+        raise InputError("engine", "llama.cpp's caches for MLA, recurrent, chunked-attention and index-key layers are "
+                                   "not modelled yet, so llama.cpp figures for this model are refused")
+    if seqs > LLAMA_MAX_SEQ:
+        raise InputError("batch", f"llama.cpp serves at most {LLAMA_MAX_SEQ} parallel sequences (-np)")
+    if context * seqs >= 1 << 32:
+        raise InputError("context", "llama.cpp's context (-c = context x requests) must be under 2^32 tokens")
+    n_ctx = _pad(context * seqs)
+    n_ctx_seq = n_ctx if unified else _pad(n_ctx // seqs)
+    iswa = any(name in (model.architecture or "") for name in ISWA_ARCHITECTURES)
+    full = [layer for layer in model.layers if layer.kind == "full" or (layer.kind == "sliding" and not iswa)]
+    sliding = [layer for layer in model.layers if layer.kind == "sliding" and iswa]
+    caches = []
+
+    def cache(layers, cells_per_stream, streams):
+        k = sum(k_precision.bytes_for(layer.kv_heads * layer.head_dim) for layer in layers)
+        v = sum(v_precision.bytes_for(layer.kv_heads * (layer.v_head_dim or layer.head_dim)) for layer in layers)
+        return Cache(cells_per_stream, len(layers), k * cells_per_stream * streams,
+                     v * cells_per_stream * streams)
+
+    streams = 1 if unified else seqs
+    swa_cells = None
+    if full or not sliding:
+        caches.append(cache(full, n_ctx_seq, streams))
+    if sliding:
+        window = max(layer.window for layer in sliding)
+        swa_cells = _pad(min(n_ctx_seq, window * (seqs if unified else 1) + ubatch))
+        caches.append(cache(sliding, swa_cells, streams))
+    per_layer = []
+    for layer in model.layers:
+        if layer.held_range(1) is None:
+            per_layer.append(0)
+            continue
+        cells = swa_cells if (layer.kind == "sliding" and iswa) else n_ctx_seq
+        per_cell = k_precision.bytes_for(layer.kv_heads * layer.head_dim) + \
+            v_precision.bytes_for(layer.kv_heads * (layer.v_head_dim or layer.head_dim))
+        per_layer.append(per_cell * cells * streams)
+    return Pool(tuple(caches), tuple(per_layer), seqs, unified, k_type, v_type, caches[0].cells, n_ctx_seq,
+                sum(c.k_bytes + c.v_bytes for c in caches))
+
+
+def bytes_on_busiest_gpu(model, pool: Pool, gpus: int) -> int:
+    """llama.cpp splits layers over GPUs (--split-mode layer, an even split by default): the
+    cache on the GPU that holds the most."""
+    busiest, start = 0, 0
+    for stage in model.stages(gpus):
+        size = sum(stage.values())
+        busiest = max(busiest, sum(pool.layer_bytes[start:start + size]))
+        start += size
+    return busiest
+
+
+@dataclass(frozen=True)
+class Offload:
+    """Where -ngl puts the layers (src/llama-model.cpp load_tensors): the last `gpu_layers`
+    repeating layers on the GPU (i_gpu_start = n_layer - ngl), the output head too only when
+    ngl > n_layer; each layer's KV cache on its layer's device (src/llama-kv-cache.cpp,
+    model.dev_layer(il), unless --no-kv-offload)."""
+    layers: int
+    gpu_layers: int
+    output_on_gpu: bool
+
+    @property
+    def partial(self) -> bool:
+        return self.gpu_layers < self.layers or not self.output_on_gpu
+
+    @property
+    def first_gpu_layer(self) -> int:
+        return self.layers - self.gpu_layers
+
+
+def offload(model, settings) -> Offload:
+    n_layer = len(model.layers)
+    ngl = settings.n_gpu_layers
+    if ngl is None:
+        return Offload(n_layer, n_layer, True)
+    return Offload(n_layer, min(ngl, n_layer), ngl > n_layer)
+
+
+# The compute buffer, an estimate: llama_context reserves the graph of one ubatch of
+# min(n_ctx, n_ubatch) tokens, every one an output, and ggml-alloc (ggml/src/ggml-alloc.c)
+# keeps the high-water mark of one layer's live tensors plus the output head. With flash
+# attention (on by default on CUDA from b6325, -fa auto) no n_head x n_kv score matrix is built;
+# what remains is the logits (4 B x n_vocab per token), the attention mask (n_kv per token) and
+# a few hidden-width activations. Fitted on published CUDA0 lines: GLM-Z1-32B at 32K 352 vs 353
+# MiB (ik_llama.cpp PR #370), GLM-4.5-Air at 128K with -ub 4096 3,520 vs 3,584 MiB (PR #689),
+# Qwen2.5-VL-3B at 4K, -ub 4096 2,470 vs 2,470 MiB; across eleven logs within about 15%.
+#
+# Without flash attention (src/llama-graph.cpp build_attn_mha) each layer builds
+# kq = mul_mat(k, q), f32 [n_kv, n_tokens, n_head], and soft_max_ext writes over it in place
+# (ggml-alloc reuses a parent that has no other user), with an f32 mask [n_kv, n_tokens]: the
+# layer's peak is 4 B x n_tokens x n_kv x (n_head + 1) plus four hidden-width rows. On a
+# Mistral-7B-class log (fedora-copr/logdetective PR #106, flash_attn = 0, -ub 512) that is
+# 164.00 MiB at 2,048 cells and 2,144.00 MiB at 32,768, both to the MiB.
+COMPUTE_BUFFER_ERROR = "within about 15%"
+COMPUTE_BUFFER_BAND = Fraction(15, 100)     # the band the eleven logs support, either way
+
+
+def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> int | None:
+    """llama.cpp's "CUDA0 compute buffer size", estimated; None without the model's widths."""
+    if not model.hidden_size or not model.vocab_size:
+        return None
+    tokens = min(ubatch, pool.kv_tokens * (1 if pool.unified else pool.seqs))
+    n_kv = pool.max_context_per_seq
+    hidden = 4 * tokens * model.hidden_size
+    output = 4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden
+    if flash:
+        return max(output, 6 * tokens * n_kv + 5 * hidden)
+    if not model.attention_heads:
+        raise InputError("attention-heads", "llama.cpp without flash attention keeps a heads x context x ubatch "
+                                            "score buffer: it needs the model's query heads (attention-heads), "
+                                            "or set flash-attn on")
+    return max(output, 4 * tokens * n_kv * (model.attention_heads + 1) + 4 * hidden)
+
+
+def output_buffer_bytes(model, seqs: int) -> int | None:
+    """llama.cpp's host "output buffer size": the logits of n_seq_max outputs, f32
+    (llama_context::output_reserve(n_seq_max), in every build read here since PR #6122); it lives
+    in pinned host memory (CUDA_Host), not on the GPU, and grows when a batch asks for more."""
+    if not model.vocab_size:
+        return None
+    return 4 * model.vocab_size * seqs
