@@ -52,7 +52,9 @@ class LoraRules:
     """LoRA adapter slots allocated at a rank before the KV cache is sized."""
     refusal: str | None = None                 # the engine has no slots (llama.cpp)
     ranks: tuple | None = None                 # the ranks accepted (None: any)
+    rank_refusal: str = ""                     # {ranks} {rank}: a rank not among them
     max_vocab: int | None = None               # lm_head LoRA refuses wider vocabularies
+    vocab_refusal: str = ""                    # {vocab} {max_vocab}: a wider vocabulary
     default_slots: int = 1                     # slots allocated when max-loras is not given
     default_rank: int = 16                     # the rank when max-lora-rank is not given
     embeddings: bool = True                    # embed_tokens and lm_head carry slots too

@@ -18,7 +18,7 @@ from . import encoder as _encoder
 from . import lora as _lora
 from . import offload as _offload
 from . import prefix_hits as _prefix_hits
-from .rules import launch_rules
+from .rules import written_rules
 
 __all__ = ["NONE", "Serving", "ServingSettings", "figures", "for_engine", "launch_env", "launch_flags",
            "serving_from", "sizing_model"]
@@ -181,7 +181,7 @@ def launch_env(scenario, engine: str) -> dict:
     """Environment variables the parts need on `engine`'s command (LMCache's tier size); none for
     an engine whose serving rules are not written down."""
     env = {}
-    if launch_rules(engine) is None:
+    if written_rules(engine) is None:
         return env
     for _, part, module in _parts(scenario.serving):
         more = getattr(module, "launch_env", None)
@@ -194,7 +194,7 @@ def launch_flags(scenario, engine: str) -> list:
     """The flags each part adds to `engine`'s launch command, in the parts' order; none for an
     engine whose serving rules are not written down."""
     args = []
-    if launch_rules(engine) is None:
+    if written_rules(engine) is None:
         return args
     for _, part, module in _parts(scenario.serving):
         flags = getattr(module, "launch_flags", None)

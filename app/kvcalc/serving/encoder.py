@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..precision import precision
 from ..units import ceil_div
 from ..readers.vision_params import tp_splits, unsplit_attention_heads, vision_groups
-from .rules import rules_of
+from .rules import rules_of, written_rules
 
 MODES = ("weights", "data")
 REPLICATED = ("patch_embed", "patch_embedding", "norm", "ln_q", "layer_norm", "layernorm", "pos_embed",
@@ -72,6 +72,8 @@ def encoder_from(asked, model, engine: str | None) -> Encoder | None:
     text-only model, a tower not counted here, an engine that loads one only from a projector file
     without one)."""
     mode, mmproj = asked.mm_encoder_tp_mode, asked.mmproj_bytes
+    if mode is None and mmproj is None and written_rules(engine) is None:
+        return None                 # not asked for, on an engine whose encoder rules are not written down
     rules = rules_of(engine).encoder
     if mmproj is not None and not rules.mmproj:
         raise InputError("mmproj-bytes", f"the mmproj file is llama.cpp's (--mmproj); {engine} loads the vision "

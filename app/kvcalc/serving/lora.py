@@ -97,11 +97,10 @@ def _check(lora: Lora, model, rules) -> None:
     if rules.refusal:
         raise InputError("max-loras", rules.refusal)
     if rules.ranks is not None and lora.max_rank not in rules.ranks:
-        raise InputError("max-lora-rank", f"vLLM accepts a max LoRA rank of {', '.join(map(str, rules.ranks))} "
-                                          f"(vllm/config/lora.py), not {lora.max_rank:,}")
+        raise InputError("max-lora-rank", rules.rank_refusal.format(ranks=", ".join(map(str, rules.ranks)),
+                                                                    rank=lora.max_rank))
     if rules.max_vocab is not None and model.vocab_size and model.vocab_size > rules.max_vocab:
-        raise InputError("max-loras", f"vLLM refuses LoRA on an lm_head whose vocabulary ({model.vocab_size:,}) is "
-                                      f"past {rules.max_vocab:,} (LogitsProcessorWithLoRA)")
+        raise InputError("max-loras", rules.vocab_refusal.format(vocab=model.vocab_size, max_vocab=rules.max_vocab))
 
 
 def _split(width: int, tp: int, what: str) -> int:

@@ -16,18 +16,21 @@ def rules_of(engine: str | None) -> ServingRules:
     module = engines.REGISTRY.get(engine)
     if module is None:
         raise InputError("engine", f"unknown engine {str(engine)[:30]!r}; allowed: {', '.join(engines.ENGINES)}")
-    rules = getattr(module, "SERVING", None)
+    rules = engines.member(module, "SERVING")
     if rules is None:
         raise InputError("engine", f"{module.TITLE}'s rules for what runs beside the model (drafts, LoRA slots, "
                                    "encoders, offload tiers, prefix hits) are not written down: leave those parts out")
     return rules
 
 
-def launch_rules(engine: str | None) -> ServingRules | None:
-    """The rules whose launch flags `engine`'s command takes; None where it has none written down
-    (its command is still written, without the parts' flags)."""
-    module = engines.REGISTRY.get(engine) if engine is not None else None
-    return getattr(module, "SERVING", None) if module is not None else None
+def written_rules(engine: str | None) -> ServingRules | None:
+    """The rules `engine` has written down (the exact ideal's for None), or None where it has
+    none: its command is then written without the parts' flags, and a part it was not asked for
+    (a multimodal model's tower) is left out rather than refused."""
+    if engine is None:
+        return IDEAL
+    module = engines.REGISTRY.get(engine)
+    return engines.member(module, "SERVING") if module is not None else None
 
 
 def title(engine: str | None) -> str:

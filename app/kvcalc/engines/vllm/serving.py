@@ -42,7 +42,11 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 LORA_MAX_VOCAB = 258_048
 
 LORA = LoraRules(
-    ranks=LORA_RANKS, max_vocab=LORA_MAX_VOCAB, default_slots=1, default_rank=16, embeddings=True, words="vLLM",
+    ranks=LORA_RANKS, rank_refusal="vLLM accepts a max LoRA rank of {ranks} (vllm/config/lora.py), not {rank:,}",
+    max_vocab=LORA_MAX_VOCAB,
+    vocab_refusal="vLLM refuses LoRA on an lm_head whose vocabulary ({vocab:,}) is past {max_vocab:,} "
+                  "(LogitsProcessorWithLoRA)",
+    default_slots=1, default_rank=16, embeddings=True, words="vLLM",
     default_slots_words="vLLM's default --max-loras", default_rank_words="vLLM's default rank",
     source="vLLM lora/layers/*.py create_lora_weights, 0.33.0",
     release_notes=(ReleaseNote((0, 12, 0), "vLLM {release} also held lora_extra_vocab_size = 256 extra rows in "
