@@ -1,5 +1,7 @@
-"""llama.cpp's home: engine (its KV cells, compute buffers, releases, what it prints) and log (its
-start-up log's reader)."""
+"""llama.cpp's home: engine (the Engine protocol's members: builds, flash attention, offload,
+figures, notes), allocator (its KV cells and buffers), printing (what its start-up log prints),
+launch (`llama-server`), log (its start-up log's reader) and serving (its serving rules as data);
+PLACEMENT below, how it places a layout's weights."""
 
 from ... import parallel
 

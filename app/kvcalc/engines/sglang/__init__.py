@@ -1,5 +1,7 @@
-"""SGLang's home: engine (its token pool, usable memory, releases, what it prints) and log (its
-start-up log's reader)."""
+"""SGLang's home: engine (the Engine protocol's members: defaults by release, usable memory,
+figures, notes), allocator (its token pool), printing (what its start-up log prints), launch
+(`python -m sglang.launch_server`), log (its start-up log's reader) and serving (its serving rules
+as data); PLACEMENT below, how it places a layout's weights."""
 
 from ... import parallel
 

@@ -1,6 +1,8 @@
-"""vLLM's home: engine (its block allocator, usable memory, what it prints), release (the rules
-each release changed), profile (the memory profiling run's overhead) and log (its start-up log's
-reader)."""
+"""vLLM's home: engine (the Engine protocol's members: usable memory, overhead, figures, notes),
+allocator (one spec per layer kind, the KV cache groups, the pool), printing (what its start-up log
+prints), launch (`vllm serve`), release (the rules each release changed), profile (the memory
+profiling run's overhead), log (its start-up log's reader) and serving (its serving rules as
+data)."""
 
 from ... import parallel
 
