@@ -15,6 +15,7 @@ replicated), its vision tower's 16 heads (vision_config.num_heads, the preset's 
 import pytest
 
 from kvcalc import engines, evaluate
+from kvcalc.readers.hfconfig import model_from_config
 from kvcalc.serving import encoder
 from support import cli, hf_fixture
 
@@ -71,7 +72,8 @@ def test_the_mlp_width_is_checked_too():
     # intermediate_size 3,420 over tp 8 (3,420 = 4 x 855). vLLM's MergedColumnParallelLinear asserts
     # each of [3,420, 3,420] divides by tp.
     cfg = hf_fixture("Qwen__Qwen2.5-VL-7B-Instruct.json")
-    tower = encoder.Encoder(mode="weights", weights_bytes=1, config=cfg, wrapper="qwen2_5_vl")
+    tower = encoder.Encoder(mode="weights", weights_bytes=1, tower=model_from_config(cfg).shapes.vision,
+                            wrapper="qwen2_5_vl")
     assert engines.REGISTRY["vllm"].CHECKS_ENCODER_SPLIT
     assert not hasattr(engines.REGISTRY["sglang"], "CHECKS_ENCODER_SPLIT")
     with pytest.raises(Exception) as e:

@@ -140,8 +140,8 @@ def test_a_checkpoint_of_a_quantized_presets_shape_takes_the_shape_not_the_quant
     assert model.weights_dtype is None and model.config_weights_bytes is None and model.checkpoint_bytes is None
     assert any("kv_cache_scheme stores the cache in 8-bit floats" in n for n in nvfp4.notes)
     assert not any("kv_cache_scheme stores" in n for n in model.notes)
-    assert "quantization_config" not in model.memo["config"].get("text_config", {})
-    assert "quantization_config" not in model.memo["config"]
+    # Its config's tensors, read with it, are the shape's: priced without the NVFP4 quantization_config.
+    assert not model.shapes.quantized and model.shapes.tensor_bytes is None and nvfp4.shapes.quantized
     # A link keeps the typed name, so it sizes the same.
     assert canonical_value("model", "Qwen/Qwen3.6-27B") == "Qwen/Qwen3.6-27B"
     result = evaluate({"model": "Qwen/Qwen3.6-27B", "gpu": "h100-sxm-80gb", "weights-gib": "51", "context": "32768"})

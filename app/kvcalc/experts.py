@@ -28,13 +28,13 @@ give the same whole byte count, which is then the exact ceiling. Pure: values in
 Fractions out; what is derived once per model stays in its memo.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 import re
 
 from .readers import presets
 from .errors import InputError
-from .readers.params import count_params, has_quantization, quantized_weights
+from .model import ConfigShapes
 from .precision import PRECISIONS, precision
 from .units import ceil_div
 
@@ -69,20 +69,19 @@ def routed_experts(model, weights_bytes: int | None) -> tuple[RoutedExperts | No
 def _routed(model, weights: int) -> tuple[RoutedExperts | None, str | None]:
     moe = bool(model.experts) or (model.active_params is not None and model.params is not None
                                    and model.active_params != model.params)
-    cfg = _preset_config(model)
+    shapes = _preset_shapes(model)
     why = "the experts per layer and per token are not known"
-    if cfg is not None:
-        try:
-            counted = count_params(cfg)
-        except InputError as e:
-            counted, why = None, f"its parameters are not counted by tensor ({e.field}: {e.message})"
-        if counted is not None and counted.tensors:
-            return _from_tensors(model, weights, cfg, counted)
-        if counted is not None:
+    if shapes is not None:
+        e = shapes.tensors_unread
+        if e is not None:
+            why = f"its parameters are not counted by tensor ({e.field}: {e.message})"
+        elif shapes.tensors:
+            return _from_tensors(model, weights, shapes)
+        else:
             why = "its parameters are not counted by tensor"
     if model.experts and model.experts_per_token:
         routed, note = _from_counts(model, weights)
-        return (routed, None) if routed else (None, note if cfg is None else _unknown(why))
+        return (routed, None) if routed else (None, note if shapes is None else _unknown(why))
     return None, _unknown(why) if moe else None
 
 
@@ -91,9 +90,10 @@ def _unknown(why: str) -> str:
             "weight as read, as if the batch touched every expert; a small batch can run faster than this bound")
 
 
-def _preset_config(model) -> dict | None:
-    """The config.json of the preset this model is (by its repo, with the same layers and counts):
-    the only config a model carries with it."""
+def _preset_shapes(model) -> ConfigShapes | None:
+    """The config's tensors of the preset this model is (by its repo, with the same layers and
+    counts): its own where it was read from a config of the preset's shape (a pasted one, a
+    checkpoint of the preset's shape without the preset's quantization), else the preset's."""
     entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
     if entry is None:
         return None
@@ -103,8 +103,7 @@ def _preset_config(model) -> dict | None:
                                                                   "experts_per_token", "hidden_size")))
     if not same:
         return None
-    kept = model.memo.get("config")     # a checkpoint of the preset's shape keeps it without the preset's quantization
-    return kept if isinstance(kept, dict) else entry["config"]
+    return model.shapes if model.shapes is not None else preset.shapes
 
 
 def _uniform_bits(model, weights: int) -> Fraction | None:
@@ -120,16 +119,16 @@ def _uniform_bits(model, weights: int) -> Fraction | None:
     return None
 
 
-def _from_tensors(model, weights: int, cfg: dict, counted) -> tuple[RoutedExperts | None, str | None]:
-    routed = [g for g in counted.tensors if g.active < g.copies]
+def _from_tensors(model, weights: int, shapes: ConfigShapes) -> tuple[RoutedExperts | None, str | None]:
+    routed = [g for g in shapes.tensors if g.active < g.copies]
     if not routed:
         return None, None
-    shapes = {(g.copies, g.active) for g in routed}
-    if len(shapes) != 1:
+    routes = {(g.copies, g.active) for g in routed}
+    if len(routes) != 1:
         return None, _unknown("its MoE layers route to different numbers of experts")
-    (experts, top_k), = shapes
+    (experts, top_k), = routes
     layers = {m.group(1) for m in (_LAYER.search(g.name) for g in routed) if m}
-    pricing, why = _pricing(model, weights, cfg, counted)
+    pricing, why = _pricing(model, weights, shapes)
     if pricing is None:
         return None, _unknown(why)
     price, how = pricing
@@ -140,18 +139,22 @@ def _from_tensors(model, weights: int, cfg: dict, counted) -> tuple[RoutedExpert
                                                                             elements=sum(g.elements for g in routed))), None
 
 
-def _pricing(model, weights: int, cfg: dict, counted):
+def _pricing(model, weights: int, shapes: ConfigShapes):
     """((groups -> their bytes at the weights' prices, how in words), None), or (None, why not):
     the config's quantization_config prices when the weights are its bytes (or the checkpoint's),
     else one precision when the weights are the parameter count at it."""
-    quantized = has_quantization(cfg)
+    quantized = shapes.quantized
     if quantized and weights in (model.config_weights_bytes, model.checkpoint_bytes):
-        computed = quantized_weights(cfg, counted)
+        refused = shapes.quantized_unread
+        if refused is not None:
+            raise InputError(refused.field, refused.message)
+        each = dict(zip(shapes.tensors, shapes.tensor_bytes))
+        computed = sum(shapes.tensor_bytes)
 
         def price(groups) -> Fraction:
-            return Fraction(quantized_weights(cfg, replace(counted, tensors=tuple(groups))).bytes)
-        how = f"the config's {{what}} as its quantization_config stores them ({computed.rule})"
-        if weights != computed.bytes:
+            return Fraction(sum(each[g] for g in groups))
+        how = f"the config's {{what}} as its quantization_config stores them ({shapes.quantized_rule})"
+        if weights != computed:
             how += f"; the rest of the checkpoint's {weights:,} bytes is read every step"
         return (price, how), None
     bits = _uniform_bits(model, weights)
@@ -194,39 +197,34 @@ def weight_parts(model, weights_bytes: int | None) -> tuple[WeightParts | None, 
     return memo[key]
 
 
-def _config_of(model) -> dict | None:
-    """The config.json the model was read from, where the scenario kept it in the model's memo
-    ("config"), else its preset's. Only the split by rank reads it: a dp-1 figure never moves."""
-    kept = model.memo.get("config")
-    return kept if isinstance(kept, dict) else _preset_config(model)
-
-
 def _parts(model, weights: int) -> tuple[WeightParts | None, str | None]:
-    cfg = _config_of(model)
-    if cfg is None:
+    # The config's tensors the model was read with (a preset's, a pasted config's). Only the split
+    # by rank reads them: a dp-1 figure never moves.
+    shapes = model.shapes if model.shapes is not None else _preset_shapes(model)
+    if shapes is None:
         return None, "the model's tensors by name are known only for a preset's config"
-    try:
-        counted = count_params(cfg)
-    except InputError as e:
+    e = shapes.tensors_unread
+    if e is not None:
         return None, f"its parameters are not counted by tensor ({e.field}: {e.message})"
-    if not counted.tensors:
+    if not shapes.tensors:
         return None, "its parameters are not counted by tensor"
-    pricing, why = _pricing(model, weights, cfg, counted)
+    pricing, why = _pricing(model, weights, shapes)
     if pricing is None:
         return None, why
     price = pricing[0]
-    routed = [g for g in counted.tensors if g.active < g.copies]
-    attention = [g for g in counted.tensors if g.active == g.copies and _ATTENTION.search(g.name)]
-    embedding = [g for g in counted.tensors if g.role == "embed"]
+    tensors = shapes.tensors
+    routed = [g for g in tensors if g.active < g.copies]
+    attention = [g for g in tensors if g.active == g.copies and _ATTENTION.search(g.name)]
+    embedding = [g for g in tensors if g.role == "embed"]
     x, a, e = price(routed), price(attention), price(embedding)
     rest = weights - x - a - e
     if rest < 0:
         return None, f"the config's tensors price at more than the weights' {weights:,} bytes"
-    shapes = {(g.copies, g.active) for g in routed}
+    routes = {(g.copies, g.active) for g in routed}
     widths = {min(g.rows, g.cols) for g in routed if g.name.endswith(("gate_proj", "up_proj", "down_proj"))}
-    experts, top_k = max(shapes) if shapes else (None, None)
+    experts, top_k = max(routes) if routes else (None, None)
     return WeightParts(x, a, e, rest, experts, widths.pop() if len(widths) == 1 else None,
-                       top_k if len(shapes) == 1 else None), None
+                       top_k if len(routes) == 1 else None), None
 
 
 _ATTENTION = re.compile(r"\.(self_attn|linear_attn|attn|attention)\.")

@@ -1,4 +1,6 @@
-"""A model as the cache sees it: a tuple of layers plus what sizing needs beside them."""
+"""A model as the cache sees it: a tuple of layers plus what sizing needs beside them, and what
+its config.json says of its tensors, its vision tower and its MTP layers, read once where the
+config is read (readers/) into the typed records below."""
 
 from collections import Counter
 from dataclasses import dataclass, field
@@ -6,6 +8,75 @@ from functools import cached_property
 
 from .errors import InputError
 from .layers import Layer
+
+
+@dataclass(frozen=True)
+class Tensors:
+    """`copies` tensors of rows x cols (a vector has cols 1), `active` of them used per token."""
+    name: str            # the module's name in the checkpoint (model.layers.3.self_attn.q_proj)
+    role: str            # embed, head, linear, expert, router, vector, vision (tower and projector)
+    rows: int
+    cols: int = 1
+    copies: int = 1
+    active: int = 1
+    fp32: bool = False   # stored in float32 whatever the checkpoint's dtype (DeepSeek's router bias)
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols * self.copies
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A config's vision tower and projector (readers/vision_params), as vLLM builds them."""
+    groups: tuple[tuple[str, int, int], ...]   # (name, rows, cols); () without a vision_config
+    unread: InputError | None                  # why the tower is not counted, where it is not
+    wrapper: str                               # the config's model_type (which tower)
+    tp_splits: tuple[tuple[str, str, int], ...]   # (vision_config key, what, count) split over tp
+    unsplit_heads: int | None                  # a SigLIP's heads, kept whole where tp does not divide them
+    splits_unread: InputError | None = None    # why those two are not read (a key they need refused)
+
+
+@dataclass(frozen=True)
+class AddedLayers:
+    """`count` more decoder layers after a config's last (its MTP layers are built so): the
+    config with `count` more layers, less the config, counted once."""
+    count: int
+    params: int | None = None            # the parameters they add (an unquantized checkpoint)
+    quantized_bytes: int | None = None   # their bytes as the quantization_config stores them
+    quantized_rule: str | None = None
+    no_layer_count: bool = False         # the config gives no num_hidden_layers to add to
+    unread: InputError | None = None     # why they are not counted
+
+
+@dataclass(frozen=True)
+class MtpConfig:
+    """What a config's language model says of its multi-token-prediction layers, as written
+    (serving/draft.py judges it): its keys, the MTP layer counts and the widths they need."""
+    prefix: str                  # "text_config." where the language model's keys sit there, else ""
+    model_type: str
+    keys: frozenset[str]         # the language model's config keys
+    nextn_layers: object         # num_nextn_predict_layers (DeepSeek, GLM), as written
+    mtp_layers: object           # mtp_num_hidden_layers (Qwen3.5, Qwen3-Next), as written
+    hidden_size: object
+    dedicated_embeddings: bool   # mtp_use_dedicated_embeddings
+    conv_kernel: object          # linear_conv_kernel_dim (a Gated DeltaNet's)
+    added: AddedLayers | None    # the layers the MTP count adds, where it is a count of 1 to 16
+
+
+@dataclass(frozen=True)
+class ConfigShapes:
+    """What the config.json a model was read from says beyond its layers, read once where the
+    config is read: its tensors by name (which split the weights by rank), how its
+    quantization_config prices each, its vision tower and its MTP layers."""
+    tensors: tuple[Tensors, ...]            # () where the parameters are not counted by tensor
+    tensors_unread: InputError | None       # why they are not counted, where the count was refused
+    quantized: bool                         # the config has a quantization_config
+    tensor_bytes: tuple[int, ...] | None    # each of `tensors` as the quantization_config stores it
+    quantized_rule: str | None
+    quantized_unread: InputError | None     # why the quantization_config does not price them
+    vision: VisionTower
+    mtp: MtpConfig
 
 
 class LayerCounts(Counter):
@@ -47,6 +118,9 @@ class Model:
     # For MLA models: (qk_nope + qk_rope, v_head_dim) per head, the decompressed K and V that
     # HF transformers caches instead of the latent.
     mla_head_dims: tuple[int, int] | None = None
+    # What its config.json says beyond its layers (None for a model not read from one). Not
+    # compared: a model is its shape and figures; the record rides along.
+    shapes: ConfigShapes | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not self.layers:

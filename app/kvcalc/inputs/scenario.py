@@ -220,10 +220,9 @@ def _read_config(cfg: dict) -> tuple[Model, tuple[str, ...]]:
             model = replace(model, params=preset.params, active_params=preset.active_params,
                              hf_repo=preset.hf_repo, config_weights_bytes=preset.config_weights_bytes,
                              config_weights_rule=preset.config_weights_rule)
-            model.memo["config"] = cfg      # its tensors by name split the weights by rank (experts.py)
+            # Its own tensors by name (model.shapes, read with it) split the weights by rank (experts.py).
             return model, (f"parameter count taken from the {preset.name} preset",)
     model = _with_counted_params(model, cfg, notes)
-    model.memo["config"] = cfg
     return model, tuple(notes)
 
 

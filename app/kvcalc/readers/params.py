@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from .config_fields import ConfigFields, InvalidValue, show
 from ..errors import InputError
+from ..model import Tensors     # noqa: F401 (params.Tensors: the groups a count is made of, typed in model.py)
 from ..units import ceil_div
 from .vision_params import vision_groups
 
@@ -103,22 +104,6 @@ QUANTIZABLE = ("linear", "expert")
 # Wrappers whose config.json may keep the language model's keys at the top, beside vision_config,
 # rather than under text_config: their tower is counted either way.
 FLAT_VISION_WRAPPERS = ("qwen2_5_vl",)
-
-
-@dataclass(frozen=True)
-class Tensors:
-    """`copies` tensors of rows x cols (a vector has cols 1), `active` of them used per token."""
-    name: str            # the module's name in the checkpoint (model.layers.3.self_attn.q_proj)
-    role: str            # embed, head, linear, expert, router, vector, vision (tower and projector)
-    rows: int
-    cols: int = 1
-    copies: int = 1
-    active: int = 1
-    fp32: bool = False   # stored in float32 whatever the checkpoint's dtype (DeepSeek's router bias)
-
-    @property
-    def elements(self) -> int:
-        return self.rows * self.cols * self.copies
 
 
 @dataclass(frozen=True)
@@ -532,6 +517,7 @@ class QuantizedWeights:
     bytes: int           # every tensor of the language model, as the rule stores it
     rule: str            # the rule, in words (what is quantized, what stays 16-bit)
     routed_bytes: int = 0   # the part of `bytes` in routed experts (tensors used by top-k of their copies)
+    group_bytes: tuple[int, ...] = ()   # each of the count's tensors groups, in its order: `bytes` is their sum
 
 
 def has_quantization(cfg: dict) -> bool:
@@ -664,6 +650,7 @@ def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> Quantized
                          "compressed-tensors pack-quantized)")
     price, words, skip = rule(quant)
     total = routed = 0
+    each = []
     for g in counted.tensors:
         if g.role in QUANTIZABLE and not _skipped(g.name, skip):
             cost = price(g.rows, g.cols, g.role)
@@ -674,9 +661,10 @@ def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> Quantized
         else:
             cost = g.elements * (4 if g.fp32 else 2)
         total += cost
+        each.append(cost)
         if g.active < g.copies:
             routed += cost
-    return QuantizedWeights(total, words, routed)
+    return QuantizedWeights(total, words, routed, tuple(each))
 
 
 def _fp8(quant: dict):

@@ -182,9 +182,8 @@ def _matched_model(key: str, note: str | None, weights_differ: bool, typed: str 
         # Named as typed: the preset's name is its own checkpoint's ("... NVFP4"), not this one's.
         model = _shape_model(key)
         shown = typed if len(typed) <= 60 else "..." + typed[-57:]
-        model = replace(model, name=f"{shown}, as {model.name}'s shape", notes=model.notes + (note,))
-        model.memo["config"] = model_shape_config(_model_index()[key]["config"])
-        return model
+        # Its config's tensors are the shape's (model_shape_config: no quantization), read with it.
+        return replace(model, name=f"{shown}, as {model.name}'s shape", notes=model.notes + (note,))
     model = _model_from_entry(key)
     return replace(model, notes=model.notes + (note,))
 

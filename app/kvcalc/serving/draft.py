@@ -28,8 +28,8 @@ from functools import lru_cache
 from ..readers import presets
 from ..errors import InputError
 from ..readers.hfconfig import model_from_config
-from ..model import LayerCounts, Model
-from ..readers.params import count_params, has_quantization, quantized_weights
+from ..model import LayerCounts, Model, MtpConfig
+from ..readers.params import count_params
 from ..precision import precision
 from ..sizing import batch_bytes
 from ..units import ceil_div
@@ -173,68 +173,42 @@ def _separate(draft_model: Model, repo: str | None, field: str = "draft-model") 
                  repo=repo if repo and "/" in repo else draft_model.hf_repo)
 
 
-def _config_of(model: Model) -> dict | None:
-    """The target's config.json: a pasted one (scenario keeps it in the memo), else its preset's."""
-    cfg = model.memo.get("config")
-    if cfg is None and model.hf_repo:
-        entry = presets.find_model_entry(model.hf_repo)
-        cfg = entry["config"] if entry else None
-    return cfg
-
-
 def _mtp(model: Model) -> Draft:
-    cfg = _config_of(model)
-    if not isinstance(cfg, dict):
+    if model.shapes is None:
         raise InputError("mtp", f"{model.name} has no config.json to read its MTP heads from (a preset or a pasted "
                                 "config gives num_nextn_predict_layers or mtp_num_hidden_layers)")
-    return _mtp_heads(model, _Frozen(cfg))
-
-
-class _Frozen:
-    """A config dict compared by identity, so the MTP heads are worked out once per config."""
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: dict):
-        self.cfg = cfg
-
-    def __hash__(self):
-        return id(self.cfg)
-
-    def __eq__(self, other):
-        return isinstance(other, _Frozen) and other.cfg is self.cfg
+    return _mtp_heads(model)
 
 
 _mtp_memo: dict = {}
 
 
-def _mtp_heads(model: Model, frozen: _Frozen) -> Draft:
-    key = (id(model), frozen)
+def _mtp_heads(model: Model) -> Draft:
+    """The MTP heads, worked out once per model (its config's MTP keys, read with it: model.shapes.mtp)."""
+    key = id(model)
     hit = _mtp_memo.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
-    draft = _read_mtp(model, frozen.cfg)
+    draft = _read_mtp(model, model.shapes.mtp)
     if len(_mtp_memo) > 64:
         _mtp_memo.clear()
     _mtp_memo[key] = (model, draft)        # the model kept alive so its id is not reused
     return draft
 
 
-def _read_mtp(model: Model, cfg: dict) -> Draft:
-    inner = cfg.get("text_config")
-    text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
-    model_type = str(text.get("model_type") or cfg.get("model_type") or "")
+def _read_mtp(model: Model, mtp: MtpConfig) -> Draft:
+    text, prefix, model_type = mtp.keys, mtp.prefix, mtp.model_type
     for key in UNMODELLED_MTP_KEYS:
         if key in text:
             raise InputError("mtp", f"{model.name}'s MTP layers ({prefix}{key}) are not modelled yet: their layout "
                                     "in the engines was not read; no number rather than a wrong one")
     if "num_nextn_predict_layers" in text:
-        key = "num_nextn_predict_layers"
+        key, n = "num_nextn_predict_layers", mtp.nextn_layers
     elif "mtp_num_hidden_layers" in text:
-        key = "mtp_num_hidden_layers"
+        key, n = "mtp_num_hidden_layers", mtp.mtp_layers
     else:
         raise InputError("mtp", f"{model.name} has no MTP heads: its config.json gives neither "
                                 "num_nextn_predict_layers nor mtp_num_hidden_layers")
-    n = text[key]
     if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n > 16:
         raise InputError("mtp", f"{prefix}{key} = {repr(n)[:20]} is not a count of MTP layers (a whole number, "
                                 "0 to 16; the published configs have 1)")
@@ -251,11 +225,11 @@ def _read_mtp(model: Model, cfg: dict) -> Draft:
     # V3.2's indexer; Qwen3.5: full attention, qwen3_5_mtp.py builds it with
     # layer_type "full_attention"), so its cache row is the target's last attention layer's.
     layers = (cached[-1],) * n
-    hidden = text.get("hidden_size")
+    hidden = mtp.hidden_size
     if not isinstance(hidden, int):
         raise InputError("mtp", "the config gives no hidden_size to size the MTP heads' weights")
     dtype = precision(model.dtype)
-    decoder, rule = _decoder_bytes(cfg, text, prefix, n, model)
+    decoder, rule = _decoder_bytes(mtp, model)
     notes = []
     if key == "num_nextn_predict_layers":
         # deepseek_mtp.py DeepSeekMultiTokenPredictorLayer: enorm, hnorm, eh_proj = nn.Linear(2h, h)
@@ -275,7 +249,7 @@ def _read_mtp(model: Model, cfg: dict) -> Draft:
         # qwen3_5_mtp.py Qwen3_5MultiTokenPredictor: fc = ColumnParallelLinear(2h, h,
         # gather_output=True) (split over tp), pre_fc_norm_hidden, pre_fc_norm_embedding and norm;
         # embed_tokens and lm_head shared with the target (mtp_use_dedicated_embeddings false).
-        if text.get("mtp_use_dedicated_embeddings"):
+        if mtp.dedicated_embeddings:
             raise InputError("mtp", f"{prefix}mtp_use_dedicated_embeddings is true: MTP heads with embeddings of "
                                     "their own are not modelled")
         fc = dtype.bytes_for(2 * hidden * hidden)
@@ -286,33 +260,29 @@ def _read_mtp(model: Model, cfg: dict) -> Draft:
                 f"pre_fc_norm_embedding, norm 3 x {hidden:,} x {dtype.bits_per_element // 8} B = {norms:,} B whole on "
                 "every GPU (vLLM qwen3_5_mtp.py: fc is a ColumnParallelLinear; embed_tokens and lm_head are the "
                 "target's)")
-    kernel = text.get("linear_conv_kernel_dim") if any(
+    kernel = mtp.conv_kernel if any(
         getattr(layer, "label", "") == "gated deltanet" for layer in model.layers) else None
     return Draft(kind=MTP, name=f"{model.name} MTP", spec_tokens=None, layers=layers, sglang_layers=n,
                  weights_bytes=split + replicated, split_bytes=split, replicated_bytes=replicated,
                  weights_rule=rule, vocab_size=model.vocab_size, conv_kernel=kernel, notes=tuple(notes))
 
 
-def _decoder_bytes(cfg: dict, text: dict, prefix: str, n: int, model: Model) -> tuple[int, str]:
+def _decoder_bytes(mtp: MtpConfig, model: Model) -> tuple[int, str]:
     """The bytes of n more decoder layers after the target's last (the MTP layers are built as
     layers num_hidden_layers.. of the same model code): the parameter count of the config with n
     more layers, less the target's, in the checkpoint's format (its quantization_config's, as the
-    checkpoint stores its MTP layer) or the model dtype."""
-    layers = text.get("num_hidden_layers")
-    if not isinstance(layers, int):
-        raise InputError("mtp", f"the config gives no {prefix}num_hidden_layers")
-    longer = dict(text, num_hidden_layers=layers + n)
-    if isinstance(text.get("layer_types"), list):
-        longer["layer_types"] = list(text["layer_types"]) + ["full_attention"] * n
-    extended = dict(cfg, text_config=longer) if text is not cfg else longer
-    try:
-        if has_quantization(cfg):
-            base, more = quantized_weights(cfg).bytes, quantized_weights(extended).bytes
-            return more - base, f"in the checkpoint's quantized format ({quantized_weights(cfg).rule})"
-        counted = count_params(extended).total - count_params(cfg).total
-    except InputError as e:
+    checkpoint stores its MTP layer) or the model dtype (counted where the config is read:
+    readers/hfconfig.py's AddedLayers)."""
+    added = mtp.added
+    if added.no_layer_count:
+        raise InputError("mtp", f"the config gives no {mtp.prefix}num_hidden_layers")
+    if added.unread is not None:
+        e = added.unread
         raise InputError("mtp", f"the MTP layer's weights cannot be counted from this config ({e.field}: "
-                                f"{e.message})") from None
+                                f"{e.message})")
+    if added.quantized_bytes is not None:
+        return added.quantized_bytes, f"in the checkpoint's quantized format ({added.quantized_rule})"
+    counted = added.params
     dtype = precision(model.weights_dtype or model.dtype)
     return dtype.bytes_for(counted), f"of {counted:,} parameters x {dtype.bits_per_element // 8} B ({dtype.name})"
 
@@ -336,10 +306,8 @@ def sizing_model(model: Model, draft: Draft, engine: str | None) -> Model:
         layers = tuple(widened.get(layer, layer) for layer in layers)
     n = len(draft.layers)
     label = f"MTP ({n} layer{'s' if n > 1 else ''})" if draft.kind == MTP else f"draft {draft.name}"
-    sized = replace(model, name=f"{model.name} + {label}", layers=layers + draft.layers)
-    if "config" in model.memo:
-        sized.memo["config"] = model.memo["config"]   # experts.py splits the target's weights by its tensors
-    return sized
+    # It keeps the target's config tensors (model.shapes): experts.py splits the target's weights by them.
+    return replace(model, name=f"{model.name} + {label}", layers=layers + draft.layers)
 
 
 def weights_bytes_per_gpu(draft: Draft, model: Model, deployment, engine: str | None) -> int:

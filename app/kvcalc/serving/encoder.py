@@ -29,11 +29,10 @@ ENCODER), asked through rules.py.
 
 from dataclasses import dataclass, field, replace
 
-from ..readers import presets
 from ..errors import InputError
+from ..model import VisionTower
 from ..precision import precision
 from ..units import ceil_div
-from ..readers.vision_params import tp_splits, unsplit_attention_heads, vision_groups
 from .rules import rules_of, written_rules
 
 MODES = ("weights", "data")
@@ -55,16 +54,7 @@ class Encoder:
     # of which tp must divide; and a SigLIP's heads, whose attention it keeps whole where tp does not.
     splits: tuple = ()
     unsplit_heads: int | None = None
-    config: dict | None = field(default=None, compare=False, repr=False)
-
-
-def _config(model) -> dict | None:
-    """The model's config.json: a pasted one, else its preset's."""
-    cfg = model.memo.get("config")
-    if isinstance(cfg, dict):
-        return cfg
-    entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
-    return entry["config"] if entry is not None else None
+    tower: VisionTower | None = field(default=None, compare=False, repr=False)   # as its config gives it
 
 
 def encoder_from(asked, model, engine: str | None) -> Encoder | None:
@@ -91,10 +81,10 @@ def encoder_from(asked, model, engine: str | None) -> Encoder | None:
             raise InputError("mm-encoder-tp-mode", f"{model.name} is a text-only model: it has no vision encoder "
                                                    "to place")
         return None
-    cfg = _config(model)
-    try:
-        groups = vision_groups(cfg, model.hidden_size or 0) if cfg is not None else []
-    except InputError as e:
+    tower = model.shapes.vision if model.shapes is not None else None   # read with the model's config
+    groups = tower.groups if tower is not None else ()
+    e = tower.unread if tower is not None else None
+    if e is not None:
         if mode is not None:
             raise InputError("mm-encoder-tp-mode", f"{model.name}'s vision tower is not counted here ({e.field}: "
                                                    f"{e.message}), so where it goes cannot be sized") from None
@@ -109,7 +99,7 @@ def encoder_from(asked, model, engine: str | None) -> Encoder | None:
     dtype = model.dtype
     return Encoder(mode=mode or "weights", weights_bytes=precision(dtype).bytes_for(params), params=params,
                    dtype=dtype, text_hidden=model.hidden_size, replicated_params=replicated,
-                   wrapper=str(cfg.get("model_type") or ""), mode_given=mode is not None, config=cfg)
+                   wrapper=tower.wrapper, mode_given=mode is not None, tower=tower)
 
 
 def check_tp(encoder: Encoder, tp: int, checked: bool) -> Encoder:
@@ -120,9 +110,12 @@ def check_tp(encoder: Encoder, tp: int, checked: bool) -> Encoder:
     nothing is split. The encoder with what it splits, or the refusal naming tp. `checked`: the
     engine builds its towers so (its CHECKS_ENCODER_SPLIT: vLLM's; the exact ideal and SGLang, whose
     towers are not read, have no such check)."""
-    if encoder.mode != "weights" or encoder.config is None or not checked:
+    if encoder.mode != "weights" or encoder.tower is None or not checked:
         return encoder
-    splits = tp_splits(encoder.config)
+    refused = encoder.tower.splits_unread
+    if refused is not None:
+        raise InputError(refused.field, refused.message)
+    splits = encoder.tower.tp_splits
     if tp > 1:
         for key, what, count in splits:
             if count % tp:
@@ -132,7 +125,7 @@ def check_tp(encoder: Encoder, tp: int, checked: bool) -> Encoder:
                                        f"the tower ({encoder.wrapper}). Keep the tower whole on every GPU with "
                                        "--mm-encoder-tp-mode data (mm-encoder-tp-mode), or use a tp of "
                                        f"{', '.join(map(str, fits))}")
-    return replace(encoder, splits=splits, unsplit_heads=unsplit_attention_heads(encoder.config))
+    return replace(encoder, splits=splits, unsplit_heads=encoder.tower.unsplit_heads)
 
 
 def added_bytes_per_gpu(encoder: Encoder, tp: int, engine: str | None) -> int:
