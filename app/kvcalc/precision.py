@@ -18,7 +18,6 @@ class Precision:
     name: str
     bits_per_element: Fraction
     description: str
-    engines: tuple[str, ...]  # which engines can store a KV cache in it
 
     def bytes_for(self, elements: int) -> int:
         """Bytes for one row of `elements`, rounded up to a whole byte."""
@@ -28,21 +27,21 @@ class Precision:
 
 
 _ALL = (
-    Precision("fp32", Fraction(32), "32-bit float", ("vllm", "sglang", "llama.cpp")),
-    Precision("fp16", Fraction(16), "16-bit float", ("vllm", "sglang", "llama.cpp")),
-    Precision("bf16", Fraction(16), "bfloat16", ("vllm", "sglang", "llama.cpp")),
-    Precision("fp8", Fraction(8), "8-bit float (e4m3 by default)", ("vllm", "sglang")),
-    Precision("fp8_e4m3", Fraction(8), "8-bit float, 4-bit exponent", ("vllm", "sglang")),
-    Precision("fp8_e5m2", Fraction(8), "8-bit float, 5-bit exponent", ("vllm", "sglang")),
-    Precision("int8", Fraction(8), "8-bit integer", ()),
-    Precision("int4", Fraction(4), "4-bit integer, scales not counted", ()),
-    Precision("q8_0", Fraction(17, 2), "llama.cpp: 32 x int8 + fp16 scale = 34 B/32", ("llama.cpp",)),
-    Precision("q5_1", Fraction(6), "llama.cpp: 24 B per 32 elements", ("llama.cpp",)),
-    Precision("q5_0", Fraction(11, 2), "llama.cpp: 22 B per 32 elements", ("llama.cpp",)),
-    Precision("q4_1", Fraction(5), "llama.cpp: 20 B per 32 elements", ("llama.cpp",)),
-    Precision("q4_0", Fraction(9, 2), "llama.cpp: 18 B per 32 elements", ("llama.cpp",)),
-    Precision("iq4_nl", Fraction(9, 2), "llama.cpp: 18 B per 32 elements", ("llama.cpp",)),
-    Precision("nvfp4", Fraction(9, 2), "4-bit float + fp8 scale per 16 elements", ("vllm",)),
+    Precision("fp32", Fraction(32), "32-bit float"),
+    Precision("fp16", Fraction(16), "16-bit float"),
+    Precision("bf16", Fraction(16), "bfloat16"),
+    Precision("fp8", Fraction(8), "8-bit float (e4m3 by default)"),
+    Precision("fp8_e4m3", Fraction(8), "8-bit float, 4-bit exponent"),
+    Precision("fp8_e5m2", Fraction(8), "8-bit float, 5-bit exponent"),
+    Precision("int8", Fraction(8), "8-bit integer"),
+    Precision("int4", Fraction(4), "4-bit integer, scales not counted"),
+    Precision("q8_0", Fraction(17, 2), "llama.cpp: 32 x int8 + fp16 scale = 34 B/32"),
+    Precision("q5_1", Fraction(6), "llama.cpp: 24 B per 32 elements"),
+    Precision("q5_0", Fraction(11, 2), "llama.cpp: 22 B per 32 elements"),
+    Precision("q4_1", Fraction(5), "llama.cpp: 20 B per 32 elements"),
+    Precision("q4_0", Fraction(9, 2), "llama.cpp: 18 B per 32 elements"),
+    Precision("iq4_nl", Fraction(9, 2), "llama.cpp: 18 B per 32 elements"),
+    Precision("nvfp4", Fraction(9, 2), "4-bit float + fp8 scale per 16 elements"),
 )
 
 PRECISIONS: dict[str, Precision] = {p.name: p for p in _ALL}

@@ -127,7 +127,7 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
     engine = result.engine if result is not None else None
     if engine is None or engine.engine != reading.engine:
         return []
-    half = getattr(engines.REGISTRY.get(reading.engine), "KV_MEMORY_HALF_WIDTH", PRINTED_HALF)
+    half = engines.member(engines.REGISTRY.get(reading.engine), "KV_MEMORY_HALF_WIDTH")
     spread = engine.kv_tokens_range
     rows = []
     for name, what, attribute in FIGURES:
@@ -149,7 +149,7 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
             rows.append((what, printed.text or _figure(name, value), _figure(name, ours, computed=True), printed.line_number))
     # The figures an engine prints in its own terms (llama.cpp's MiB of its KV buffers, its
     # layers), each beside ours for the same cells (the engine's LOG_FIGURES).
-    for name, what, ours_of, slack, unit in getattr(engines.REGISTRY.get(reading.engine), "LOG_FIGURES", ()):
+    for name, what, ours_of, slack, unit in engines.member(engines.REGISTRY.get(reading.engine), "LOG_FIGURES"):
         printed, ours = reading.printed.get(name), ours_of(engine)
         if printed is None or ours is None:
             continue

@@ -376,7 +376,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
                                      f"use {tp * pp * dp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
-        if "pp" not in values and getattr(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS", False):
+        if "pp" not in values and engines.member(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS"):
             # An engine without tensor parallelism (llama.cpp's --split-mode layer) gives each GPU
             # whole layers: its GPUs are stages, never a split a head count must divide.
             pp = gpus // dp if gpus % dp == 0 else pp
@@ -428,8 +428,8 @@ def _deployment(values: dict, model: Model) -> Deployment:
                       bandwidth_bytes_per_s=bandwidth, gpu=preset, torch_memory_bytes=torch_memory,
                       weights_exact=weights_exact, peak_flops=peaks, stage_weights_bytes=stage_weights,
                       dp=dp, expert_parallel=values.get("ep") == "on",
-                      dp_attention=dp > 1 and getattr(engines.REGISTRY.get(values.get("engine") or ""),
-                                                      "DP_ATTENTION", False))
+                      dp_attention=dp > 1 and engines.member(engines.REGISTRY.get(values.get("engine") or ""),
+                                                             "DP_ATTENTION"))
 
 
 # Bits per parameter a real checkpoint can hold: from a 1-bit quantization (llama.cpp's Q1_0

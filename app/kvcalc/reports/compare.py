@@ -118,7 +118,8 @@ def precision_rows(scenario: Scenario) -> list[Row]:
     for name in names:
         p = PRECISIONS[name]
         work = replace(scenario.workload, kv_precision=p)
-        stored_by = ", ".join(p.engines) or "no engine named"
+        stored_by = ", ".join(name for name, engine in engines.REGISTRY.items() if engine.stores(p)) or \
+            "no engine named"
         rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {stored_by}",
                          current=name == current))
     return rows

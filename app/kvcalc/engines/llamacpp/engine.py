@@ -45,6 +45,7 @@ FIRST_RELEASE, NEWEST_RELEASE = "b4462", "b9272"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "b5192", True
 parse_version = releases.build_number
 NAME, TITLE = "llama.cpp", "llama.cpp"
+KV_PRECISIONS = ("fp32", "fp16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")   # -ctk / -ctv
 ALIASES = ("llamacpp", "llama-cpp", "llama_cpp")     # as --engine also takes it
 LOG_READER = "log"           # its start-up log's reader: engines/llamacpp/log.py
 OWN_OPTIONS = ("flash-attn", "n-gpu-layers", "n-cpu-moe")     # options only llama.cpp takes
@@ -336,7 +337,7 @@ def request_bytes_all_gpus(scenario, out: EngineResult) -> int | None:
 
 
 def stores(kv_precision) -> bool:
-    return NAME in kv_precision.engines
+    return kv_precision.name in KV_PRECISIONS
 
 
 def explain(scenario, out: EngineResult) -> list[str]:

@@ -31,6 +31,7 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.5.2", False
 parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
+KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2")   # --kv-cache-dtype (fp8 is e4m3)
 LOG_READER = "log"           # its start-up log's reader: engines/sglang/log.py
 OWN_OPTIONS = ("memory-in-use-gib",)     # options only SGLang takes
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
@@ -366,7 +367,7 @@ def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Bu
 
 
 def stores(kv_precision) -> bool:
-    return NAME in kv_precision.engines
+    return kv_precision.name in KV_PRECISIONS
 
 
 def explain(scenario, out: EngineResult) -> list[str]:

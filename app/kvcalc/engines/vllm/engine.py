@@ -26,6 +26,7 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.10.2 or v0.19.1", False
 parse_version = releases.pep440
 NAME, TITLE = "vllm", "vLLM"
+KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")   # --kv-cache-dtype (fp8 is e4m3)
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 # It builds a vision tower's linears split over tp under --mm-encoder-tp-mode weights, and refuses
@@ -201,7 +202,7 @@ def _dp_words(dep, work) -> str:
 
 
 def stores(kv_precision) -> bool:
-    return NAME in kv_precision.engines
+    return kv_precision.name in KV_PRECISIONS
 
 
 def explain(scenario, out: EngineResult) -> list[str]:
