@@ -102,6 +102,11 @@ def test_llama_cpp_draft_context_projector_and_what_it_has_not():
         offload.offload_from(asked, "llama.cpp")
     assert caught.value.field == "offload-gib" and "--cache-ram" in caught.value.message
     assert "(-np)" in rules.prefix.refusal
+    # tools/server/server-context.cpp: "speculative decode is not supported by multimodal".
+    e = evaluate(dict(LLAMA_8B, engine="llama.cpp", **{"draft-model": "meta-llama/Llama-3.2-1B",
+                                                        "mmproj-bytes": "8238080"}))
+    assert [err.field for err in e.errors] == ["draft-model"]
+    assert "speculative decoding with a multimodal projector" in e.errors[0].message
 
 
 def test_the_exact_ideal_takes_vllms_lora_set_and_one_logical_copy_of_a_tier():

@@ -85,6 +85,7 @@ class EncoderRules:
     preview_budget_tokens: int | None = None
     cache_words: str | None = None
     mmproj_flags: tuple = ()                   # the launch flags of a projector file
+    mmproj_draft_refusal: str | None = None    # a projector file and a draft together, refused (llama-server)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from . import encoder as _encoder
 from . import lora as _lora
 from . import offload as _offload
 from . import prefix_hits as _prefix_hits
-from .rules import written_rules
+from .rules import rules_of, written_rules
 
 __all__ = ["NONE", "Serving", "ServingSettings", "figures", "for_engine", "launch_env", "launch_flags",
            "serving_from", "sizing_model"]
@@ -86,11 +86,9 @@ def serving_from(settings, model, deployment) -> Serving:
                       encoder=_encoder.encoder_from(asked, model, engine))
     if serving == NONE:
         return NONE
-    if serving.draft is not None and serving.encoder is not None and serving.encoder.mode == "mmproj":
-        raise InputError("draft-model" if asked.draft_model is not None else "mtp",
-                         "llama-server refuses speculative decoding with a multimodal projector (\"err: speculative "
-                         "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
-                         "mmproj-bytes or the draft")
+    refusal = rules_of(engine).encoder.mmproj_draft_refusal
+    if serving.draft is not None and serving.encoder is not None and serving.encoder.mode == "mmproj" and refusal:
+        raise InputError("draft-model" if asked.draft_model is not None else "mtp", refusal)
     if serving.encoder is not None:
         checks = engines.member(engines.REGISTRY.get(engine), "CHECKS_ENCODER_SPLIT")
         serving = replace(serving, encoder=_encoder.check_tp(serving.encoder, deployment.tp, checks))

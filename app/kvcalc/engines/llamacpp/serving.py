@@ -46,7 +46,11 @@ ENCODER = EncoderRules(
     tower_from_checkpoint=False, mmproj=True,
     tp_mode_refusal="llama.cpp has no encoder tp mode: its projector (--mmproj) goes whole on one GPU; give "
                     "mmproj-bytes instead",
-    mmproj_flags=("--mmproj", "FILE"))
+    mmproj_flags=("--mmproj", "FILE"),
+    # tools/server/server-context.cpp: speculative decoding is refused with a projector.
+    mmproj_draft_refusal="llama-server refuses speculative decoding with a multimodal projector (\"err: speculative "
+                         "decode is not supported by multimodal\", tools/server/server-context.cpp): leave out "
+                         "mmproj-bytes or the draft")
 
 # --cache-ram (MiB) keeps whole slot states in host memory (PR #16391): no tier sized in tokens.
 OFFLOAD = OffloadRules(refusal="llama.cpp has no host-memory KV tier sized in tokens: its --cache-ram (MiB, 8192 by "
