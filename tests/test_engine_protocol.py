@@ -28,15 +28,14 @@ def _kind_ok(value, kind) -> bool:
     return kind is object or isinstance(value, kind)
 
 
-def _callable_with(value, arguments: int) -> bool:
-    """Whether `value` can be called with `arguments` positional arguments, by its signature."""
+def _callable_with(value, arguments: tuple) -> bool:
+    """Whether `value` takes the protocol's `arguments`, by name and in order, by its signature
+    (so it can be called with them positionally)."""
     if not callable(value):
         return False
-    try:
-        inspect.signature(value).bind(*range(arguments))
-    except TypeError:
-        return False
-    return True
+    names = [name for name, parameter in inspect.signature(value).parameters.items()
+             if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+    return tuple(names) == tuple(arguments)
 
 
 def protocol_faults(engine) -> list[str]:
@@ -51,13 +50,13 @@ def protocol_faults(engine) -> list[str]:
         if not hasattr(engine, name):
             faults.append(f"{name}() missing")
         elif not _callable_with(getattr(engine, name), arguments):
-            faults.append(f"{name}() does not take {arguments} arguments")
+            faults.append(f"{name}() does not take ({', '.join(arguments)})")
     for name, kind in protocol.OPTIONAL_DATA.items():
         if hasattr(engine, name) and not (getattr(engine, name) is None or _kind_ok(getattr(engine, name), kind)):
             faults.append(f"{name} is {type(getattr(engine, name)).__name__}, not {kind.__name__}")
     for name, arguments in protocol.OPTIONAL_CALLS.items():
         if hasattr(engine, name) and not _callable_with(getattr(engine, name), arguments):
-            faults.append(f"{name}() does not take {arguments} arguments")
+            faults.append(f"{name}() does not take ({', '.join(arguments)})")
     given = [name for name in (*protocol.RELEASE_DATA, *protocol.RELEASE_CALLS) if hasattr(engine, name)]
     if given and len(given) != len(protocol.RELEASE_DATA) + len(protocol.RELEASE_CALLS):
         faults.append(f"gives the release members {given} but not all of them")
@@ -170,6 +169,14 @@ def one_cell():
 
 def test_a_toy_engine_satisfies_the_protocol_and_is_one_register_line(one_cell):
     assert protocol_faults(one_cell) == []
+    broken = one_cell_engine()
+    del broken.stores
+    broken.size = lambda scenario, budget, notes: None
+    broken.SEPARATE_V = "no"
+    broken.FIRST_RELEASE = "1.0"
+    assert protocol_faults(broken) == [
+        "SEPARATE_V is str, not bool", "size() does not take (scenario, chunk, budget, notes)", "stores() missing",
+        "gives the release members ['FIRST_RELEASE'] but not all of them"]
     assert engines.ENGINES == ("vllm", "sglang", "llama.cpp", "one-cell")
     assert engines.engine_name(" OneCell ") == "one-cell" == engines.engine_name("one_cell")
     with pytest.raises(ValueError):
@@ -182,8 +189,8 @@ def test_a_toy_engine_is_sized_end_to_end(one_cell):
     8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B: 521,747 cells, 63.69 requests of 8,192."""
     out = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "context": "8192",
                     "engine": "onecell"})
-    assert out.ok, out.errors
-    engine = out.result.engine
+    assert out.ok, out.errors       # evaluate() sized it (and held its figures to the checks)
+    engine = engines.size(out.scenario, out.result)      # its answer, as the registry dispatches it
     assert engine.engine == "one-cell"
     assert engine.kv_budget_bytes_per_gpu == 85_520_809_984 - 16_060_522_496 - (1 << 30) == 68_386_545_664
     assert engine.kv_tokens == 68_386_545_664 // 131_072 == 521_747

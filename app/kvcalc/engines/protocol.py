@@ -175,10 +175,10 @@ class LogReader(Protocol):
 
 
 # The members by kind, as the test checks them: data (name -> the type its value has) and
-# callables (name -> how many arguments it is called with).
+# callables (name -> the names of the arguments it is called with, in order).
 def _members(protocol) -> tuple[dict, dict]:
     data = {name: kind for name, kind in protocol.__annotations__.items()}
-    calls = {name: value.__code__.co_argcount - 1 for name, value in vars(protocol).items()
+    calls = {name: value.__code__.co_varnames[1:value.__code__.co_argcount] for name, value in vars(protocol).items()
              if callable(value) and not name.startswith("_")}
     return data, calls
 
