@@ -6,8 +6,9 @@ engine to it, and a toy engine built in the test too.
 `Engine` is what every engine must have. `OptionalMembers` is what an engine may leave out: the
 registry (engines/__init__.py) keeps each one's default, in one place (DEFAULTS and member() for
 data; memory_utilization, data_parallel, usable_words, overhead_words, reservation_words,
-count_words, request_bytes_all_gpus for the callables), so the shared code never reads an
-engine's name. A release-keyed engine gives the five `Releases` members together (releases.py
+count_words, request_bytes_all_gpus for the callables; attention_tp's alone is kept by
+parallel.attention_tp, on the floor below the registry, which asks it), so the shared code never
+reads an engine's name. A release-keyed engine gives the five `Releases` members together (releases.py
 reads them; an engine without them is not kept by release and refuses engine-version).
 
 Only the test imports this module: the page and the CLI ask the registry, never the protocol.
