@@ -61,7 +61,7 @@ def check(row: dict) -> dict:
     """Ours against the log's, in GiB: the total with its band, and the activation where printed."""
     e = evaluate(inputs(row))
     assert e.ok, (row["file"], e.errors)
-    engine, scenario = e.result.engine, e.scenario
+    engine, scenario = e.engine, e.scenario
     estimate = vllm_profile.estimate(scenario, scenario.settings.release, engine.prefill_chunk,
                                      vllm.max_num_seqs(scenario))
     out = {"file": row["file"], "release": str(releases.pep440(row["version"]).key[:3]),

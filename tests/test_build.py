@@ -23,7 +23,7 @@ def test_default_view_is_prerendered_by_the_engine():
     parser = build._FormDefaults()
     parser.feed(text)
     evaluation = evaluate(form_values(parser.values))
-    expected = page_texts(evaluation.scenario, evaluation.result)["metrics"]
+    expected = page_texts(evaluation.scenario, evaluation)["metrics"]
     for key, (value, figure, exact) in expected.items():
         match = re.search(rf'<(?:dd|p)[^>]* data-metric="{key}" data-value="([^"]*)"[^>]*><span class="figure">([^<]*)'
                           r'</span> <span class="exact">([^<]*)</span></(?:dd|p)>', text)
@@ -31,7 +31,7 @@ def test_default_view_is_prerendered_by_the_engine():
         assert html.unescape(match.group(1)) == value
         assert [html.unescape(match.group(2)), html.unescape(match.group(3))] == [figure, exact]
     # Each figure's condition is written beside it before Python starts.
-    conditions = page_texts(evaluation.scenario, evaluation.result)["metric_conditions"]
+    conditions = page_texts(evaluation.scenario, evaluation)["metric_conditions"]
     for key, shown in conditions.items():
         assert f'<small class="cond" data-cond="{key}">{html.escape(shown)}</small>' in text, key
 

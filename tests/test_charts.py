@@ -174,12 +174,12 @@ def test_engine_series_are_the_engines_answers(case):
     at = contexts.index(s.workload.context_tokens)
     current = next(line for line in conc["lines"] if line["current"])
     assert current["label"] == s.workload.kv_precision.name
-    assert current["requests"][at] == r.capacity is not None
+    assert current["requests"][at] == e.capacity is not None
     # The budget line: the engine's KV memory at each context, the headline's at the current one.
     budget = memory_series(s, contexts, r)["budget"]
     assert budget["label"] == f"KV memory per GPU ({conc['engine']})"
     assert budget["bytes"] == [engine_size(s, r, c, current["label"])[1] for c in contexts]
-    assert budget["bytes"][at] == r.engine.kv_budget_bytes_per_gpu
+    assert budget["bytes"][at] == e.engine.kv_budget_bytes_per_gpu
 
 
 def test_vllm_stores_no_gguf_types_and_llama_cpp_no_fp8():
@@ -219,13 +219,13 @@ def test_edits_of_the_context_rerun_the_engine_for_the_new_points_only(monkeypat
     conc = concurrency_series(second.scenario, context_points(second.scenario), second.result)
     assert runs == [9000, 9000]                                            # the new point, both precisions
     at = context_points(second.scenario).index(9000)
-    assert next(line for line in conc["lines"] if line["current"])["requests"][at] == second.result.capacity
+    assert next(line for line in conc["lines"] if line["current"])["requests"][at] == second.capacity
     # Any other input starts afresh: a new batch changes vLLM's --max-num-seqs and its estimate.
     runs.clear()
     third = evaluated(**base | {"batch": 200}, context=9000)
     conc = concurrency_series(third.scenario, context_points(third.scenario), third.result)
     assert len(runs) == 2 * len(context_points(third.scenario))
-    assert next(line for line in conc["lines"] if line["current"])["requests"][at] == third.result.capacity
+    assert next(line for line in conc["lines"] if line["current"])["requests"][at] == third.capacity
 
 
 def test_engine_answers_without_a_result_size_it_first():
@@ -265,7 +265,7 @@ def test_without_an_engine_the_exact_ideal_as_before():
 ])
 def test_decode_series_ceiling_and_chosen_batch(case):
     e = evaluated(**case)
-    s, r, t = e.scenario, e.result, e.result.timing
+    s, r, t = e.scenario, e, e.timing
     series = decode_series(s, r, t)
     assert series["chosen"] == s.workload.batch in series["batches"]
     per_token = t.decode_flops // s.workload.batch

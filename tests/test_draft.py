@@ -84,8 +84,8 @@ def test_vllm_pools_the_mtp_layer_in_the_target_group():
     # num_blocks = 42,949,672,960 // (64 x 1,152 x 62) = 9,395 against 9,549 with 61 layers:
     # tokens scale by 61/62 (to the block).
     memory = {"kv-memory-gib": "40", "engine": "vllm"}
-    with_mtp = run({**DEEPSEEK_MTP, **memory}).result.engine
-    bare = run({**H200, "model": "deepseek-ai/DeepSeek-V3", **memory}).result.engine
+    with_mtp = run({**DEEPSEEK_MTP, **memory}).engine
+    bare = run({**H200, "model": "deepseek-ai/DeepSeek-V3", **memory}).engine
     assert 40 * GIB // (64 * 1_152 * 62) == 9_395 and 40 * GIB // (64 * 1_152 * 61) == 9_549
     assert (with_mtp.kv_tokens, bare.kv_tokens) == (9_395 * 64, 9_549 * 64) == (601_280, 611_136)
     assert not any("padding" in line for line in with_mtp.log)
@@ -95,7 +95,7 @@ def test_sglang_0_5_23_cell_is_target_plus_its_share():
     # pool_configurator.py DefaultPoolConfigurator: cell = cell_target + int(cell_target x L_draft
     # / L_target) = 70,272 + int(70,272 x 1 / 61) = 70,272 + 1,152 = 71,424 B per token per GPU.
     e = run({**DEEPSEEK_MTP, "kv-memory-gib": "40", "engine": "sglang"})
-    engine = e.result.engine
+    engine = e.engine
     assert engine.kv_tokens == 40 * GIB // 71_424 == 601_333
     assert engine.kv_bytes_per_request == 71_424 * 8_192
     assert e.scenario.serving.draft.spec_tokens == 3       # _auto_choose_speculative_params: (3, 1, 4)
@@ -110,7 +110,7 @@ def test_sglang_before_0_5_16_is_refused():
 def test_deepseek_mtp_figures_and_launch_flags():
     e = run({**DEEPSEEK_MTP, "engine": "vllm"})
     draft = e.scenario.serving.draft
-    f = drafts.figures(draft, e.scenario, e.result)
+    f = drafts.figures(draft, e.scenario, e)
     assert {k: f[k] for k in ("kind", "spec_tokens", "draft_weights_bytes", "draft_weights_bytes_per_gpu",
                               "draft_kv_bytes_per_token", "draft_kv_bytes_per_gpu")} == {
         "kind": "mtp", "spec_tokens": 1, "draft_weights_bytes": 11_717_511_392,
@@ -151,8 +151,8 @@ def test_llama_draft_in_vllm_and_sglang_pools():
     # SGLang 0.5.23 sizes a STANDALONE draft as if it had the target's heads: 81,920 +
     # int(81,920 x 16 / 80) = 98,304 B a cell, 30 GiB // 98,304 = 327,680 tokens.
     memory = {**LLAMA_DRAFT, "kv-memory-gib": "30"}
-    assert run({**memory, "engine": "vllm"}).result.engine.kv_tokens == 30 * GIB // (16 * 90_112) * 16 == 357_456
-    assert run({**memory, "engine": "sglang"}).result.engine.kv_tokens == 30 * GIB // 98_304 == 327_680
+    assert run({**memory, "engine": "vllm"}).engine.kv_tokens == 30 * GIB // (16 * 90_112) * 16 == 357_456
+    assert run({**memory, "engine": "sglang"}).engine.kv_tokens == 30 * GIB // 98_304 == 327_680
 
 
 def test_llama_draft_launch_flags():
@@ -174,11 +174,11 @@ def test_llamacpp_gives_the_draft_its_own_f16_context():
     e = run(values)
     bare = run({k: v for k, v in values.items() if k != "draft-model"})
     assert e.scenario.model is bare.scenario.model or e.scenario.model == bare.scenario.model
-    engine = e.result.engine
-    assert bare.result.engine.kv_budget_bytes_per_gpu - engine.kv_budget_bytes_per_gpu == 2_471_628_800 + 268_435_456
+    engine = e.engine
+    assert bare.engine.kv_budget_bytes_per_gpu - engine.kv_budget_bytes_per_gpu == 2_471_628_800 + 268_435_456
     assert engine.log[-1] == ("llama_kv_cache: size =  256.00 MiB (  8192 cells,  16 layers,  1/1 seqs), "
                               "K (f16):  128.00 MiB, V (f16):  128.00 MiB")
-    f = drafts.figures(e.scenario.serving.draft, e.scenario, e.result)
+    f = drafts.figures(e.scenario.serving.draft, e.scenario, e)
     assert (f["draft_kv_bytes_per_token"], f["draft_kv_bytes_per_gpu"]) == (32_768, 268_435_456)
     assert drafts.launch_flags(e.scenario.serving.draft, "llama.cpp") == ["-md", "Llama-3.2-1B.gguf"]
 
@@ -204,7 +204,7 @@ def test_qwen3_6_mtp_log_is_reproduced():
     # RedHatAI's NVFP4 checkpoint of Qwen/Qwen3.6-35B-A3B (the preset's shapes).
     assert (reading.values["mtp"], reading.values["spec-tokens"]) == ("on", "3")
     e = run({**reading.values, "model": "Qwen/Qwen3.6-35B-A3B"})
-    engine = e.result.engine
+    engine = e.engine
     assert engine.block_size == printed["attention_block_size"].value == 1_072
     low, high = engine.kv_tokens_range
     assert low <= printed["kv_tokens"].value == 3_366_051 <= high
@@ -213,7 +213,7 @@ def test_qwen3_6_mtp_log_is_reproduced():
     assert "Add 3 padding layers, may waste at most 10.00% KV cache memory" in engine.log
     # The bare model misses all three: 1,056-token blocks, no padding, 3,832,295 tokens.
     without = {k: v for k, v in reading.values.items() if k not in ("mtp", "spec-tokens", "measured-with", "loaded-weights-gib")}
-    bare = run({**without, "model": "Qwen/Qwen3.6-35B-A3B"}).result.engine
+    bare = run({**without, "model": "Qwen/Qwen3.6-35B-A3B"}).engine
     assert bare.block_size == 1_056 and bare.kv_tokens == 3_832_295
     assert not any("padding layers" in line for line in bare.log)
 
@@ -288,4 +288,4 @@ def test_qwen3_5_27b_mtp_head_weights_and_row():
     assert e.scenario.deployment.added_weights_bytes_per_gpu == 849_368_064 // 8 + 30_720 == 106_201_728
     # vLLM widens the 48 Gated DeltaNet layers' conv state by the spec tokens (1, n_predict).
     assert any("conv state from 3 to 4 positions" in line
-               for line in drafts.figures(draft, e.scenario, e.result)["lines"])
+               for line in drafts.figures(draft, e.scenario, e)["lines"])

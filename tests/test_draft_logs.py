@@ -69,14 +69,14 @@ def test_llamacpp_draft_context_of_qwen25_05b_is_the_logs_6_mib():
     draft = e.scenario.serving.draft
     assert (draft.kind, len(draft.layers), {(layer.kv_heads, layer.head_dim) for layer in draft.layers}) == \
         ("draft", 24, {(2, 64)})
-    figures = drafts.figures(draft, e.scenario, e.result)
+    figures = drafts.figures(draft, e.scenario, e)
     assert figures["draft_kv_bytes_per_token"] == 24 * 2 * 64 * 2 * 2 == 12_288
     assert figures["draft_kv_bytes_per_gpu"] == 12_288 * 512 == 6_291_456
     assert Fraction(figures["draft_kv_bytes_per_gpu"], MIB) == printed["total_mib"] == printed["buffer_mib"] == 6
     assert printed["k_mib"] == printed["v_mib"] == Fraction(6_291_456 // 2, MIB) == 3
     # Our log line for the draft's cache, in llama.cpp's own words and figures.
     assert "llama_kv_cache: size =    6.00 MiB (   512 cells,  24 layers,  1/1 seqs), K (f16):    3.00 MiB, " \
-           "V (f16):    3.00 MiB" in e.result.engine.log
+           "V (f16):    3.00 MiB" in e.engine.log
     assert figures["launch_flags"][2:] == ["--draft-max", "3"]
 
 
@@ -230,12 +230,12 @@ def test_vllm_pools_the_mtp_layer_with_the_targets_qwen38_27b_int4():
     values, printed = _qwen38("vllm-qwen3.8-27b-int4-dgx-spark-util085-262k-mtp-v0.25.1.log")
     assert (values["mtp"], values["spec-tokens"], values["kv-memory-gib"]) == ("on", "3", "80.17")
     assert (printed["kv_tokens"], printed["attention_block_size"]) == (1_191_213, 800)
-    engine = run({**values, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    engine = run({**values, "model": "Qwen/Qwen3.5-27B"}).engine
     assert (engine.kv_tokens, engine.block_size) == (printed["kv_tokens"], printed["attention_block_size"])
     assert f"{float(engine.max_concurrency):.2f}" == "4.54"
     assert "Add 3 padding layers, may waste at most 6.25% KV cache memory" in engine.log
     bare = {k: v for k, v in values.items() if k not in ("mtp", "spec-tokens", "measured-with", "loaded-weights-gib")}
-    without = run({**bare, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    without = run({**bare, "model": "Qwen/Qwen3.5-27B"}).engine
     assert without.kv_tokens != 1_191_213 and not any("padding" in line for line in without.log)
 
 
@@ -254,9 +254,9 @@ def test_vllm_qwen38_27b_nvfp4_mtp_log_holds_a_one_byte_kv_cache():
     assert (printed["kv_tokens"], printed["attention_block_size"]) == (2_192_477, 1_600)
     kept = {k: v for k, v in values.items() if k not in ("measured-with", "loaded-weights-gib")}
     assert (kept["mtp"], kept["spec-tokens"], kept["kv-memory-gib"]) == ("on", "3", "76.4")
-    as_printed = run({**kept, "model": "Qwen/Qwen3.5-27B"}).result.engine
+    as_printed = run({**kept, "model": "Qwen/Qwen3.5-27B"}).engine
     assert (as_printed.kv_tokens, as_printed.block_size) == (1_134_929, 800)
-    engine = run({**kept, "model": "Qwen/Qwen3.5-27B", "kv-dtype": "fp8"}).result.engine
+    engine = run({**kept, "model": "Qwen/Qwen3.5-27B", "kv-dtype": "fp8"}).engine
     assert (engine.kv_tokens, engine.block_size) == (2_192_477, 1_600)
     assert f"{float(engine.max_concurrency):.2f}" == "8.36"
     assert "Add 3 padding layers, may waste at most 6.25% KV cache memory" in engine.log

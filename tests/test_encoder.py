@@ -83,8 +83,8 @@ def test_vllm_figures_the_budget_and_its_cache_estimate():
     The cache estimate is budget x text hidden (3,584) x 2 B; it sits inside the profiled peak
     and is not added (vllm_profile.ENCODER already bounds the pass)."""
     e = qwen(engine="vllm", gpus=2, **{"mm-encoder-tp-mode": "data"})
-    data = encoder.figures(e.scenario.serving.encoder, e.scenario, e.result)
-    chunk = e.result.engine.prefill_chunk
+    data = encoder.figures(e.scenario.serving.encoder, e.scenario, e)
+    chunk = e.engine.prefill_chunk
     assert data["encoder_budget_tokens"] == chunk
     assert data["encoder_cache_bytes"] == chunk * 3584 * 2
     assert data["encoder_params"] == TOWER and data["encoder_mode"] == "data"
@@ -92,10 +92,10 @@ def test_vllm_figures_the_budget_and_its_cache_estimate():
     assert any("not added again" in line for line in data["lines"])
     weights = qwen(engine="vllm", gpus=2)
     assert encoder.figures(weights.scenario.serving.encoder, weights.scenario,
-                           weights.result)["encoder_weights_bytes_per_gpu"] == 676_550_144
+                           weights)["encoder_weights_bytes_per_gpu"] == 676_550_144
     fp8 = qwen(engine="vllm", gpus=2, **{"mm-encoder-tp-mode": "data", "weights-dtype": "fp8"})
     assert any("kept at bf16" in line for line in
-               encoder.figures(fp8.scenario.serving.encoder, fp8.scenario, fp8.result)["lines"])
+               encoder.figures(fp8.scenario.serving.encoder, fp8.scenario, fp8)["lines"])
     assert fp8.scenario.deployment.added_weights_bytes_per_gpu == 676_550_144
     # The 0.6.x V1 preview hard-coded the budget (PR #11210).
     assert encoder.budget_tokens(e.scenario.settings.release, 2048, VLLM_RULES.encoder) == 2048

@@ -63,7 +63,7 @@ def test_vllm_mla_under_tensor_and_pipeline_parallel():
     assert "807,792 tokens" in text and "788.86x" in text
     raw = {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": "2", "pp": "2", "context": "1024", "engine": "vllm",
            "gpu": "l4-24gb"}
-    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("12.13")]
+    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).engine for n in ends("12.13")]
     assert all(e.block_size == 16 for e in got)           # no FlashMLA on an L4
     assert got[0].kv_tokens <= 807_792 <= got[1].kv_tokens
     assert float(got[0].max_concurrency) <= 788.865 and float(got[1].max_concurrency) >= 788.855
@@ -75,7 +75,7 @@ def test_vllm_replicated_kv_head_under_tp8():
     text = log_text("vllm-qwen3-coder-30b-a3b-tp8-24gb-ampere.log")
     assert "534,064 tokens" in text and "2.04x" in text
     raw = {"model": "Qwen/Qwen3-30B-A3B", "tp": "8", "context": "262144", "engine": "vllm"}
-    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("12.22")]
+    got = [evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).engine for n in ends("12.22")]
     assert got[0].kv_tokens <= 534_064 <= got[1].kv_tokens
     assert f"{float(got[0].max_concurrency):.2f}" == "2.04"
 
@@ -86,11 +86,11 @@ def test_vllm_sliding_window_hybrid_refuses_like_the_log():
     text = log_text("vllm-gpt-oss-120b-h100-refusal.log")
     raw = {"model": "openai/gpt-oss-120b", "context": "131072", "engine": "vllm", "prefill-chunk": "1024",
            "gpu": "h100-sxm-80gb", "kv-memory-gib": "1.71"}
-    engine = evaluate(raw).result.engine
+    engine = evaluate(raw).engine
     assert engine.starts is False and "(4.54 GiB KV cache is needed" in engine.refusal
     assert "available KV cache memory (1.71 GiB)" in engine.refusal
     assert text.count("4.54 GiB KV cache is needed") == 1
-    assert evaluate(raw).result.capacity == 0          # as vLLM sizes it: it refuses
+    assert evaluate(raw).capacity == 0          # as vLLM sizes it: it refuses
     assert evaluate(raw).result.max_concurrency == 4   # the exact ideal, kept beside it
 
 
@@ -119,7 +119,7 @@ def test_sglang_dense_pool_and_its_k_v_sizes():
     text = log_text("sglang-qwen3-8b-tp1-mfs090.log")
     assert "#tokens: 404890, K size: 27.80 GB, V size: 27.80 GB" in text
     raw = {"model": "Qwen/Qwen3-8B", "engine": "sglang", "context": "8096"}
-    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).engine
                  for n in ends("55.60"))
     assert low.kv_tokens <= 404_890 <= high.kv_tokens
     pool = sglang_allocator.allocate(evaluate(raw).scenario.model, precision("bf16"), 1, 1, 8096, 404_890 * 147_456)
@@ -143,7 +143,7 @@ def test_llamacpp_quantized_cache_matches_the_log():
     text = log_text("llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log")
     assert "K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB" in text
     engine = evaluate({"model": "Qwen/Qwen2.5-32B", "engine": "llama.cpp", "context": "32768",
-                       "kv-dtype": "q8_0"}).result.engine
+                       "kv-dtype": "q8_0"}).engine
     assert "K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB" in engine.log[0]
     assert engine.kv_tokens == 32768
 
@@ -152,7 +152,7 @@ def test_llamacpp_f16_cache_of_a_llama2_7b():
     # llamacpp-llama2-7b-class-cpu-unified-4k.log: 4096 cells, 32 layers, 2048.00 MiB.
     assert "KV self size  = 2048.00 MiB, K (f16): 1024.00 MiB" in log_text("llamacpp-llama2-7b-class-cpu-unified-4k.log")
     engine = evaluate({"model": "meta-llama/Llama-2-7b-hf", "engine": "llama.cpp", "context": "4096",
-                       "kv-dtype": "fp16"}).result.engine
+                       "kv-dtype": "fp16"}).engine
     assert "size = 2048.00 MiB (  4096 cells,  32 layers,  1/1 seqs), K (f16): 1024.00 MiB" in engine.log[0]
 
 
@@ -174,7 +174,7 @@ def test_default_prefill_chunks_and_block_sizes():
     assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, gpus["a100-sxm-80gb"], 131072) == (2048, 256)
     assert vllm_release.batch_defaults(r("0.19.1"), 24 * GIB, gpus["l4-24gb"], 131072) == (2048, 256)
     v3 = evaluate({"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpu": "h200-141gb", "gpus": "8",
-                   "kv-memory-gib": "40"}).result.engine
+                   "kv-memory-gib": "40"}).engine
     assert v3.block_size == 64 and v3.kv_tokens % 64 == 0
 
 
@@ -203,7 +203,7 @@ def test_log_format_prints_what_the_engine_would():
 
 def test_without_an_engine_every_figure_stays_the_ideal():
     raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
-    plain = evaluate(raw).result
+    plain = evaluate(raw)
     assert plain.engine is None
     from kvcalc.reports.report import to_json
     data = to_json(evaluate(raw).scenario, plain)
@@ -253,7 +253,7 @@ def test_sglang_estimate_is_close_to_a_real_pool():
     # The CUDA-context constant was read from this same log (and our weights are params x 2,
     # 15.26 GiB, where SGLang measured 15.35), so this guards the arithmetic to 0.5%.
     engine = evaluate({"model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb", "engine": "sglang",
-                       "memory-utilization": "0.9", "context": "8096"}).result.engine
+                       "memory-utilization": "0.9", "context": "8096"}).engine
     assert abs(engine.kv_tokens - 404_890) / 404_890 < 0.005
 
 
@@ -269,7 +269,7 @@ def test_vllm_refuses_at_the_first_worker_that_cannot_hold_a_request():
     # kv_cache_utils.get_kv_cache_configs checks workers in rank order: with 10 layers over pp 4
     # (2, 3, 3, 2 layers) stage 0 fails first, needing 1.0 GiB, and its own estimate is given.
     engine = evaluate({"layers": "10", "kv-heads": "8", "head-dim": "128", "pp": "4", "gpus": "4",
-                       "context": "131072", "engine": "vllm", "kv-memory-gib": "0.9"}).result.engine
+                       "context": "131072", "engine": "vllm", "kv-memory-gib": "0.9"}).engine
     assert "(1.0 GiB KV cache is needed" in engine.refusal and engine.max_model_len == 117_952
 
 
@@ -277,35 +277,35 @@ def test_vllm_hybrid_padding_and_current_kv_cache_size():
     # Gemma 3 27B: 52 sliding + 10 full layers -> groups of 10, 8 padding layers (15.38%); current
     # vLLM logs max_concurrency x max_model_len as the KV cache size.
     engine = evaluate({"model": "google/gemma-3-27b-it", "engine": "vllm", "kv-memory-gib": "40",
-                       "context": "131072"}).result.engine
+                       "context": "131072"}).engine
     assert "Add 8 padding layers, may waste at most 15.38% KV cache memory" in engine.log
     assert engine.kv_tokens == int(engine.max_concurrency * 131072)
 
 
 def test_vllm_uses_its_default_utilization_when_none_is_given():
     given = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
-                      "memory-utilization": "0.92"}).result.engine
-    default = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"}).result.engine
+                      "memory-utilization": "0.92"}).engine
+    default = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"}).engine
     assert default.kv_budget_bytes_per_gpu == given.kv_budget_bytes_per_gpu
 
 
 def test_sglang_splits_pools_only_for_its_hybrid_architectures():
-    oss = evaluate({"model": "openai/gpt-oss-20b", "engine": "sglang", "kv-memory-gib": "20"}).result.engine
+    oss = evaluate({"model": "openai/gpt-oss-20b", "engine": "sglang", "kv-memory-gib": "20"}).engine
     assert "full_layer_tokens=485451, swa_layer_tokens=388360" in oss.log[0]
-    gemma = evaluate({"model": "google/gemma-3-27b-it", "engine": "sglang", "kv-memory-gib": "20"}).result.engine
+    gemma = evaluate({"model": "google/gemma-3-27b-it", "engine": "sglang", "kv-memory-gib": "20"}).engine
     assert not any("sliding window memory pool" in line for line in gemma.log)
 
 
 def test_llamacpp_window_layers_only_where_llama_cpp_has_iswa():
     # Mistral 7B v0.1 (llama arch) and Phi-3 keep every token: no separate SWA cache.
-    mistral = evaluate({"model": "mistralai/Mistral-7B-v0.1", "engine": "llama.cpp", "context": "32768"}).result.engine
+    mistral = evaluate({"model": "mistralai/Mistral-7B-v0.1", "engine": "llama.cpp", "context": "32768"}).engine
     caches = [line for line in mistral.log if line.startswith("llama_kv_cache")]
     assert len(caches) == 1 and "size = 4096.00 MiB ( 32768 cells" in caches[0]
 
 
 def test_llamacpp_split_over_gpus_and_its_limits():
     raw = {"model": "meta-llama/Llama-3.1-70B", "engine": "llama.cpp", "gpu": "h100-sxm-80gb", "context": "65536"}
-    assert evaluate(dict(raw, gpus="2")).result.engine.starts is True
+    assert evaluate(dict(raw, gpus="2")).engine.starts is True
     errors = evaluate(dict(raw, batch="300")).errors
     assert errors and errors[0].field == "batch" and "256" in errors[0].message
 
@@ -343,7 +343,7 @@ def test_any_engine_input_is_a_figure_or_a_named_error():
         if not evaluation.ok:
             assert evaluation.errors and all(e.field and e.message for e in evaluation.errors)
             return
-        engine_result = evaluation.result.engine
+        engine_result = evaluation.engine
         if engine_result.starts:
             started.append(engine)
             assert engine_result.kv_tokens >= 0 and engine_result.max_concurrency >= 0
@@ -358,7 +358,7 @@ def test_vllm_hybrid_state_pages_set_the_block_size(tp):
     # _align_hybrid_block_size: 16 x cdiv(state page, 16 x one token's attention bytes), the state
     # page padded to the attention page; groups of 12 (12 full, 36 gated-deltanet layers).
     engine = evaluate({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "tp": str(tp), "engine": "vllm",
-                       "kv-memory-gib": "20", "context": "32768"}).result.engine
+                       "kv-memory-gib": "20", "context": "32768"}).engine
     assert engine.log[0] == ("Setting attention block size to 544 tokens to ensure that attention page size is "
                              ">= mamba page size.")
     assert engine.log[1].startswith("Padding mamba page size by 1.49%") and engine.block_size == 544
@@ -373,7 +373,7 @@ def test_vllm_dense_a100_40gb_at_32k():
     text = log_text("vllm-qwen3-14b-a100-40g-32k-lmcache.log")
     assert "GPU KV cache size: 42,656 tokens" in text and "32,768 tokens per request: 1.30x" in text
     raw = {"model": "Qwen/Qwen3-14B", "context": "32768", "engine": "vllm", "gpu": "a100-sxm-40gb"}
-    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("6.51"))
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).engine for n in ends("6.51"))
     assert low.kv_tokens <= 42_656 <= high.kv_tokens
     assert f"{float(low.max_concurrency):.2f}" <= "1.30" <= f"{float(high.max_concurrency):.2f}"
 
@@ -385,7 +385,7 @@ def test_vllm_tensor_parallel_two_at_8k():
     assert "GPU KV cache size: 212,352 tokens" in text and "8,192 tokens per request: 25.92x" in text
     raw = {"model": "mistralai/Mistral-Small-24B-Base-2501", "tp": "2", "context": "8192", "engine": "vllm",
            "prefill-chunk": "8192"}
-    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).result.engine for n in ends("16.20"))
+    low, high = (evaluate(dict(raw, **{"kv-memory-gib": f"{n / GIB:.12f}"})).engine for n in ends("16.20"))
     assert low.kv_tokens <= 212_352 <= high.kv_tokens
     assert float(low.max_concurrency) <= 25.925 and float(high.max_concurrency) >= 25.915
 
@@ -395,7 +395,7 @@ def test_llamacpp_llama_70b_cache_as_ollama_prints_it():
     assert "KV self size  = 1280.00 MiB, K (f16):  640.00 MiB, V (f16):  640.00 MiB" in \
         log_text("llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log")
     engine = evaluate({"model": "meta-llama/Llama-3.3-70B-Instruct", "engine": "llama.cpp", "context": "4096",
-                       "kv-dtype": "fp16"}).result.engine
+                       "kv-dtype": "fp16"}).engine
     assert "size = 1280.00 MiB (  4096 cells,  80 layers,  1/1 seqs), K (f16):  640.00 MiB, V (f16):  640.00 MiB" \
         in engine.log[0]
 
@@ -426,12 +426,12 @@ def test_engines_multiply_the_total_pytorch_reports():
     raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm", "memory-utilization": "0.9",
            "overhead-gib": "5"}
     evaluation = evaluate(raw)
-    engine = evaluation.result.engine
+    engine = evaluation.engine
     # vllm/v1/worker/utils.py request_memory: math.ceil(total x util) from 0.14.0.
     assert engine.kv_budget_bytes_per_gpu == math.ceil(h100.torch_memory_bytes * Fraction(9, 10)) \
         - evaluation.result.weights_bytes_per_gpu - 5 * GIB
     # A GPU without a recorded PyTorch total says it falls back to nvidia-smi's.
-    notes = evaluate(dict(raw, gpu="h100-pcie-80gb")).result.engine.notes
+    notes = evaluate(dict(raw, gpu="h100-pcie-80gb")).engine.notes
     assert any("not on record" in note for note in notes)
 
 
@@ -478,12 +478,12 @@ def test_llama_cpp_compute_buffer_estimate_on_real_logs(name, hidden, vocab, con
 def test_llama_cpp_budget_leaves_room_for_the_compute_buffer():
     raw = {"hf-config": hf_fixture("meta-llama__Llama-3.1-8B.json"), "gpu": "rtx-4090-24gb", "engine": "llama.cpp",
            "context": "32768"}
-    engine = evaluate(raw).result.engine
+    engine = evaluate(raw).engine
     assert engine.activation_bytes_per_gpu == engine.overhead_bytes_per_gpu > 200 << 20
     assert any("compute buffer size" in line and "estimated" in line for line in engine.log)
     # A preset without the vocabulary size says the buffer is not counted.
     engine = evaluate({"model": "mistralai/Mistral-Large-Instruct-2407", "gpu": "rtx-4090-24gb",
-                       "engine": "llama.cpp"}).result.engine
+                       "engine": "llama.cpp"}).engine
     assert engine.overhead_bytes_per_gpu in (None, 0) and any("not counted" in note for note in engine.notes)
 
 
@@ -515,11 +515,11 @@ def test_what_one_request_reserves_is_given_whenever_the_model_and_context_are_k
     from kvcalc.reports.report import to_json
     for engine in ("vllm", "sglang", "llama.cpp"):
         e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": engine, "context": "8192"})
-        assert e.ok and to_json(e.scenario, e.result)["engine_kv_bytes_per_request"] is not None, engine
+        assert e.ok and to_json(e.scenario, e)["engine_kv_bytes_per_request"] is not None, engine
     assert evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "context": "8192"}
-                    ).result.engine.kv_bytes_per_request == 512 * 32 * 16 * 4096 == 1_073_741_824
+                    ).engine.kv_bytes_per_request == 512 * 32 * 16 * 4096 == 1_073_741_824
     assert evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "context": "8192"}
-                    ).result.engine.kv_bytes_per_request == 8192 * 131_072
+                    ).engine.kv_bytes_per_request == 8192 * 131_072
     refused = evaluate({"model": "openai/gpt-oss-120b", "context": "131072", "engine": "vllm", "prefill-chunk": "1024",
-                        "gpu": "h100-sxm-80gb", "kv-memory-gib": "1.71"}).result.engine
+                        "gpu": "h100-sxm-80gb", "kv-memory-gib": "1.71"}).engine
     assert refused.starts is False and f"{refused.kv_bytes_per_request / GIB:.2f}" == "4.54"

@@ -203,8 +203,8 @@ def test_deepseek_v3_on_h200_takes_64_token_blocks_and_on_an_rtx_pro_6000_16():
     """DeepSeek-V3's MLA on an H200 (compute capability 9.0): FlashMLA's 64-token blocks; on an
     RTX PRO 6000 (12.0), where FlashMLA does not run, vLLM's default 16."""
     base = {"model": "deepseek-ai/DeepSeek-V3", "engine": "vllm", "gpus": "8", "kv-memory-gib": "40"}
-    assert evaluate(dict(base, gpu="h200-141gb")).result.engine.block_size == 64
-    assert evaluate(dict(base, gpu="rtx-pro-6000-96gb")).result.engine.block_size == 16
+    assert evaluate(dict(base, gpu="h200-141gb")).engine.block_size == 64
+    assert evaluate(dict(base, gpu="rtx-pro-6000-96gb")).engine.block_size == 16
 
 
 def test_no_engine_rule_reads_the_display_name():

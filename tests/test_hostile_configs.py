@@ -138,33 +138,33 @@ def assert_sane(raw: dict) -> None:
         STATS["refused"] += 1
         return
     STATS["computed"] += 1
-    scenario, result = evaluation.scenario, evaluation.result
-    out = to_json(scenario, result)
+    scenario = evaluation.scenario
+    out = to_json(scenario, evaluation)
     for key, value in numbers(out):
         assert math.isfinite(value), (key, value)
         assert value >= 0 or key in SIGNED, (key, value)
     # Every renderer below is a pure function of the scenario and the result: a hostile value the
     # reader ignores gives one already rendered, and rendering it again proves nothing new.
-    fingerprint = repr((scenario, result))
+    fingerprint = repr((scenario, evaluation.result, evaluation.engine, evaluation.timing))
     if fingerprint in RENDERED:
         return
     RENDERED.add(fingerprint)
-    texts = page_texts(scenario, result, "gib")
+    texts = page_texts(scenario, evaluation, "gib")
     assert "nan" not in json.dumps(texts["metrics"]).lower()
     table(evaluation)
     for fmt in ("csv", "json", "markdown"):
-        export(scenario, result, fmt)
+        export(scenario, evaluation, fmt)
     for engine in ENGINES:
-        launch(scenario, engine, result)
+        launch(scenario, engine, evaluation)
     attention_variants(scenario)
     precision_rows(scenario)
     contexts = context_points(scenario)
     memory_series(scenario, contexts)
     concurrency_series(scenario, contexts)
-    memory_bar(result, scenario)
-    if result.timing is not None:
-        roofline_series(result.timing)
-        series = batch_series(scenario, result, result.timing, result.capacity)
+    memory_bar(evaluation, scenario)
+    if evaluation.timing is not None:
+        roofline_series(evaluation.timing)
+        series = batch_series(scenario, evaluation.result, evaluation.timing, evaluation.capacity)
         assert all(len(v) <= 4096 for v in series.values() if isinstance(v, list))
 
 

@@ -71,7 +71,7 @@ def test_kimi_k25_capacity_on_8_h200_as_vllm_sizes_it():
     e = evaluate({"model": "moonshotai/Kimi-K2.5", "gpu": "h200-141gb", "gpus": "8", "context": "8192",
                   "engine": "vllm"})
     assert e.ok, e.errors
-    vllm = e.result.engine
+    vllm = e.engine
     torch_memory = gpus()["h200-141gb"].torch_memory_bytes
     usable = -(-Fraction(92, 100) * torch_memory // 1)
     per_gpu = 595_206_457_856 // 8
@@ -79,7 +79,7 @@ def test_kimi_k25_capacity_on_8_h200_as_vllm_sizes_it():
     assert vllm.kv_budget_bytes_per_gpu == usable - per_gpu - vllm.overhead_bytes_per_gpu == 58_996_624_796
     assert vllm.kv_budget_bytes_per_gpu // (64 * 61 * 1152) == 13_117
     assert vllm.kv_tokens == 13_117 * 64 == 839_488
-    assert vllm.max_concurrency == Fraction(13_117, 128) and e.result.capacity == 102
+    assert vllm.max_concurrency == Fraction(13_117, 128) and e.capacity == 102
     assert "Maximum concurrency for 8,192 tokens per request: 102.48x" in vllm.log
 
 
@@ -89,7 +89,7 @@ def test_the_tower_band_moves_vllms_figure_by_less_than_a_request():
     low = evaluate({"model": "moonshotai/Kimi-K2.5", "gpu": "h200-141gb", "gpus": "8", "context": "8192",
                     "engine": "vllm", "weights-bytes": str(TEXT_BYTES + 2 * 350_000_000)})
     assert low.ok, low.errors
-    assert low.result.engine.max_concurrency == Fraction(13_126, 128) and low.result.capacity == 102
+    assert low.engine.max_concurrency == Fraction(13_126, 128) and low.capacity == 102
 
 
 def test_vllm_015s_printed_weights_per_gpu_cross_check():

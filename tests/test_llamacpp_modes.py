@@ -116,12 +116,12 @@ MISTRAL = {"model": "mistralai/Mistral-7B-v0.1", "engine": "llama.cpp", "gpu": "
 def engine(**extra):
     e = evaluate(dict(MISTRAL, **{k.replace("_", "-"): v for k, v in extra.items()}))
     assert not e.errors, e.errors
-    return e.result.engine, e.scenario
+    return e.engine, e.scenario
 
 
 def refusal(**extra) -> str:
     e = evaluate(dict(MISTRAL, **{k.replace("_", "-"): v for k, v in extra.items()}))
-    assert e.result is None or e.result.engine is None
+    assert e.result is None or e.engine is None
     return str(e.errors[0])
 
 
@@ -210,12 +210,12 @@ def test_n_cpu_moe_moves_the_first_layers_experts_off_the_gpu():
     assert any("changes nothing here" in note for note in out.notes)
     assert "--n-cpu-moe 4" in launch(scenario, "llama.cpp").command
     base = dict(MISTRAL, model="Qwen/Qwen3-30B-A3B")
-    plain = evaluate(base).result.engine
+    plain = evaluate(base).engine
     moved = evaluate(dict(base, **{"n-cpu-moe": "8"}))
     weights = moved.scenario.deployment.weights_bytes
     per_layer = weights * (128 * 3 * 2048 * 768) // moved.scenario.model.params
     assert per_layer == 1_207_959_552
-    engine_out = moved.result.engine
+    engine_out = moved.engine
     assert engine_out.kv_budget_bytes_per_gpu - plain.kv_budget_bytes_per_gpu == 8 * per_layer - (
         engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu)
     assert engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu == per_layer
@@ -235,8 +235,8 @@ def test_the_compute_buffer_estimate_has_its_band_and_the_verdict_reads_it():
     RTX 4090 at 70,912 tokens fits at the estimate (336 MiB) and not at the band's top (+15%)."""
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "llama.cpp", "gpu": "rtx-4090-24gb",
                   "context": "70912"})
-    out = e.result.engine
+    out = e.engine
     top, bottom = out.band
     assert out.starts and top.starts is False and bottom.starts
     assert top.overhead_bytes_per_gpu == out.overhead_bytes_per_gpu + int(out.overhead_bytes_per_gpu * 0.15)
-    assert "at the top of its range" in verdict(e.scenario, e.result).sentence
+    assert "at the top of its range" in verdict(e.scenario, e).sentence

@@ -58,8 +58,8 @@ def test_tp_inferred_from_the_weights_one_gpu_loaded():
     # With the layout read, the log's own figures come back: 910,464 tokens, 22.23x.
     e = evaluate(reading.values)
     assert e.ok, e.errors
-    low, high = e.result.engine.kv_tokens_range
-    assert low <= 910_464 <= high and f"{float(e.result.engine.max_concurrency):.2f}" == "22.23"
+    low, high = e.engine.kv_tokens_range
+    assert low <= 910_464 <= high and f"{float(e.engine.max_concurrency):.2f}" == "22.23"
 
 
 def test_a_quantized_model_never_infers_tp_from_the_weights():
@@ -213,7 +213,7 @@ def test_llamacpps_older_cache_line_and_its_q8_0_types():
     # Its qwen3 metadata is the shape: 32768 cells x 40 layers x (K + V) 1024 wide x 34/32 B = 2720 MiB.
     e = evaluate(dict(reading.values, gpu="rtx-3090-24gb"))
     assert e.ok, e.errors
-    assert e.result.engine.kv_bytes_per_request == 2720 << 20
+    assert e.engine.kv_bytes_per_request == 2720 << 20
 
 
 @pytest.mark.parametrize("name,line_number,total", [
@@ -267,7 +267,7 @@ def test_a_llamacpp_log_over_three_gpus_is_its_layer_split_not_tensor_parallel()
     assert e.ok, e.errors
     dep = e.scenario.deployment
     assert (dep.tp, dep.pp, dep.gpus) == (1, 3, 3)
-    assert any("splits layers over the 3 GPUs" in n for n in e.result.engine.notes)
+    assert any("splits layers over the 3 GPUs" in n for n in e.engine.notes)
     # The same three GPUs under vLLM are tensor parallel, and refused as vLLM refuses them.
     refused = evaluate({"model": "google/gemma-3-4b-it", "gpus": "3", "engine": "vllm", "gpu": "rtx-4090-24gb"})
     assert [err.field for err in refused.errors] == ["tp"]

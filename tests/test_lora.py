@@ -108,7 +108,7 @@ def test_launch_flags_and_figures_through_the_scenario():
                   "max-loras": 4, "max-lora-rank": 64})
     assert e.scenario.serving.lora == lora.Lora(4, 64)
     assert e.scenario.deployment.added_weights_bytes_per_gpu == 1_477_705_728
-    data = lora.figures(e.scenario.serving.lora, e.scenario, e.result)
+    data = lora.figures(e.scenario.serving.lora, e.scenario, e)
     assert {k: data[k] for k in ("max_loras", "max_lora_rank", "lora_bytes_per_gpu", "lora_dtype")} == {
         "max_loras": 4, "max_lora_rank": 64, "lora_bytes_per_gpu": 1_477_705_728, "lora_dtype": "bf16"}
     assert any("punica" in line for line in data["lines"])
@@ -119,7 +119,7 @@ def test_launch_flags_and_figures_through_the_scenario():
     old = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": "0.10.2",
                     "gpu": "h100-sxm-80gb", "max-loras": 4, "max-lora-rank": 64})
     assert any("lora_extra_vocab_size" in line for line in
-               lora.figures(old.scenario.serving.lora, old.scenario, old.result)["lines"])
+               lora.figures(old.scenario.serving.lora, old.scenario, old)["lines"])
 
 
 def test_pipeline_stages_each_hold_their_own_layers_slots():

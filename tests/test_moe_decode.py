@@ -34,7 +34,7 @@ def ceil(x: Fraction) -> int:
 def timing(**values):
     e = evaluate({k.replace("_", "-"): v if isinstance(v, dict) else str(v) for k, v in values.items()})
     assert e.ok, e.errors
-    return e, e.result.timing
+    return e, e.timing
 
 
 # ---- Qwen3-30B-A3B (config: 48 layers, hidden 2,048, 32 query / 4 kv heads of 128, vocabulary
@@ -165,7 +165,7 @@ def test_a_share_that_cannot_be_known_reads_every_weight_and_says_so():
             assert t.decode_weights_bytes_per_gpu == ceil(Fraction(e.result.weights_bytes, 8))
             assert any("not known" in n and "every weight" in n for n in t.notes)
             assert t.decode_experts_expected is None
-            assert "every weight" in to_json(e.scenario, e.result)["decode_experts_note"]
+            assert "every weight" in to_json(e.scenario, e)["decode_experts_note"]
         else:       # once the share is known, it is DeepSeek-V3.1's (the same shapes)
             assert t.routed.routed_bytes == V3_ROUTED_FP8
     # A size given by hand that no pricing of the counted parameters explains: the same.
@@ -229,19 +229,19 @@ def test_the_cli_and_json_say_it_is_an_expectation():
     assert "expected under uniform routing" in line
     assert "<= 471.3 tokens/s per request" in out
     e, t = timing(model="Qwen/Qwen3-30B-A3B", context=2048, gpu="h100-sxm-80gb", batch=64)
-    data = to_json(e.scenario, e.result)
+    data = to_json(e.scenario, e)
     assert data["decode_weights_bytes_per_gpu"] == 60_132_160_677
     assert data["decode_experts_expected_per_layer"] == float(128 * (1 - Fraction(120, 128) ** 64))
     assert data["decode_experts_note"].startswith("≈ 125.9 of 128 routed experts per MoE layer read, expected "
                                                   "under uniform routing")
     # The page: the decode step's figure and the explainer's weights say it too.
     from kvcalc.reports.time_report import timing_texts
-    texts = timing_texts(e.scenario, e.result, True)
+    texts = timing_texts(e.scenario, e, True)
     assert texts["metrics"]["decode_step_seconds"][2] == ("memory-bound; ≈ 125.9 of 128 experts per layer read, "
                                                           "expected under uniform routing")
     assert "expected to touch under uniform routing" in texts["live"]["time-weights"]
     dense = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"})
-    assert to_json(dense.scenario, dense.result)["decode_experts_note"] is None
+    assert to_json(dense.scenario, dense)["decode_experts_note"] is None
 
 
 @settings(max_examples=200, derandomize=True, deadline=None)
@@ -265,7 +265,7 @@ def test_bytes_never_fall_as_the_batch_grows_nor_pass_every_weight(experts, data
 def test_decode_steps_of_moe_presets_grow_with_the_batch_up_to_every_weight(model, batch, more):
     e = evaluate({"model": model, "gpu": "h200-141gb", "gpus": "8", "context": "1024"})
     assert e.ok, e.errors
-    t = e.result.timing
+    t = e.timing
     routed, _ = routed_experts(e.scenario.model, e.result.weights_bytes)
     assert routed is not None and routed.routed_bytes < e.result.weights_bytes
     small, large = decode_steps(e.scenario, e.result, t, [batch, batch + more])

@@ -58,7 +58,7 @@ def ask_and_run(raw: dict, extra: dict):
 
 def tier_of(raw: dict, extra: dict) -> offload.Tier:
     ask, e = ask_and_run(raw, extra)
-    return offload.tier(ask, ask.engine, e.scenario, e.result)
+    return offload.tier(ask, ask.engine, e.scenario, e)
 
 
 def refusal(raw: dict, extra: dict = None, deployment=None) -> InputError:
@@ -94,7 +94,7 @@ def test_sglang_hicache_size_64_gb_holds_488282_tokens():
     # 64 GB exactly is 64e9 / 2^30 = 59.604644775390625 GiB: --hicache-size 64.
     ask, e = ask_and_run(dict(L8, engine="sglang"), {"offload-gib": "59.604644775390625"})
     assert offload.launch_flags(ask, "sglang") == ["--enable-hierarchical-cache", "--hicache-size", "64"]
-    t = offload.tier(ask, "sglang", e.scenario, e.result)
+    t = offload.tier(ask, "sglang", e.scenario, e)
     assert t.capacity_bytes == 64 * 10 ** 9 and t.capacity_scope == "per rank"
     assert t.chunks == 64 * 10 ** 9 // 131_072 + 1 == 488_282 and t.tokens == 488_282
 
@@ -102,7 +102,7 @@ def test_sglang_hicache_size_64_gb_holds_488282_tokens():
 def test_sglang_64_gib_typed_becomes_hicache_size_68_gb():
     ask, e = ask_and_run(dict(L8, engine="sglang"), {"offload-gib": "64"})
     assert offload.launch_flags(ask, "sglang") == ["--enable-hierarchical-cache", "--hicache-size", "68"]
-    f = offload.figures(ask, e.scenario, e.result)
+    f = offload.figures(ask, e.scenario, e)
     assert f["offload_tokens"] == 68 * 10 ** 9 // 131_072 + 1 == 518_799
     assert f["offload_bytes"] == 68 * 10 ** 9
     assert any("68.719 GB" in line and "--hicache-size 68" in line for line in f["lines"])
@@ -163,7 +163,7 @@ def test_pcie_and_nvme_bandwidths_from_the_pci_sig_rates():
 
 def test_one_32k_request_of_deepseek_v3_comes_back_over_pcie5_in_at_least_36_5_ms():
     ask, e = ask_and_run(dict(DSV3, engine="vllm"), {"offload-gib": "256", "offload-link": "pcie5"})
-    f = offload.figures(ask, e.scenario, e.result)
+    f = offload.figures(ask, e.scenario, e)
     # Each GPU pulls its own copy of the latent over its own x16 link: 32,768 x 70,272 B.
     assert f["offload_restore_bytes"] == 32_768 * 70_272 == 2_302_672_896
     assert f["offload_restore_seconds"] == Fraction(2_302_672_896) / (2 * PCIE4) == Fraction(14_274, 390_625)
@@ -173,14 +173,14 @@ def test_one_32k_request_of_deepseek_v3_comes_back_over_pcie5_in_at_least_36_5_m
 
 def test_one_32k_request_of_llama_8b_over_pcie4_takes_at_least_136_ms():
     ask, e = ask_and_run(dict(L8, engine="vllm", context="32768"), {"offload-gib": "64", "offload-link": "pcie4"})
-    t = offload.tier(ask, "vllm", e.scenario, e.result)
+    t = offload.tier(ask, "vllm", e.scenario, e)
     assert t.restore_bytes == 32_768 * 131_072 == 4 * GIB
     assert t.restore_seconds == Fraction(4 * GIB) / PCIE4 == Fraction(4 * GIB * 13, 409_600_000_000)
 
 
 def test_figures_carry_the_keys_the_report_reads():
     ask, e = ask_and_run(dict(L8, engine="vllm"), {"offload-gib": "64"})
-    f = offload.figures(ask, e.scenario, e.result)
+    f = offload.figures(ask, e.scenario, e)
     assert {"offload_bytes", "offload_tokens", "offload_requests", "offload_bytes_per_token",
             "offload_restore_seconds", "offload_link", "lines"} <= set(f)
     assert f["offload_restore_seconds"] is None and f["offload_link"] is None     # no link given

@@ -27,9 +27,9 @@ def ok(raw: dict):
     return evaluation
 
 
-def engine_holds(scenario, result, context: int) -> bool:
+def engine_holds(scenario, evaluation, context: int) -> bool:
     """The engine's own answer at one context and the KV memory it sized: the batch at once?"""
-    out = result.engine
+    out = evaluation.engine
     budget = engines.Budget(out.kv_budget_bytes_per_gpu, out.activation_bytes_per_gpu, out.overhead_bytes_per_gpu,
                             out.budget_source)
     at = replace(scenario, workload=replace(scenario.workload, context_tokens=context))
@@ -40,8 +40,8 @@ def engine_holds(scenario, result, context: int) -> bool:
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "llama.cpp"])
 def test_the_summary_follows_the_engine(engine):
     ev = ok(dict(LLAMA_H100, batch="64", engine=engine))
-    data = to_json(ev.scenario, ev.result)
-    out = ev.result.engine
+    data = to_json(ev.scenario, ev)
+    out = ev.engine
     assert data["max_concurrency"] == (int(out.max_concurrency) if out.starts else 0)
     assert data["kv_budget_bytes_per_gpu"] == out.kv_budget_bytes_per_gpu
     # The exact ideal is kept, named, beside: 64.69 GiB of budget and 64 requests at 1 GiB each.
@@ -52,8 +52,8 @@ def test_the_summary_follows_the_engine(engine):
     # token further.
     longest = data["max_context"]
     assert data["max_context_limited_by"] == "memory"
-    assert engine_holds(ev.scenario, ev.result, longest)
-    assert not engine_holds(ev.scenario, ev.result, longest + 1)
+    assert engine_holds(ev.scenario, ev, longest)
+    assert not engine_holds(ev.scenario, ev, longest + 1)
 
 
 def test_vllm_longest_context_for_64_requests_worked_by_hand():
@@ -61,23 +61,23 @@ def test_vllm_longest_context_for_64_requests_worked_by_hand():
     # num_blocks = memory // (16 tokens x 128 KiB); 64 requests of n tokens take 64 x ceil(n/16)
     # blocks, so the longest n is 16 x floor(num_blocks / 64).
     ev = ok(dict(LLAMA_H100, batch="64", engine="vllm"))
-    memory = ev.result.engine.kv_budget_bytes_per_gpu
+    memory = ev.engine.kv_budget_bytes_per_gpu
     num_blocks = memory // (16 * 131_072)
-    assert ev.result.context_limit == (16 * (num_blocks // 64), "memory")
+    assert ev.context_limit == (16 * (num_blocks // 64), "memory")
 
 
 def test_one_request_reaches_the_models_limit_under_every_engine():
     for engine in ("vllm", "sglang", "llama.cpp"):
         ev = ok(dict(LLAMA_H100, engine=engine))
-        assert ev.result.context_limit == (131_072, "model"), engine
+        assert ev.context_limit == (131_072, "model"), engine
 
 
 def test_exact_names_the_ideal_and_a_link_without_an_engine_means_it():
     exact = ok(dict(LLAMA_H100, engine="exact"))
     none = ok(dict(LLAMA_H100))
-    assert exact.result.engine is None and to_json(exact.scenario, exact.result) == to_json(none.scenario, none.result)
+    assert exact.engine is None and to_json(exact.scenario, exact) == to_json(none.scenario, none)
     old_link, _ = link.evaluate_link("model=meta-llama/Llama-3.1-8B&context=8192&gpu=h100-sxm-80gb&memory-utilization=0.9")
-    assert old_link.result.engine is None and old_link.result.capacity == 56      # as every shared link said
+    assert old_link.engine is None and old_link.capacity == 56      # as every shared link said
     assert "engine=exact" in link.encode({"engine": "exact", "model": "meta-llama/Llama-3.1-8B"})
     bad = evaluate(dict(LLAMA_H100, engine="tgi"))
     assert bad.errors[0].field == "engine" and "exact (the exact ideal)" in bad.errors[0].message
@@ -85,9 +85,9 @@ def test_exact_names_the_ideal_and_a_link_without_an_engine_means_it():
 
 def test_the_memory_bar_is_the_engines():
     ev = ok(dict(LLAMA_H100, engine="vllm"))
-    bar = memory_bar(ev.result, ev.scenario)
-    out = ev.result.engine
-    assert bar["overhead"] == out.overhead_bytes_per_gpu == to_json(ev.scenario, ev.result)["overhead_bytes_per_gpu"]
+    bar = memory_bar(ev, ev.scenario)
+    out = ev.engine
+    assert bar["overhead"] == out.overhead_bytes_per_gpu == to_json(ev.scenario, ev)["overhead_bytes_per_gpu"]
     # weights + the pool + the overhead is vLLM's usable memory; the rest is its cap's.
     assert bar["weights"] + bar["kv"] + bar["free"] + bar["overhead"] + bar["reserved"] == bar["total"]
     assert bar["kv"] + bar["free"] == out.kv_budget_bytes_per_gpu
@@ -95,51 +95,51 @@ def test_the_memory_bar_is_the_engines():
     assert "vLLM" in bar["labels"]["overhead"]
     # A KV memory read from a log: the pool is known, the rest is one part, said so.
     logged = ok(dict(LLAMA_H100, engine="vllm", **{"kv-memory-gib": "40"}))
-    bar = memory_bar(logged.result, logged.scenario)
+    bar = memory_bar(logged, logged.scenario)
     assert bar["kv"] + bar["free"] == 40 * GIB and "log" in bar["labels"]["overhead"]
     # llama.cpp allocates the cells its sequences need, not all that is left.
     cpp = ok(dict(LLAMA_H100, engine="llama.cpp"))
-    bar = memory_bar(cpp.result, cpp.scenario)
+    bar = memory_bar(cpp, cpp.scenario)
     assert bar["labels"]["free"] == "Free" and bar["free"] > bar["kv"]
 
 
 def test_the_side_tables_follow_the_engine():
     ev = ok(dict(LLAMA_H100, engine="vllm"))
     current = next(row for row in attention_variants(ev.scenario) if row.current)
-    assert current.result.capacity == ev.result.capacity == 55
+    assert current.evaluation.capacity == ev.capacity == 55
     precisions = {row.label: row for row in precision_rows(ev.scenario)}
-    assert precisions["bf16"].result.capacity == 55
-    assert precisions["q4_0"].result is None and "vllm cannot store" in precisions["q4_0"].refused
+    assert precisions["bf16"].evaluation.capacity == 55
+    assert precisions["q4_0"].evaluation is None and "vllm cannot store" in precisions["q4_0"].refused
     exact = ok(dict(LLAMA_H100, engine="exact"))
-    assert next(row for row in attention_variants(exact.scenario) if row.current).result.capacity == 64
+    assert next(row for row in attention_variants(exact.scenario) if row.current).evaluation.capacity == 64
 
 
 def test_each_command_is_sized_by_its_own_engine():
     ev = ok(dict(LLAMA_H100, engine="vllm"))
-    sglang = sized_as(ev.scenario, ev.result, "sglang")
+    sglang = sized_as(ev, "sglang")
     assert sglang.engine.engine == "sglang"
     command = launch(ev.scenario, "sglang", sglang).command
     assert f"--max-running-requests {int(sglang.engine.max_concurrency)}" in command
-    assert int(sglang.engine.max_concurrency) != ev.result.capacity       # not vLLM's count
+    assert int(sglang.engine.max_concurrency) != ev.capacity       # not vLLM's count
     # A release given for vLLM is vLLM's alone.
     old = ok(dict(LLAMA_H100, engine="vllm", **{"engine-version": "0.8.5"}))
-    assert sized_as(old.scenario, old.result, "sglang").engine is not None
-    assert sized_as(ev.scenario, ev.result, "llama.cpp").engine.engine == "llama.cpp"
+    assert sized_as(old, "sglang").engine is not None
+    assert sized_as(ev, "llama.cpp").engine.engine == "llama.cpp"
 
 
 def test_sglang_longest_context_is_within_its_context_length_and_the_model():
     # DeepSeek-V3 at 128K on 8 x H200: the pool holds over a million tokens, but SGLang is
     # launched with --context-length 131072 and the model stops at 163,840.
     ev = ok(dict(DEEPSEEK_8_H200, engine="sglang"))
-    out = ev.result.engine
+    out = ev.engine
     assert out.kv_tokens > 1_000_000
     assert out.max_model_len == 131_072
-    assert ev.result.context_limit == (163_840, "model")
+    assert ev.context_limit == (163_840, "model")
 
 
 def test_replicated_latent_is_said_per_gpu_one_copy_and_on_all_gpus():
     ev = ok(dict(DEEPSEEK_8_H200, engine="vllm"))
-    texts = page_texts(ev.scenario, ev.result)
+    texts = page_texts(ev.scenario, ev)
     r = ev.result
     # 61 layers x (512 + 64) x 1 byte = 35,136 B per token; every one of 8 GPUs keeps the latent.
     assert r.kv_bytes_per_token == 35_136
@@ -151,27 +151,27 @@ def test_replicated_latent_is_said_per_gpu_one_copy_and_on_all_gpus():
 
 def test_units_reach_the_verdict():
     ev = ok(dict(LLAMA_H100, engine="exact"))
-    assert "GB" in to_json(ev.scenario, ev.result, "gb")["verdict"]
-    assert "GiB" not in to_json(ev.scenario, ev.result, "gb")["verdict"]
-    assert "GiB" in to_json(ev.scenario, ev.result, "gib")["verdict"]
+    assert "GB" in to_json(ev.scenario, ev, "gb")["verdict"]
+    assert "GiB" not in to_json(ev.scenario, ev, "gb")["verdict"]
+    assert "GiB" in to_json(ev.scenario, ev, "gib")["verdict"]
 
 
 def test_engine_cards_speak_each_engines_words():
     words = {}
     for engine in ("vllm", "sglang", "llama.cpp"):
         ev = ok(dict(LLAMA_H100, engine=engine))
-        words[engine] = page_texts(ev.scenario, ev.result)["engine"]["labels"]["engine_max_concurrency"]
+        words[engine] = page_texts(ev.scenario, ev)["engine"]["labels"]["engine_max_concurrency"]
     assert words["vllm"] == "Maximum concurrency it prints"
     assert "prints" not in words["llama.cpp"] and "not printed" in words["sglang"]
 
 
 def test_overhead_and_activation_are_figures():
     ev = ok(dict(LLAMA_H100, engine="vllm"))
-    metrics = page_texts(ev.scenario, ev.result)["metrics"]
-    assert metrics["overhead_bytes_per_gpu"][0] == str(ev.result.engine.overhead_bytes_per_gpu)
-    assert metrics["activation_bytes_per_gpu"][0] == str(ev.result.engine.activation_bytes_per_gpu)
+    metrics = page_texts(ev.scenario, ev)["metrics"]
+    assert metrics["overhead_bytes_per_gpu"][0] == str(ev.engine.overhead_bytes_per_gpu)
+    assert metrics["activation_bytes_per_gpu"][0] == str(ev.engine.activation_bytes_per_gpu)
     exact = ok(dict(LLAMA_H100, engine="exact"))
-    assert page_texts(exact.scenario, exact.result)["metrics"]["activation_bytes_per_gpu"][0] == ""
+    assert page_texts(exact.scenario, exact)["metrics"]["activation_bytes_per_gpu"][0] == ""
 
 
 def test_llama_cpp_over_two_gpus_draws_its_busiest_gpus_share():
@@ -179,37 +179,37 @@ def test_llama_cpp_over_two_gpus_draws_its_busiest_gpus_share():
     # holds half of the 10 GiB cache (80 x 8 x 128 x 2 x 2 B x 32,768 tokens).
     ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "32768", "gpu": "h100-sxm-80gb", "gpus": "2",
              "engine": "llama.cpp"})
-    assert ev.result.engine.kv_bytes_per_request == 10 * GIB            # one sequence, all GPUs together
-    assert memory_bar(ev.result, ev.scenario)["kv"] == 5 * GIB == ev.result.kv_bytes_per_gpu
+    assert ev.engine.kv_bytes_per_request == 10 * GIB            # one sequence, all GPUs together
+    assert memory_bar(ev, ev.scenario)["kv"] == 5 * GIB == ev.result.kv_bytes_per_gpu
 
 
 def test_a_refusing_engine_names_the_longest_context_the_summary_shows():
     ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "gpu": "h100-sxm-80gb", "gpus": "2",
              "engine": "llama.cpp"})
-    assert ev.result.engine.starts is False
-    longest = ev.result.context_limit[0]
-    assert f"the longest context it can serve is {longest:,} tokens" in to_json(ev.scenario, ev.result)["verdict"]
+    assert ev.engine.starts is False
+    longest = ev.context_limit[0]
+    assert f"the longest context it can serve is {longest:,} tokens" in to_json(ev.scenario, ev)["verdict"]
     assert longest < 131_072
 
 
 def test_an_engine_that_starts_but_holds_no_request_says_so():
     ev = ok({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "gpu": "h100-sxm-80gb", "gpus": "2",
              "engine": "sglang"})
-    out = ev.result.engine
+    out = ev.engine
     assert out.starts and out.max_concurrency < 1
-    verdict = to_json(ev.scenario, ev.result)["verdict"]
+    verdict = to_json(ev.scenario, ev)["verdict"]
     assert f"SGLang starts, but its KV cache of {out.kv_tokens:,} tokens cannot hold one request" in verdict
     assert "the rest wait" not in verdict
 
 
 def test_a_log_memory_is_the_engine_sized_as_alone():
     ev = ok(dict(LLAMA_H100, batch="16", engine="vllm", **{"kv-memory-gib": "40"}))
-    sglang = sized_as(ev.scenario, ev.result, "sglang")
+    sglang = sized_as(ev, "sglang")
     assert sglang.engine.budget_source is BudgetSource.ESTIMATE
     assert sglang.engine.kv_budget_bytes_per_gpu != 40 * GIB
 
 
 def test_vllm_command_names_the_block_it_uses():
     ev = ok(dict(DEEPSEEK_8_H200, engine="exact"))
-    notes = launch(ev.scenario, "vllm", sized_as(ev.scenario, ev.result, "vllm")).notes
+    notes = launch(ev.scenario, "vllm", sized_as(ev, "vllm")).notes
     assert any("blocks of 64 tokens" in note for note in notes)         # FlashMLA on Hopper

@@ -85,10 +85,10 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     # 8,192 x 1.5 + 512 x 2 + 8 x 1 / 8 x 1,024)) / 143,771, 3) = round(128,923 / 143,771, 3) = 0.897.
     assert tp8.result.weights_bytes_per_gpu == 673_150_611_808 // 8 == 84_143_826_476
     pool = int(free * Fraction("0.897")) - 84_143_826_476
-    assert pool == 50_146_850_620 == tp8.result.engine.kv_budget_bytes_per_gpu
+    assert pool == 50_146_850_620 == tp8.engine.kv_budget_bytes_per_gpu
     # The MLA latent, 61 x (512 + 64) x 2 B = 70,272 B a token, replicated on all 8 GPUs.
-    assert tp8.result.engine.kv_tokens == pool // 70_272 == 713_610
-    assert tp8.result.capacity == 713_610 // 8192 == 87
+    assert tp8.engine.kv_tokens == pool // 70_272 == 713_610
+    assert tp8.capacity == 713_610 // 8192 == 87
 
     # dp 8 (--tp-size 8 --dp-size 8 --enable-dp-attention): attn_tp_size 1. Weights per GPU as
     # SGLang places them: attention and embedding whole, the rest and the experts over 8:
@@ -99,22 +99,22 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     assert dp8.result.weights_bytes_per_gpu == sglang_weights
     # mem_fraction_static: + 512 x 8 x 3 + 512 x 8 x 1.5 MiB for DP attention (graph batch 512 > 300):
     # round((143,771 - 33,280) / 143,771, 3) = 0.769.
-    assert any("0.769" in note for note in dp8.result.engine.notes)
+    assert any("0.769" in note for note in dp8.engine.notes)
     pool = int(free * Fraction("0.769")) - sglang_weights
-    assert pool == 19_372_760_037 == dp8.result.engine.kv_budget_bytes_per_gpu
+    assert pool == 19_372_760_037 == dp8.engine.kv_budget_bytes_per_gpu
     # Each rank's pool holds its own requests' latents: 275,682 tokens a rank, printed by each.
-    assert dp8.result.engine.kv_tokens == pool // 70_272 == 275_682
-    assert "KV Cache is allocated. #tokens: 275682, KV size: 18.04 GB" in dp8.result.engine.log
+    assert dp8.engine.kv_tokens == pool // 70_272 == 275_682
+    assert "KV Cache is allocated. #tokens: 275682, KV size: 18.04 GB" in dp8.engine.log
     # Requests of 8,192 tokens in total: 33 a rank x 8 ranks = 264, three times tp 8's 87.
-    assert dp8.result.engine.max_concurrency == Fraction(275_682, 8192)
-    assert dp8.result.capacity == 33 * 8 == 264
+    assert dp8.engine.max_concurrency == Fraction(275_682, 8192)
+    assert dp8.capacity == 33 * 8 == 264
 
 
 def test_deepseek_v3_sglang_dp8_launch_command():
     raw = {"hf-config": deepseek_v3(), "gpu": "h200-141gb", "engine": "sglang", "context": "8192", "gpus": "8",
            "dp": "8", "ep": "on"}
     evaluation = run(raw)
-    command = launch.launch(evaluation.scenario, "sglang", evaluation.result).command
+    command = launch.launch(evaluation.scenario, "sglang", evaluation).command
     assert "--tp-size 8 --pp-size 1 --dp-size 8 --enable-dp-attention --ep-size 8" in command
     # --max-running-requests is the deployment's (SGLang divides it by dp_size): 33 a rank x 8.
     assert "--max-running-requests 264" in command
@@ -139,16 +139,16 @@ def test_qwen3_235b_vllm_dp2_tp4_expert_parallel():
     # 94 layers x 2 x 128 x 2 B = 48,128 B a token; a block of 16 tokens 770,048 B over all layers.
     # 20 GiB a GPU: 21,474,836,480 // 770,048 = 27,887 blocks; a request at 32,768 takes 2,048.
     for evaluation in (dp2, tp8):
-        engine = evaluation.result.engine
+        engine = evaluation.engine
         assert engine.max_concurrency == Fraction(27_887, 2048)
         assert "GPU KV cache size: 446,192 tokens" in engine.log           # 27,887 x 16, each rank's
         assert "Maximum concurrency for 32,768 tokens per request: 13.62x" in engine.log
     # 13 requests a rank: tp 8 is one rank (13 in all), dp 2 two (26 in all, the batch asked for).
-    assert tp8.result.capacity == 13 and dp2.result.capacity == 26
+    assert tp8.capacity == 13 and dp2.capacity == 26
     assert dp2.result.rank_batch == 13
-    assert verdict(dp2.scenario, dp2.result).fits is True
-    assert verdict(tp8.scenario, tp8.result).fits is False
-    command = launch.launch(dp2.scenario, "vllm", dp2.result).command
+    assert verdict(dp2.scenario, dp2).fits is True
+    assert verdict(tp8.scenario, tp8).fits is False
+    command = launch.launch(dp2.scenario, "vllm", dp2).command
     assert "--tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel" \
         in command
     assert "--max-num-seqs 13" in command          # each engine core's: ceil(26 / 2)
@@ -177,9 +177,9 @@ def test_exact_ideal_follows_the_ranks():
     budget = int(gpu("h200-141gb").memory_bytes) - result.weights_bytes_per_gpu
     assert result.max_concurrency == budget // (per_request // 4) * 2
     # The decode step reads the rank's 8 requests' cache and, of the experts, what 16 tokens touch.
-    timing = result.timing
+    timing = evaluation.timing
     assert timing.decode_flops * 2 == run({"model": "Qwen/Qwen3-235B-A22B", "gpus": "8", "gpu": "h200-141gb",
-                                           "context": "32768", "batch": "16"}).result.timing.decode_flops
+                                           "context": "32768", "batch": "16"}).timing.decode_flops
 
 
 # --- The SGLang DP-attention log (PR #11309) ------------------------------------------------------
@@ -195,7 +195,7 @@ def test_sglang_deepseek_v32_dp8_log_per_rank_pool():
     evaluation = run({"hf-config": cfg, "gpus": "8", "dp": "8", "engine": "sglang", "kv-dtype": "fp8",
                       "block-size": "64", "kv-memory-gib": "43.67", "context": "8192"})
     assert evaluation.scenario.deployment.tp == 1          # attn_tp_size = 8 // 8
-    low, high = evaluation.result.engine.kv_tokens_range
+    low, high = evaluation.engine.kv_tokens_range
     assert low <= 975_424 <= high
 
 
@@ -230,7 +230,7 @@ def test_refusals_name_the_field(raw, field, words):
 
 def test_llamacpp_launch_says_why_there_is_no_command_for_dp():
     evaluation = run({"model": "Qwen/Qwen3-8B", "gpus": "2", "dp": "2", "gpu": "h100-sxm-80gb"})
-    out = launch.launch(evaluation.scenario, "llama.cpp", evaluation.result)
+    out = launch.launch(evaluation.scenario, "llama.cpp", evaluation)
     assert out.command is None and "no data parallelism" in out.notes[0]
 
 
@@ -249,7 +249,7 @@ def test_decode_under_dp_reads_the_rank_copy_and_the_experts_the_batch_touches()
     # the 64 tokens of all ranks are expected to touch, 1 - (1 - 8/256)^64 of them (experts.py).
     evaluation = run({"hf-config": deepseek_v3(), "gpus": "8", "dp": "8", "gpu": "h200-141gb", "context": "8192",
                       "batch": "64"})
-    timing, x = evaluation.result.timing, 654_068_416_512
+    timing, x = evaluation.timing, 654_068_416_512
     touched = x * (1 - Fraction(248, 256) ** 64) / 8
     expected = (673_150_611_808 - x) + touched
     assert timing.decode_weights_bytes_per_gpu == -(-expected.numerator // expected.denominator)
@@ -265,8 +265,8 @@ def test_longest_context_under_dp_is_what_one_rank_holds_for_its_share():
     # = 34,320 tokens; tp 8 (one rank) must hold all 26: 16 x 1,072 = 17,152.
     raw = {"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "context": "32768", "kv-memory-gib": "20",
            "batch": "26"}
-    assert run(dict(raw, gpus="8", dp="2", ep="on")).result.engine.max_context == 16 * (27_887 // 13) == 34_320
-    assert run(dict(raw, gpus="8")).result.engine.max_context == 16 * (27_887 // 26) == 17_152
+    assert run(dict(raw, gpus="8", dp="2", ep="on")).engine.max_context == 16 * (27_887 // 13) == 34_320
+    assert run(dict(raw, gpus="8")).engine.max_context == 16 * (27_887 // 26) == 17_152
 
 
 def test_charts_count_every_rank():
@@ -289,5 +289,5 @@ def test_the_deepseek_v3_preset_splits_by_rank_as_its_config_does():
     raw = {"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "gpu": "h200-141gb", "engine": "sglang",
            "context": "8192"}
     tp8, dp8 = run(raw), run(dict(raw, dp="8"))
-    assert (tp8.result.engine.kv_tokens, tp8.result.capacity) == (713_610, 87)
-    assert (dp8.result.engine.kv_tokens, dp8.result.capacity) == (275_682, 264)
+    assert (tp8.engine.kv_tokens, tp8.capacity) == (713_610, 87)
+    assert (dp8.engine.kv_tokens, dp8.capacity) == (275_682, 264)

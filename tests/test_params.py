@@ -132,11 +132,11 @@ def test_weights_from_a_rounded_count_are_not_shown_to_the_byte():
     # from): 470,000,000,000 B in bf16, shown as "≈". (DeepSeek-R1 was the example until its
     # published config gave it V3's exact weights, issue 34.)
     ev = evaluate({"model": "Qwen/Qwen3-235B-A22B", "gpus": "8", "gpu": "h200-141gb"})
-    metrics = page_texts(ev.scenario, ev.result)["metrics"]
+    metrics = page_texts(ev.scenario, ev)["metrics"]
     assert metrics["weights_bytes"][1].startswith("≈ ") and "rounded" in metrics["weights_bytes"][2]
     assert "470,000,000,000" not in " ".join(metrics["weights_bytes"])
     exact = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"})
-    shown = page_texts(exact.scenario, exact.result)["metrics"]["weights_bytes"]
+    shown = page_texts(exact.scenario, exact)["metrics"]["weights_bytes"]
     assert shown[2] == "16,060,522,496 B"
 
 

@@ -90,14 +90,14 @@ def test_llama70b_vllm_smallest_is_eight_gpus_tp8(gpu, torch_memory, holds):
     # the tokens) leave 30 MB (H100) for everything else; vLLM's overhead alone is more (its
     # non-torch memory at tp 4 is 1.6 GiB, README), so tp 4 does not start with 64 requests.
     room = usable - L70_WEIGHTS // 4 - L70_KV_ALL // 4
-    four = evaluate(dict(values, gpu=gpu, gpus=4)).result
+    four = evaluate(dict(values, gpu=gpu, gpus=4))
     assert four.engine.overhead_bytes_per_gpu > max(room, 0) and four.capacity < 64
     if gpu == H100:
         assert room == 30_354_906
     row = smallest(values, gpu)
     assert (row.gpus, row.layout) == (8, planner.Layout(8)) and row.fits
     # 8 GPUs, tp 8: one KV head a GPU, 16 x 128 x 2 x 2 B = 8,192 B a page and layer, 80 layers a block.
-    engine = evaluate(row.values).result.engine
+    engine = evaluate(row.values).engine
     assert engine.kv_budget_bytes_per_gpu == usable - L70_WEIGHTS // 8 - engine.overhead_bytes_per_gpu
     num_blocks = engine.kv_budget_bytes_per_gpu // (80 * 16 * 128 * 2 * 2)
     assert row.max_concurrency == num_blocks // (8192 // 16) == holds
@@ -138,7 +138,7 @@ def _agree(row: planner.Row):
         assert row.fits is False and row.max_concurrency is None
         assert row.why == f"{evaluation.errors[0].field}: {evaluation.errors[0].message}"
         return
-    single = to_json(evaluation.scenario, evaluation.result)
+    single = to_json(evaluation.scenario, evaluation)
     assert row.max_concurrency == single["max_concurrency"]
     assert row.max_context_tokens == single["max_context"]
     assert row.fits == single["fits"]
@@ -186,7 +186,7 @@ def test_a_price_gives_dollars_an_hour_and_a_bound_per_million_tokens():
     h100 = next(row for row in result.rows if row.gpu == H100)
     l4 = next(row for row in result.rows if row.gpu == "l4-24gb")
     assert h100.usd_per_hour == Fraction("2.49") * h100.gpus
-    step = evaluate(h100.values).result.timing.decode_step_seconds
+    step = evaluate(h100.values).timing.decode_step_seconds
     assert h100.decode_tokens_per_s == Fraction(64) / step
     # $/Mtok = $/hour / (tokens/s x 3,600 s) x 10^6: a lower bound, as the decode rate is an upper one.
     assert h100.usd_per_million_tokens == h100.usd_per_hour * 10 ** 6 / (h100.decode_tokens_per_s * 3600)
@@ -251,7 +251,7 @@ def test_layouts_the_engines_allow():
 
 # Little's law: N = rate x (TTFT + output tokens x decode step at N), the least fixed point.
 def _needed(values: dict, batch: int, rate: Fraction, output: int) -> int:
-    timing = evaluate(dict(values, batch=batch)).result.timing
+    timing = evaluate(dict(values, batch=batch)).timing
     return max(1, math.ceil(rate * (timing.ttft_seconds + output * timing.decode_step_seconds)))
 
 
@@ -371,7 +371,7 @@ def test_more_gpus_in_the_same_layout_never_hold_fewer_requests(model, engine, c
         evaluation = evaluate(typed(**raw))
         if not evaluation.ok:
             break                                  # a layout the model does not split into (more stages than layers)
-        held.append(evaluation.result.capacity or 0)
+        held.append(evaluation.capacity or 0)
     assert held == sorted(held), held
 
 

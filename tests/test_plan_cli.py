@@ -149,7 +149,7 @@ def test_the_exact_fractions_behind_the_price():
     assert row.usd_per_hour == Fraction(20)
     assert row.usd_per_million_tokens == Fraction(20) * 10 ** 6 / (row.decode_tokens_per_s * 3600)
     # The decode bound is the single view's: 64 requests over one decode step of its timing.
-    assert row.decode_tokens_per_s == Fraction(64) / evaluate(row.values).result.timing.decode_step_seconds
+    assert row.decode_tokens_per_s == Fraction(64) / evaluate(row.values).timing.decode_step_seconds
 
 
 def test_the_table_one_line_a_row_with_the_notes():

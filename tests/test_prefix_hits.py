@@ -53,9 +53,9 @@ def test_a_hit_rate_outside_0_to_1_is_refused_naming_the_field(raw):
 
 def test_half_the_requests_hitting_2050_tokens_under_vllm():
     e = run(dict(L8, engine="vllm", **{"prefix-tokens": "2050"}))
-    assert e.result.engine.block_size == 16
-    assert e.result.budget_bytes_per_gpu == 59_490_946_522
-    f = prefix_hits.figures(Fraction(1, 2), e.scenario, e.result)
+    assert e.engine.block_size == 16
+    assert e.budget_bytes_per_gpu == 59_490_946_522
+    f = prefix_hits.figures(Fraction(1, 2), e.scenario, e)
     assert f["prefix_hit_rate"] == Fraction(1, 2)
     assert f["cached_tokens_on_hit"] == 2_048
     assert f["expected_cached_tokens_per_request"] == 1_024
@@ -69,7 +69,7 @@ def test_half_the_requests_hitting_2050_tokens_under_vllm():
 
 def test_sglang_matches_every_token_of_the_prefix_on_its_one_token_pages():
     e = run(dict(L8, engine="sglang", **{"prefix-tokens": "2050"}))
-    x = prefix_hits.expected(Fraction(1, 4), e.scenario, e.result)
+    x = prefix_hits.expected(Fraction(1, 4), e.scenario, e)
     assert x.block_tokens == 1 and x.cached_tokens_on_hit == 2_050
     assert x.expected_cached_tokens == Fraction(2_050, 4)
     assert x.expected_bytes_per_request == REQUEST - Fraction(2_050 * TOKEN, 4)
@@ -78,7 +78,7 @@ def test_sglang_matches_every_token_of_the_prefix_on_its_one_token_pages():
 def test_a_prefix_as_long_as_the_prompt_leaves_the_last_block_to_compute():
     # vLLM: "we must recompute the last token to obtain logits": min(8,192, 8,191) // 16 x 16 = 8,176.
     e = run(dict(L8, engine="vllm", **{"prefix-tokens": "8192"}))
-    x = prefix_hits.expected(Fraction(1), e.scenario, e.result)
+    x = prefix_hits.expected(Fraction(1), e.scenario, e)
     assert x.cached_tokens_on_hit == 8_176 and x.expected_prefill_skipped == 8_176
     # A hit shares the 511 blocks it caches; the last block it recomputes is its own.
     assert x.shared_bytes == 8_176 * TOKEN
@@ -87,13 +87,13 @@ def test_a_prefix_as_long_as_the_prompt_leaves_the_last_block_to_compute():
 def test_a_prefix_longer_than_the_prompt_shares_only_what_a_hit_caches():
     # prompt 100: a hit caches min(8,000, 99) // 16 x 16 = 96 tokens, and shares those bytes only.
     e = run(dict(L8, engine="vllm", **{"prefix-tokens": "8000", "prompt-tokens": "100"}))
-    x = prefix_hits.expected(Fraction(1, 2), e.scenario, e.result)
+    x = prefix_hits.expected(Fraction(1, 2), e.scenario, e)
     assert x.cached_tokens_on_hit == 96 and x.shared_bytes == 96 * TOKEN
     # A miss holds what vLLM reserves for a request (its blocks at the context); at rate 0 the
     # expectation is vLLM's own capacity.
-    zero = prefix_hits.expected(Fraction(0), e.scenario, e.result)
-    assert zero.bytes_without_sharing == e.result.engine.kv_bytes_per_request
-    assert zero.expected_requests_fit == int(e.result.engine.max_concurrency)
+    zero = prefix_hits.expected(Fraction(0), e.scenario, e)
+    assert zero.bytes_without_sharing == e.engine.kv_bytes_per_request
+    assert zero.expected_requests_fit == int(e.engine.max_concurrency)
 
 
 def test_llama_cpp_shares_no_prefix_between_its_slots():
@@ -105,7 +105,7 @@ def test_the_ideal_at_rate_1_is_the_shared_prefix_it_sizes_and_at_rate_0_no_shar
     shared = run(dict(L8, **{"prefix-tokens": "2000"}))
     alone = run(L8)
     assert shared.result.max_concurrency == 85 and alone.result.max_concurrency == 64
-    assert prefix_hits.expected(Fraction(1), shared.scenario, shared.result).expected_requests_fit == 85
-    assert prefix_hits.expected(Fraction(0), shared.scenario, shared.result).expected_requests_fit == 64
-    half = prefix_hits.expected(Fraction(1, 2), shared.scenario, shared.result)
+    assert prefix_hits.expected(Fraction(1), shared.scenario, shared).expected_requests_fit == 85
+    assert prefix_hits.expected(Fraction(0), shared.scenario, shared).expected_requests_fit == 64
+    half = prefix_hits.expected(Fraction(1, 2), shared.scenario, shared)
     assert half.expected_requests_fit == (69_460_287_488 - 2_000 * TOKEN) // (REQUEST - 1_000 * TOKEN) == 73

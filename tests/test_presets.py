@@ -160,8 +160,8 @@ def _sized(model_id):
     assert e.ok, (model_id, e.errors)
     r, dep = e.result, e.scenario.deployment
     return {"weights_bytes": dep.weights_bytes, "weights_exact": dep.weights_exact,
-            "kv_bytes_per_token": r.kv_bytes_per_token, "capacity": r.capacity,
-            "decode_step_seconds": r.timing.decode_step_seconds if r.timing else r.decode_step_seconds}
+            "kv_bytes_per_token": r.kv_bytes_per_token, "capacity": e.capacity,
+            "decode_step_seconds": e.timing.decode_step_seconds if e.timing else r.decode_step_seconds}
 
 
 def test_no_preset_whose_config_gives_its_shapes_is_sized_from_a_rounded_count():

@@ -65,7 +65,7 @@ def test_default_utilization_is_0_9_then_0_92_from_0_20_0():
     for version, util in (("0.19.1", Fraction(9, 10)), ("0.20.0", Fraction(92, 100))):
         e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": version,
                       "gpu": "h100-sxm-80gb"})
-        engine = e.result.engine
+        engine = e.engine
         usable = engine.kv_budget_bytes_per_gpu + e.result.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
         assert usable == math.ceil(e.scenario.deployment.torch_memory_bytes * util)     # request_memory, 0.14 on
 
@@ -110,7 +110,7 @@ def test_cuda_graphs_come_out_of_the_budget_from_0_20_0():
     def graphs(version, model="Qwen/Qwen3-30B-A3B"):
         e = evaluate({"model": model, "engine": "vllm", "engine-version": version, "gpu": "h100-sxm-80gb",
                       "gpus": "2"})
-        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.result.engine.prefill_chunk,
+        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
                                      vllm.max_num_seqs(e.scenario)).cudagraph
     assert graphs("0.19.1") == 0 and graphs("0.20.0") == vllm_profile.CUDAGRAPH[0]
     # 0.25-0.28's V2 runner estimated 0 for dense models.
@@ -122,8 +122,8 @@ def test_the_token_line_by_release():
     max_model_len). Llama 3.1 8B at 1,000 tokens with 10 GiB: 10,240 blocks of 16 (64 blocks a
     request): 163,840 tokens the old way, int(160 x 1,000) = 160,000 the new."""
     base = {"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "context": "1000", "kv-memory-gib": "10"}
-    old = evaluate({**base, "engine-version": "0.20.0"}).result.engine
-    new = evaluate({**base, "engine-version": "0.20.1"}).result.engine
+    old = evaluate({**base, "engine-version": "0.20.0"}).engine
+    new = evaluate({**base, "engine-version": "0.20.1"}).engine
     assert old.max_concurrency == new.max_concurrency == Fraction(10 * GIB // (16 * 131072), 63)
     assert old.kv_tokens == 10 * GIB // (16 * 131072) * 16 and new.kv_tokens == int(new.max_concurrency * 1000)
 
@@ -153,9 +153,9 @@ def test_sglang_memory_fraction_by_release():
 def test_sglang_counts_from_the_memory_free_at_start():
     base = {"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "gpu": "h100-sxm-80gb",
             "memory-utilization": "0.9"}
-    default = evaluate(base).result.engine
+    default = evaluate(base).engine
     # 10 GiB in use besides its CUDA context (390 MiB): 0.9 x 10 GiB less pool.
-    busy = evaluate({**base, "memory-in-use-gib": "10.380859375"}).result.engine
+    busy = evaluate({**base, "memory-in-use-gib": "10.380859375"}).engine
     assert default.kv_budget_bytes_per_gpu - busy.kv_budget_bytes_per_gpu in (9 * GIB, 9 * GIB + 1)
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--memory-in-use-gib", "1")
     assert code == 2 and "--memory-in-use-gib: applies to SGLang only" in err
@@ -166,14 +166,14 @@ def test_launch_commands_pin_the_figure_computed():
                          "--launch", "vllm")
     out += err
     budget = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "gpu": "h100-sxm-80gb"}
-                      ).result.engine.kv_budget_bytes_per_gpu
+                      ).engine.kv_budget_bytes_per_gpu
     assert code == 0 and f"--kv-cache-memory-bytes {budget}" in out and "pins the KV memory" in out
     code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--engine-version", "0.10.1",
                          "--gpu", "h100-sxm-80gb", "--launch", "vllm")
     out += err
     assert code == 0 and "--kv-cache-memory-bytes" not in out.splitlines()[0] and "came in 0.10.2" in out
     tokens = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "gpu": "h100-sxm-80gb"}
-                      ).result.engine.kv_tokens
+                      ).engine.kv_tokens
     code, out, _ = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang", "--gpu", "h100-sxm-80gb",
                        "--launch", "sglang")
     assert code == 0 and f"--max-total-tokens {tokens}" in out
@@ -185,7 +185,7 @@ def test_the_llm_class_batches_more_tokens_than_vllm_serve():
     assert rules.batch_defaults(r("0.10.2"), 80 * GIB, gpus()["h100-sxm-80gb"], 131072, "llm") == (16384, 1024)
     assert rules.batch_defaults(r("0.10.2"), 24 * GIB, gpus()["l4-24gb"], 131072, "llm") == (8192, 256)
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "vllm-entry": "llm", "gpu": "h100-sxm-80gb"})
-    assert e.result.engine.prefill_chunk == 16384
+    assert e.engine.prefill_chunk == 16384
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--engine", "exact", "--vllm-entry", "llm")
     assert code == 2 and "applies to vLLM only" in err
 
@@ -199,10 +199,10 @@ def test_sglang_0_4_4_lowers_the_fraction_for_a_multimodal_model():
     e = evaluate({"model": "google/gemma-3-4b-it", "engine": "sglang", "engine-version": "0.4.4.post2",
                   "gpu": "h200-141gb", "memory-utilization": "0.88", "weights-gib": "8.13",
                   "memory-in-use-gib": "0.60"})
-    assert abs(e.result.engine.kv_tokens - 834_615) <= 2
-    assert any("keeps 0.95 of mem_fraction_static" in note for note in e.result.engine.notes)
+    assert abs(e.engine.kv_tokens - 834_615) <= 2
+    assert any("keeps 0.95 of mem_fraction_static" in note for note in e.engine.notes)
     text = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "sglang", "engine-version": "0.4.4.post2",
-                     "gpu": "h200-141gb", "memory-utilization": "0.88"}).result.engine.notes
+                     "gpu": "h200-141gb", "memory-utilization": "0.88"}).engine.notes
     assert not any("of mem_fraction_static for a multimodal" in note for note in text)
 
 
@@ -236,9 +236,9 @@ def test_sglang_0_4_10_on_scales_a_derived_fraction_by_the_vision_tower():
     e = evaluate({"hf-config": cfg, "engine": "sglang", "engine-version": "0.5.6", "gpu": "b200-180gb",
                   "weights-gib": "15.5"})
     assert e.scenario.model.vision_shape == (24, 1280)
-    note = next(n for n in e.result.engine.notes if "multimodal" in n)
+    note = next(n for n in e.engine.notes if "multimodal" in n)
     assert "keeps 0.8966 of mem_fraction_static" in note
-    engine, dep = e.result.engine, e.scenario.deployment
+    engine, dep = e.engine, e.scenario.deployment
     usable = engine.kv_budget_bytes_per_gpu + e.result.weights_bytes_per_gpu
     fraction = sglang.defaults(dep.gpu_memory_bytes, 1, 1, release=r("0.5.6"))[2] * Fraction(8965625, 10 ** 7)
     assert usable == int((dep.torch_memory_bytes - sglang.CONTEXT_BYTES) * fraction)
@@ -246,8 +246,8 @@ def test_sglang_0_4_10_on_scales_a_derived_fraction_by_the_vision_tower():
     # Given a fraction, 0.4.10 on leaves it alone; 0.4.5-0.4.8 took 0.90 of it either way.
     given = {"hf-config": cfg, "engine": "sglang", "gpu": "b200-180gb", "weights-gib": "15.5",
              "memory-utilization": "0.8"}
-    assert not any("multimodal" in n for n in evaluate(dict(given, **{"engine-version": "0.5.6"})).result.engine.notes)
-    assert any("keeps 0.9 of" in n for n in evaluate(dict(given, **{"engine-version": "0.4.6"})).result.engine.notes)
+    assert not any("multimodal" in n for n in evaluate(dict(given, **{"engine-version": "0.5.6"})).engine.notes)
+    assert any("keeps 0.9 of" in n for n in evaluate(dict(given, **{"engine-version": "0.4.6"})).engine.notes)
 
 
 def test_eager_mode_takes_no_cuda_graphs_and_pcie_gpus_little_non_torch_memory():
@@ -259,7 +259,7 @@ def test_eager_mode_takes_no_cuda_graphs_and_pcie_gpus_little_non_torch_memory()
         values = {"model": "Qwen/Qwen2.5-32B", "engine": "vllm", "gpus": "4", "context": "8192",
                   "engine-version": "0.22.0", **extra}
         e = evaluate(values)
-        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.result.engine.prefill_chunk,
+        return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
                                      vllm.max_num_seqs(e.scenario))
     graphs, eager = overhead(gpu="h100-sxm-80gb"), overhead(gpu="h100-sxm-80gb", **{"enforce-eager": "on"})
     assert graphs.cudagraph == vllm_profile.CUDAGRAPH[0] and eager.cudagraph == 0

@@ -56,7 +56,7 @@ def test_vllm_lora_ranks_offload_chunks_and_speculative_config():
     # Llama 3.1 8B, 64 GiB at tp 2: 2 x 32 layers x 4 kv heads x 128 x 2 B = 65,536 B a token a rank;
     # one chunk 65,536 x 16 x 2 copies = 2 MiB, so 32,768 chunks of 16 tokens = 524,288 tokens.
     e = evaluate(dict(LLAMA_8B, engine="vllm", tp="2", gpus="2", **{"offload-gib": "64"}))
-    t = offload.tier(e.scenario.serving.offload, "vllm", e.scenario, e.result)
+    t = offload.tier(e.scenario.serving.offload, "vllm", e.scenario, e)
     assert (t.bytes_per_token_per_rank, t.chunk_bytes, t.chunks, t.tokens) == (65_536, 2 * 2 ** 20, 32_768, 524_288)
     assert offload.launch_flags(e.scenario.serving.offload, "vllm") == [
         "--kv-offloading-size", "64", "--kv-offloading-backend", "native"]

@@ -28,13 +28,13 @@ def test_sglang_tp8_dp8_is_eight_gpus_as_sglang_counts_them():
     # 8 GPUs, 8 ranks of attention tp 8 // 8 = 1: the same deployment as gpus 8, dp 8.
     assert (dep.gpus, dep.tp, dep.dp) == (8, 1, 8)
     same = run(dict(V3, **{"hf-config": deepseek_v3(), "gpus": "8", "dp": "8"}))
-    assert typed.result.capacity == same.result.capacity == 264
-    assert typed.result.engine.kv_tokens == 275_682
+    assert typed.capacity == same.capacity == 264
+    assert typed.engine.kv_tokens == 275_682
     # With the GPU count typed too (what the issue found refused as "use 64 GPUs").
     with_gpus = run(dict(V3, **{"hf-config": deepseek_v3(), "tp": "8", "dp": "8", "gpus": "8"}))
-    assert with_gpus.result.capacity == 264
+    assert with_gpus.capacity == 264
     # The launch command gives back the user's own words.
-    command = launch.launch(typed.scenario, "sglang", typed.result).command
+    command = launch.launch(typed.scenario, "sglang", typed).command
     assert "--tp-size 8 --pp-size 1 --dp-size 8 --enable-dp-attention" in command
 
 
@@ -115,11 +115,11 @@ def test_llama_70b_tp8_dp8_weights_per_gpu_as_sglang_places_them():
     # as test_parallel_layouts works it for DP attention) of the memory free after its 390 MiB context.
     free = scenario.deployment.torch_memory_bytes - 390 * 2**20
     pool = int(free * Fraction("0.592")) - per_gpu
-    assert pool == 9_498_109_732 == result.engine.kv_budget_bytes_per_gpu
+    assert pool == 9_498_109_732 == evaluation.engine.kv_budget_bytes_per_gpu
     # A rank's cell at attention tp 1: 80 layers x 2 x 8 kv heads x 128 x 2 B = 327,680 B a token.
-    assert result.engine.kv_tokens == pool // 327_680 == 28_985
-    assert result.engine.max_concurrency == Fraction(28_985, 8192)              # 3.54 a rank
-    assert result.capacity == 3 * 8 == 24
+    assert evaluation.engine.kv_tokens == pool // 327_680 == 28_985
+    assert evaluation.engine.max_concurrency == Fraction(28_985, 8192)              # 3.54 a rank
+    assert evaluation.capacity == 3 * 8 == 24
     # The exact ideal on the same GPUs: 85,520,809,984 B - 40,616,396,800 B holds 16 requests of
     # 2,684,354,560 B a rank, 128 in all (it said 0 when it kept 131.42 GiB a GPU).
     assert (85_520_809_984 - per_gpu) // 2_684_354_560 == 16 and result.max_concurrency == 16 * 8
@@ -129,17 +129,17 @@ def test_llama_70b_tp8_dp8_weights_per_gpu_as_sglang_places_them():
            "ranks (28.31 in all)." in table
     assert "KV per GPU (1 request a rank; attention tp=1, pp=1, dp attention=8)" in table
     # The summary in SGLang's words, as the tp field shows it; the JSON too.
-    assert "(tp 8 (attention tp 1), pp 1, dp attention 8)" in report.conditions(scenario, result)
-    data = report.to_json(scenario, result)
+    assert "(tp 8 (attention tp 1), pp 1, dp attention 8)" in report.conditions(scenario, evaluation)
+    data = report.to_json(scenario, evaluation)
     assert (data["tp"], data["dp"], data["attention_tp"], data["gpus"]) == (8, 8, 1, 8)
     assert data["weights_bytes_per_gpu"] == per_gpu
     # A dense model's decode step reads every weight a GPU holds, no more.
     assert data["decode_weights_bytes_per_gpu"] == per_gpu
     # The attention table holds the model's weights fixed: every design at the same 40,616,396,800 B.
     rows = attention_variants(scenario)
-    assert [(r.label, r.refused, r.result.weights_bytes_per_gpu) for r in rows] == [
+    assert [(r.label, r.refused, r.evaluation.result.weights_bytes_per_gpu) for r in rows] == [
         (label, None, per_gpu) for label in ("MHA", "GQA", "MQA", "MLA")]
-    assert [r.result.capacity for r in rows if r.label == "GQA"] == [24]
+    assert [r.evaluation.capacity for r in rows if r.label == "GQA"] == [24]
 
 
 def test_deepseek_v3_tp8_dp8_on_h100_does_not_fit_anywhere_it_is_said():
@@ -151,16 +151,16 @@ def test_deepseek_v3_tp8_dp8_on_h100_does_not_fit_anywhere_it_is_said():
     # the rest 5,812,371,968 B and the routed experts 654,068,416,512 B over 8: 95,754,921,888 B,
     # more than an H100's 85,520,809,984 B.
     assert result.weights_bytes_per_gpu == 95_754_921_888 > 85_520_809_984
-    assert not result.engine.starts and result.max_concurrency == 0 and result.capacity == 0
-    assert report.verdict(evaluation.scenario, result, "gib").sentence.startswith("Does not fit")
-    assert all(r.result.weights_bytes_per_gpu == 95_754_921_888 and r.result.capacity == 0
+    assert not evaluation.engine.starts and result.max_concurrency == 0 and evaluation.capacity == 0
+    assert report.verdict(evaluation.scenario, evaluation, "gib").sentence.startswith("Does not fit")
+    assert all(r.evaluation.result.weights_bytes_per_gpu == 95_754_921_888 and r.evaluation.capacity == 0
                for r in attention_variants(evaluation.scenario))
 
 
 def test_deepseek_v3_tp8_dp8_on_h200_decode_reads_the_experts_it_touches():
     from kvcalc.reports import report
     evaluation = evaluate(dict(LLAMA, model="deepseek-ai/DeepSeek-V3", gpu="h200-141gb"))
-    data = report.to_json(evaluation.scenario, evaluation.result)
+    data = report.to_json(evaluation.scenario, evaluation)
     assert data["weights_bytes_per_gpu"] == 95_754_921_888 and data["max_concurrency"] == 264
     # One request's token touches 8 of the 256 routed experts: of each GPU's 654,068,416,512 / 8 =
     # 81,758,552,064 B of them, (248 / 256) = 31 / 32 stay unread: 95,754,921,888 - 79,203,597,312.

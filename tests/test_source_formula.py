@@ -20,7 +20,7 @@ H200_SMI = 150_754_820_096
 def block_of(raw):
     evaluation = evaluate(raw)
     assert not evaluation.errors, evaluation.errors
-    return evaluation.result, source_formula(evaluation.scenario, evaluation.result)
+    return evaluation, source_formula(evaluation.scenario, evaluation)
 
 
 def steps(block) -> dict:
@@ -45,7 +45,7 @@ SEED_004 = {"layers": "80", "kv-heads": "8", "head-dim": "128", "kv-dtype": "fp1
 
 
 def test_seed_004_source_column_exactly():
-    result, block = block_of({**SEED_004, "context": "8192"})
+    evaluation, block = block_of({**SEED_004, "context": "8192"})
     src = block.source
     assert src.applies and (src.layers, src.kv_heads, src.head_dim) == (80, 8, 128)
     assert src.bytes_per_token == 2 * 80 * 8 * 128 * 2 == 327_680
@@ -61,7 +61,7 @@ def test_seed_004_source_column_exactly():
     ]
     # The same inputs in the exact ideal: nothing differs but the note on the source's "GB".
     assert_chain_arrives(block, 240)
-    assert result.max_concurrency == 240
+    assert evaluation.result.max_concurrency == 240
     assert [s.key for s in block.steps if s.changes] == []
     units = steps(block)["units"]
     assert units.side == "none" and units.change_requests == 0
@@ -93,27 +93,27 @@ def test_seed_004_in_gb_says_the_same_bytes():
 
 def test_the_seed_deployment_sized_as_vllm():
     """Llama 3.1 70B, int4 weights, on 8 A100 80GB: the source says 242, vLLM 212, and why."""
-    result, block = block_of({"model": "meta-llama/Llama-3.1-70B", "gpu": "a100-sxm-80gb", "gpus": "8",
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-70B", "gpu": "a100-sxm-80gb", "gpus": "8",
                               "weights-dtype": "int4", "engine": "vllm"})
     src = block.source
     assert src.bytes_per_request == Fraction(5, 2) * GIB
-    assert src.free_bytes == 8 * A100_SMI - result.weights_bytes
+    assert src.free_bytes == 8 * A100_SMI - evaluation.result.weights_bytes
     assert src.requests == 242
     by = steps(block)
     usable = math.ceil(A100_TORCH * Fraction(92, 100))        # vLLM 0.14+: ceil(total x utilization)
     assert by["utilization"].source == A100_SMI and by["utilization"].ours == usable
     assert by["utilization"].change_bytes == -8 * (A100_SMI - usable)
     assert by["utilization"].change_requests == -22
-    overhead = result.engine.overhead_bytes_per_gpu
+    overhead = evaluation.engine.overhead_bytes_per_gpu
     assert by["overhead"].ours == overhead and by["overhead"].change_bytes == -8 * overhead
     assert by["overhead"].change_requests == -8
     assert_chain_arrives(block, 212)
-    assert result.capacity == 212
+    assert evaluation.capacity == 212
     assert block.ours_label == f"vLLM {vllm.NEWEST_RELEASE}'s rules"
 
 
 def test_llama_8b_on_one_h100_with_vllm():
-    result, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"})
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"})
     src = block.source
     assert src.bytes_per_token == 131_072 and src.bytes_per_request == GIB
     assert src.free_bytes == H100_SMI - 16_060_522_496 and src.requests == 64
@@ -121,17 +121,17 @@ def test_llama_8b_on_one_h100_with_vllm():
     usable = math.ceil(H100_TORCH * Fraction(92, 100))
     assert by["utilization"].ours == usable
     assert (by["utilization"].change_bytes, by["utilization"].change_requests) == (usable - H100_SMI, -7)
-    assert by["overhead"].change_bytes == -result.engine.overhead_bytes_per_gpu
+    assert by["overhead"].change_bytes == -evaluation.engine.overhead_bytes_per_gpu
     assert by["overhead"].change_requests == -2
     # 8,192 tokens are whole 16-token blocks, tp 1 splits nothing: considered, the same.
     assert {"blocks", "bytes per token"} <= set(block.same)
     assert "blocks" not in by and "replication" not in by
     assert_chain_arrives(block, 55)
-    assert result.capacity == 55 == int(result.engine.max_concurrency)
+    assert evaluation.capacity == 55 == int(evaluation.engine.max_concurrency)
     # The last step's free memory is exactly vLLM's KV memory, its request exactly vLLM's reservation.
     last = block.steps[-1]
-    assert last.free_bytes == result.engine.kv_budget_bytes_per_gpu
-    assert last.request_bytes == result.engine.kv_bytes_per_request
+    assert last.free_bytes == evaluation.engine.kv_budget_bytes_per_gpu
+    assert last.request_bytes == evaluation.engine.kv_bytes_per_request
     row = next(row for row in texts(block)["rows"] if row["key"] == "source-utilization")
     assert row["effect"] == "-6.77 GiB, -7 requests" and row["requests_value"] == "57"
     summary = texts(block)["summary"]
@@ -141,41 +141,41 @@ def test_llama_8b_on_one_h100_with_vllm():
 
 def test_sliding_windows_gemma_3():
     """Gemma 3 27B at 32K: 52 of its 62 layers keep 1,024 tokens; the textbook counts all 32,768."""
-    result, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768"})
+    evaluation, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768"})
     row = 2 * 16 * 128 * 2
     assert block.source.bytes_per_token == 62 * row and block.source.requests == 1
     windows = steps(block)["windows"]
     assert windows.source == 62 * row * 32768
-    assert windows.ours == 10 * row * 32768 + 52 * row * 1024 == result.kv_bytes_per_request
+    assert windows.ours == 10 * row * 32768 + 52 * row * 1024 == evaluation.result.kv_bytes_per_request
     assert windows.change_requests == 8 and "52 of the 62 layers keep only the last 1,024 tokens" in windows.why
     assert_chain_arrives(block, 9)
-    assert result.max_concurrency == 9
+    assert evaluation.result.max_concurrency == 9
 
 
 def test_sliding_windows_gemma_3_as_vllm():
     """vLLM reserves window - 1 + the prefill chunk plus a block in each sliding layer: named, sized."""
-    result, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768",
+    evaluation, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768",
                               "engine": "vllm"})
     by = steps(block)
     assert by["windows"].change_requests > 0
     rules = by["engine_rules"]
-    assert rules.ours == result.engine.kv_bytes_per_request
+    assert rules.ours == evaluation.engine.kv_bytes_per_request
     assert "window - 1 + the prefill chunk" in rules.why and rules.change_requests < 0
-    assert_chain_arrives(block, result.capacity)
+    assert_chain_arrives(block, evaluation.capacity)
 
 
 def test_sliding_windows_gemma_3_as_sglang():
     """SGLang keeps one pool of whole-context cells for Gemma 3: the windows it gives back, said."""
-    result, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768",
+    evaluation, block = block_of({"model": "google/gemma-3-27b-it", "gpu": "h100-sxm-80gb", "context": "32768",
                               "engine": "sglang"})
     by = steps(block)
     assert by["engine_rules"].change_bytes == -by["windows"].change_bytes
     assert "every token in the sliding-window layers" in by["engine_rules"].why
-    assert_chain_arrives(block, result.capacity)
+    assert_chain_arrives(block, evaluation.capacity)
 
 
 def test_deepseek_v3_mla_says_the_textbook_does_not_apply():
-    result, block = block_of({"model": "deepseek-ai/DeepSeek-V3", "gpu": "h200-141gb", "gpus": "8", "tp": "8"})
+    evaluation, block = block_of({"model": "deepseek-ai/DeepSeek-V3", "gpu": "h200-141gb", "gpus": "8", "tp": "8"})
     src = block.source
     assert not src.applies and src.layers is None and src.kv_heads is None
     assert "all 61 layers are MLA" in src.why_not and "(512 + 64)" in src.why_not
@@ -190,20 +190,20 @@ def test_deepseek_v3_mla_says_the_textbook_does_not_apply():
     assert "MLA latent is kept whole on each of the 8 GPUs" in replication.why
     assert replication.change_requests == -810
     assert_chain_arrives(block, 115)
-    assert result.max_concurrency == 115
+    assert evaluation.result.max_concurrency == 115
 
 
 def test_deepseek_v3_as_vllm_arrives():
-    result, block = block_of({"model": "deepseek-ai/DeepSeek-V3", "gpu": "h200-141gb", "gpus": "8", "tp": "8",
+    evaluation, block = block_of({"model": "deepseek-ai/DeepSeek-V3", "gpu": "h200-141gb", "gpus": "8", "tp": "8",
                               "engine": "vllm"})
     assert not block.source.applies
     assert {"utilization", "overhead", "replication"} <= set(steps(block))
-    assert_chain_arrives(block, result.capacity)
+    assert_chain_arrives(block, evaluation.capacity)
 
 
 def test_tp_above_kv_heads_replicates():
     """Llama 3.1 70B on 16 GPUs: tp 16 over 8 KV heads keeps each head on two GPUs."""
-    result, block = block_of({"model": "meta-llama/Llama-3.1-70B", "gpu": "h100-sxm-80gb", "gpus": "16",
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-70B", "gpu": "h100-sxm-80gb", "gpus": "16",
                               "tp": "16"})
     assert block.source.requests == 457
     replication = steps(block)["replication"]
@@ -211,29 +211,29 @@ def test_tp_above_kv_heads_replicates():
     assert "tp 16 is more than the 8 KV heads" in replication.why and "2 copies" in replication.why
     assert replication.change_requests == -229
     assert_chain_arrives(block, 228)
-    assert result.max_concurrency == 228
+    assert evaluation.result.max_concurrency == 228
 
 
 def test_hybrid_linear_attention_says_so():
-    result, block = block_of({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "h100-sxm-80gb", "gpus": "4"})
+    evaluation, block = block_of({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "h100-sxm-80gb", "gpus": "4"})
     assert not block.source.applies and "fixed state per request" in block.source.why_not
     state = steps(block)["state"]
-    assert state.source == 0 and state.ours == result.kv_state_bytes_per_request
-    assert_chain_arrives(block, result.max_concurrency)
+    assert state.source == 0 and state.ours == evaluation.result.kv_state_bytes_per_request
+    assert_chain_arrives(block, evaluation.result.max_concurrency)
 
 
 def test_blocks_stages_and_a_shared_prefix_in_the_ideal():
-    result, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "gpus": "6", "pp": "3",
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "gpus": "6", "pp": "3",
                               "tp": "2", "block-size": "16", "prefix-tokens": "1000", "context": "5000"})
     by = steps(block)
     assert by["blocks"].ours == 131_072 * 5008             # 5,000 tokens in 313 blocks of 16
     assert "11 of the 32 layers" in by["stages"].why
     assert by["prefix"].side == "both" and by["prefix"].change_requests > 0
-    assert_chain_arrives(block, result.max_concurrency)
+    assert_chain_arrives(block, evaluation.result.max_concurrency)
 
 
 def test_llama_cpp_holds_the_sequences_asked_for():
-    result, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "llama.cpp",
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "llama.cpp",
                               "batch": "4"})
     count = steps(block)["engine_count"]
     assert count.side == "count" and count.ours == 4 and "-np 4" in count.why
@@ -265,16 +265,16 @@ def test_every_chain_arrives_at_our_figure(model, engine):
         evaluation = evaluate(raw)
         if evaluation.errors:
             continue
-        block = source_formula(evaluation.scenario, evaluation.result)
-        assert_chain_arrives(block, evaluation.result.capacity)
+        block = source_formula(evaluation.scenario, evaluation)
+        assert_chain_arrives(block, evaluation.capacity)
         data = json.loads(json.dumps(to_json(block)))
-        assert data["requests"] == evaluation.result.capacity
+        assert data["requests"] == evaluation.capacity
         assert data["source"]["requests"] == block.source.requests
 
 
 def test_json_is_exact_integers():
     evaluation = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"})
-    data = json_of(evaluation.scenario, evaluation.result)
+    data = json_of(evaluation.scenario, evaluation)
     assert data["source"]["bytes_per_request"] == GIB and data["source"]["requests"] == 64
     assert [s["key"] for s in data["steps"]] == ["units", "utilization", "overhead"]
     assert all(isinstance(s["change_bytes"], int) for s in data["steps"])
@@ -282,13 +282,13 @@ def test_json_is_exact_integers():
 
 
 def test_kv_memory_from_a_log_replaces_the_memory_steps():
-    result, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
+    evaluation, block = block_of({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
                               "kv-memory-gib": "60"})
     by = steps(block)
     assert "utilization" not in by and "overhead" not in by
     assert by["kv_memory"].ours == 60 * GIB and by["kv_memory"].free_bytes == 60 * GIB
     assert_chain_arrives(block, 60)
-    assert result.capacity == 60
+    assert evaluation.capacity == 60
     rows = texts(block)["rows"]
     assert [row["name"] for row in rows] == ["The source's answer", "GiB vs GB", "KV memory from your log",
                                              "Here (vLLM " + vllm.NEWEST_RELEASE + "'s rules)"]

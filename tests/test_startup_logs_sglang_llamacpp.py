@@ -231,7 +231,7 @@ def _sglang_ends(values: dict, half: Fraction):
     """The engine at both ends of what the printed KV memory stands for."""
     memory = Fraction(values["kv-memory-gib"])
     return [evaluate(dict(values, **{"kv-memory-gib": str(Decimal(float(memory + d)).quantize(Decimal("0.0001")))}))
-            .result.engine for d in (-half, half)]
+            .engine for d in (-half, half)]
 
 
 def _kv_line(text: str) -> str:
@@ -244,7 +244,7 @@ def reproduce_sglang(name: str, added: dict, text: str | None = None):
     values = dict(reading.values, **added)
     evaluation = evaluate(values)
     assert evaluation.ok, evaluation.errors
-    engine = evaluation.result.engine
+    engine = evaluation.engine
     # K size + V size: two figures each to 0.01 GiB; an MLA pool's one KV size: one.
     half = Fraction(1, 200) if "KV size:" in text else Fraction(1, 100)
     low, high = _sglang_ends(values, half)
@@ -260,7 +260,7 @@ def reproduce_llamacpp(name: str, added: dict):
     values = {k: v for k, v in dict(reading.values, **added).items() if v is not None}
     evaluation = evaluate(values)
     assert evaluation.ok, evaluation.errors
-    engine = evaluation.result.engine
+    engine = evaluation.engine
     size = next(line for line in engine.log if line.startswith("llama_kv_cache: size"))
     ours = re.search(r"size = \s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers.*K \((\w+)\):\s*([\d.]+) MiB, "
                      r"V \((\w+)\):\s*([\d.]+) MiB", size)
@@ -659,7 +659,7 @@ def test_llamacpp_unified_cache_reads_each_sequences_share():
     assert "Qwen/Qwen3-8B" in next(r for r in reading.read if r.option == "model").how
     # The same memory as the calculator sizes it: 4 streams of 4,096 cells hold the 16,384 cells,
     # 2304.00 MiB, the log's one stream holds.
-    engine = evaluate(dict(reading.values, model="Qwen/Qwen3-8B")).result.engine
+    engine = evaluate(dict(reading.values, model="Qwen/Qwen3-8B")).engine
     assert engine.kv_tokens == 4096 and "size = 2304.00 MiB (  4096 cells,  36 layers,  4/4 seqs)" in engine.log[0]
 
 
@@ -681,7 +681,7 @@ def test_sglang_memory_in_use_from_the_gpu_reproduces_the_pool_without_its_kv_me
     ends = []
     for used in ("0.39", "0.37"):
         end = dict(values, **{"memory-in-use-gib": used})
-        engine = evaluate(dict(end, **{"measured-with": measured_with(end)})).result.engine
+        engine = evaluate(dict(end, **{"measured-with": measured_with(end)})).engine
         ends.append(engine.kv_tokens)
     assert ends[0] <= 404_890 <= ends[1], ends
 

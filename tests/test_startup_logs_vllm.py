@@ -49,7 +49,7 @@ def test_a_log_read_back_gives_its_own_figures(name, added, tokens, concurrency)
     assert reading.engine == "vllm" and reading.printed["kv_tokens"].value == tokens
     e = evaluate({**reading.values, **added})
     assert e.ok, e.errors
-    engine = e.result.engine
+    engine = e.engine
     low, high = engine.kv_tokens_range
     assert low <= tokens <= high                      # within what the log's 0.01 GiB allows
     assert f"{float(engine.max_concurrency):.2f}" == concurrency
@@ -83,10 +83,10 @@ def test_fp8_kv_what_if_doubles_the_tokens_at_the_same_kv_memory():
     # instead of 2, so twice the blocks: 1,821,024 tokens (within the log's rounding, as above).
     values = read_log(text("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log")).values
     fp8 = evaluate({**values, "kv-dtype": "fp8"})
-    engine = fp8.result.engine
+    engine = fp8.engine
     assert engine.kv_budget_bytes_per_gpu == int(Fraction("41.68") * (1 << 30))
     assert engine.budget_source is BudgetSource.GIVEN_KV_MEMORY
-    bf16 = evaluate(values).result.engine
+    bf16 = evaluate(values).engine
     assert engine.kv_tokens == 1_821_024 and abs(engine.kv_tokens - 2 * bf16.kv_tokens) <= 16 * 2
     assert f"{float(engine.max_concurrency):.2f}" == "44.46"
     assert any("nothing changed here moves it" in n for n in engine.notes)
@@ -99,7 +99,7 @@ def test_a_tp_what_if_re_estimates_only_what_moves():
     values = read_log(text("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log")).values
     logged = evaluate(values)
     e = evaluate({**values, "tp": "4", "gpus": "4"})
-    engine, ideal = e.result.engine, e.result
+    engine, ideal = e.engine, e.result
     assert engine.budget_source is BudgetSource.MEASURED
     moved_weights = logged.result.weights_bytes_per_gpu - ideal.weights_bytes_per_gpu
     assert engine.weights_bytes_per_gpu == int(Fraction("28.4571") * (1 << 30)) - moved_weights
@@ -290,8 +290,8 @@ def test_another_model_after_the_log_is_a_what_if_not_a_refusal():
     now = {k: v for k, v in values.items() if k != "model"}
     e = evaluate({**now, "hf-config": config})
     assert e.ok, e.errors
-    assert e.result.engine.budget_source is BudgetSource.MEASURED
-    assert any("the weights per GPU +" in n for n in e.result.engine.notes)
+    assert e.engine.budget_source is BudgetSource.MEASURED
+    assert any("the weights per GPU +" in n for n in e.engine.notes)
 
 
 def test_a_log_without_its_weights_still_moves_from_its_kv_memory():
@@ -304,7 +304,7 @@ def test_a_log_without_its_weights_still_moves_from_its_kv_memory():
     assert (reading["tp"], reading["gpus"]) == ("2", "2") and "tp:2" in reading["measured-with"]
     values = {**reading, "model": "mistralai/Mistral-Small-24B-Base-2501", "gpu": "l40s-48gb"}
     assert "loaded-weights-gib" not in values and values["kv-memory-gib"] == "16.20"
-    logged = evaluate({**values, "gpus": "2", "tp": "2"}).result.engine
+    logged = evaluate({**values, "gpus": "2", "tp": "2"}).engine
     assert logged.budget_source is BudgetSource.GIVEN_KV_MEMORY
-    moved = evaluate({**values, "gpus": "4", "tp": "4"}).result.engine
+    moved = evaluate({**values, "gpus": "4", "tp": "4"}).engine
     assert moved.budget_source is BudgetSource.MEASURED and moved.kv_budget_bytes_per_gpu > logged.kv_budget_bytes_per_gpu

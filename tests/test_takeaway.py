@@ -74,7 +74,7 @@ def test_cli_launch_and_formats_parse_back():
 
 def test_export_json_is_the_cli_json():
     e = scenario(model="deepseek-ai/DeepSeek-V3", context=65536, gpu="h200-141gb", gpus=8)
-    assert json.loads(export(e.scenario, e.result, "json")) == json.loads(json.dumps(to_json(e.scenario, e.result)))
+    assert json.loads(export(e.scenario, e, "json")) == json.loads(json.dumps(to_json(e.scenario, e)))
 
 
 def test_chart_series_match_the_engine():
@@ -99,7 +99,7 @@ def test_pins_round_trip_in_links_and_compare_marks_differences():
     too_many = encode({"model": "google/gemma-2-9b"}, pins=[first] * 4) + "&pin=" + first
     pins, ignored = decode_pins(too_many)
     assert len(pins) == 4 and ignored
-    columns = [to_json(e.scenario, e.result) for e in (scenario(model="meta-llama/Llama-3.1-8B"),
+    columns = [to_json(e.scenario, e) for e in (scenario(model="meta-llama/Llama-3.1-8B"),
                                                        scenario(model="meta-llama/Llama-3.1-8B", kv_dtype="fp8"))]
     rows = {row["key"]: row for row in compare_table(columns)}
     assert rows["kv_bytes_per_token"]["values"] == [131072, 65536] and rows["kv_bytes_per_token"]["differs"]
@@ -137,17 +137,17 @@ def test_launch_never_throttles_below_what_fits():
     fits = e.result.max_concurrency
     assert fits == 8
     for engine, flag in (("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"), ("llama.cpp", "-np")):
-        command = launch(e.scenario, engine, e.result)
+        command = launch(e.scenario, engine, e)
         assert f" {flag} {fits} " in command.command + " "
         assert any(f"{flag} {fits}: the requests of 65,536 tokens that fit" in note for note in command.notes)
     # An engine chosen: its own capacity (vLLM's printed concurrency, rounded down).
     chosen = evaluate(form_values({"model": "meta-llama/Llama-3.1-8B", "context": "65536", "gpu": "h100-sxm-80gb",
                                    "engine": "vllm"}))
-    engine_fits = int(chosen.result.engine.max_concurrency)
-    assert f"--max-num-seqs {engine_fits} " in launch(chosen.scenario, "vllm", chosen.result).command
+    engine_fits = int(chosen.engine.max_concurrency)
+    assert f"--max-num-seqs {engine_fits} " in launch(chosen.scenario, "vllm", chosen).command
     # A batch the user asked for is kept, and the note says how many would fit.
     asked = scenario(model="meta-llama/Llama-3.1-8B", context=65536, gpu="h100-sxm-80gb", batch=2)
-    command = launch(asked.scenario, "vllm", asked.result)
+    command = launch(asked.scenario, "vllm", asked)
     assert "--max-num-seqs 2 " in command.command
     assert any("your concurrent requests; 8 of 65,536 tokens fit" in note for note in command.notes)
 

@@ -21,7 +21,7 @@ ATTENTION_PER_KEY_8B = 32 * 2 * 32 * 256          # layers x 2 x heads x (K + V 
 def timing(**values):
     e = evaluate({k.replace("_", "-"): str(v) for k, v in values.items()})
     assert e.ok, e.errors
-    return e, e.result.timing
+    return e, e.timing
 
 
 def test_prefill_of_8k_prompt_on_h100_is_about_0_15_s():
@@ -102,7 +102,7 @@ def test_tensor_parallel_divides_compute_and_each_gpu_reads_its_share():
 
 def test_json_and_refusals():
     e, t = timing(model="meta-llama/Llama-3.1-8B", gpu="h100-sxm-80gb")
-    data = to_json(e.scenario, e.result)
+    data = to_json(e.scenario, e)
     for key in ("prefill_flops", "prefill_seconds", "decode_step_seconds", "decode_flops_per_byte",
                 "ridge_flops_per_byte", "compute_bound_batch", "prefill_steps", "chunked_step_seconds",
                 "ttft_seconds", "decode_tokens_per_s_per_request", "decode_tokens_per_s_total"):
@@ -115,11 +115,11 @@ def test_json_and_refusals():
     assert bad.errors[0].field == "prefill-chunk"
     # A GPU without peak figures (Apple): no time bounds, and why.
     mac = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "m2-ultra-192gb"})
-    data = to_json(mac.scenario, mac.result)
+    data = to_json(mac.scenario, mac)
     assert mac.ok and data["ttft_seconds"] is None and "peak FLOP/s" in data["timing_missing"]
     # What does not fit gets no time bounds either.
     over = evaluate({"model": "meta-llama/Llama-3.1-405B", "gpu": "h100-sxm-80gb", "gpus": "8"})
-    data = to_json(over.scenario, over.result)
+    data = to_json(over.scenario, over)
     assert data["ttft_seconds"] is None and data["timing_missing"] == "the configuration does not fit"
 
 
@@ -131,11 +131,11 @@ def test_more_batch_never_lowers_the_step_and_a_bigger_chunk_never_cheapens_its_
     from kvcalc.serving.timing import decode_steps
     e = evaluate({"model": model, "gpu": "h200-141gb", "context": str(context), "prefill-chunk": str(chunk)})
     assert e.ok, e.errors
-    t = e.result.timing
+    t = e.timing
     step, step_after = decode_steps(e.scenario, e.result, t, [batch, batch + 1])
     assert step_after >= step
     bigger = evaluate({"model": model, "gpu": "h200-141gb", "context": str(context),
-                       "prefill-chunk": str(chunk + 1)}).result.timing
+                       "prefill-chunk": str(chunk + 1)}).timing
     if chunk < context:
         assert bigger.chunked_step_seconds >= t.chunked_step_seconds
 

@@ -97,7 +97,7 @@ def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
     from kvcalc.reports.memory_bar import memory_bar
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
                   "context": "32768", "batch": "4"})
-    bar = memory_bar(e.result, e.scenario)
+    bar = memory_bar(e, e.scenario)
     total = 85_520_809_984
     assert bar["reserved"] == total - int(total * 0.9) and bar["usable"] == int(total * 0.9)
     assert bar["free"] == bar["usable"] - bar["weights"] - bar["kv"] - bar["overhead"]
@@ -105,7 +105,7 @@ def test_memory_bar_keeps_back_what_the_utilization_cap_reserves():
     assert bar["fits"] and bar["over"] == 0
     over = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "memory-utilization": "0.9",
                      "context": "131072", "batch": "8"})
-    bar = memory_bar(over.result, over.scenario)
+    bar = memory_bar(over, over.scenario)
     assert not bar["fits"] and bar["over"] == bar["weights"] + bar["kv"] - bar["usable"] > 0
 
 
@@ -123,11 +123,11 @@ def test_words_a_user_can_act_on():
     assert e.errors[0].message == "must be at least 1, got '-5'"
     # No paging is "off" in JSON, CSV, Markdown and the comparison, never "Block size 1".
     e = evaluate({"model": "meta-llama/Llama-3.1-8B"})
-    data = to_json(e.scenario, e.result)
+    data = to_json(e.scenario, e)
     assert data["block_size"] == "off"
-    assert "block_size,off" in export(e.scenario, e.result, "csv")
-    assert "| block_size | off |" in export(e.scenario, e.result, "markdown")
+    assert "block_size,off" in export(e.scenario, e, "csv")
+    assert "| block_size | off |" in export(e.scenario, e, "markdown")
     row = next(r for r in compare_table([data]) if r["key"] == "block_size")
     assert row["values"] == ["off"]
     paged = evaluate({"model": "meta-llama/Llama-3.1-8B", "block-size": "16"})
-    assert to_json(paged.scenario, paged.result)["block_size"] == 16
+    assert to_json(paged.scenario, paged)["block_size"] == 16

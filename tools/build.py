@@ -118,7 +118,7 @@ def default_view(text: str) -> dict:
     evaluation = evaluate(form_values(parser.values))
     if not evaluation.ok:
         sys.exit(f"the page's default inputs do not compute: {evaluation.errors}")
-    return page_texts(evaluation.scenario, evaluation.result, "gib")
+    return page_texts(evaluation.scenario, evaluation, "gib")
 
 
 def prerender(text: str) -> str:

@@ -274,14 +274,14 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
         empty = log_flow.no_cache(reading)
         if empty is not None and "kv-memory-gib" not in raw:
             raise InputError("from-log", empty)     # its engine refused to start: no estimate stands in
-    if fmt == "log" and evaluation.result.engine is None:
+    if fmt == "log" and evaluation.engine is None:
         raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
-    if fmt == "log" and not evaluation.result.engine.log:
+    if fmt == "log" and not evaluation.engine.log:
         raise InputError("format", "the engine's start-up lines need its KV memory: give a GPU and the "
                                    "weights, or --kv-memory-gib")
     command = None
     if engine is not None:
-        command = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
+        command = launch(evaluation.scenario, engine, sized_as(evaluation, engine))
         if command.command is None:
             raise InputError("launch", command.notes[0])
     if any(name in evaluation.values for name in plan.PLAN_INPUTS):
@@ -336,10 +336,10 @@ def _what_you_need(evaluation) -> tuple[str | None, str | None]:
     measured KV memory gets plan_report.withheld's clause instead, the plan answering another
     question; a context past the model's limit gets neither (no deployment helps)."""
     values = evaluation.values
-    judged = verdict(evaluation.scenario, evaluation.result)
+    judged = verdict(evaluation.scenario, evaluation)
     if judged.fits is not False or "context" in judged.reasons:
         return None, None
-    why = withheld(evaluation.scenario, evaluation.result, str(values.get("unit", "gib")).lower())
+    why = withheld(evaluation.scenario, evaluation, str(values.get("unit", "gib")).lower())
     if why is not None or "gpu" not in values:
         return None, why
     try:
@@ -374,7 +374,7 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
             text = f"{first}\n{' ' * indent}{line}\n{rest}"
         return text + "\n", []
     if fmt == "json":
-        data = to_json(evaluation.scenario, evaluation.result, unit)
+        data = to_json(evaluation.scenario, evaluation, unit)
         best, why = _what_you_need(evaluation)
         if best is not None:
             data["plan_best"] = best
@@ -382,8 +382,8 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
             data["plan_best_withheld"] = why
         return json.dumps(data, indent=2) + "\n", []
     if fmt == "log":
-        return "".join(line + "\n" for line in evaluation.result.engine.log), []
-    return export(evaluation.scenario, evaluation.result, fmt, unit), []
+        return "".join(line + "\n" for line in evaluation.engine.log), []
+    return export(evaluation.scenario, evaluation, fmt, unit), []
 
 
 def _refuse(e: InputError, stderr) -> int:

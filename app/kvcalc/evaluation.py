@@ -8,23 +8,55 @@ from fractions import Fraction
 
 from . import engines, parallel
 from .serving import NONE as NO_SERVING, for_engine
+from .engines.result import EngineResult
 from .errors import InputError
 from .inputs.options import MODEL_INPUTS, parse_options
 from .inputs.scenario import Scenario, build_scenario
 from .sizing import Result, compute
-from .serving.timing import compute_precision, time_bounds
+from .serving.timing import Timing, compute_precision, time_bounds
 
 
 @dataclass(frozen=True)
 class Evaluation:
+    """One evaluation's answers side by side: the exact ideal (sizing's Result), the chosen
+    engine's (None without one) and the time bounds (None, with the reason, where there are none)."""
     values: dict
     errors: tuple[InputError, ...]
     scenario: Scenario | None = None
-    result: Result | None = None
+    result: Result | None = None            # the exact ideal
+    engine: EngineResult | None = None      # the chosen engine's answer
+    timing: Timing | None = None            # the time bounds, where the GPU's peaks are known
+    timing_missing: str | None = None       # why there are none, in words
 
     @property
     def ok(self) -> bool:
         return self.result is not None and not self.errors
+
+    @property
+    def capacity(self) -> int | None:
+        """The requests that fit as the chosen rules size them: the engine's (0 when it refuses,
+        None when it cannot tell) when one was chosen, else the exact ideal's max_concurrency."""
+        engine = self.engine
+        if engine is None:
+            return self.result.max_concurrency
+        # An engine prints one data-parallel rank's concurrency: each rank holds as many whole requests.
+        return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency) * self.result.dp
+
+    # The figures below follow the chosen engine as `capacity` does, so every section shows one
+    # set: the exact ideal's own stay in the result's fields of the same names.
+    @property
+    def context_limit(self) -> tuple[int | None, str | None]:
+        """(longest context for the batch, what limits it) as the chosen rules size it."""
+        engine = self.engine
+        if engine is None:
+            return self.result.max_context, self.result.max_context_limited_by
+        return engine.max_context, engine.max_context_limited_by
+
+    @property
+    def budget_bytes_per_gpu(self) -> int | None:
+        """The KV memory per GPU: the engine's when one was chosen, else memory x utilization -
+        weights - overhead."""
+        return self.result.kv_budget_bytes_per_gpu if self.engine is None else self.engine.kv_budget_bytes_per_gpu
 
 
 def evaluate(raw: dict, searches: bool = True) -> Evaluation:
@@ -69,13 +101,13 @@ def carry_on(begun: Evaluation, searches: bool = True) -> Evaluation:
         return begun
     values, scenario, result = begun.values, begun.scenario, begun.result
     try:
-        if scenario.settings.engine:
-            result = _with_engine(scenario, result, searches)
-        result = _with_timing(scenario, result)
-        check_figures(result)
+        engine = _engine_answer(scenario, result, searches) if scenario.settings.engine else None
+        timing, missing = _time_bounds(scenario, result, engine)
+        evaluation = Evaluation(values, (), scenario, result, engine, timing, missing)
+        check_figures(evaluation)
     except Exception as e:      # noqa: BLE001 - the one boundary: no input may end in a traceback
         return refused(values, e)
-    return Evaluation(values, (), scenario, result)
+    return evaluation
 
 
 def refused(values: dict, error: Exception) -> Evaluation:
@@ -99,10 +131,13 @@ def unexpected(error: BaseException, values: dict) -> InputError:
                              f"{': ' + detail if detail else ''}); no figures rather than wrong ones")
 
 
-def check_figures(result: Result) -> None:
-    """Refuse a result with a negative or non-finite figure: no valid input gives one, so one
-    seen here is a value that slipped past validation, and showing it would be a lie."""
-    for name, value in _figures(result):
+def check_figures(evaluation: Evaluation) -> None:
+    """Refuse an answer with a negative or non-finite figure (the ideal's, the engine's, the time
+    bounds'): no valid input gives one, so one seen here is a value that slipped past
+    validation, and showing it would be a lie."""
+    answers = ((evaluation.result, ""), (evaluation.engine, "engine."), (evaluation.timing, "timing."))
+    for name, value in (figure for answer, prefix in answers if answer is not None
+                        for figure in _figures(answer, prefix)):
         if isinstance(value, bool) or value is None:
             continue
         if isinstance(value, float) and not math.isfinite(value):
@@ -141,21 +176,22 @@ _SCALAR_TYPES = frozenset({int, float, bool, str, Fraction, int | None, float | 
                            Fraction | None})
 
 
-def _with_engine(scenario: Scenario, result: Result, searches: bool = True) -> Result:
-    """The result with the engine's figures beside the exact ideal's, its longest context too."""
+def _engine_answer(scenario: Scenario, result: Result, searches: bool = True) -> EngineResult:
+    """The engine's figures for the inputs the exact ideal sized, its longest context too."""
     out = engines.size(scenario, result)
     if not searches:
-        return replace(result, engine=out)
+        return out
     longest, limited_by = engines.longest_context(scenario, out)
-    return replace(result, engine=replace(out, max_context=longest, max_context_limited_by=limited_by))
+    return replace(out, max_context=longest, max_context_limited_by=limited_by)
 
 
-def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
+def sized_as(evaluation: Evaluation, engine: str) -> Evaluation | None:
     """The same inputs sized by `engine`'s rules (its newest release unless the inputs name one
     for it), for a section that speaks for that engine whatever is chosen: its launch command.
     None where that engine refuses these inputs."""
-    if result.engine is not None and result.engine.engine == engine:
-        return result
+    if evaluation.engine is not None and evaluation.engine.engine == engine:
+        return evaluation
+    scenario, result = evaluation.scenario, evaluation.result
     # The release given and a KV memory read from a log belong to the engine sized as; another
     # engine takes its newest release and sizes its own memory.
     other = replace(scenario, settings=replace(scenario.settings, engine=engine, release=None, release_given=False,
@@ -167,13 +203,13 @@ def sized_as(scenario: Scenario, result: Result, engine: str) -> Result | None:
             serving, model, dep = for_engine(scenario.serving, scenario.deployment, engine)
             other = replace(other, model=model, deployment=dep, serving=serving)
             result = replace(result, weights_bytes_per_gpu=parallel.weights_bytes_per_gpu(scenario.serving.target, dep))
-        return replace(result, engine=engines.size(other, result))
+        return replace(evaluation, result=result, engine=engines.size(other, result))
     except InputError:
         return None
 
 
-def _with_timing(scenario: Scenario, result: Result) -> Result:
-    """The result with its time bounds, or the reason there are none."""
+def _time_bounds(scenario: Scenario, result: Result, engine: EngineResult | None) -> tuple[Timing | None, str | None]:
+    """(the time bounds, None), or (None, the reason there are none)."""
     work, dep, model, settings = scenario.workload, scenario.deployment, scenario.model, scenario.settings
     prompt = settings.prompt_tokens or work.context_tokens
     if prompt > work.context_tokens:
@@ -185,9 +221,9 @@ def _with_timing(scenario: Scenario, result: Result) -> Result:
                "the weights' size" if result.weights_bytes is None else
                "the parameter count" if not (model.params or model.active_params) else None)
     if missing:
-        return replace(result, timing_missing=f"time bounds need {missing}")
+        return None, f"time bounds need {missing}"
     chunk = settings.prefill_chunk
     if chunk is None:
         # The exact ideal prefills in the default engine's chunks (engines.DEFAULT's).
-        chunk = engines.default_prefill_chunk(result.engine.engine if result.engine else engines.DEFAULT, scenario)
-    return replace(result, timing=time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)))
+        chunk = engines.default_prefill_chunk(engine.engine if engine else engines.DEFAULT, scenario)
+    return time_bounds(scenario, result, prompt, chunk, dict(dep.peak_flops)), None

@@ -165,37 +165,10 @@ class Result:
     decode_step_seconds: Fraction | None
     tp: int
     pp: int
-    engine: object = None              # engines.EngineResult when an engine's rules were asked for
-    timing: object = None              # timing.Timing: time bounds, where the GPU's peaks are known
-    timing_missing: str | None = None  # why there are none, in words
     dp: int = 1                        # data-parallel ranks: the per-GPU figures are the busiest rank's
     rank_batch: int | None = None      # the requests the busiest rank serves, ceil(batch / dp)
-
-    @property
-    def capacity(self) -> int | None:
-        """The requests that fit as the chosen rules size them: the engine's (0 when it refuses,
-        None when it cannot tell) when one was chosen, else the exact ideal's max_concurrency."""
-        engine = self.engine
-        if engine is None:
-            return self.max_concurrency
-        # An engine prints one data-parallel rank's concurrency: each rank holds as many whole requests.
-        return None if engine.starts is None else 0 if not engine.starts else int(engine.max_concurrency) * self.dp
-
-    # The figures below follow the chosen engine as `capacity` does, so every section shows one
-    # set: the exact ideal's own stay in the fields of the same names.
-    @property
-    def context_limit(self) -> tuple[int | None, str | None]:
-        """(longest context for the batch, what limits it) as the chosen rules size it."""
-        engine = self.engine
-        if engine is None:
-            return self.max_context, self.max_context_limited_by
-        return engine.max_context, engine.max_context_limited_by
-
-    @property
-    def budget_bytes_per_gpu(self) -> int | None:
-        """The KV memory per GPU: the engine's when one was chosen, else memory x utilization -
-        weights - overhead."""
-        return self.kv_budget_bytes_per_gpu if self.engine is None else self.engine.kv_budget_bytes_per_gpu
+    # The exact ideal alone: an engine's answer and the time bounds stand beside it in
+    # evaluation.Evaluation, which also gives the figures that follow the chosen rules.
 
 
 def compute(model: Model, workload: Workload, deployment: Deployment, searches: bool = True) -> Result:

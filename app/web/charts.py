@@ -46,11 +46,12 @@ def _marks(lines: list, at: int, context: int, end) -> tuple:
     return (here, Mark(end, f"the model's limit: {_tokens(end)}")) if past else (here,)
 
 
-def render(scenario, u: str, result=None) -> None:
-    """`result` is the scenario's sizing (the engine's figures with it); the last computed one
-    when it is not passed."""
-    if result is None and state.computed is not None and state.computed[0] is scenario:
-        result = state.computed[1]
+def render(scenario, u: str, evaluation=None) -> None:
+    """`evaluation` is the scenario's (the exact ideal, the engine's figures beside it); the last
+    computed one when it is not passed."""
+    if evaluation is None and state.computed is not None and state.computed[0] is scenario:
+        evaluation = state.computed[1]
+    result = evaluation.result if evaluation is not None else None
     scale, unit_name = UNIT_SCALE[u]
     _now["unit"] = u
     contexts = context_points(scenario)

@@ -37,7 +37,7 @@ def unpin(event) -> bool:
 def _column(fragment: str):
     if fragment not in _columns:
         _, evaluation, dropped = link.load(fragment)
-        column = to_json(evaluation.scenario, evaluation.result) if evaluation.ok else \
+        column = to_json(evaluation.scenario, evaluation) if evaluation.ok else \
             "; ".join(f"{e.field}: {e.message}" for e in evaluation.errors)
         _columns[fragment] = (column, "; ".join(f"{key}: {why}" for key, why in dropped))
     return _columns[fragment]

@@ -42,14 +42,15 @@ def _update() -> None:
     if problems:
         return
     u = state.unit = form.unit()
-    scenario, result = state.computed = evaluation.scenario, evaluation.result
+    scenario = evaluation.scenario
+    state.computed = (scenario, evaluation)
     state.evaluation = evaluation
-    texts = page_texts(scenario, result, u)
+    texts = page_texts(scenario, evaluation, u)
     results.render(texts)
     engine_view.render(texts["engine"])
-    charts.render(scenario, u, result)
-    timing_view.render(texts, scenario, result, texts["data"]["fits"])
-    results.render_bar(result, scenario, u)
+    charts.render(scenario, u, evaluation)
+    timing_view.render(texts, scenario, evaluation, texts["data"]["fits"])
+    results.render_bar(evaluation, scenario, u)
     serving_view.render(texts["data"], u)
     state.current = texts["data"]
     if not state.valid_once:
@@ -138,12 +139,12 @@ def finish_now() -> None:
 def _rows(selector: str, rows) -> None:
     shown = []
     for row in rows:
-        r = row.result
+        e = row.evaluation
         cells = [row.label + (" (current)" if row.current else ""), row.detail]
-        if r is None:
+        if e is None:
             cells += [f"n/a: {row.refused}", "", ""]
         else:
-            cells += [f"{r.kv_bytes_per_token:,} B", size(r.kv_bytes_per_request, state.unit),
-                      "n/a" if r.capacity is None else f"{r.capacity:,}"]
+            cells += [f"{e.result.kv_bytes_per_token:,} B", size(e.result.kv_bytes_per_request, state.unit),
+                      "n/a" if e.capacity is None else f"{e.capacity:,}"]
         shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
     view(selector).show(shown)

@@ -167,7 +167,7 @@ def _hint() -> None:
         return
     evaluation = state.evaluation
     why = None if evaluation is None or evaluation.result is None else \
-        withheld(evaluation.scenario, evaluation.result, str(evaluation.values.get("unit", "gib")).lower())
+        withheld(evaluation.scenario, evaluation, str(evaluation.values.get("unit", "gib")).lower())
     if why is not None:             # a measured KV memory: the plan answers another question
         put("#plan-best-text", f"What you need is not sized here: {why}.")
         put("#plan-best", False, "hidden")

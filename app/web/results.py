@@ -35,8 +35,8 @@ BAR_PARTS = ("weights", "draft", "lora", "encoder", "kv", "overhead", "free", "r
 BESIDE = ("draft", "lora", "encoder")
 
 
-def render_bar(result, scenario, u: str) -> None:
-    bar = memory_bar(result, scenario)
+def render_bar(evaluation, scenario, u: str) -> None:
+    bar = memory_bar(evaluation, scenario)
     shown = {key: max(0, bar.get(key) or 0) for key in BAR_PARTS}
     # Over the cap, the bar is drawn to what was asked for, so the overflow shows past the line.
     whole = max(bar["total"] or 0, sum(shown.values())) or 1

@@ -9,8 +9,8 @@ from web.dom import lines_of, put, view
 CELLS = ("name", "source", "here", "effect")
 
 
-def render(scenario, result, unit: str) -> None:
-    words = texts(source_formula(scenario, result), unit)
+def render(scenario, evaluation, unit: str) -> None:
+    words = texts(source_formula(scenario, evaluation), unit)
     view("#source-lines", item_tag="li").show(lines_of(words["formula"]))
     put("#source-summary", words["summary"])
     view("#source-table tbody").show([

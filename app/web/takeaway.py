@@ -18,10 +18,10 @@ SUFFIX = {"csv": "csv", "json": "json", "markdown": "md"}
 _export = [""]
 
 
-def render_launch(scenario, result) -> None:
+def render_launch(scenario, evaluation) -> None:
     for engine in ENGINES:
         # Each command is sized by its own engine, whichever the page is sized as.
-        command = launch(scenario, engine, sized_as(scenario, result, engine))
+        command = launch(scenario, engine, sized_as(evaluation, engine))
         box = f"[id='launch-{engine}']"
         put(f"{box} pre", command.command or "")
         put(f"{box} button", command.command is None, "disabled")
@@ -29,8 +29,8 @@ def render_launch(scenario, result) -> None:
 
 
 def render_export() -> None:
-    scenario, result = state.computed
-    _export[0] = export(scenario, result, el("#export-format").value, state.unit)
+    scenario, evaluation = state.computed
+    _export[0] = export(scenario, evaluation, el("#export-format").value, state.unit)
     put("#export-text", _export[0])
 
 

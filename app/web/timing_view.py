@@ -28,14 +28,14 @@ def _speed_value(kind: str, v) -> str:
     return "–" if v is None else f"{float(v):,.1f} tokens/s"
 
 
-def render(texts: dict, scenario, result, fits) -> None:
+def render(texts: dict, scenario, evaluation, fits) -> None:
     for key, text in texts["time_live"].items():
         put(f'[data-live="{key}"]', text)
-    timing = result.timing
+    timing = evaluation.timing
     shown = timing is not None and fits is not False
     put("#timing-missing", "" if shown else
         "Not given: the configuration does not fit." if timing is not None else
-        f"Not given: {result.timing_missing}.")
+        f"Not given: {evaluation.timing_missing}.")
     put("#timing-body", not shown, "hidden")
     if not shown:
         return
@@ -45,7 +45,7 @@ def render(texts: dict, scenario, result, fits) -> None:
                              Line("this decode step", "flops", roof["decode"], "decode", "dot"),
                              Line("this prefill", "flops", roof["prefill"], "prefill", "dot")],
          TERA, _intensity, _flops_value, x_log=10)
-    series = decode_series(scenario, result, timing)
+    series = decode_series(scenario, evaluation, timing)
     batches, chosen = series["batches"], series["chosen"]
     at = batches.index(chosen)
     lines = [Line("in total", "speed", series["total"], "total"),

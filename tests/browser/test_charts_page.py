@@ -89,13 +89,13 @@ def test_the_current_design_precision_and_context_are_marked(page, site):
     assert gqa[at] == evaluation.result.kv_bytes_per_gpu
     (here,) = marks(page, "chart-concurrency")
     headline = int(metrics(page)["max_concurrency"])
-    assert here["x"] == 32768 and [d["y"] for d in here["dots"]] == [headline] and headline == evaluation.result.capacity
+    assert here["x"] == 32768 and [d["y"] for d in here["dots"]] == [headline] and headline == evaluation.capacity
 
 
 def test_the_decode_chart_marks_the_chosen_batch_and_the_compute_ceiling(page, site):
     open_page(page, site + LLAMA)
     evaluation = evaluation_of(page)
-    expected = decode_series(evaluation.scenario, evaluation.result, evaluation.result.timing)
+    expected = decode_series(evaluation.scenario, evaluation, evaluation.timing)
     lines = series(page, "chart-batch")
     assert [s["label"] for s in lines] == ["in total", "per request", "compute ceiling"]
     total, per_request, ceiling = exact(page, "chart-batch")
@@ -104,7 +104,7 @@ def test_the_decode_chart_marks_the_chosen_batch_and_the_compute_ceiling(page, s
     assert chosen["x"] == 8 and chosen["text"] == "chosen: batch 8"
     assert [d["y"] for d in chosen["dots"]] == [total[at], per_request[at]]
     # The ceiling: tp x peak FLOP/s / a token's FLOPs, the figures the CLI gives.
-    timing = evaluation.result.timing
+    timing = evaluation.timing
     code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "32768",
                          "--batch", "8", "--kv-dtype", "fp8", "--json")
     assert code == 0, err

@@ -12,7 +12,7 @@ LLAMA_H100 = "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&memory-utilizatio
 def engine_json(page) -> dict:
     evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
     assert evaluation.ok and not ignored
-    return to_json(evaluation.scenario, evaluation.result)
+    return to_json(evaluation.scenario, evaluation)
 
 
 def test_choosing_vllm_shows_what_it_will_print(page, site):

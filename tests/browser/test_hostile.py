@@ -96,7 +96,7 @@ def test_extremes_stay_exact_and_readable(page, site):
     open_page(page, site + "#" + fragment)
     shown = metrics(page)
     evaluation, ignored = evaluate_link(fragment)
-    expected = to_json(evaluation.scenario, evaluation.result)
+    expected = to_json(evaluation.scenario, evaluation)
     assert ignored == []
     assert shown["kv_bytes_total"] == str(516_096 * 10_000_000 * 1_000_000) == str(expected["kv_bytes_total"])
     text = page.inner_text('[data-metric="kv_bytes_total"]')

@@ -21,7 +21,7 @@ def cli_json(*args) -> dict:
 def page_json(page) -> dict:
     evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
     assert evaluation.ok and not ignored
-    return to_json(evaluation.scenario, evaluation.result)
+    return to_json(evaluation.scenario, evaluation)
 
 
 def test_a_fresh_page_shows_what_vllm_will_print(page, site):

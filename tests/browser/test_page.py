@@ -17,7 +17,7 @@ INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "
 def engine_for(url: str) -> dict:
     evaluation, ignored = evaluate_link(url.partition("#")[2])
     assert evaluation.ok and not ignored
-    return to_json(evaluation.scenario, evaluation.result)
+    return to_json(evaluation.scenario, evaluation)
 
 
 def assert_matches_engine(page):

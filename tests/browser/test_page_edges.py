@@ -11,7 +11,7 @@ INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "
 def same_as_cli(page, fragment=None):
     evaluation, _ = evaluate_link((fragment or url_of(page)).partition("#")[2] if "#" in (fragment or url_of(page)) else "")
     assert evaluation.ok, evaluation.errors
-    expected = to_json(evaluation.scenario, evaluation.result)
+    expected = to_json(evaluation.scenario, evaluation)
     shown = metrics(page)
     for key in INT_METRICS:
         assert shown[key] == ("" if expected[key] is None else str(expected[key])), key

@@ -71,9 +71,9 @@ def test_the_table_is_the_engines_plan_and_a_row_chosen_is_the_single_view(page,
     assert page.input_value("#pp") == str(row.layout.pp) and page.input_value("#tp") == ""
     shown = metrics(page)
     evaluation, _ = evaluate_link(unquote(url_of(page).split("#", 1)[1]))
-    assert evaluation.result.capacity == row.max_concurrency
-    assert shown["max_concurrency"] == str(to_json(evaluation.scenario, evaluation.result)["max_concurrency"])
-    assert to_json(evaluation.scenario, evaluation.result)["max_context"] == row.max_context_tokens
+    assert evaluation.capacity == row.max_concurrency
+    assert shown["max_concurrency"] == str(to_json(evaluation.scenario, evaluation)["max_concurrency"])
+    assert to_json(evaluation.scenario, evaluation)["max_context"] == row.max_context_tokens
     assert page.get_attribute("[data-metric=verdict]", "data-value") == "true"
     # The applied row is marked as the inputs on screen; the plan itself is unchanged.
     assert page.eval_on_selector_all(f"{ROWS}.current", "rows => rows.map(r => r.dataset.row)") == [str(index)]

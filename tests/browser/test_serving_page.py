@@ -31,7 +31,7 @@ def engine_answer(page):
     """The engine's answer (to_json, the memory bar) for the page's own link, evaluated here."""
     evaluation, ignored = evaluate_link(unquote(url_of(page).split("#", 1)[1]))
     assert evaluation.ok and not ignored, (evaluation.errors, ignored)
-    return to_json(evaluation.scenario, evaluation.result), memory_bar(evaluation.result, evaluation.scenario)
+    return to_json(evaluation.scenario, evaluation), memory_bar(evaluation, evaluation.scenario)
 
 
 def in_page(page, lines: list) -> list:

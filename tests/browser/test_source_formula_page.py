@@ -14,7 +14,7 @@ DEEPSEEK_TP8 = "#model=deepseek-ai/DeepSeek-V3&gpu=h200-141gb&gpus=8&tp=8"
 def expected(page, unit: str = "gib") -> dict:
     evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
     assert evaluation.ok and not ignored
-    return texts(source_formula(evaluation.scenario, evaluation.result), unit)
+    return texts(source_formula(evaluation.scenario, evaluation), unit)
 
 
 def shown_rows(page) -> list:

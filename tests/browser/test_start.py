@@ -66,7 +66,7 @@ def test_reload_after_a_failed_start(page, site):
 def _evaluated(fragment: str):
     evaluation, ignored = evaluate_link(fragment.lstrip("#"))
     assert evaluation.ok and not ignored
-    return evaluation.scenario, evaluation.result
+    return evaluation.scenario, evaluation
 
 
 def test_python_failing_to_start_is_the_same_failed_state(page, site):

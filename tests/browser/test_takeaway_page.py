@@ -100,7 +100,7 @@ def test_launch_commands_match_the_engine(page, site):
         evaluation = scenario_of(url_of(page))
         for engine in ("vllm", "sglang", "llama.cpp"):
             # Each command is sized by its own engine, whichever the page is sized as.
-            expected = launch(evaluation.scenario, engine, sized_as(evaluation.scenario, evaluation.result, engine))
+            expected = launch(evaluation.scenario, engine, sized_as(evaluation, engine))
             box = page.locator(f"[id='launch-{engine}']")
             assert box.locator("pre").inner_text() == (expected.command or "")
             assert box.locator(".notes li").all_inner_texts() == list(expected.notes)

@@ -12,7 +12,7 @@ from pagekit import metrics, open_page, url_of
 def cli_json(page) -> dict:
     evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
     assert evaluation.ok and not ignored
-    return to_json(evaluation.scenario, evaluation.result)
+    return to_json(evaluation.scenario, evaluation)
 
 
 def test_time_figures_and_charts_match_the_engine(page, site):

@@ -123,8 +123,7 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
     """(what, the log printed, these inputs give, the log's line) for each figure that differs by
     more than the log's rounding: its KV memory to 2 decimals (SGLang's K + V to twice that), the
     token counts that rounding allows (`kv_tokens_range`), its concurrency to 2 decimals."""
-    result = evaluation.result if evaluation is not None and evaluation.ok else None
-    engine = result.engine if result is not None else None
+    engine = evaluation.engine if evaluation is not None and evaluation.ok else None
     if engine is None or engine.engine != reading.engine:
         return []
     half = engines.member(engines.REGISTRY.get(reading.engine), "KV_MEMORY_HALF_WIDTH")

@@ -201,7 +201,7 @@ COMPARED = (("KV cache tokens", "kv_tokens", "kv_tokens"),
 def comparison(reading: Reading, evaluation) -> list[tuple[str, str, str, int]]:
     """(label, what the log printed, what the inputs on screen give, the log's line) for each
     figure both have: equal while the inputs are the log's, a what-if's answer after an edit."""
-    engine = evaluation.result.engine if evaluation is not None and evaluation.ok else None
+    engine = evaluation.engine if evaluation is not None and evaluation.ok else None
     rows = []
     for label, name, ours_name in COMPARED:
         printed = reading.printed.get(name)

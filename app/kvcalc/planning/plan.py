@@ -468,7 +468,7 @@ def _fallback(ask: Ask, values: dict, model, counts: list, memory: int, tried: l
 
 def _closeness(probe: "_Probe") -> tuple:
     evaluation = probe.evaluation
-    budget = evaluation.result.budget_bytes_per_gpu if evaluation is not None and evaluation.ok else None
+    budget = evaluation.budget_bytes_per_gpu if evaluation is not None and evaluation.ok else None
     return probe.holds, -1 << 80 if budget is None else budget, probe.values["gpus"]
 
 
@@ -493,7 +493,7 @@ class _Probe:
         evaluation = self.evaluation
         if evaluation is None:
             return -1 if self.held is None else self.held
-        return (evaluation.result.capacity or 0) if evaluation.ok else -1
+        return (evaluation.capacity or 0) if evaluation.ok else -1
 
 
 def _screen_bytes(begun: Evaluation, engine: str | None) -> int | None:
@@ -572,7 +572,7 @@ def _quick(ask: Ask, values: dict, memory: int, screen: bool, timed: bool = Fals
         engine = engines.answer(begun.scenario, begun.result)
     except Exception as e:      # noqa: BLE001 - as evaluate: a fault is a refusal, the row says which
         return refused(begun.values, e)
-    return Evaluation(begun.values, (), begun.scenario, replace(begun.result, engine=engine))
+    return replace(begun, engine=engine)
 
 
 _LAYOUT_KEYS = ("gpus", "tp", "pp", "dp", "ep", "batch")
@@ -607,7 +607,7 @@ def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
         needed = _ceil(ask.rate * (ttft + ask.output_tokens * step))
         if needed <= batch:
             return _Probe(row_values, evaluation, True, _fits(evaluation))
-        capacity = evaluation.result.capacity
+        capacity = evaluation.capacity
         if capacity is not None and needed > capacity:
             # More requests in flight than fit: the rate is past what it serves.
             return _Probe(dict(values, batch=needed), None, rate_met=False, held=capacity)
@@ -618,7 +618,7 @@ def _probe(ask: Ask, values: dict, memory: int, screen: bool = True) -> _Probe:
 def _fits(evaluation: Evaluation) -> bool:
     if not evaluation.ok:
         return False
-    return bool(verdict(evaluation.scenario, evaluation.result).fits)
+    return bool(verdict(evaluation.scenario, evaluation).fits)
 
 
 def _row(ask: Ask, probe: _Probe) -> Row:
@@ -637,15 +637,15 @@ def _row(ask: Ask, probe: _Probe) -> Row:
         return Row(gpu.id, gpu.name, layout, values.get("kv-dtype", ""), values.get("weights-dtype"), False, None,
                    None, _refusal_limit(error), f"{error.field}: {error.message}", batch, None, hourly,
                    _shown(values))
-    scenario, result = evaluation.scenario, evaluation.result
-    judged = verdict(scenario, result)
+    scenario = evaluation.scenario
+    judged = verdict(scenario, evaluation)
     fits = judged.fits and probe.rate_met
-    longest, limited_by = result.context_limit
-    if not probe.rate_met and (judged.fits or (result.capacity and set(judged.reasons) <= {"kv", "engine"})):
+    longest, limited_by = evaluation.context_limit
+    if not probe.rate_met and (judged.fits or (evaluation.capacity and set(judged.reasons) <= {"kv", "engine"})):
         # It holds requests, but not the many Little's law puts in flight at this rate.
-        limit, why = "rate", _rate_words(ask, batch, result)
+        limit, why = "rate", _rate_words(ask, batch, evaluation)
     elif judged.fits is False:
-        limit, why = _limit(judged.reasons, result), judged.sentence
+        limit, why = _limit(judged.reasons, evaluation), judged.sentence
     elif judged.fits is None:
         limit, why = "unknown", judged.sentence
     else:
@@ -653,12 +653,12 @@ def _row(ask: Ask, probe: _Probe) -> Row:
     step = _step_seconds(evaluation)
     tokens_per_s = Fraction(batch) / step if step and fits else None
     return Row(gpu.id, gpu.name, layout, scenario.workload.kv_precision.name,
-               scenario.settings.weights_dtype or scenario.model.weights_dtype, fits, result.capacity, longest, limit,
+               scenario.settings.weights_dtype or scenario.model.weights_dtype, fits, evaluation.capacity, longest, limit,
                why, batch, tokens_per_s, hourly, _shown(values), scenario.serving.added)
 
 
-def _rate_words(ask: Ask, batch: int, result) -> str:
-    capacity = result.capacity
+def _rate_words(ask: Ask, batch: int, evaluation: Evaluation) -> str:
+    capacity = evaluation.capacity
     if capacity is not None and batch > capacity:
         return (f"{batch:,} requests in flight at {_decimal(ask.rate)}/s (Little's law) are more than the "
                 f"{capacity:,} that fit")
@@ -681,12 +681,12 @@ def _refusal_limit(error: InputError) -> str:
     return error.field
 
 
-def _limit(reasons: tuple, result) -> str:
+def _limit(reasons: tuple, evaluation: Evaluation) -> str:
     if "context" in reasons:
         return "context"
     if "weights" in reasons:
         return "weights"
-    budget = result.budget_bytes_per_gpu
+    budget = evaluation.budget_bytes_per_gpu
     if "engine" in reasons and budget is not None and budget < 0:
         return "weights"
     return "kv"
@@ -699,13 +699,12 @@ def _shown(values: dict) -> dict:
 
 
 def _step_seconds(evaluation: Evaluation) -> Fraction | None:
-    result = evaluation.result
-    timing = result.timing
-    return timing.decode_step_seconds if timing else result.decode_step_seconds
+    timing = evaluation.timing
+    return timing.decode_step_seconds if timing else evaluation.result.decode_step_seconds
 
 
 def _ttft_seconds(evaluation: Evaluation) -> Fraction:
-    timing = evaluation.result.timing
+    timing = evaluation.timing
     return timing.ttft_seconds if timing else Fraction(0)
 
 
@@ -735,5 +734,5 @@ def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
         if not options:
             continue
         evaluation = _quick(ask, _with_layout(values, options[0]), _memory(gpu), False)
-        points.append((count, (evaluation.result.capacity or 0) if evaluation.ok else 0))
+        points.append((count, (evaluation.capacity or 0) if evaluation.ok else 0))
     return points

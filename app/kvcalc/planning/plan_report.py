@@ -119,12 +119,12 @@ def _wrap(text: str, width: int = 110) -> list[str]:
 MEASURED_BUDGETS = (BudgetSource.GIVEN_KV_MEMORY, BudgetSource.MEASURED)
 
 
-def withheld(scenario, result, unit: str = "gib") -> str | None:
+def withheld(scenario, evaluation, unit: str = "gib") -> str | None:
     """Why the plan does not size the verdict's question, in one clause, or None when it does:
     a verdict that rests on a measured KV memory (a log's, kv-memory-gib, measured-with), or on a
     contradiction between it and the inputs, is not the planner's estimate of each deployment,
     so no row of the plan may be named beside it as what it needs."""
-    engine = result.engine
+    engine = evaluation.engine
     if engine is None or engine.budget_source not in MEASURED_BUDGETS:
         return None
     estimates = f"the plan sizes from {title(engine.engine)}'s estimates"

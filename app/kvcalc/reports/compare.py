@@ -4,11 +4,12 @@ from dataclasses import dataclass, replace
 
 from .. import engines
 from ..errors import InputError
+from ..evaluation import Evaluation
 from ..experts import weight_parts
 from ..layers import FullAttention, MLAAttention, SlidingWindowAttention
 from ..inputs.scenario import Scenario
 from ..precision import PRECISIONS
-from ..sizing import Result, compute
+from ..sizing import compute
 
 # DeepSeek-V2/V3's latent: kv_lora_rank 512 + qk_rope_head_dim 64 (seed 000, engines.md).
 DEEPSEEK_LATENT = (512, 64)
@@ -19,14 +20,14 @@ TABLE_PRECISIONS = ("fp32", "bf16", "fp8", "int8", "q8_0", "q5_0", "nvfp4", "q4_
 class Row:
     label: str
     detail: str
-    result: Result | None
+    evaluation: Evaluation | None   # the row's exact ideal and its engine's answer side by side
     refused: str | None = None      # why this row has no numbers
     current: bool = False
 
 
 def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
     # Each row is a full computation, sized by the engine chosen as the headline is, so its
-    # requests are the engine's (Result.capacity); a design the deployment cannot split, or the
+    # requests are the engine's (Evaluation.capacity); a design the deployment cannot split, or the
     # engine cannot store, says why instead.
     variant = replace(scenario, model=model or scenario.model, workload=workload or scenario.workload)
     weights = scenario.deployment.weights_bytes
@@ -35,11 +36,11 @@ def _run(scenario: Scenario, model=None, workload=None, label="", detail="", cur
         variant.model.memo.setdefault(("weight parts", weights), weight_parts(scenario.model, weights))
     try:
         result = compute(variant.model, variant.workload, scenario.deployment, searches=False)
-        if scenario.settings.engine:
-            result = replace(result, engine=engines.answer(variant, result))
+        engine = engines.answer(variant, result) if scenario.settings.engine else None
     except InputError as e:
         return Row(label, detail, None, e.message, current)
-    return Row(label, detail, result, None, current)
+    # No inputs of its own were parsed (values empty): the row is the scenario's variant.
+    return Row(label, detail, Evaluation({}, (), variant, result, engine), None, current)
 
 
 def attention_variants(scenario: Scenario) -> list[Row]:

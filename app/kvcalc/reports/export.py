@@ -4,7 +4,7 @@ import json
 
 from ..inputs.scenario import Scenario
 from .report import size, to_json
-from ..sizing import Result
+from ..evaluation import Evaluation
 
 FORMATS = ("json", "csv", "markdown")
 
@@ -22,8 +22,8 @@ def _csv(text: str) -> str:
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text
 
 
-def export(scenario: Scenario, result: Result, fmt: str, unit: str = "gib") -> str:
-    data = to_json(scenario, result, unit)
+def export(scenario: Scenario, evaluation: Evaluation, fmt: str, unit: str = "gib") -> str:
+    data = to_json(scenario, evaluation, unit)
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     if fmt == "csv":

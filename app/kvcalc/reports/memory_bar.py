@@ -13,12 +13,12 @@ IDEAL_LABELS = {"weights": "Weights", "kv": "KV cache", "overhead": "Overhead", 
                 "reserved": "Kept back (1 − utilization)"}
 
 
-def memory_bar(result, scenario) -> dict:
+def memory_bar(evaluation, scenario) -> dict:
     """{total, usable, weights, draft, lora, encoder, kv, overhead, free, reserved, over, fits,
     labels} per GPU, bytes (None without a GPU). `over` is how far the parts pass the usable
     memory. What runs beside the model (a draft, LoRA slots, an encoder kept whole) has its own
     segments, carved out of the weights the engine loads with them."""
-    bar = _bar(result, scenario)
+    bar = _bar(evaluation, scenario)
     added = dict(scenario.serving.added)
     weights = bar["weights"]
     for part, label in WEIGHT_PARTS.items():
@@ -29,13 +29,14 @@ def memory_bar(result, scenario) -> dict:
     return bar
 
 
-def _bar(result, scenario) -> dict:
-    if result.engine is not None and result.engine.kv_budget_bytes_per_gpu is not None \
+def _bar(evaluation, scenario) -> dict:
+    result = evaluation.result
+    if evaluation.engine is not None and evaluation.engine.kv_budget_bytes_per_gpu is not None \
             and result.gpu_memory_bytes is not None:
-        return _engine_bar(result, scenario)
+        return _engine_bar(evaluation, scenario)
     total = result.gpu_memory_bytes
-    overhead = scenario.deployment.overhead_bytes if result.engine is None else \
-        result.engine.overhead_bytes_per_gpu or 0
+    overhead = scenario.deployment.overhead_bytes if evaluation.engine is None else \
+        evaluation.engine.overhead_bytes_per_gpu or 0
     parts = {"weights": result.weights_bytes_per_gpu or 0, "kv": result.kv_bytes_per_gpu, "overhead": overhead}
     used = sum(parts.values())
     usable = None if total is None else int(total * scenario.deployment.memory_utilization)
@@ -46,8 +47,9 @@ def _bar(result, scenario) -> dict:
             "labels": dict(IDEAL_LABELS)}
 
 
-def _engine_bar(result, scenario) -> dict:
-    engine, work = result.engine, scenario.workload
+def _engine_bar(evaluation, scenario) -> dict:
+    result = evaluation.result
+    engine, work = evaluation.engine, scenario.workload
     module = REGISTRY[engine.engine]
     name = module.TITLE
     total = result.gpu_memory_bytes
@@ -61,7 +63,7 @@ def _engine_bar(result, scenario) -> dict:
     # Requests past what a started engine holds wait their turn; one that does not start is drawn
     # with what was asked for, so the overflow shows past the line.
     in_use = min(asked, pool) if engine.starts else asked
-    usable = usable_bytes_per_gpu(result)
+    usable = usable_bytes_per_gpu(evaluation)
     whole = module.ALLOCATES_WHOLE_BUDGET
     labels = {"weights": "Weights", "kv": "KV cache in use by the requests" if whole else "KV cache",
               "free": f"KV pool not in use ({name} allocates it whole at start-up)" if whole else "Free"}

@@ -10,7 +10,7 @@ from . import source_formula
 from ..evaluation import Evaluation
 from ..parallel import summary_words as parallel_words
 from ..inputs.scenario import Scenario
-from ..sizing import Result, cache_bytes, generation_work
+from ..sizing import cache_bytes, generation_work
 from .time_report import decode_bound_line, timing_json, timing_lines, timing_texts
 from .verdict import kv_memory_contradiction, verdict
 from ..words import both, plural, rate, size
@@ -20,19 +20,20 @@ JSON_INT_KEYS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total",
                  "weights_bytes", "weights_bytes_per_gpu", "gpu_memory_bytes", "usable_bytes_per_gpu",
                  "kv_budget_bytes_per_gpu", "max_concurrency", "max_context", "kv_equals_weights_context")
 
-def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
+def to_json(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") -> dict:
+    result = evaluation.result
     out = {key: getattr(result, key) for key in JSON_INT_KEYS}
     # One set of figures: with an engine chosen, what fits is as it sizes it; the exact ideal's
     # own figures stay under exact_ideal.
-    out["max_concurrency"] = result.capacity
-    out["max_context"], limited_by = result.context_limit
-    if kv_memory_contradiction(scenario, result) is not None:
+    out["max_concurrency"] = evaluation.capacity
+    out["max_context"], limited_by = evaluation.context_limit
+    if kv_memory_contradiction(scenario, evaluation) is not None:
         # A KV memory the card cannot hold beside the weights: what it would give is no answer.
         out["max_concurrency"] = out["max_context"] = limited_by = None
-    out["kv_budget_bytes_per_gpu"] = result.budget_bytes_per_gpu
-    out["usable_bytes_per_gpu"] = usable_bytes_per_gpu(result)
-    judged = verdict(scenario, result, unit)
-    timing = result.timing
+    out["kv_budget_bytes_per_gpu"] = evaluation.budget_bytes_per_gpu
+    out["usable_bytes_per_gpu"] = usable_bytes_per_gpu(evaluation)
+    judged = verdict(scenario, evaluation, unit)
+    timing = evaluation.timing
     # A decode speed only means something for a deployment that fits.
     step = None if judged.fits is False else timing.decode_step_seconds if timing else result.decode_step_seconds
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
@@ -53,7 +54,7 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         # Under SGLang's DP attention tp is its --tp-size (every GPU of a stage), as typed.
         **({"tp": dep.tp * dep.dp, "dp": dep.dp, "attention_tp": dep.tp, "dp_attention": True}
            if dep.dp_attention else {}),
-        "memory_utilization": _utilization_in_force(scenario, result),
+        "memory_utilization": _utilization_in_force(scenario, evaluation),
         "overhead_bytes_per_gpu": dep.overhead_bytes,
         "max_context_limited_by": limited_by,
         "decode_step_seconds": None if step is None else float(step),
@@ -61,18 +62,18 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
         "decode_tokens_per_s_total": None if step is None else float(work.batch / step),
         "warnings": list(scenario.warnings),
     })
-    out.update(timing_json(timing if judged.fits is not False else None, result.timing_missing
+    out.update(timing_json(timing if judged.fits is not False else None, evaluation.timing_missing
                            or ("the configuration does not fit" if timing else None)))
-    out.update(engine_json(result.engine))
-    out["engine_version"] = None if scenario.settings.release is None or result.engine is None else \
+    out.update(engine_json(evaluation.engine))
+    out["engine_version"] = None if scenario.settings.release is None or evaluation.engine is None else \
         str(scenario.settings.release)
-    out["sized_as"] = "exact ideal" if result.engine is None else \
-        " ".join(filter(None, (engines.title(result.engine.engine), out["engine_version"])))
-    if result.engine is not None and result.engine.overhead_bytes_per_gpu is not None:
-        out["overhead_bytes_per_gpu"] = result.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
-    out["source_formula"] = source_formula.json_of(scenario, result)
-    out.update(serving_figures(scenario, result))
-    out["exact_ideal"] = None if result.engine is None else {
+    out["sized_as"] = "exact ideal" if evaluation.engine is None else \
+        " ".join(filter(None, (engines.title(evaluation.engine.engine), out["engine_version"])))
+    if evaluation.engine is not None and evaluation.engine.overhead_bytes_per_gpu is not None:
+        out["overhead_bytes_per_gpu"] = evaluation.engine.overhead_bytes_per_gpu   # the engine's, estimated or given
+    out["source_formula"] = source_formula.json_of(scenario, evaluation)
+    out.update(serving_figures(scenario, evaluation))
+    out["exact_ideal"] = None if evaluation.engine is None else {
         "max_concurrency": result.max_concurrency, "max_context": result.max_context,
         "max_context_limited_by": result.max_context_limited_by,
         "kv_budget_bytes_per_gpu": result.kv_budget_bytes_per_gpu, "usable_bytes_per_gpu": result.usable_bytes_per_gpu,
@@ -80,21 +81,22 @@ def to_json(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     return out
 
 
-def _utilization_in_force(scenario: Scenario, result: Result):
+def _utilization_in_force(scenario: Scenario, evaluation: Evaluation):
     """The memory utilization the sizing in force applied: the one given to the exact ideal, the
     engine's (given, or its own default: vLLM 0.33.0's 0.92, SGLang's derived fraction); null
     where a KV memory from a log stands in for it."""
-    if result.engine is None:
+    if evaluation.engine is None:
         return _plain(scenario.deployment.memory_utilization)
-    share = engines.memory_utilization(scenario, result.engine)
+    share = engines.memory_utilization(scenario, evaluation.engine)
     return None if share is None else _plain(share)
 
 
-def usable_bytes_per_gpu(result: Result) -> int | None:
+def usable_bytes_per_gpu(evaluation: Evaluation) -> int | None:
     """The memory the sizing in force may use per GPU: the engine's (its utilization of the total
     PyTorch reports, or SGLang's static fraction) when its overhead is known, else memory x
     utilization. None where an engine's is not known (a KV memory read from a log)."""
-    engine = result.engine
+    result = evaluation.result
+    engine = evaluation.engine
     if engine is None:
         return result.usable_bytes_per_gpu
     weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
@@ -137,9 +139,10 @@ def _plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | None) -> list[str]:
+def formula_lines(scenario: Scenario, evaluation: Evaluation, unit: str, fits: bool | None) -> list[str]:
     """The arithmetic, written out with this configuration's numbers (seeds' style); `fits` is
     the verdict's, which the caller has already reached."""
+    result = evaluation.result
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     kv, lines = work.kv_precision, []
     groups = model.layer_counts()
@@ -166,8 +169,8 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
                                         f"{plural(result.rank_batch, 'request')}")
         lines.append(f"Per GPU ({'attention ' if dep.dp_attention else ''}tp={dep.tp}, pp={dep.pp}{ranks}): " + "; ".join(notes + [
             f"most loaded GPU holds {result.kv_bytes_per_gpu:,} B ({size(result.kv_bytes_per_gpu, unit)})"]))
-    if result.engine is not None:
-        lines.extend(_engine_capacity_lines(scenario, result, unit))
+    if evaluation.engine is not None:
+        lines.extend(_engine_capacity_lines(scenario, evaluation, unit))
     elif result.kv_budget_bytes_per_gpu is not None:
         util = dep.memory_utilization
         util_text = "" if util == 1 else f" x {float(util):g}"
@@ -188,8 +191,8 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
                          f" (limited by {why})")
     if result.decode_step_seconds and fits is False:
         lines.append("Decode bound: not given, because this configuration does not fit (the verdict says why)")
-    elif result.timing is not None:
-        lines.extend(timing_lines(scenario, result.timing, unit))
+    elif evaluation.timing is not None:
+        lines.extend(timing_lines(scenario, evaluation.timing, unit))
     elif result.decode_step_seconds:
         lines.append(decode_bound_line(scenario, result))
     return lines
@@ -199,14 +202,15 @@ def formula_lines(scenario: Scenario, result: Result, unit: str, fits: bool | No
 SOURCE_WORDS = {BudgetSource.ESTIMATE: "estimated", BudgetSource.MEASURED: "the log's, moved by the estimate for your edit"}
 
 
-def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | None:
+def engine_memory_line(scenario: Scenario, evaluation: Evaluation, unit: str) -> str | None:
     """How the engine's KV memory per GPU comes about, with these numbers."""
-    engine, name = result.engine, engines.title(result.engine.engine)
+    result = evaluation.result
+    engine, name = evaluation.engine, engines.title(evaluation.engine.engine)
     if engine.kv_budget_bytes_per_gpu is None:
         return None
     if engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         return f"KV memory per GPU ({name}) = {size(engine.kv_budget_bytes_per_gpu, unit)}, as your engine reported it"
-    usable = usable_bytes_per_gpu(result)
+    usable = usable_bytes_per_gpu(evaluation)
     weights = result.weights_bytes_per_gpu if engine.weights_bytes_per_gpu is None else engine.weights_bytes_per_gpu
     logged = "" if engine.weights_bytes_per_gpu is None else " (the log's, moved by your edit)" \
         if engine.budget_source is BudgetSource.MEASURED else f" (as {name} places them)"
@@ -219,22 +223,23 @@ def engine_memory_line(scenario: Scenario, result: Result, unit: str) -> str | N
     return line + f" = {size(engine.kv_budget_bytes_per_gpu, unit)}"
 
 
-def _engine_capacity_lines(scenario: Scenario, result: Result, unit: str) -> list[str]:
+def _engine_capacity_lines(scenario: Scenario, evaluation: Evaluation, unit: str) -> list[str]:
     """The budget, the requests and the longest context as the chosen engine sizes them, with the
     exact ideal's answer named beside (it is what no engine allocates)."""
-    engine, name, work = result.engine, engines.title(result.engine.engine), scenario.workload
+    result = evaluation.result
+    engine, name, work = evaluation.engine, engines.title(evaluation.engine.engine), scenario.workload
     lines = []
-    memory = engine_memory_line(scenario, result, unit)
+    memory = engine_memory_line(scenario, evaluation, unit)
     if memory:
         lines.append(memory)
     if engine.starts and engine.max_concurrency is not None:
         ideal = "" if result.max_concurrency is None else \
             f" (the exact ideal, no engine's rules: {plural(result.max_concurrency, 'request')})"
         lines.append(f"Max concurrency ({name}) = {float(engine.max_concurrency):,.2f} requests of "
-                     f"{work.context_tokens:,} tokens -> {plural(result.capacity, 'request')} at once{ideal}")
+                     f"{work.context_tokens:,} tokens -> {plural(evaluation.capacity, 'request')} at once{ideal}")
     elif engine.starts is False:
         lines.append(f"Max concurrency ({name}): none, it does not start with these inputs (the verdict says why)")
-    longest, limited_by = result.context_limit
+    longest, limited_by = evaluation.context_limit
     if longest is not None and limited_by is not None:
         why = {"memory": f"{name}'s KV memory", "model": "the model's max_position_embeddings"}[limited_by]
         lines.append(f"Max context for {plural(work.batch, 'request')} ({name}, at this KV memory) = "
@@ -255,7 +260,7 @@ def _heaviest_stage(scenario: Scenario):
 
 def table(evaluation: Evaluation, unit: str = "gib") -> str:
     scenario, result = evaluation.scenario, evaluation.result
-    judged = verdict(scenario, result, unit)
+    judged = verdict(scenario, evaluation, unit)
     rows = [
         ("Verdict", judged.sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
@@ -266,7 +271,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     weights = (lambda n: both(n) if scenario.deployment.weights_exact or n is None
                else f"≈ {size(n, 'gib')} = {size(n, 'gb')} (from a rounded parameter count)")
     withheld = "n/a (the KV memory contradicts these inputs: the verdict says why)" \
-        if kv_memory_contradiction(scenario, result) is not None else None
+        if kv_memory_contradiction(scenario, evaluation) is not None else None
     rows += [
         ("KV per token (all layers)", both(result.kv_bytes_per_token)),
         (f"KV per request (at {work.context_tokens:,} tokens)", both(result.kv_bytes_per_request)),
@@ -282,23 +287,23 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
         ("Weights per GPU" + (" (with the parts below)" if scenario.serving.added_weights_bytes_per_gpu else ""),
          weights(result.weights_bytes_per_gpu)),
         (f"Max concurrent requests (of {work.context_tokens:,} tokens)",
-         withheld or "n/a (needs GPU memory and the weights' size)" if withheld or result.capacity is None
-         else f"{result.capacity:,}"),
-        (f"Max context ({requests})", withheld or _max_context_text(result)),
+         withheld or "n/a (needs GPU memory and the weights' size)" if withheld or evaluation.capacity is None
+         else f"{evaluation.capacity:,}"),
+        (f"Max context ({requests})", withheld or _max_context_text(evaluation)),
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
-    serving = serving_figures(scenario, result)
+    serving = serving_figures(scenario, evaluation)
     rows += _serving_rows(serving)
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
-    out.extend("  " + line for line in formula_lines(scenario, result, unit, judged.fits))
+    out.extend("  " + line for line in formula_lines(scenario, evaluation, unit, judged.fits))
     for name, part in serving["serving"].items():
         out.append("")
         out.append(f"{SERVING_TITLES[name]}:")
         out.extend("  " + line for line in part.get("lines", ()))
-    engine = engine_texts(scenario, result, unit)
+    engine = engine_texts(scenario, evaluation, unit)
     if engine["title"]:
         out.append("")
         out.append(f"Sized as {engine['title']} allocates:")
@@ -332,8 +337,8 @@ def _serving_rows(data: dict) -> list:
     return rows
 
 
-def _max_context_text(result: Result) -> str:
-    longest, limited_by = result.context_limit
+def _max_context_text(evaluation: Evaluation) -> str:
+    longest, limited_by = evaluation.context_limit
     if limited_by is None:
         return "n/a (needs GPU memory and the weights' size)"
     if longest is None:
@@ -342,7 +347,7 @@ def _max_context_text(result: Result) -> str:
     return f"{longest:,} tokens{suffix}"
 
 
-def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
+def conditions(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") -> str:
     """The inputs every headline figure depends on, in one line."""
     work, dep = scenario.workload, scenario.deployment
     if dep.gpu is not None:
@@ -352,25 +357,26 @@ def conditions(scenario: Scenario, result: Result, unit: str = "gib") -> str:
     else:
         gpus = "no GPU chosen"
     parallel = f" ({parallel_words(dep)})" if dep.gpus > 1 else ""
-    sized = f" · sized as {engines.title(result.engine.engine)} allocates" if result.engine else ""
+    sized = f" · sized as {engines.title(evaluation.engine.engine)} allocates" if evaluation.engine else ""
     return (f"{scenario.model.name} · {plural(work.context_tokens, 'token')} per request · "
             f"{plural(work.batch, 'request')} · KV {work.kv_precision.name} · {gpus}{parallel}{sized}")
 
 
-def metric_conditions(scenario: Scenario, result: Result) -> dict:
+def metric_conditions(scenario: Scenario, evaluation: Evaluation) -> dict:
     """What each figure is for, said beside it: per token or request, for how many, per GPU or all."""
+    result = evaluation.result
     work, dep = scenario.workload, scenario.deployment
     ctx, batch = f"{work.context_tokens:,} tokens", plural(work.batch, "request")
     gpus = plural(dep.gpus, "GPU")
-    rules = f"{engines.title(result.engine.engine)}'s rules" if result.engine else "exact ideal"
+    rules = f"{engines.title(evaluation.engine.engine)}'s rules" if evaluation.engine else "exact ideal"
     # The cache's own sizes are the model's, whatever the engine: with one chosen they say so.
-    ideal = "; exact ideal" if result.engine else ""
+    ideal = "; exact ideal" if evaluation.engine else ""
     copies = result.kv_bytes_all_gpus / result.kv_bytes_total if result.kv_bytes_total else 1
     return {
         "max_concurrency": f"of {ctx} each, on {gpus} ({rules})",
         "kv_bytes_per_request": f"one request at {ctx}, all GPUs together, one copy{ideal}",
         "kv_bytes_per_gpu": f"{batch} of {ctx}, on the most loaded GPU{ideal}",
-        "max_context": f"for {batch}, on {gpus} ({rules}" + (", at its KV memory)" if result.engine else ")"),
+        "max_context": f"for {batch}, on {gpus} ({rules}" + (", at its KV memory)" if evaluation.engine else ")"),
         "kv_bytes_per_token": f"one token, every layer, one copy{ideal}",
         "kv_bytes_total": f"{batch} of {ctx}, one copy{ideal}",
         "kv_bytes_all_gpus": (f"{batch} of {ctx}, every copy on all {gpus}: tensor parallelism keeps "
@@ -387,10 +393,11 @@ def metric_conditions(scenario: Scenario, result: Result) -> dict:
     }
 
 
-def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
+def page_texts(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") -> dict:
     """Every text the page's results show, for the browser module and for the build, which
     writes the default view into the HTML so it is correct before Python starts."""
-    data = to_json(scenario, result, unit)
+    result = evaluation.result
+    data = to_json(scenario, evaluation, unit)
     metrics = {}      # key -> (exact value, the figure, its exact form or a second part)
     dep = scenario.deployment
     for key in ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
@@ -405,7 +412,7 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             metrics[key] = (value, size(value, unit), f"{value:,} B")
     no_weights = "n/a: give the weights (Advanced: Parameters or Weights)"
     no_budget = "n/a: choose a GPU (or its memory)" if dep.gpu_memory_bytes is None else no_weights
-    if kv_memory_contradiction(scenario, result) is not None:
+    if kv_memory_contradiction(scenario, evaluation) is not None:
         no_budget = "n/a: the KV memory contradicts these inputs (the verdict says why)"
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
                                   else f"{data['max_concurrency']:,}", "")
@@ -421,31 +428,31 @@ def page_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
     metrics["decode_tokens_per_s_per_request"] = (
         (None, no_speed, "") if tps is None else
         (int(tps), f"≤ {rate(tps)} tokens/s per request", f"≤ {rate(data['decode_tokens_per_s_total'])} in total"))
-    metrics.update(_overhead_metrics(scenario, result, data, unit))
-    time_texts = timing_texts(scenario, result, data["fits"], unit)
+    metrics.update(_overhead_metrics(scenario, evaluation, data, unit))
+    time_texts = timing_texts(scenario, evaluation, data["fits"], unit)
     metrics.update(time_texts["metrics"])
     model = scenario.model
     kinds = ", ".join(f"{n} {k}" for k, n in data["layer_kinds"].items())
     work = generation_work(scenario.workload.context_tokens)
     return {
         "data": data,
-        "conditions": conditions(scenario, result, unit),
-        "metric_conditions": {**metric_conditions(scenario, result), **overhead_conditions(scenario, result, unit),
+        "conditions": conditions(scenario, evaluation, unit),
+        "metric_conditions": {**metric_conditions(scenario, evaluation), **overhead_conditions(scenario, evaluation, unit),
                               **time_texts["conditions"]},
         "time_live": time_texts["live"],
-        "engine": engine_texts(scenario, result, unit),
+        "engine": engine_texts(scenario, evaluation, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
                       f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.",
-        "formula": formula_lines(scenario, result, unit, data["fits"]) + [f"Note: {w}" for w in scenario.warnings],
+        "formula": formula_lines(scenario, evaluation, unit, data["fits"]) + [f"Note: {w}" for w in scenario.warnings],
         "live": {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
                  "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"},
     }
 
 
-def _overhead_metrics(scenario: Scenario, result: Result, data: dict, unit: str) -> dict:
+def _overhead_metrics(scenario: Scenario, evaluation: Evaluation, data: dict, unit: str) -> dict:
     """The overhead subtracted per GPU and the activation peak in it, as the sizing in force has them."""
-    engine = result.engine
+    engine = evaluation.engine
     overhead = None if engine is not None and engine.budget_source is BudgetSource.GIVEN_KV_MEMORY else \
         data["overhead_bytes_per_gpu"]
     activation = None if engine is None else engine.activation_bytes_per_gpu
@@ -455,8 +462,8 @@ def _overhead_metrics(scenario: Scenario, result: Result, data: dict, unit: str)
     return out
 
 
-def overhead_conditions(scenario: Scenario, result: Result, unit: str) -> dict:
-    engine = result.engine
+def overhead_conditions(scenario: Scenario, evaluation: Evaluation, unit: str) -> dict:
+    engine = evaluation.engine
     if engine is None:
         given = scenario.deployment.overhead_bytes
         return {"overhead_bytes_per_gpu": "yours: the exact ideal subtracts only what you set" if given else
@@ -477,10 +484,11 @@ def overhead_conditions(scenario: Scenario, result: Result, unit: str) -> dict:
     return {"overhead_bytes_per_gpu": overhead, "activation_bytes_per_gpu": activation}
 
 
-def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
+def engine_texts(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") -> dict:
     """What the page shows for the chosen engine: its figures, its start-up lines, and why they
     differ from the exact ideal. Empty when no engine was chosen."""
-    engine = result.engine
+    result = evaluation.result
+    engine = evaluation.engine
     if engine is None:
         return {"title": "", "metrics": {}, "why": [], "log": "", "labels": {}}
     rules = engines.REGISTRY[engine.engine]
@@ -519,13 +527,13 @@ def engine_texts(scenario: Scenario, result: Result, unit: str = "gib") -> dict:
             for end, label in ((band[1], "the least"), (band[0], "the most"))))
     why = []
     if engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
-        why.append(engine_memory_line(scenario, result, unit) + ".")
+        why.append(engine_memory_line(scenario, evaluation, unit) + ".")
         if engine.kv_tokens_range and engine.kv_tokens_range[0] != engine.kv_tokens_range[1]:
             low, high = engine.kv_tokens_range
             why.append(f"A log prints that memory to 0.01 GiB, so the token count it prints lies between "
                        f"{low:,} and {high:,}; {engine.kv_tokens:,} is the middle's.")
     elif engine.budget_source in (BudgetSource.ESTIMATE, BudgetSource.GIVEN_OVERHEAD, BudgetSource.MEASURED) and engine.kv_budget_bytes_per_gpu is not None:
-        why.append(engine_memory_line(scenario, result, unit) + "."
+        why.append(engine_memory_line(scenario, evaluation, unit) + "."
                    + (rules.USABLE_WORDS if engine.budget_source is BudgetSource.ESTIMATE else ""))
         if engine.band:
             top, bottom = engine.band

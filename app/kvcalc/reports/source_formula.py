@@ -26,7 +26,8 @@ from ..engines.result import BudgetSource
 from ..layers import FullAttention, IndexedAttention
 from ..precision import Precision
 from ..inputs.scenario import Scenario
-from ..sizing import Result, cache_bytes
+from ..evaluation import Evaluation
+from ..sizing import cache_bytes
 from ..units import GB, GIB
 from ..words import bytes_each, plural, size
 
@@ -127,7 +128,8 @@ def _share(n: int, layers: int) -> str:
     return f"all {layers} layers" if n == layers else f"{n} of the {layers} layers"
 
 
-def _source(scenario: Scenario, result: Result) -> Source:
+def _source(scenario: Scenario, evaluation: Evaluation) -> Source:
+    result = evaluation.result
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     shape, why_not = _textbook(model)
     if shape is None:
@@ -170,25 +172,25 @@ class _Chain:
         self.free, self.per_request, self.requests = free, per_request, count
 
 
-def source_formula(scenario: Scenario, result: Result) -> SourceFormula:
+def source_formula(scenario: Scenario, evaluation: Evaluation) -> SourceFormula:
     """The source's arithmetic on these inputs and the steps from its answer to ours: kept for
     the last inputs, which an update asks for three times (the JSON, the export, the section)."""
     held = _LAST[0]
-    if held is not None and held[0] is scenario and held[1] is result:
+    if held is not None and held[0] is scenario and held[1] is evaluation:
         return held[2]
-    block = _source_formula(scenario, result)
-    _LAST[0] = (scenario, result, block)        # the inputs held too, so `is` can never match a stranger
+    block = _source_formula(scenario, evaluation)
+    _LAST[0] = (scenario, evaluation, block)    # the inputs held too, so `is` can never match a stranger
     return block
 
 
 _LAST = [None]
 
 
-def _source_formula(scenario: Scenario, result: Result) -> SourceFormula:
-    src = _source(scenario, result)
-    engine = result.engine
+def _source_formula(scenario: Scenario, evaluation: Evaluation) -> SourceFormula:
+    src = _source(scenario, evaluation)
+    engine = evaluation.engine
     label = "the exact ideal" if engine is None else _engine_label(scenario, engine) + "'s rules"
-    ours = result.capacity
+    ours = evaluation.capacity
     if src.free_bytes is None:
         return SourceFormula(src, (), (), ours, label, "the source's request count needs the GPU's memory and "
                                                        "the weights' size")
@@ -197,10 +199,10 @@ def _source_formula(scenario: Scenario, result: Result) -> SourceFormula:
                                                        "from a log")
     chain = _Chain(src.free_bytes, src.bytes_per_request)
     _notes(chain, scenario, src)
-    _memory(chain, scenario, result, src)
-    _request(chain, scenario, result, src)
+    _memory(chain, scenario, evaluation, src)
+    _request(chain, scenario, evaluation, src)
     if chain.requests != ours:
-        _count_rules(chain, scenario, result, ours)
+        _count_rules(chain, scenario, evaluation, ours)
     return SourceFormula(src, tuple(chain.steps), tuple(chain.same), ours, label, None)
 
 
@@ -225,9 +227,10 @@ def _notes(chain: _Chain, scenario: Scenario, src: Source) -> None:
                    "model was trained for (engines refuse it unless told to allow it)")
 
 
-def _memory(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> None:
+def _memory(chain: _Chain, scenario: Scenario, evaluation: Evaluation, src: Source) -> None:
     """Utilization, the weights on the most loaded GPU and the overhead, on every GPU together."""
-    dep, engine, gpus = scenario.deployment, result.engine, src.gpus
+    result = evaluation.result
+    dep, engine, gpus = scenario.deployment, evaluation.engine, src.gpus
     memory = dep.gpu_memory_bytes
     if engine is not None and engine.budget_source is BudgetSource.GIVEN_KV_MEMORY:
         chain.step("kv_memory", "KV memory from your log", "free", Fraction(src.free_bytes, gpus),
@@ -263,9 +266,10 @@ def _overhead_words(scenario: Scenario, engine) -> str:
     return engines.overhead_words(scenario, engine)
 
 
-def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> None:
+def _request(chain: _Chain, scenario: Scenario, evaluation: Evaluation, src: Source) -> None:
     """One request's bytes on all GPUs, from the textbook's to the engine's (or the exact ideal's)."""
-    model, work, dep, engine = scenario.model, scenario.workload, scenario.deployment, result.engine
+    result = evaluation.result
+    model, work, dep, engine = scenario.model, scenario.workload, scenario.deployment, evaluation.engine
     ctx, tp, gpus = work.context_tokens, dep.tp, dep.gpus
     everything = model.layer_counts()
     plain = replace(work, block_size_tokens=1, prefix_tokens=0)
@@ -296,7 +300,7 @@ def _request(chain: _Chain, scenario: Scenario, result: Result, src: Source) -> 
     chain.step("replication", "replication", "request", chain.per_request, replicated,
                _replication_words(model, tp) or f"tp {tp} splits the cache evenly", per_request=replicated,
                considered=tp > 1)
-    stage, stage_layers = _limiting_stage(scenario, result, blocked)
+    stage, stage_layers = _limiting_stage(scenario, evaluation, blocked)
     staged = gpus * cache_bytes(stage, ctx, blocked, tp)[1]
     chain.step("stages", "pipeline stages", "request", chain.per_request, staged,
                f"the most loaded of the {dep.pp} pipeline stages holds {stage_layers} of the {len(model.layers)} "
@@ -349,8 +353,9 @@ def _replication_words(model, tp: int) -> str:
     return "; ".join(words)
 
 
-def _limiting_stage(scenario: Scenario, result: Result, blocked):
+def _limiting_stage(scenario: Scenario, evaluation: Evaluation, blocked):
     """The pipeline stage that limits the count (its layers, and how many), as the ideal finds it."""
+    result = evaluation.result
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     best = None
     budget = result.kv_budget_bytes_per_gpu
@@ -359,7 +364,7 @@ def _limiting_stage(scenario: Scenario, result: Result, blocked):
                                       dep.tp)
         if not private:
             continue
-        key = Fraction(budget - shared, private) if result.engine is None and budget is not None else -private
+        key = Fraction(budget - shared, private) if evaluation.engine is None and budget is not None else -private
         if best is None or key < best[0]:
             best = (key, stage)
     stage = best[1] if best else model.layer_counts()
@@ -371,9 +376,9 @@ def _engine_request_bytes(scenario: Scenario, engine) -> int | None:
     return engines.request_bytes_all_gpus(scenario, engine)
 
 
-def _count_rules(chain: _Chain, scenario: Scenario, result: Result, ours: int) -> None:
+def _count_rules(chain: _Chain, scenario: Scenario, evaluation: Evaluation, ours: int) -> None:
     """The engine's own counting, from the bytes to the requests it holds."""
-    engine = result.engine
+    engine = evaluation.engine
     if engine is None:
         chain.step("rest", "the exact ideal's stages", "count", chain.requests, ours,
                    "the stage that limits the count", requests=ours)
@@ -504,9 +509,9 @@ def _row(key: str, name: str, source: str, here: str, effect: str, requests: int
             "requests_value": "" if requests is None else str(requests)}
 
 
-def json_of(scenario: Scenario, result: Result) -> dict:
+def json_of(scenario: Scenario, evaluation: Evaluation) -> dict:
     """The export's "source_formula" value for these inputs."""
-    return to_json(source_formula(scenario, result))
+    return to_json(source_formula(scenario, evaluation))
 
 
 def to_json(block: SourceFormula) -> dict:

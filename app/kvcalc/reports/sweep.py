@@ -230,14 +230,15 @@ def _answer(scenario: Scenario, result, context: int, precision):
         return None
 
 
-def decode_series(scenario: Scenario, result, timing) -> dict:
+def decode_series(scenario: Scenario, evaluation, timing) -> dict:
     """Decode tokens/s against batch size (timing.batch_series, up to the requests that fit),
     with the compute ceiling and the chosen batch. A step takes at least its FLOPs at peak,
     batch x FLOPs per token / (tp x peak FLOP/s), and a token's FLOPs do not depend on the
     batch, so the tokens/s of all requests stay under tp x peak / FLOPs per token: the
     ceiling, reached from timing's compute_bound_batch (None: never, the cache reads grow as
     fast). Timing.decode_flops is the chosen batch's step."""
-    series = batch_series(scenario, result, timing, result.capacity)
+    result = evaluation.result
+    series = batch_series(scenario, result, timing, evaluation.capacity)
     batch = scenario.workload.batch
     ceiling = Fraction(scenario.deployment.tp * timing.peak_flops_per_s * batch, timing.decode_flops) \
         if timing.decode_flops else None

@@ -133,11 +133,11 @@ TIME_METRICS = ("ttft_seconds", "prefill_seconds", "decode_step_seconds", "chunk
                 "prefill_flops", "prefill_steps")
 
 
-def timing_texts(scenario: Scenario, result, fits: bool | None, unit: str = "gib") -> dict:
+def timing_texts(scenario: Scenario, evaluation, fits: bool | None, unit: str = "gib") -> dict:
     """The time section's figures (value, figure, second line), conditions and live numbers."""
-    timing, work = result.timing, scenario.workload
+    timing, work = evaluation.timing, scenario.workload
     if timing is None or fits is False:
-        why = "n/a: it does not fit" if timing is not None else f"n/a: {result.timing_missing or 'no GPU'}"
+        why = "n/a: it does not fit" if timing is not None else f"n/a: {evaluation.timing_missing or 'no GPU'}"
         return {"metrics": {key: ("", why, "") for key in TIME_METRICS}, "conditions": _conditions(scenario, None),
                 "live": {}, "shown": False}
     bound = "compute-bound" if timing.decode_compute_seconds >= timing.decode_memory_seconds else "memory-bound"

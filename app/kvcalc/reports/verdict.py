@@ -19,23 +19,23 @@ class Verdict:
     reasons: tuple[str, ...]      # "context", "weights", "kv", "engine": what does not fit
 
 
-def verdict(scenario, result, unit: str = "gib") -> Verdict:
-    judged = _verdict(scenario, result, unit)
-    more = _beside(scenario, unit) + _tiers(scenario, result, judged.fits)
+def verdict(scenario, evaluation, unit: str = "gib") -> Verdict:
+    judged = _verdict(scenario, evaluation, unit)
+    more = _beside(scenario, unit) + _tiers(scenario, evaluation, judged.fits)
     if not more:
         return judged
     return Verdict(judged.fits, judged.sentence[:-1] + more + ".", judged.reasons)
 
 
-def _tiers(scenario, result, fits) -> str:
+def _tiers(scenario, evaluation, fits) -> str:
     """What the host tier and the prefix hits add, as expectations and a tier beside the GPUs."""
     serving, words = scenario.serving, ""
     if serving.offload is not None:
-        tier = offload.figures(serving.offload, scenario, result)
+        tier = offload.figures(serving.offload, scenario, evaluation)
         held = "" if tier["offload_requests"] is None else f" ({plural(tier['offload_requests'], 'request')})"
         words += f"; its host KV tier holds {plural(tier['offload_tokens'], 'more token')}{held}"
     if serving.prefix_hit_rate is not None and fits is not None:
-        expected = prefix_hits.figures(serving.prefix_hit_rate, scenario, result)["expected_requests_fit"]
+        expected = prefix_hits.figures(serving.prefix_hit_rate, scenario, evaluation)["expected_requests_fit"]
         if expected is not None:
             words += (f"; at a prefix hit rate of {float(serving.prefix_hit_rate) * 100:g}%, {float(expected):,.0f} "
                       "requests are expected to fit")
@@ -63,7 +63,8 @@ def _beside(scenario, unit: str) -> str:
     return said
 
 
-def _verdict(scenario, result, unit: str) -> Verdict:
+def _verdict(scenario, evaluation, unit: str) -> Verdict:
+    result = evaluation.result
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     ctx, batch = work.context_tokens, work.batch
     requests = f"{plural(batch, 'request')} of {plural(ctx, 'token')}"
@@ -77,10 +78,10 @@ def _verdict(scenario, result, unit: str) -> Verdict:
         problems.append(f"a context of {ctx:,} tokens is past the model's limit of {model.max_context_tokens:,}")
         reasons.append("context")
 
-    engine = result.engine
+    engine = evaluation.engine
     if engine is not None:
         name = title(engine.engine)
-        contradiction = kv_memory_contradiction(scenario, result, unit)
+        contradiction = kv_memory_contradiction(scenario, evaluation, unit)
         if contradiction is not None:
             # A KV memory from a log (or kv-memory-gib) replaces only the engine's estimate: the
             # card still holds the weights beside it, and what it cannot hold is no fit.
@@ -98,7 +99,7 @@ def _verdict(scenario, result, unit: str) -> Verdict:
                 # vLLM prints its own estimate when it refuses; for the others, the engine's
                 # longest context for the requests at this memory (the summary's figure).
                 most = engine.max_model_len if REGISTRY[engine.engine].REFUSED_MAX_LEN_WORDS else \
-                    result.context_limit[0]
+                    evaluation.context_limit[0]
                 longest = f"; the longest context it can serve is {most:,} tokens" if most else ""
                 problems.append(f"{name} will not start: one request of {ctx:,} tokens needs more KV cache than "
                                 f"the {size(budget, unit)} it has per GPU{longest}")
@@ -129,7 +130,7 @@ def _verdict(scenario, result, unit: str) -> Verdict:
                         f"{size(-budget, unit)} more than the {size(result.usable_bytes_per_gpu, unit)} usable")
         reasons.append("weights")
     elif result.kv_bytes_per_gpu > budget:
-        most = result.capacity or 0
+        most = evaluation.capacity or 0
         room = f"at most {plural(most, 'request')} of {ctx:,} tokens fit" if most else \
             f"not even one request of {ctx:,} tokens fits"
         problems.append(f"{requests} {'need' if batch > 1 else 'needs'} {size(result.kv_bytes_per_gpu, unit)} of KV "
@@ -139,19 +140,20 @@ def _verdict(scenario, result, unit: str) -> Verdict:
         reasons.append("kv")
     if problems:
         return Verdict(False, "Does not fit: " + "; ".join(problems) + ".", tuple(reasons))
-    spare = f"; up to {plural(result.capacity, 'request')} would fit" \
-        if result.capacity and result.capacity > batch else ""
+    spare = f"; up to {plural(evaluation.capacity, 'request')} would fit" \
+        if evaluation.capacity and evaluation.capacity > batch else ""
     return Verdict(True, f"Fits: {requests} {'take' if batch > 1 else 'takes'} {size(result.kv_bytes_per_gpu, unit)} of the "
                          f"{size(budget, unit)} KV budget per GPU{spare}.", ())
 
 
-def kv_memory_contradiction(scenario, result, unit: str = "gib") -> tuple[str, str] | None:
+def kv_memory_contradiction(scenario, evaluation, unit: str = "gib") -> tuple[str, str] | None:
     """(what is wrong, its reason) when a KV memory given or read from a log cannot be on this
     deployment: the weights on the busiest GPU (the log's measurement, else the model's) over the
     card's whole memory ("weights"), or the KV memory over what the card leaves beside them
     ("kv-memory": the log and these inputs contradict each other). None when it can. The figures
     that KV memory gives (requests, longest context) are then withheld, not shown beside it."""
-    engine, dep, settings = result.engine, scenario.deployment, scenario.settings
+    result = evaluation.result
+    engine, dep, settings = evaluation.engine, scenario.deployment, scenario.settings
     card = dep.gpu_memory_bytes
     if engine is None or engine.budget_source is not BudgetSource.GIVEN_KV_MEMORY or engine.kv_budget_bytes_per_gpu is None or card is None:
         return None
