@@ -58,16 +58,17 @@ def env(scenario, allow: str) -> list:
     return ["env", allow] if past_limit(scenario) else []
 
 
-def requests(scenario, result, engine: str, flag: str, notes: list) -> int | None:
+def requests(scenario, evaluation, engine: str, flag: str, notes: list) -> int | None:
     """How many requests the server may run at once: never fewer than fit, unless asked.
+    `evaluation` is the inputs' evaluation.Evaluation (its engine's answer and capacity), or None.
 
     The form's batch defaults to one request; passing that on would throttle a server that holds
     thirty. An explicit batch is the user's choice and is kept."""
     work = scenario.workload
     fitting = None
-    if result is not None:
-        chosen = result.engine is not None and result.engine.engine == engine
-        capacity = result.engine.max_concurrency if chosen else result.capacity
+    if evaluation is not None:
+        chosen = evaluation.engine is not None and evaluation.engine.engine == engine
+        capacity = evaluation.engine.max_concurrency if chosen else evaluation.capacity
         fitting = None if capacity is None else int(capacity)
     if scenario.settings.batch_given:
         if fitting is not None and fitting > work.batch:

@@ -7,7 +7,7 @@ free, 2.5 GB per request, about 240 requests" is reproduced exactly here, then c
 difference at a time (memory utilization, weights per GPU, overhead, K and V widths, sliding
 windows, fixed state, blocks, replication under tensor parallelism, pipeline stages, a shared
 prefix, the chosen engine's own rules) until the count is ours: the exact ideal's, or the chosen
-engine's (result.capacity). Each step says what it changes (free memory, or one request's bytes,
+engine's (Evaluation.capacity). Each step says what it changes (free memory, or one request's bytes,
 both counted on all GPUs together as the textbook counts them) and how many requests that moves.
 Where the textbook formula does not fit the model (MLA, linear-attention or state-space layers,
 layers that keep no cache, layers of different shapes) it says so and starts from the model's own
