@@ -452,9 +452,11 @@ def test_a_path_is_a_name_not_words():
     ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", None, "rtx-pro-6000-96gb"),
     ("NVIDIA H100", None, "h100-sxm-80gb"),                              # the alias: a device's name
     ("NVIDIA H100", Fraction(93), "h100-nvl-94gb"),                      # a total only the 94 GB card has
-    # Not a preset's device: another chip of the same number, a superchip's combined memory.
+    # Not a preset's device: another chip of the same number.
     ("NVIDIA GeForce RTX 4090 D", None, None),
-    ("NVIDIA GH200 480GB", None, None),
+    # The driver's name of the GH200 of 96 GB HBM3 (480 GB is the Grace CPU's memory with it):
+    # the preset's device_name in data/gpus.json (tests/test_log_gpu.py).
+    ("NVIDIA GH200 480GB", None, "gh200-96gb"),
     # Two presets of the same memory (A100 80GB SXM4 and PCIe): not picked by the total.
     ("NVIDIA A100", Fraction(317, 4), None),
     ("x" * 100_000, None, None),

@@ -126,30 +126,147 @@ def number(text: str) -> str:
     return text.replace(",", "").replace("_", "")
 
 
-def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
-    """The GPU preset a device name printed in a log is (NVIDIA_H100_80GB_HBM3, Tesla T4, NVIDIA
-    GeForce RTX 4090), by the same matcher as --gpu (presets.gpu: every word of the name is one
-    the preset goes by, its aliases in gpus.json); where several presets have its words, the one
-    whose memory is nearest the total PyTorch reports; None when no preset is that device (an
-    RTX 4090 D, a GH200 480GB) or it is not clear which."""
-    if len(device) > 200:
-        return None             # no device name is this long: never matched on a part of it
-    name = re.sub(r"[\s_]+", " ", device).strip()
-    try:
-        family = presets.gpu_family(name)
-    except InputError:
-        return None
-    if total_gib is not None and len(family) > 1:
-        # The total PyTorch reports is a few GiB under the preset's GB: the nearest is the one,
-        # unless another has the same memory (SXM or PCIe): then the name alone decides.
-        table = presets.gpus()
-        near = sorted(family, key=lambda gpu_id: abs(table[gpu_id].memory_bytes - total_gib * (1 << 30)))
+@dataclass(frozen=True)
+class Device:
+    """What a log printed of the GPU it ran on: the name the driver reports (torch.cuda.
+    get_device_name(), llama.cpp's ggml_cuda_init list) and, where the log prints them, the total
+    PyTorch reports (vLLM's total_gpu_memory), the memory free as it started (llama.cpp's "N MiB
+    free", SGLang's first avail mem: the total is at least that), the CUDA compute capability or
+    the ROCm gfx target."""
+    name: str
+    total_gib: Fraction | None = None
+    free_gib: Fraction | None = None
+    capability: tuple[int, int] | None = None
+    gfx: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuMatch:
+    """The GPU preset a log's device is, or None; `candidates` the presets its name fits before
+    its facts are checked; `how` words: how the preset was found (a take's), or why none was (a
+    note's, beginning "the log's GPU 'X' ...")."""
+    device: Device
+    preset: str | None
+    candidates: tuple[str, ...]
+    how: str
+
+
+# The totals and free memory a log prints are rounded to 0.01 GiB (vLLM's, SGLang's) or to a MiB;
+# SGLang's free memory before the weights is two such figures added.
+_ROUNDING = Fraction(2, 100)
+
+
+def _gib(value) -> str:
+    return f"{float(value):,.2f} GiB"
+
+
+def _against(gpu, device: Device) -> str:
+    """Why a log's device is not this preset by a fact it printed, or "" when none says so."""
+    if device.capability is not None:
+        if gpu.platform != "cuda":
+            return f"{gpu.id} is no CUDA device (compute capability {device.capability[0]}.{device.capability[1]} printed)"
+        if gpu.compute_capability != device.capability:
+            return (f"compute capability {device.capability[0]}.{device.capability[1]} printed, "
+                    f"{gpu.id}'s is {gpu.compute_capability[0]}.{gpu.compute_capability[1]}")
+    if device.gfx is not None:
+        if gpu.platform != "rocm":
+            return f"{gpu.id} is no ROCm device ({device.gfx} printed)"
+        if gpu.gfx_arch != device.gfx:
+            return f"{device.gfx} printed, {gpu.id} is {gpu.gfx_arch}"
+    # Neither PyTorch's total nor the memory free can be more than the card holds.
+    holds = Fraction(max(gpu.memory_bytes, gpu.torch_memory_bytes or 0), 1 << 30) + _ROUNDING
+    if device.total_gib is not None and device.total_gib > holds:
+        return f"a total of {_gib(device.total_gib)} printed, more than {gpu.id}'s {_gib(holds - _ROUNDING)}"
+    if device.free_gib is not None and device.free_gib > holds:
+        return f"{_gib(device.free_gib)} free printed, more than {gpu.id}'s {_gib(holds - _ROUNDING)}"
+    return ""
+
+
+def match_gpu(device: Device) -> GpuMatch:
+    """The GPU preset a log's device is. Its name is matched first against every preset's
+    device_name (data/gpus.json, as the driver reports it; case, spaces and underscores aside),
+    then, when none states it, by the matcher of --gpu (every word of the name one the preset goes
+    by; an alias only one preset has is that preset). The facts the log printed rule presets out
+    (another compute capability or gfx target, less memory than the log's total or free memory);
+    of several left, the one whose memory is nearest the printed total, when no other has the same
+    memory (SXM or PCIe: the total cannot tell them), else the one the name is an alias of. Still
+    several, or none: no preset, said with the presets it fits or why none is."""
+    name = device.name.strip()
+    shown = repr(_clip(name, 80))
+    if len(name) > 200 or not name:
+        return GpuMatch(device, None, (), f"the log's GPU {shown} is no preset")
+    preferred = None
+    candidates = presets.gpus_by_device(name)
+    if not candidates:
+        words = re.sub(r"[\s_]+", " ", name)
+        try:
+            candidates = presets.gpu_family(words)
+        except InputError:
+            candidates = ()
+        try:
+            preferred = presets.gpu(words, device=True).id
+        except InputError:
+            preferred = None
+        if preferred is not None and preferred not in candidates:
+            candidates += (preferred,)
+    if not candidates:
+        return GpuMatch(device, None, (), f"the log's GPU {shown} is no preset")
+    table = presets.gpus()
+    kept, against = [], []
+    for gpu_id in candidates:
+        why = _against(table[gpu_id], device)
+        (against if why else kept).append(why or gpu_id)
+    if not kept:
+        return GpuMatch(device, None, candidates, f"the log's GPU {shown} is no preset: " + "; ".join(against[:3]))
+    how = f"the preset {name} is"
+    if len(kept) > 1 and device.total_gib is not None:
+        total = device.total_gib * (1 << 30)
+        near = sorted(kept, key=lambda gpu_id: abs(table[gpu_id].memory_bytes - total))
         if table[near[0]].memory_bytes != table[near[1]].memory_bytes:
-            return near[0]
-    try:
-        return presets.gpu(name, device=True).id
-    except InputError:
+            return GpuMatch(device, near[0], candidates,
+                            f"{how}, of {', '.join(kept)} the one whose memory is nearest its {_gib(device.total_gib)}")
+        kept = [gpu_id for gpu_id in kept if table[gpu_id].memory_bytes == table[near[0]].memory_bytes]
+    if len(kept) > 1 and preferred in kept:
+        kept = [preferred]
+    if len(kept) == 1:
+        if against:
+            how += f", of {', '.join(candidates)} the one the facts it printed allow ({against[0]})"
+        return GpuMatch(device, kept[0], candidates, how)
+    untold = "" if device.total_gib is not None else " (the log prints no total memory to tell them apart)"
+    return GpuMatch(device, None, candidates, f"the log's GPU {shown} fits {len(kept)} presets, "
+                                              f"{', '.join(kept)}{untold}")
+
+
+def gpu_preset(device: str, total_gib: Fraction | None = None) -> str | None:
+    """The GPU preset id a printed device name is (match_gpu), given PyTorch's total if printed."""
+    return match_gpu(Device(device, total_gib)).preset
+
+
+def take_gpu(sink, device: Device, number: int, line: str) -> GpuMatch:
+    """The log's GPU taken as the preset it is, or a note saying why none is (several fit, none
+    does, a printed fact rules it out); kept as printed "gpu_device" for who words the summary."""
+    match = match_gpu(device)
+    sink.show("gpu_device", match, number, line)
+    if match.preset is not None:
+        sink.take("gpu", match.preset, number, line, match.how)
+    else:
+        sink.notes.append(f"gpu not read: {match.how}; choose the one its server ran")
+    return match
+
+
+def unread_gpu(printed: dict) -> str | None:
+    """Where a log named its GPU but no one preset is it: "the log's GPU 'X' is no preset" (or
+    fits several), for the summary that says which GPU the memory checks use instead."""
+    seen = printed.get("gpu_device")
+    if seen is None or seen.value.preset is not None:
         return None
+    return seen.value.how
+
+
+def capability(text: str) -> tuple[int, int] | None:
+    """A printed compute capability ("8.6") as (major, minor)."""
+    match = re.fullmatch(r"(\d{1,2})\.(\d{1,2})", text.strip())
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def command_words(sink, args: str, n: int, line: str) -> tuple[list[str], bool]:

@@ -661,6 +661,28 @@ def gpu(gpu_id: str, field: str = "gpu", device: bool = False) -> GPU:
     raise _gpu_refusal(typed, field, whole or started, bool(whole))
 
 
+def device_key(name: str) -> str:
+    """A device name as compared: case, runs of spaces and underscores aside (vLLM's config file
+    names print torch's "NVIDIA H100 80GB HBM3" as "NVIDIA_H100_80GB_HBM3")."""
+    return re.sub(r"[\s_]+", " ", name).strip().lower()
+
+
+@lru_cache(maxsize=None)
+def _device_index() -> dict[str, tuple[str, ...]]:
+    index: dict[str, tuple[str, ...]] = {}
+    for g in gpus().values():
+        key = device_key(g.device_name)
+        index[key] = index.get(key, ()) + (g.id,)
+    return index
+
+
+def gpus_by_device(name: str) -> tuple[str, ...]:
+    """The presets whose `device_name` (data/gpus.json: what torch.cuda.get_device_name() reports)
+    is this name, by device_key: one as a rule, several where the presets share a device name
+    (then the device's other facts decide), none where no preset states it. Never by words."""
+    return _device_index().get(device_key(name), ()) if len(name) <= 200 else ()
+
+
 def gpu_family(text: str, field: str = "gpu") -> tuple[str, ...]:
     """The GPU presets a name covers, for a price or a list: a preset's id or name is itself;
     a family's name ("H100", "a100 80gb") is every preset having its words; an alias only

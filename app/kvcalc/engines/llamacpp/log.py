@@ -17,7 +17,8 @@ from .. import releases
 from ...errors import InputError
 from ...readers import presets
 from ...readers.log_rules import (
-    Read, Rule, command_words, continuation, gpu_preset, model_entry, model_match, take_model)  # no cycle
+    Device, Read, Rule, capability, command_words, continuation, model_entry, model_match, take_gpu,
+    take_model)  # no cycle
 from ..sglang.log import cut
 
 NAME = "llama.cpp"
@@ -197,8 +198,18 @@ def _device(match, sink, n, line):
     name = match["name"].strip()
     # One dict kept and added to (a line per device, up to a thousand indexes): not copied per line.
     devices = sink.printed["device_map"].value if "device_map" in sink.printed else {}
-    devices[int(match["index"]) if "index" in match.re.groupindex else 0] = name
+    index = int(match["index"]) if "index" in match.re.groupindex else 0
+    devices[index] = name
     sink.show("device_map", devices, n, line, keep="last")
+    groups = match.re.groupindex
+    # What the line says of the device besides its name: ggml_cuda_init's compute capability
+    # (CUDA) or gfx target (ROCm), the model loader's MiB free (its total is at least that).
+    for key, fact in (("cc", "capability"), ("gfx", "gfx"), ("free", "free_mib")):
+        if key in groups and match[key] is not None:
+            facts = sink.printed["device_facts"].value if "device_facts" in sink.printed else {}
+            value = capability(match[key]) if key == "cc" else match[key] if key == "gfx" else int(match[key])
+            facts.setdefault(index, {})[fact] = value
+            sink.show("device_facts", facts, n, line, keep="last")
 
 
 def _found(match, sink, n, line):
@@ -604,10 +615,10 @@ RULES = (
     Rule(re.compile(r"(?:^|[\s$>`])\./(?:server|main)(?P<args>\s+-.*)"), _command, True, "./"),
     # ggml_cuda_init's list (CUDA: compute capability; ROCm: gfx), then the model loader's
     # "using device CUDA0 (NAME) - N MiB free", Vulkan's "0 = NAME (driver) | uma" and Metal's.
-    Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), (?:compute capability|gfx)"), _device, False,
-         "Device "),
-    Rule(re.compile(r"using device \w{0,40}?(?P<index>\d{1,3}) \((?P<name>[^()]{2,80})\)"), _device, False,
-         "using device"),
+    Rule(re.compile(r"Device (?P<index>\d{1,3}): (?P<name>[^,]{2,80}), (?:compute capability (?P<cc>\d{1,2}\.\d{1,2})|"
+                    r"(?P<gfx>gfx[0-9a-f]{2,6})\b|compute capability|gfx)"), _device, False, "Device "),
+    Rule(re.compile(r"using device \w{0,40}?(?P<index>\d{1,3}) \((?P<name>[^()]{2,80})\)(?: \([^()]{0,40}\))?"
+                    r"(?: - (?P<free>\d{1,9}) MiB free)?"), _device, False, "using device"),
     Rule(re.compile(r"ggml_vulkan: (?P<index>\d{1,3}) = (?P<name>[^()|]{2,80}?) ?[(|]"), _device, False,
          "ggml_vulkan:"),
     Rule(re.compile(r"ggml_metal_\w{0,40}: (?:found device:|GPU name:)\s{1,40}(?P<name>.{2,80})"), _device, False,
@@ -776,15 +787,22 @@ def _gpus(sink) -> None:
             sink.notes.append(f"gpu not read: {next(iter(distinct))} comes with several memory sizes; choose the preset "
                               "or give gpu-memory-gib")
         elif len(distinct) == 1:
-            name = distinct.pop()
-            preset = gpu_preset(name)
-            if preset is not None:
-                sink.take("gpu", preset, names.line_number, names.line, f"the preset {name} is")
-            else:
-                sink.notes.append(f"gpu not read: no preset is {name!r}")
+            take_gpu(sink, _device_facts(printed, distinct.pop()), names.line_number, names.line)
         else:
             sink.notes.append(f"gpu not read: the GPUs differ ({', '.join(sorted(distinct))}); choose the one that "
                               "binds")
+
+
+def _device_facts(printed, name: str) -> Device:
+    """The devices' name with what ggml_cuda_init and the loader printed of them: one compute
+    capability or gfx target (two differing: none), the most MiB free on one (its floor)."""
+    facts = printed["device_facts"].value.values() if "device_facts" in printed else ()
+    capabilities = {f["capability"] for f in facts if "capability" in f}
+    targets = {f["gfx"] for f in facts if "gfx" in f}
+    free = max((f["free_mib"] for f in facts if "free_mib" in f), default=None)
+    return Device(name, free_gib=None if free is None else Fraction(free, 1024),
+                  capability=capabilities.pop() if len(capabilities) == 1 else None,
+                  gfx=targets.pop() if len(targets) == 1 else None)
 
 
 def _shape(sink) -> None:

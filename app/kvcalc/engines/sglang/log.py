@@ -15,7 +15,8 @@ from ...readers import presets
 from .. import releases
 from . import engine
 from ...errors import InputError
-from ...readers.log_rules import Read, Rule, command_words, continuation, gpu_preset, model_entry, number, take_model  # no cycle
+from ...readers.log_rules import (  # no cycle
+    Device, Read, Rule, capability, command_words, continuation, model_entry, number, take_gpu, take_model)
 
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
@@ -280,6 +281,23 @@ def _check_env(match, sink, n, line):
     sink.show("device_name", match["name"].strip(), n, line)
 
 
+def _check_env_capability(match, sink, n, line):
+    # check_env's next line, "GPU 0,1,2,3 Compute Capability: 9.0"; one line a capability when
+    # the GPUs differ: two printed say no one capability.
+    cc = capability(match["cc"])
+    old = sink.printed.get("device_capability")
+    if old is None:
+        sink.show("device_capability", cc, n, line)
+    elif old.value != cc:
+        sink.show("device_capability", None, n, line, keep="last")
+
+
+def _moe_config(match, sink, n, line):
+    # The fused MoE kernel's config file, named by the device as torch reports it with "_" for
+    # spaces ("E=128,N=768,device_name=NVIDIA_H100_80GB_HBM3.json"), in its "not found" warning.
+    sink.show("device_name", match[1], n, line)
+
+
 def _ranks(match, sink, n, line):
     # "[2025-05-14 09:29:03 DP1 TP3]": the highest rank printed, for the layout when no command
     # or ServerArgs gives it (complete()).
@@ -296,6 +314,9 @@ RULES = (
     continuation(_flags),
     Rule(re.compile(r"(?:server_args=)?ServerArgs\((?P<args>.*)"), _server_args, True, "ServerArgs("),
     Rule(re.compile(r"^GPU \d{1,4}(?:,\d{1,4})*: (?P<name>[^:]{2,80})$"), _check_env, False, "GPU "),
+    Rule(re.compile(r"^GPU \d{1,4}(?:,\d{1,4})* Compute Capability: (?P<cc>\d{1,2}\.\d{1,2})\s*$"), _check_env_capability,
+         False, "Compute Capability"),
+    Rule(re.compile(r"device_name=([\w\-]{2,80}?)(?:\.json|[^\w\-]|$)"), _moe_config, False, "device_name="),
     Rule(re.compile(r"\bsglang(?:==|:\s*|\s+version:?\s*|\s+v)(?P<version>v?\d{1,4}\.\d{1,4}[\w.+\-]*)", re.I),
          _version, True, "glang"),
     Rule(re.compile(r"Load weight begin\. avail mem=" + _VALUE + r"\s*GB"), _load_begin, True, "Load weight begin"),
@@ -404,11 +425,12 @@ def _memory_in_use(sink) -> None:
     the weights: what was in use then is the GPU's total (as PyTorch reports it) less that."""
     printed, reads = sink.printed, sink.reads
     device = printed.get("device_name")
-    if device is not None and "gpu" not in reads:
-        gpu = gpu_preset(device.value)
-        if gpu is not None:
-            sink.take("gpu", gpu, device.line_number, device.line, f"the preset {device.value} is")
     free = printed.get("free_before_weights_gib") or printed.get("free_at_start_gib")
+    if device is not None and "gpu" not in reads:
+        # SGLang prints no total: the memory free as it started is the floor of the card's.
+        cc = printed.get("device_capability")
+        take_gpu(sink, Device(device.value, free_gib=free.value if free else None,
+                              capability=cc.value if cc else None), device.line_number, device.line)
     if free is None:
         return
     if "gpu" not in reads:

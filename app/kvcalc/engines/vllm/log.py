@@ -10,7 +10,8 @@ from .. import releases
 from . import engine
 from ...errors import InputError
 from ...precision import precision
-from ...readers.log_rules import Rule, command_words, continuation, gpu_preset, model_entry, number, take_model
+from ...readers.log_rules import (
+    Device, Rule, capability, command_words, continuation, model_entry, number, take_gpu, take_model)
 
 NAME = "vllm"
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"
@@ -389,6 +390,19 @@ def _device(match, sink, n, line):
     sink.show("device_name", match[1].strip(), n, line)
 
 
+def _capability(match, sink, n, line):
+    # The compute capability torch reports (symm_mem.py's "Device capability 8.6 not supported";
+    # worker.py's bf16 refusal, which names the device too): ranks of two capabilities say none.
+    cc = capability(match["cc"])
+    old = sink.printed.get("device_capability")
+    if old is not None and old.value != cc:
+        sink.show("device_capability", None, n, line, keep="last")
+    elif old is None:
+        sink.show("device_capability", cc, n, line)
+    if match["name"]:
+        sink.show("device_name", match["name"].strip(), n, line)
+
+
 def _eager(match, sink, n, line):
     sink.take("enforce-eager", "on", n, line)
 
@@ -533,6 +547,10 @@ RULES = (
     Rule(re.compile(r"Graph capturing finished in \d+ secs?, took (-?[\d.]+) GiB"), _graph_actual, True,
          "Graph capturing finished"),
     Rule(re.compile(r"device_name=([\w\-]+)"), _device, False, "device_name="),
+    Rule(re.compile(r"Device capability (?P<cc>\d{1,2}\.\d{1,2}) not supported(?P<name>)"), _capability, False,
+         "Device capability"),
+    Rule(re.compile(r"Your (?P<name>[^\n]{2,80}?) GPU has compute capability (?P<cc>\d{1,2}\.\d{1,2})"), _capability,
+         False, "GPU has compute capability"),
     Rule(re.compile(r"Enforce eager set|Cudagraph is disabled under eager mode"), _eager, True, "ager"),
     Rule(re.compile(r"Setting attention block size to (\d{1,9}) tokens"), _hybrid_block, True, "attention block size"),
     # Each "ValueError: " scans only up to the next one: linear however often a line repeats it.
@@ -562,10 +580,11 @@ def complete(sink) -> None:
     _take_speculative(sink)
     device = sink.printed.get("device_name")
     if device is not None:
+        # The device's name, checked against what else vLLM printed of it: PyTorch's total (the
+        # memory profile's), the compute capability.
         total = Fraction(reads["gpu-memory-gib"].text) if "gpu-memory-gib" in reads else None
-        gpu = gpu_preset(device.value, total)
-        if gpu is not None:
-            sink.take("gpu", gpu, device.line_number, device.line, f"the preset {device.value} is")
+        cc = sink.printed.get("device_capability")
+        take_gpu(sink, Device(device.value, total, capability=cc.value if cc else None), device.line_number, device.line)
     variant = sink.printed.get("engine_variant")
     version = reads.get("engine-version")
     if variant is not None and version is not None:
