@@ -257,3 +257,22 @@ def test_the_models_facts_the_log_printed_are_held_to_the_chosen_model():
                                         "the model's width (n_embd)", "its attention heads (n_head)"]
     # The model the log ran (its own metadata) contradicts none of them.
     assert log_flow.model_facts(reading, evaluate(dict(reading.values, **{"gpu-memory-gib": "30"}))) == []
+
+
+def test_a_log_whose_gpu_is_no_preset_says_why(tmp_path):
+    # vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log names NVIDIA_H100_80GB_HBM3; with the L40S
+    # log's "Device capability 8.9" line added, no preset is both (the H100's is 9.0): the GPU is
+    # not read, and the answer says why; where a card is in force for the memory checks (the page's
+    # GPU on screen), the sentence beside it gives this reason, not "the log does not say its GPU".
+    symm = next(line for line in text("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log").splitlines()
+                if "Device capability" in line)
+    log = text("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log") + "\n" + symm
+    reading = read_log(log)
+    assert "gpu" not in reading.values
+    assert log_flow.gpu_unsaid(reading) == ("the log's GPU 'NVIDIA_H100_80GB_HBM3' is no preset: compute "
+                                            "capability 8.9 printed, h100-sxm-80gb's is 9.0")
+    code, _, err = cli(tmp_path, log)
+    assert code == 0
+    assert ("# note: gpu not read: the log's GPU 'NVIDIA_H100_80GB_HBM3' is no preset: compute capability 8.9 "
+            "printed, h100-sxm-80gb's is 9.0; choose the one its server ran\n") in err
+    assert log_flow.gpu_unsaid(read_log(text(QWEN25_72B))) == "the log does not say its GPU"

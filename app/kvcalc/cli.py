@@ -308,7 +308,7 @@ def _log_summary(reading, evaluation) -> list[str]:
     gpu_gave = any(name in evaluation.values and name not in reading.values for name in log_flow.GPU_GIVEN)
     gpu = log_flow.assumed_gpu(reading, evaluation, gpu_gave)
     if gpu:
-        lines.append(f"the log does not say its GPU: the memory checks use the {gpu}; give --gpu as its server ran")
+        lines.append(f"{log_flow.gpu_unsaid(reading)}: the memory checks use the {gpu}; give --gpu as its server ran")
     return lines
 
 

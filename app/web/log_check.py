@@ -72,7 +72,8 @@ def render_comparison() -> None:
                     "set it as the log's server ran")
     gpu = log_flow.assumed_gpu(state.reading, state.evaluation, _gpu() != _gpu_at_paste[0])
     if gpu:
-        said.append(f"The log does not say its GPU: the memory checks use the {gpu} on screen; "
+        why = log_flow.gpu_unsaid(state.reading)
+        said.append(f"{why[0].upper()}{why[1:]}: the memory checks use the {gpu} on screen; "
                     "choose the one its server ran")
     text = ". ".join(part for part in said if part)
     put("#log-check", text + "." if text else "")

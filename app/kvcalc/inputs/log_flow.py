@@ -11,6 +11,7 @@ from fractions import Fraction
 from .. import engines
 from . import startup_log
 from ..errors import InputError
+from ..readers.log_rules import unread_gpu
 from .options import MANUAL_FIELDS
 
 # The inputs that set the layout a log ran with, where its engine's reader expects them.
@@ -99,6 +100,13 @@ def assumed_gpu(reading, evaluation, user_gave: bool) -> str | None:
     if deployment.gpu_memory_bytes:
         return f"a GPU of {float(Fraction(deployment.gpu_memory_bytes, GIB)):,.2f} GiB"
     return None
+
+
+def gpu_unsaid(reading) -> str:
+    """Why the log gives no GPU, for the sentence beside `assumed_gpu`: it named none, or it named
+    one that no preset is, or that fits several (the reader's words: "the log's GPU 'X' is no
+    preset: ...")."""
+    return unread_gpu(reading.printed) or "the log does not say its GPU"
 
 
 def no_cache(reading) -> str | None:
