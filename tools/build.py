@@ -3,8 +3,8 @@
 
     python3 tools/build.py [DIST]
 
-Renders index.html (preset lists and help texts from the engine's own data, escaped; the boot
-script inlined from static/boot.js), packs
+Renders index.html (preset lists, and the field blocks from the option schema, from the engine's
+own data, escaped; the boot script inlined from static/boot.js), packs
 the engine into one zip for PyScript's [files], copies static/ and the vendored runtime.
 """
 
@@ -27,10 +27,9 @@ from html.parser import HTMLParser  # noqa: E402
 
 from kvcalc.readers import presets  # noqa: E402
 from kvcalc.evaluation import evaluate  # noqa: E402
+from kvcalc.inputs import form_blocks  # noqa: E402
 from kvcalc.inputs.form_fields import form_values  # noqa: E402
 from kvcalc.reports.report import page_texts  # noqa: E402
-from kvcalc.inputs.options import OPTIONS  # noqa: E402
-from kvcalc.precision import PRECISIONS  # noqa: E402
 
 # The boot script (static/boot.js says what it does), inlined before first paint and allowed by its
 # hash alone.
@@ -56,13 +55,9 @@ CSP = (f"default-src 'none'; script-src 'self' 'unsafe-eval' '{BOOT_HASH}'; "
 HEADER_CSP = CSP + "; frame-ancestors 'none'"
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
 IMMUTABLE = "public, max-age=31536000, immutable"
-DEFAULTS = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "int4", "q8_0", "q4_0")
-
-
-def option(value: str, label: str, selected: bool = False) -> str:
-    mark = " selected" if selected else ""
-    return f'<option value="{html.escape(value)}"{mark}>{html.escape(label)}</option>'
+DEFAULTS = {"model": "meta-llama/Llama-3.1-8B"}
+# Where index.html wants a place's field blocks (kvcalc.inputs.form_blocks), alone on its line.
+FIELDS_MARKER = re.compile(r"^([ \t]*)@FIELDS:([\w-]+)@$", re.M)
 
 
 def model_options() -> str:
@@ -77,15 +72,17 @@ def model_options() -> str:
     return "\n".join(out)
 
 
-def gpu_options() -> str:
-    return "\n".join("        " + option(g.id, f"{g.name} ({g.memory_bytes / 2 ** 30:,.1f} GiB)",
-                                         g.id == DEFAULTS["gpu"])
-                     for g in presets.gpus().values())
-
-
-def precision_options(names) -> str:
-    return "\n".join("        " + option(n, f"{n} ({float(PRECISIONS[n].bits_per_element):g} bits)")
-                     for n in names)
+def field_blocks(text: str) -> str:
+    """Each @FIELDS:place@ marker replaced by that place's blocks, rendered from the option schema
+    (kvcalc.inputs.form_blocks) and indented as the marker is; every place exactly once."""
+    problems = form_blocks.problems()
+    if problems:
+        sys.exit("kvcalc/inputs/form_blocks.py: " + "; ".join(problems))
+    places = [m[2] for m in FIELDS_MARKER.finditer(text)]
+    if sorted(places) != sorted(form_blocks.PLACES):
+        sys.exit(f"index.html: the @FIELDS:place@ markers are {places}, expected each of "
+                 f"{list(form_blocks.PLACES)} once")
+    return FIELDS_MARKER.sub(lambda m: form_blocks.render_place(m[2], m[1]), text)
 
 
 class _FormDefaults(HTMLParser):
@@ -182,22 +179,10 @@ def render_index() -> str:
     text = text.replace("@MODEL_ID@", html.escape(DEFAULTS["model"]))
     text = text.replace("@MODEL_NAME@", html.escape(presets.find_model_entry(DEFAULTS["model"])["name"]))
     text = text.replace("@MODEL_COUNT@", str(len(presets.model_entries())))
-    text = text.replace("@GPU_OPTIONS@", gpu_options())
-    text = text.replace("@PRECISION_OPTIONS@", precision_options(PRECISIONS))
-    text = text.replace("@WEIGHT_OPTIONS@", precision_options(WEIGHT_PRECISIONS))
-    for o in OPTIONS:
-        text = text.replace(f'data-help="{o.name}"></small>',
-                            f'id="help-{o.name}" data-help="{o.name}">{html.escape(o.help)}</small>')
-    for o in OPTIONS:
-        # Each control names its help and its error, so both are read when it takes focus.
-        described = " ".join(x for x in (f"help-{o.name}", f"error-{o.name}") if f'id="{x}"' in text)
-        if not described:
-            continue
-        text = re.sub(rf'(<(?:input|select|textarea)[^>]*\bid="{re.escape(o.name)}"[^>]*?)(\s*/?>)',
-                      rf'\1 aria-describedby="{described}"\2', text, count=1)
+    text = field_blocks(text)
     text = prerender(text)
     # @VERSION@ is the offline copy's, known once every file is written (write_service_worker).
-    left = [m for m in re.findall(r"@[A-Z_]+@", text) if m != "@VERSION@"]
+    left = [m for m in re.findall(r"@[A-Z_]+(?::[\w-]+)?@", text) if m != "@VERSION@"]
     if left:
         sys.exit(f"index.html has unfilled markers: {left}")
     return text
