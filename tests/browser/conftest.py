@@ -17,9 +17,11 @@ DIST = Path(os.environ.get("KVCALC_DIST") or ROOT / "dist")   # another build, f
 # compiles Pyodide's 9.6 MB module, and the optimizing tier then recompiled its hot functions on
 # the other core (about 1 CPU-second a start, a quarter of the suite's CPU); the code runs the
 # same, the page starts as fast, and the heavy reads (a 10 MB log, shard headers) were not slower.
+# The two WebUI omnibox popups are the browser's own address-bar UI, which headless Chromium
+# otherwise renders in a renderer of its own beside every page the tests open.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--js-flags=--liftoff-only"]
+                 "--js-flags=--liftoff-only", "--disable-features=WebUIOmniboxAimPopup,WebUIOmniboxPopup"]
 
 
 def pytest_collection_modifyitems(items):
