@@ -47,7 +47,7 @@ test: venv dist chromium
 
 # The hostile sweeps whole (make test runs a fixed sample of them); CI runs both.
 test-sweeps: venv
-	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS)) tests/test_hostile_configs.py
+	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS)) tests/readers/test_hostile_configs.py
 
 test-all: test test-sweeps
 

@@ -8,7 +8,7 @@ In headless Chromium, a heartbeat every 10 ms records the gaps between beats whi
 says "Reading": a gap is the thread held by one slice of the reader (app/web/log_paste.py feeds
 64K characters at a time and gives the thread back before each). Two pastes: a 10 MB vLLM log
 (a start-up and 45,000 throughput lines, as tests/browser/test_log_page.py pastes) and a 16 MB
-llama.cpp log of the hostile lines tests/test_hostile_logs.py builds. Then, in CPython, the
+llama.cpp log of the hostile lines tests/engines/test_hostile_logs.py builds. Then, in CPython, the
 reader on 1 MB and 16 MB of each engine's hostile lines. A benchmark: it prints figures and
 asserts nothing (the tests assert the slicing and the linear growth, never a duration).
 """

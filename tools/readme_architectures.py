@@ -1,5 +1,5 @@
 """Rewrite README.md's table of architectures from app/kvcalc/data/architectures.json
-(tests/test_architectures.py fails while the two differ)."""
+(tests/readers/test_architectures.py fails while the two differ)."""
 
 import pathlib
 import sys

@@ -1,5 +1,5 @@
 """Rewrite README.md's table of the vLLM overhead estimate's error per release from the
-calibration logs (tests/test_overhead_calibration.py fails while the two differ)."""
+calibration logs (tests/engines/test_overhead_calibration.py fails while the two differ)."""
 
 import pathlib
 import sys

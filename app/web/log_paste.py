@@ -26,7 +26,7 @@ from web.dom import el, lines_of, put, view
 
 # One feed, after which the page gets its thread back. Each slice's work is bounded by
 # construction, not by a clock: the reader reads SLICE_CHARS and at most MAX_LINE_CHARS + 1 left
-# open by the slice before, in time linear in those characters (tests/test_hostile_logs.py). The
+# open by the slice before, in time linear in those characters (tests/engines/test_hostile_logs.py). The
 # box's data-slices, data-largest-slice and data-yields say what the last read did (the page's
 # test and `make bench` read them).
 SLICE_CHARS = 64 << 10

@@ -2,7 +2,7 @@
 rules' words are read in slices, each bounded by construction, and answered in one line beside the
 box and in the summary, the figures never shown as current for inputs the text did not give.
 
-The CPU cost of each rule's words is held linear in tests/test_hostile_logs.py; here the same lines
+The CPU cost of each rule's words is held linear in tests/engines/test_hostile_logs.py; here the same lines
 go through the page's reader, pasted as a user would, and the page must end in an answer."""
 
 import pytest
@@ -12,7 +12,7 @@ from kvcalc.engines.llamacpp import log as llamacpp
 from kvcalc.engines.sglang import log as sglang
 from kvcalc.engines.vllm import log as vllm
 from pagekit import open_page, settle
-from test_hostile_logs import line_of, units
+from hostile_lines import line_of, units
 
 MB = 1 << 20
 

@@ -313,7 +313,7 @@ def test_a_long_paste_never_freezes_the_tab(page, site):
     # Responsiveness by construction, not by a clock: the reader is fed the text in slices of
     # data-slice-chars, the page gets its thread back before each (data-yields), and no feed reads
     # more than its slice and the line the slice before left open (MAX_LINE_CHARS + 1), in time
-    # linear in those characters (tests/test_hostile_logs.py). The tab's gaps are measured in
+    # linear in those characters (tests/engines/test_hostile_logs.py). The tab's gaps are measured in
     # `make bench` (bench/log_paste.py), never asserted here. Tasks the page runs while reading
     # (a message posted to itself, answered between slices) show the thread given back.
     page.evaluate("""() => { window.__between = 0; const channel = new MessageChannel();

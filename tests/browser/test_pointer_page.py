@@ -1,5 +1,5 @@
 """The page's "What you need" under a verdict that does not fit (plan_report.pointer) speaks only
-where the plan sizes the verdict's own question (tests/test_pointer.py for the CLI). A pasted
+where the plan sizes the verdict's own question (tests/reports/test_pointer.py for the CLI). A pasted
 start-up log's measured KV memory is not the plan's estimate: the pointer is left out with one
 clause saying why, never naming the deployment the log shows refusing (the logs are public;
 tests/fixtures/logs/SOURCES.md gives each one's URL)."""

@@ -178,7 +178,7 @@ def test_prefix_hits_and_the_offload_link_show_their_expectations(page, site):
 
 def test_deepseek_v3_with_mtp_on_8_h200_and_a_256_gib_cpu_tier(page, site):
     # The "done when", typed as a user would: each part's memory, the verdict, the bar
-    # and the launch flags (the figures themselves are pinned in tests/test_serving.py).
+    # and the launch flags (the figures themselves are pinned in tests/serving/test_serving.py).
     recorder = open_page(page, site + "#model=deepseek-ai%2FDeepSeek-V3&gpu=h200-141gb&gpus=8&engine=vllm"
                          "&context=32768")
     settle(page)

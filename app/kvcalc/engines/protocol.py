@@ -1,6 +1,6 @@
 """The Engine protocol written down: the members an engine's module (engines/<engine>/engine.py)
 gives, and the members its start-up log reader (engines/<engine>/log.py) gives. Each member says
-what it is, its type or unit, and who asks it. tests/test_engine_protocol.py holds every registered
+what it is, its type or unit, and who asks it. tests/engines/test_engine_protocol.py holds every registered
 engine to it, and a toy engine built in the test too.
 
 `Engine` is what every engine must have. `OptionalMembers` is what an engine may leave out: the

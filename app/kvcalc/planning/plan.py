@@ -20,7 +20,7 @@ the precisions, never a figure. What is searched, and how:
   memory together is less than the exact ideal's weights plus every request's KV cache is
   skipped (_need), and a layout whose busiest GPU, as the exact ideal fills it, needs more than
   the GPU's room is screened out (_screen_bytes, _room). Neither depends on anything but bytes the
-  engines are known to hold at least; tests/test_plan.py checks both against full evaluations over
+  engines are known to hold at least; tests/planning/test_plan.py checks both against full evaluations over
   every preset, and the search against the exhaustive table.
 - A probe asks only whether a deployment fits: the exact ideal and the engine's answer
   (engines.answer, without the ends of its overhead band, which change the verdict's words,

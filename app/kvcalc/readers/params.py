@@ -61,7 +61,7 @@ FAMILIES = {
     "gpt_oss": Family(moe="gpt_oss", sinks=True),
 }
 FAMILIES["gemma3"] = FAMILIES["gemma3_text"]
-# The 2025-26 families (issue 21), each tested in tests/test_weights_2026.py.
+# The 2025-26 families (issue 21), each tested in tests/readers/test_weights_2026.py.
 FAMILIES_2026 = {
     "ministral": Family(bias_key=None),     # transformers MinistralConfig: Mistral's layout
     # transformers Qwen3NextAttention / Qwen3NextGatedDeltaNet / Qwen3NextSparseMoeBlock

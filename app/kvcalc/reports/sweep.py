@@ -21,7 +21,7 @@ NO_LIMIT_TOP = 131_072          # where the context axis ends for a model that g
 # key -> (colour on the light page, colour on the dark page, dash pattern in px or None: solid).
 # Fixed per series, never per position. Each colour keeps 3:1 against its page's background
 # (style.css --bg: #ffffff, #0d1117) and the lines one chart draws together differ in colour
-# and in dash, so they read apart without colour too (tests/test_charts.py checks all three).
+# and in dash, so they read apart without colour too (tests/reports/test_charts.py checks all three).
 # The limits (the KV budget, the compute ceiling, the roof) are drawn in the page's ink.
 INK = ("#1b1f24", "#e6edf3")
 SERIES_STYLES = {

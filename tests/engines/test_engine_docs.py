@@ -11,7 +11,7 @@ import pytest
 
 from kvcalc.engines import protocol
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "kvcalc"
 DOC = ROOT / "docs" / "engines.md"
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -76,7 +76,7 @@ def test_every_path_named_exists():
 
 
 def test_the_path_check_catches_a_missing_file():
-    text = "see `engines/vllm/releases.py`, `engines/<engine>/` and `tests/test_releases.py`"
+    text = "see `engines/vllm/releases.py`, `engines/<engine>/` and `tests/engines/test_releases.py`"
     assert [p for p in named_paths(text) if not resolves(p)] == ["engines/vllm/releases.py"]
 
 

@@ -22,6 +22,7 @@ from kvcalc.inputs.startup_log import MAX_LINE_CHARS, MAX_LOG_CHARS, LogReader, 
 from kvcalc.engines.llamacpp import log as llamacpp
 from kvcalc.engines.sglang import log as sglang
 from kvcalc.engines.vllm import log as vllm
+from hostile_lines import line_of, units
 from support import ROOT
 
 MODULES = (vllm, sglang, llamacpp)
@@ -29,29 +30,6 @@ RULES = [(m.NAME, i, rule) for m in MODULES for i, rule in enumerate(m.RULES)]
 MB = 1 << 20
 LINEAR = 40          # 16 times the text: about 16 times the CPU, never the 256 of a quadratic reader
 FIXTURES = ROOT / "tests/fixtures/logs"
-
-
-def words(rule) -> list[str]:
-    """The literal runs of a rule's pattern ("KV buffer size =", "llama_kv_cache", "avail mem=")."""
-    source = re.sub(r"\?P<\w+>|\?<?[:=!]", "", rule.pattern.pattern)          # group names, lookarounds
-    source = re.sub(r"\[(?:\\.|[^\]])*\]|\{\d*,?\d*\}|\\[dswbDSWB]", " ", source)  # classes, counts
-    runs = re.findall(r"(?:\\.|[^\\()\[\]{}?*+|^$.])+", source)
-    runs = [re.sub(r"\\(.)", r"\1", run) for run in runs]
-    return [run for run in runs if len(run.strip()) > 1]
-
-
-def units(rule) -> list[str]:
-    """What a hostile line of this rule repeats: its needle and its words, bare, with a digit or a
-    space after them, and all its words in a row."""
-    found = words(rule)
-    needle = rule.needle or (found[0] if found else "x")
-    out = [needle, needle + "1", needle + " ", " ".join(found) + " ", "".join(found) + "1", "".join(found) + "1."]
-    out += [w + tail for w in found[:6] for tail in ("", "1", " 1,")]
-    return [u for u in dict.fromkeys(out) if u]
-
-
-def line_of(unit: str, length: int) -> str:
-    return (unit * (length // len(unit) + 1))[:length]
 
 
 def log_of(parts: list[str], line_length: int, size: int) -> str:

@@ -140,7 +140,7 @@ def test_serving_compares_no_engine_name():
     data in engines/)."""
     names = {"vllm", "sglang", "llama.cpp"}
     found = []
-    for path in (Path(__file__).resolve().parent.parent / "app" / "kvcalc" / "serving").glob("*.py"):
+    for path in (Path(__file__).resolve().parents[2] / "app" / "kvcalc" / "serving").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]

@@ -8,7 +8,7 @@ blocks only, v1/core/kv_cache_manager.py stops at the prompt - 1) caches floor(2
 - expected cached tokens per request 0.5 x 2,048 = 1,024, and as many prefill tokens skipped;
 - expected KV per request 1,073,741,824 - 0.5 x 268,435,456 = 939,524,096 B;
 - expected requests in vLLM 0.33.0's KV memory on an H100 SXM (59,490,946,522 B, as
-  tests/test_engines.py's rules give it): (59,490,946,522 - 268,435,456) // 939,524,096 = 63.
+  tests/engines/test_engines.py's rules give it): (59,490,946,522 - 268,435,456) // 939,524,096 = 63.
 SGLang's radix cache matches per page (page 1): the whole 2,050 tokens.
 """
 

@@ -18,7 +18,7 @@ from kvcalc.readers import gguf, safetensors
 from kvcalc.readers.checkpoint_files import weights_from_paths
 from kvcalc.errors import CHUNK_BYTES, read_header_from
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from gguf_files import (ARRAY, BOOL, F32, I32, STRING, U8, U32, U64, T, layer_tensors, llama_8b, llama_kv,  # noqa: E402
                         raw_gguf, sparse_file, write)
 

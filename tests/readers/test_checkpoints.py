@@ -18,7 +18,7 @@ from kvcalc import InputError, evaluate
 from kvcalc.readers import gguf, safetensors
 from support import cli
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from gguf_files import T, llama_8b, write  # noqa: E402
 
 

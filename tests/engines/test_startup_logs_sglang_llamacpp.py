@@ -7,7 +7,7 @@ gives are stated here per fixture, exactly. Then the read inputs, with a model a
 log names only a local path or none (the preset named per case, and why), are evaluated, and the
 engine's #tokens (SGLang) or cells and cache size (llama.cpp) must be the log's own, within the
 log's rounding: SGLang prints K size and V size each to 0.01 GiB, so their sum stands for a KV
-memory within 0.01 GiB either way, and both ends are evaluated, as tests/test_engines.py does
+memory within 0.01 GiB either way, and both ends are evaluated, as tests/engines/test_engines.py does
 with hand-written inputs. Where a fixture cannot be reproduced from what it prints, the test is
 skipped with a reason naming what is missing."""
 

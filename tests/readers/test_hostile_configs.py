@@ -53,7 +53,7 @@ def family_configs() -> dict:
     return chosen
 
 
-# The layouts only tests/test_hfconfig.py's hand-written configs reach (no preset or fixture has them).
+# The layouts only tests/readers/test_hfconfig.py's hand-written configs reach (no preset or fixture has them).
 LAYOUTS = {
     "mpt": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
             "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 8}},

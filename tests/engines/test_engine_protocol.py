@@ -21,7 +21,7 @@ from kvcalc.evaluation import evaluate
 from kvcalc.inputs.startup_log import read_log
 from kvcalc.readers.log_rules import Rule
 
-ENGINE = Path(__file__).resolve().parent.parent / "app" / "kvcalc"
+ENGINE = Path(__file__).resolve().parents[2] / "app" / "kvcalc"
 
 
 def _kind_ok(value, kind) -> bool:

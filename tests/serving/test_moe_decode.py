@@ -105,7 +105,7 @@ V3_ROUTED_PARAMS = V3_MOE_LAYERS * V3_E * 3 * 7168 * 2048
 # 128 x 128 block, 16 x 56 blocks.
 V3_TENSOR_FP8 = 2048 * 7168 + 4 * (2048 // 128) * (7168 // 128)
 V3_ROUTED_FP8 = V3_MOE_LAYERS * V3_E * 3 * V3_TENSOR_FP8
-V3_WEIGHTS_FP8 = 673_150_611_808     # the config's fp8 blocks (tests/test_weights_2026.py works it)
+V3_WEIGHTS_FP8 = 673_150_611_808     # the config's fp8 blocks (tests/readers/test_weights_2026.py works it)
 V3_KV_PER_TOKEN = 61 * (512 + 64) * 2   # the MLA latent, kept whole on every tensor-parallel rank
 
 

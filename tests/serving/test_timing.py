@@ -68,7 +68,7 @@ def test_moe_computes_with_active_parameters_and_reads_the_experts_its_batch_tou
     attention = 48 * 2 * 32 * (128 + 128) * 4096
     assert t.decode_flops == 2 * (3_353_032_704 - embedding) + attention
     # One token touches its 8 of 128 experts per layer: it reads exactly its active parameters
-    # (tests/test_moe_decode.py works the larger batches).
+    # (tests/serving/test_moe_decode.py works the larger batches).
     assert t.decode_bytes_per_gpu == 2 * 3_353_032_704 + 4096 * 98_304
     assert t.all_weights_bytes_per_gpu == 2 * 30_532_122_624
 

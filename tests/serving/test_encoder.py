@@ -16,7 +16,7 @@ from kvcalc.serving import ServingSettings
 from kvcalc.engines.vllm.serving import SERVING as VLLM_RULES
 from support import hf_fixture
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from gguf_files import T, write  # noqa: E402
 
 QWEN25_VL = "Qwen__Qwen2.5-VL-7B-Instruct.json"

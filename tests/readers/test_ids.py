@@ -455,7 +455,7 @@ def test_a_path_is_a_name_not_words():
     # Not a preset's device: another chip of the same number.
     ("NVIDIA GeForce RTX 4090 D", None, None),
     # The driver's name of the GH200 of 96 GB HBM3 (480 GB is the Grace CPU's memory with it):
-    # the preset's device_name in data/gpus.json (tests/test_log_gpu.py).
+    # the preset's device_name in data/gpus.json (tests/engines/test_log_gpu.py).
     ("NVIDIA GH200 480GB", None, "gh200-96gb"),
     # Two presets of the same memory (A100 80GB SXM4 and PCIe): not picked by the total.
     ("NVIDIA A100", Fraction(317, 4), None),
