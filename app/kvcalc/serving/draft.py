@@ -272,7 +272,7 @@ def _decoder_bytes(mtp: MtpConfig, model: Model) -> tuple[int, str]:
     layers num_hidden_layers.. of the same model code): the parameter count of the config with n
     more layers, less the target's, in the checkpoint's format (its quantization_config's, as the
     checkpoint stores its MTP layer) or the model dtype (counted where the config is read:
-    readers/hfconfig.py's AddedLayers)."""
+    readers/config_shapes.py's AddedLayers)."""
     added = mtp.added
     if added.no_layer_count:
         raise InputError("mtp", f"the config gives no {mtp.prefix}num_hidden_layers")

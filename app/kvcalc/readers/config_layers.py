@@ -1,0 +1,105 @@
+"""Each layer kind's layer (a frozen value of `layers`) from a config's dims: attention (full,
+sliding, chunked, indexed, MiMo-V2's window layers), an MLA latent with its indexer, and the
+recurrent states (Mamba-1 and 2, Gated DeltaNet, short convolutions, Kimi Delta, lightning)."""
+
+from .config_fields import ConfigFields
+from ..errors import InputError
+from ..layers import (
+    ChunkedLocalAttention, FullAttention, IndexedAttention, MLAAttention, NoCache, SlidingWindowAttention,
+    StateSpaceLayer)
+from ..units import ceil_div
+
+
+def build_layer(kind: str, f: ConfigFields, attention: dict, model_type: str = "", ssm_dtype: str | None = None):
+    if kind == "none":
+        return NoCache()
+    if kind == "state":
+        return _state_layer(f, model_type, ssm_dtype)
+    if kind == "shortconv":
+        # vLLM short_conv_state_shape: (conv_L_cache - 1) x conv_dim, in the model's dtype, conv_dim split by tp.
+        dim, kernel = f.int("conv_dim"), f.int("conv_L_cache", minimum=2)
+        return StateSpaceLayer((kernel - 1) * dim, 0, heads=dim, label="short conv")
+    if kind == "kda":
+        # Kimi Delta Attention (vLLM MambaStateShapeCalculator.kda_state_shape, kda_state_dtype): q, k
+        # and v short convolutions of heads x head_dim channels each, in the model's dtype, and a
+        # heads x head_dim x head_dim recurrent state in float32.
+        inner = ConfigFields(f.cfg["linear_attn_config"], f.prefix + "linear_attn_config.")
+        heads, dim = inner.int("num_heads"), inner.int("head_dim")
+        kernel = inner.int("short_conv_kernel_size", minimum=2)
+        return StateSpaceLayer((kernel - 1) * 3 * heads * dim, heads * dim * dim, heads=heads, label="kda",
+                               ssm_dtype="fp32")
+    if kind == "lightning":
+        # MiniMax lightning attention (vLLM linear_attention_state_shape / _state_dtype): one
+        # heads x head_dim x head_dim state, in the cache's dtype, no convolution.
+        if "head_dim" not in attention:
+            raise InputError(f.prefix + "head_dim", "missing for the lightning attention layers")
+        heads, dim = attention["q_heads"], attention["head_dim"]
+        return StateSpaceLayer(0, heads * dim * dim, heads=heads, label="lightning attention")
+    if kind == "swa":
+        heads = f.int("swa_num_key_value_heads")
+        q_heads = f.int("swa_num_attention_heads") if f.has("swa_num_attention_heads") else attention.get("q_heads")
+        if q_heads and (heads > q_heads or q_heads % heads):
+            raise InputError(f.prefix + "swa_num_key_value_heads",
+                             f"{heads} kv heads do not divide {q_heads} window-layer attention heads")
+        dim = f.int("swa_head_dim")
+        v_dim = f.int("swa_v_head_dim") if f.has("swa_v_head_dim") else dim
+        window = f.int("sliding_window_size", maximum=1 << 40)
+        return SlidingWindowAttention(heads, dim, v_dim if v_dim != dim else None, window=window)
+    if kind == "mla":
+        if "mla" not in attention:
+            raise InputError(f.prefix + "kv_lora_rank", "missing for an MLA layer")
+        indexer = 0
+        if f.has("index_head_dim"):
+            # DeepSeek-V3.2 sparse attention: an fp8 indexer key plus an fp32 scale per 128
+            # elements, per token per layer, beside the latent (vLLM DeepseekV32IndexerCache).
+            dim = f.int("index_head_dim")
+            indexer = dim + ceil_div(dim, 128) * 4
+        return MLAAttention(*attention["mla"], indexer_row_bytes=indexer)
+    if "kv_heads" not in attention:
+        raise InputError(f.prefix + "num_attention_heads", "missing from config.json")
+    heads, dim = attention["kv_heads"], attention["head_dim"]
+    v_dim = attention.get("v_head_dim")
+    if kind == "full":
+        return FullAttention(heads, dim, v_dim)
+    if kind == "indexed":
+        inner = ConfigFields(f.cfg["sparse_attention_config"], f.prefix + "sparse_attention_config.")
+        return IndexedAttention(heads, dim, v_dim, index_row_bytes=2 * inner.int("sparse_index_dim"))
+    if kind == "chunked":
+        return ChunkedLocalAttention(heads, dim, window=f.int("attention_chunk_size", maximum=1 << 40))
+    if "window" in attention:
+        return SlidingWindowAttention(heads, dim, window=attention["window"])
+    if not f.has("sliding_window"):
+        raise InputError(f.prefix + "sliding_window", "layers slide but no sliding_window is set")
+    return SlidingWindowAttention(heads, dim, window=f.int("sliding_window", maximum=1 << 40))
+
+
+def _state_layer(f: ConfigFields, model_type: str = "", ssm_dtype: str | None = None) -> StateSpaceLayer:
+    if f.has("linear_num_value_heads"):
+        # Gated DeltaNet (Qwen3-Next): conv over q, k and v channels; ssm state v_heads x dk x dv.
+        k_heads = f.int("linear_num_key_heads")
+        v_heads = f.int("linear_num_value_heads")
+        dk, dv = f.int("linear_key_head_dim"), f.int("linear_value_head_dim")
+        kernel = f.int("linear_conv_kernel_dim")
+        conv = (kernel - 1) * (2 * k_heads * dk + v_heads * dv)
+        return StateSpaceLayer(conv, v_heads * dk * dv, heads=v_heads, label="gated deltanet", ssm_dtype=ssm_dtype)
+    if f.has("mamba_n_heads") or f.has("mamba_num_heads"):
+        # Mamba-2 (Nemotron-H, Granite 4, Bamba, Falcon-H1).
+        heads = f.int(f.first("mamba_n_heads", "mamba_num_heads"))
+        head_dim = f.int(f.first("mamba_d_head", "mamba_head_dim") or "mamba_head_dim")
+        groups = f.int(f.first("mamba_n_groups", "n_groups") or "n_groups")
+        d_state = f.int(f.first("ssm_state_size", "mamba_d_state") or "ssm_state_size")
+        kernel = f.int(f.first("conv_kernel", "mamba_d_conv") or "conv_kernel")
+        d_inner = heads * head_dim
+        conv = (kernel - 1) * (d_inner + 2 * groups * d_state)
+        return StateSpaceLayer(conv, heads * head_dim * d_state, heads=heads, label="mamba2",
+                               ssm_dtype=ssm_dtype)
+    if f.has("mamba_d_state"):
+        # Mamba-1 (Jamba): d_inner = expand x hidden; conv (d_conv-1) x d_inner, ssm d_inner x d_state.
+        hidden = f.int("hidden_size", maximum=1 << 24)
+        d_inner = f.int("mamba_expand") * hidden
+        d_state = f.int("mamba_d_state")
+        kernel = f.int("mamba_d_conv")
+        return StateSpaceLayer((kernel - 1) * d_inner, d_inner * d_state, heads=d_inner, label="mamba",
+                               ssm_dtype=ssm_dtype)
+    raise InputError(f.prefix + "layer_types", "linear or state-space layers whose state size this "
+                     "config does not give (no linear_* or mamba_* fields)")
