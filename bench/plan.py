@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 
 from kvcalc.planning import plan
-from kvcalc.readers import presets  # noqa: E402
+from kvcalc.readers import gpu_presets  # noqa: E402
 from kvcalc.errors import InputError  # noqa: E402
 from kvcalc.inputs.options import parse_options  # noqa: E402
 
@@ -57,7 +57,7 @@ def main() -> None:
     if args.limits:
         limits(args.engine)
         return
-    print(f"plan.plan over {len(presets.gpus())} GPU presets, engine {args.engine}, {args.runs} runs, "
+    print(f"plan.plan over {len(gpu_presets.gpus())} GPU presets, engine {args.engine}, {args.runs} runs, "
           f"Python {sys.version.split()[0]}")
     for model, context, batch in CASES:
         start = time.perf_counter()

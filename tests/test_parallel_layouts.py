@@ -26,7 +26,7 @@ from kvcalc.serving import launch
 from kvcalc import parallel
 from kvcalc.evaluation import evaluate
 from kvcalc.experts import weight_parts
-from kvcalc.readers.presets import gpu
+from kvcalc.readers.gpu_presets import gpu
 from kvcalc.inputs.scenario import _config_model
 from kvcalc.reports.verdict import verdict
 from kvcalc.reports.sweep import concurrency_series, memory_series

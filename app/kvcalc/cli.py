@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from .readers import architectures, gguf, presets
+from .readers import architectures, gguf, gpu_presets, presets
 from .reports import link
 from .inputs import log_flow
 from .planning import plan
@@ -167,7 +167,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 print(f"{name:{width}} {row['status']:8} {architectures.summary(row)}", file=stdout)
             return 0
         if args.pop("list_gpus"):
-            table = list(presets.gpus().values())
+            table = list(gpu_presets.gpus().values())
             ids, names = max(len(g.id) for g in table), max(len(g.name) for g in table)
             for gpu in table:
                 print(f"{gpu.id:{ids}} {gpu.name:{names}} {gpu.memory_bytes / GIB:8.2f} GiB "

@@ -10,7 +10,7 @@ from .errors import InputError
 from . import parallel
 from .model import LayerCounts, Model
 from .precision import Precision
-from .readers.presets import GPU
+from .readers.gpu_presets import GPU
 from .units import ceil_div, last_holding
 
 # Searches for the longest context stop here: 2^40 tokens is far past any model.
@@ -36,7 +36,7 @@ class Deployment:
     overhead_bytes: int = 0                  # per GPU: activations, CUDA graphs, non-torch memory
     weights_bytes: int | None = None         # whole model
     bandwidth_bytes_per_s: int | None = None  # per GPU
-    # The GPU preset, its facts typed (readers/presets.GPU: compute capability, SMs, interconnect,
+    # The GPU preset, its facts typed (readers/gpu_presets.GPU: compute capability, SMs, interconnect,
     # unified memory, platform); None for a custom GPU given only by its memory. Engine rules ask
     # its facts, never its display name (gpu.name, what reports print).
     gpu: GPU | None = None

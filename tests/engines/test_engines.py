@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.readers.hfconfig import model_from_config
-from kvcalc.readers import presets
+from kvcalc.readers import gpu_presets
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.llamacpp import allocator as llamacpp_allocator, printing as llamacpp_printing
 from kvcalc.engines import releases
@@ -169,7 +169,7 @@ def test_llamacpp_iswa_cells_and_separate_v_type():
 
 def test_default_prefill_chunks_and_block_sizes():
     r = releases.release
-    gpus = presets.gpus()
+    gpus = gpu_presets.gpus()
     assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, gpus["h100-sxm-80gb"], 131072) == (8192, 1024)
     assert vllm_release.batch_defaults(r("0.19.1"), 80 * GIB, gpus["a100-sxm-80gb"], 131072) == (2048, 256)
     assert vllm_release.batch_defaults(r("0.19.1"), 24 * GIB, gpus["l4-24gb"], 131072) == (2048, 256)
@@ -420,7 +420,7 @@ def test_sglang_sparse_mla_pool_in_fp8_with_its_indexer():
 def test_engines_multiply_the_total_pytorch_reports():
     # vLLM logs total_gpu_memory 79.22 GiB on an H100 80GB (vLLM PR #12126), 0.43 GiB under
     # nvidia-smi's 81,559 MiB: the preset carries both, and the engines use PyTorch's.
-    from kvcalc.readers.presets import gpu
+    from kvcalc.readers.gpu_presets import gpu
     h100 = gpu("h100-sxm-80gb")
     assert h100.torch_memory_bytes == int(Fraction("79.22") * GIB) < h100.memory_bytes
     raw = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm", "memory-utilization": "0.9",
@@ -438,7 +438,7 @@ def test_engines_multiply_the_total_pytorch_reports():
 def test_every_gpu_vllm_and_sglang_run_on_has_its_pytorch_total_with_a_source():
     # The totals come from PyTorch OOM messages, deviceQuery and vLLM logs (sources in gpus.json).
     # They depend on the driver by up to ~0.1 GiB; each lies under the nominal memory by less than 1 GiB.
-    from kvcalc.readers.presets import gpus
+    from kvcalc.readers.gpu_presets import gpus
     missing = set()
     for g in gpus().values():
         if g.vendor == "Apple" or g.unified_memory:

@@ -10,7 +10,7 @@ import pytest
 
 from kvcalc.errors import InputError
 from kvcalc.inputs.startup_log import read_log
-from kvcalc.readers import presets
+from kvcalc.readers import gpu_presets
 from kvcalc.readers.log_rules import Device, match_gpu, unread_gpu
 from support import FIXTURES
 
@@ -44,7 +44,7 @@ def test_llamacpp_3090_by_its_name_capability_and_free_memory():
     seen = reading.printed["gpu_device"].value
     assert seen.device == Device("NVIDIA GeForce RTX 3090", free_gib=Fraction(23641, 1024), capability=(8, 6))
     assert reading.values["gpu"] == "rtx-3090-24gb" and seen.candidates == ("rtx-3090-24gb",)
-    assert presets.gpu("rtx-3090-24gb").compute_capability == (8, 6)
+    assert gpu_presets.gpu("rtx-3090-24gb").compute_capability == (8, 6)
     # The same log with another capability printed is not that card: said, not taken.
     other = read_log(log_text("llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log").replace(
         "compute capability 8.6", "compute capability 8.9"))
@@ -80,7 +80,7 @@ def test_vllm_a100_80gb_by_its_device_name_and_total():
     reading = read_log(log_text("vllm-qwen3-coder-30b-a3b-a100-80gb-util090-131k-seqs16-v0.26.1rc1.log"))
     seen = reading.printed["gpu_device"].value
     assert seen.device == Device("NVIDIA_A100-SXM4-80GB", total_gib=Fraction(7925, 100))
-    assert presets.gpus_by_device("NVIDIA_A100-SXM4-80GB") == ("a100-sxm-80gb",)
+    assert gpu_presets.gpus_by_device("NVIDIA_A100-SXM4-80GB") == ("a100-sxm-80gb",)
     assert reading.values["gpu"] == "a100-sxm-80gb"
 
 
@@ -131,8 +131,8 @@ def test_sglang_check_env_name_and_capability_with_the_fixture():
 ])
 def test_driver_names_the_words_missed(name, cc, gpu_id):
     with pytest.raises(InputError):
-        presets.gpu_family(name)                # by words, no preset: "480gb", "sxm6", "ac" are no preset's
-    assert presets.gpus_by_device(name) == presets.gpus_by_device(name.upper().replace(" ", "_")) == (gpu_id,)
+        gpu_presets.gpu_family(name)                # by words, no preset: "480gb", "sxm6", "ac" are no preset's
+    assert gpu_presets.gpus_by_device(name) == gpu_presets.gpus_by_device(name.upper().replace(" ", "_")) == (gpu_id,)
     line = f"ggml_cuda_init: found 1 CUDA devices:\n  Device 0: {name}, compute capability {cc}, VMM: yes\n"
     reading = read_log(line + "llama_context: n_ctx         = 4096\n")
     assert reading.values["gpu"] == gpu_id and not gpu_notes(reading)

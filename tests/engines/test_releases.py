@@ -12,7 +12,7 @@ from kvcalc.engines import releases
 from kvcalc.engines.sglang import engine as sglang
 from kvcalc.engines.vllm import engine as vllm, profile as vllm_profile, release as rules
 from kvcalc.evaluation import evaluate
-from kvcalc.readers.presets import gpus
+from kvcalc.readers.gpu_presets import gpus
 from support import cli
 
 GIB = 1 << 30

@@ -20,7 +20,8 @@ from kvcalc.engines.vllm.allocator import (ChunkedLocalAttentionSpec, FullAttent
 from kvcalc.errors import InputError
 from kvcalc.precision import precision
 from kvcalc.readers.hfconfig import model_from_config
-from kvcalc.readers.presets import gpu, preset_model
+from kvcalc.readers.gpu_presets import gpu
+from kvcalc.readers.presets import preset_model
 
 BF16 = precision("bf16")
 GIB = 1 << 30

@@ -14,7 +14,7 @@ from kvcalc.engines.sglang import engine as sglang
 from kvcalc.engines.vllm import engine as vllm, release as vllm_release
 from kvcalc.inputs import form_blocks
 from kvcalc.reports.link import encode
-from kvcalc.readers.presets import gpu
+from kvcalc.readers.gpu_presets import gpu
 
 from support import cli
 

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kvcalc.planning import plan as planner
-from kvcalc.readers import presets
+from kvcalc.readers import gpu_presets, presets
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs.options import parse_options
@@ -63,8 +63,8 @@ def test_hand_arithmetic_the_preset_agrees_with():
     assert result.kv_bytes_per_token == L70_KV_PER_TOKEN == 327_680
     assert result.kv_bytes_total == L70_KV_ALL == 171_798_691_840
     assert result.weights_bytes == L70_WEIGHTS == 141_107_412_992
-    assert presets.gpu(H100).memory_bytes == H100_MEMORY and presets.gpu(H100).torch_memory_bytes == H100_TORCH
-    assert presets.gpu(A100).memory_bytes == A100_MEMORY and presets.gpu(A100).torch_memory_bytes == A100_TORCH
+    assert gpu_presets.gpu(H100).memory_bytes == H100_MEMORY and gpu_presets.gpu(H100).torch_memory_bytes == H100_TORCH
+    assert gpu_presets.gpu(A100).memory_bytes == A100_MEMORY and gpu_presets.gpu(A100).torch_memory_bytes == A100_TORCH
 
 
 @pytest.mark.parametrize("gpu, memory", [(H100, H100_MEMORY), (A100, A100_MEMORY)])
@@ -114,8 +114,8 @@ def test_deepseek_v3_128k_vllm_h100_needs_pipeline_stages_h200_does_not():
     # 8 x H200 (150.1e9 B as PyTorch counts it): weights / 8 and the 64-token MLA blocks of one
     # request's latent, 61 x (512 + 64) x 2 B x 131,072, copied on every tensor-parallel GPU, fit.
     latent = 61 * (512 + 64) * 2 * 131072
-    assert weights / 8 + latent < presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
-    assert weights / 4 > presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
+    assert weights / 8 + latent < gpu_presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
+    assert weights / 4 > gpu_presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
     h200 = smallest(values, H200)
     assert (h200.gpus, h200.layout) == (8, planner.Layout(8)) and h200.fits
 
@@ -435,13 +435,13 @@ def test_what_fits_is_never_below_the_lower_bounds(model, engine, context, batch
     except InputError:
         return
     options = planner.layouts(count, model_of, engine)
-    if not options or presets.gpu(gpu).unified_memory and count > 1:
+    if not options or gpu_presets.gpu(gpu).unified_memory and count > 1:
         return
     row_values = planner._with_layout(dict(values, gpu=gpu), options[pick % len(options)])
     evaluation = evaluate(row_values)
     if not (evaluation.ok and planner._fits(evaluation)):
         return
-    memory = planner._memory(presets.gpu(gpu))
+    memory = planner._memory(gpu_presets.gpu(gpu))
     screen = planner._screen_bytes(planner.begin(row_values, searches=False), engine)
     assert screen is None or screen <= memory
     need = planner._need(ask, values)

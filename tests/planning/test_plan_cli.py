@@ -23,7 +23,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc.planning import plan as planner
-from kvcalc.readers import presets
+from kvcalc.readers import gpu_presets
 from kvcalc.evaluation import evaluate
 from kvcalc.reports.link import encode
 from kvcalc.inputs.options import parse_options
@@ -81,7 +81,7 @@ def test_plan_json_keys_types_and_the_h100_row(llama70b_plan):
     assert set(data) >= {"plan", "plan_notes"} and isinstance(data["plan_notes"], list)
     rows = data["plan"]
     # One row per GPU type vLLM runs on: every NVIDIA and AMD preset, no Apple machine.
-    runs_on = [g.id for g in presets.gpus().values() if g.vendor in ("NVIDIA", "AMD")]
+    runs_on = [g.id for g in gpu_presets.gpus().values() if g.vendor in ("NVIDIA", "AMD")]
     assert sorted(row["gpu"] for row in rows) == sorted(runs_on)
     for row in rows:
         for key, kind in ROW_KEYS.items():

@@ -14,7 +14,8 @@ import pytest
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.releases import release
 from kvcalc.engines.vllm import allocator, profile, release as vllm_release
-from kvcalc.readers.presets import DATA, GPU_FACTS, gpu_from_row, gpus
+from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus
+from kvcalc.readers.presets import DATA
 
 MIB, GIB = 1 << 20, 1 << 30
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.readers.presets import gpu, gpus
+from kvcalc.readers.gpu_presets import gpu, gpus
 
 from support import cli
 

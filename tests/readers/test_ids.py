@@ -1,5 +1,5 @@
-"""Issue 34 item 5: ids as people type them. One matcher (presets.resolve_model, presets.gpu,
-presets.gpu_family) for the CLI, links, prices, the page's search and a log's model path.
+"""Issue 34 item 5: ids as people type them. One matcher (presets.resolve_model, gpu_presets.gpu,
+gpu_presets.gpu_family) for the CLI, links, prices, the page's search and a log's model path.
 
 A model resolves to the preset of identical shape only: its id or alias, a checkpoint of its name
 (-Instruct, a dated release, an org's re-release, a quantization), a local path's folder, or words
@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import pytest
 
-from kvcalc.readers import presets
+from kvcalc.readers import gpu_presets, presets
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.reports.link import decode
@@ -272,7 +272,7 @@ def test_links_and_the_page_read_models_alike():
     ("GB200 NVL72", "gb200-186gb"), ("m3 ultra", "m3-ultra-512gb"), ("h100-sxm-80gb", "h100-sxm-80gb"),
 ])
 def test_a_gpu_by_its_common_name(typed, gpu_id):
-    assert presets.gpu(typed).id == gpu_id
+    assert gpu_presets.gpu(typed).id == gpu_id
 
 
 @pytest.mark.parametrize("typed, candidates", [
@@ -289,9 +289,9 @@ def test_a_gpu_by_its_common_name(typed, gpu_id):
 ])
 def test_an_ambiguous_gpu_answers_did_you_mean(typed, candidates):
     with pytest.raises(InputError) as e:
-        presets.gpu(typed)
+        gpu_presets.gpu(typed)
     assert e.value.field == "gpu" and f"fits {len(candidates)} GPU presets; did you mean" in e.value.message
-    named = [g for g in presets.gpus() if g in e.value.message]
+    named = [g for g in gpu_presets.gpus() if g in e.value.message]
     assert sorted(named) == sorted(candidates)
 
 
@@ -299,7 +299,7 @@ def test_an_unknown_gpu_is_one_line_never_the_whole_list():
     code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "tpu-v9")
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert err.startswith("kvcalc: error: --gpu: unknown GPU 'tpu-v9'") and "kvcalc --list-gpus" in err
-    assert sum(g in err for g in presets.gpus()) <= 3
+    assert sum(g in err for g in gpu_presets.gpus()) <= 3
     code, _, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "mi300")
     assert code == 2 and "did you mean mi300x-192gb?" in err
 
@@ -329,7 +329,7 @@ def test_the_cli_sizes_ids_as_typed():
     code, out, err = cli("--model", "llama 3.1 70b", "--gpu", "H200", "--kv-dtype", "fp8", "--engine", "exact", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert data["kv_bytes_per_token"] == 163_840 and data["gpu_memory_bytes"] == presets.gpu("h200-141gb").memory_bytes
+    assert data["kv_bytes_per_token"] == 163_840 and data["gpu_memory_bytes"] == gpu_presets.gpu("h200-141gb").memory_bytes
 
 
 # ---- prices ------------------------------------------------------------------------------------
@@ -363,7 +363,7 @@ def test_prices_on_the_cli():
 def test_a_bad_price_is_one_short_line_naming_price(price):
     code, out, err = cli("--model", "meta-llama/Llama-3.1-70B", "--plan", "--price", price)
     assert (code, out) == (2, "") and err.startswith("kvcalc: error: --price: ") and err.count("\n") == 1
-    assert len(err) < 200 and sum(g in err for g in presets.gpus()) <= 3
+    assert len(err) < 200 and sum(g in err for g in gpu_presets.gpus()) <= 3
 
 
 # ---- logs --------------------------------------------------------------------------------------

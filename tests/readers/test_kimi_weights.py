@@ -15,7 +15,8 @@ import pytest
 
 from kvcalc import InputError, evaluate
 from kvcalc.readers.params import quantized_weights
-from kvcalc.readers.presets import gpus, preset_model
+from kvcalc.readers.gpu_presets import gpus
+from kvcalc.readers.presets import preset_model
 
 from support import hf_fixture
 

@@ -5,7 +5,8 @@ import csv
 import pytest
 
 from kvcalc import evaluate, precision
-from kvcalc.readers.presets import gpus, model_entries, preset_model
+from kvcalc.readers.gpu_presets import gpus
+from kvcalc.readers.presets import model_entries, preset_model
 
 from support import FIXTURES
 

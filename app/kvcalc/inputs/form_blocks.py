@@ -19,7 +19,7 @@ from typing import Callable
 
 from .. import engines
 from ..precision import PRECISIONS
-from ..readers import presets
+from ..readers import gpu_presets
 from .options import DEFAULT_ENGINE, EXACT, OPTION_BY_NAME, OPTIONS
 
 CONTROLS = ("input", "select", "hidden")
@@ -33,7 +33,7 @@ DEFAULT_GPU = "h100-sxm-80gb"
 
 def gpu_choices() -> list[tuple[str, str]]:
     """Every GPU preset, in the presets' order, with its memory in GiB."""
-    return [(g.id, f"{g.name} ({g.memory_bytes / 2 ** 30:,.1f} GiB)") for g in presets.gpus().values()]
+    return [(g.id, f"{g.name} ({g.memory_bytes / 2 ** 30:,.1f} GiB)") for g in gpu_presets.gpus().values()]
 
 
 def engine_choices() -> list[tuple[str, str]]:

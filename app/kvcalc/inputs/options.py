@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .. import engines
-from ..readers import presets
+from ..readers import gpu_presets, presets
 from ..errors import InputError
 from ..precision import precision
 
@@ -69,18 +69,18 @@ def _one_of(*allowed: str):
 
 
 def _gpu_id(text: str, name: str) -> str:
-    return presets.gpu(text, field=name).id
+    return gpu_presets.gpu(text, field=name).id
 
 
 def _gpu_ids(text: str, name: str) -> tuple[str, ...]:
     """GPU presets, comma-separated, each by its id, name or a family's name ("h100" is each
     H100 preset); "all" is every preset."""
     if text.strip().lower() == "all":
-        return tuple(presets.gpus())
+        return tuple(gpu_presets.gpus())
     ids = []
     for part in text.split(","):
         if part.strip():
-            for gpu_id in presets.gpu_family(part.strip(), field=name):
+            for gpu_id in gpu_presets.gpu_family(part.strip(), field=name):
                 if gpu_id not in ids:
                     ids.append(gpu_id)
     if not ids:
@@ -116,7 +116,7 @@ def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
         gpu_text, sep, usd = part.replace("=", ":").rpartition(":")
         if not sep or not gpu_text.strip():
             raise InputError(name, f"{_clip(part)!r} is not GPU=USD, e.g. h100-sxm-80gb=2.49")
-        family = presets.gpu_family(gpu_text.strip(), field=name)
+        family = gpu_presets.gpu_family(gpu_text.strip(), field=name)
         label = family[0] if len(family) == 1 else _clip(gpu_text.strip())
         usd = usd.strip().lstrip("$")
         if re.fullmatch(r"-\s*\$?[0-9.]+", usd):
@@ -440,7 +440,7 @@ def canonical_value(name: str, value):
     if name in ("kv-dtype", "weights-dtype", "kv-dtype-v"):
         return precision(value, field=name).name
     if name == "gpu":
-        return presets.gpu(value).id
+        return gpu_presets.gpu(value).id
     if name == "unit":
         return value.strip().lower()
     if name == "model":

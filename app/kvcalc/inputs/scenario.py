@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from .. import engines, parallel
 from ..serving import NONE as NO_SERVING, Serving, ServingSettings, serving_from, sizing_model
-from ..readers import presets
+from ..readers import gpu_presets, presets
 from ..engines import releases
 from ..engines.vllm import release as vllm_release
 from ..engines.releases import Release
@@ -391,7 +391,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
     preset = None
     peaks = ()
     if "gpu" in values:
-        preset = presets.gpu(values["gpu"])
+        preset = gpu_presets.gpu(values["gpu"])
         memory, bandwidth = preset.memory_bytes, preset.bandwidth_bytes_per_s
         torch_memory = preset.torch_memory_bytes
         peaks = tuple(sorted((preset.peak_flops or {}).items()))

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from .. import engines
-from ..readers import presets
+from ..readers import gpu_presets
 from ..errors import InputError
 from ..evaluation import Evaluation, begin, carry_on, evaluate, refused, searched
 from ..inputs.options import OPTION_BY_NAME, parse_options
@@ -193,12 +193,12 @@ def ask_from(values: dict) -> Ask:
     vendors = engines.REGISTRY[engine].VENDORS if engine else None
     if "plan-gpus" in values:
         considered = values["plan-gpus"]
-        foreign = [gpu_id for gpu_id in considered if vendors and presets.gpu(gpu_id).vendor not in vendors]
+        foreign = [gpu_id for gpu_id in considered if vendors and gpu_presets.gpu(gpu_id).vendor not in vendors]
         if foreign:
             raise InputError("plan-gpus", f"{engines.title(engine)} does not run on {', '.join(foreign)} "
                                           f"(it runs on {' and '.join(vendors)} GPUs)")
     else:
-        considered = tuple(gpu_id for gpu_id, gpu in presets.gpus().items() if gpu.memory_bytes and
+        considered = tuple(gpu_id for gpu_id, gpu in gpu_presets.gpus().items() if gpu.memory_bytes and
                            gpu.bandwidth_bytes_per_s and (not vendors or gpu.vendor in vendors))
     ask = Ask(base=base, gpus=tuple(considered), max_gpus=values.get("plan-max-gpus", DEFAULT_MAX_GPUS),
               kv_dtypes=values.get("plan-kv-dtypes") or (None,),
@@ -220,7 +220,7 @@ def check_bounds(ask: Ask, everything: bool = False) -> None:
                                 f"searches; the plan runs at most {MAX_SEARCHES} (every GPU type at 12 precision "
                                 "pairs): name fewer precisions, or fewer GPU types in plan-gpus")
     if everything:
-        counts = sum(1 if presets.gpu(gpu_id).unified_memory else len(gpu_counts(ask.max_gpus)) for gpu_id in ask.gpus)
+        counts = sum(1 if gpu_presets.gpu(gpu_id).unified_memory else len(gpu_counts(ask.max_gpus)) for gpu_id in ask.gpus)
         total = counts * kv * weights
         if total > MAX_EVERY_COUNT:
             raise InputError("plan-max-gpus", f"every deployment of up to {ask.max_gpus:,} GPUs is {total:,} GPU "
@@ -320,7 +320,7 @@ def gpu_rows(ask: Ask, gpu_id: str, everything: bool = False) -> list[Row]:
     if everything:
         check_bounds(ask, everything)   # the page calls this per GPU type, without plan()
     rows = []
-    gpu = presets.gpu(gpu_id)
+    gpu = gpu_presets.gpu(gpu_id)
     best = None
     for weights_dtype in ask.weights_dtypes:
         for kv_dtype in ask.kv_dtypes:
@@ -373,7 +373,7 @@ def _search(ask: Ask, values: dict, need: int | None, everything: bool, counts: 
     """The first deployment that fits over `counts` and their layouts; when none does, the
     fallback row (or nothing, without `fallback`); or, `everything`, every row."""
     model = _model(ask, values)
-    memory = _memory(presets.gpu(values["gpu"]))
+    memory = _memory(gpu_presets.gpu(values["gpu"]))
     screen = need is not None
     rows, tried = [], []
     room_key = _room_key(values)
@@ -625,7 +625,7 @@ def _row(ask: Ask, probe: _Probe) -> Row:
     """The row of a probe: evaluate(values), the single view's own evaluation of its inputs (from
     the scenario the probe built of the same values, evaluation.searched)."""
     values = probe.values
-    gpu = presets.gpu(values["gpu"])
+    gpu = gpu_presets.gpu(values["gpu"])
     layout = Layout(values["tp"], values["pp"], values["dp"], values.get("ep") == "on")
     price = ask.prices.get(gpu.id)
     hourly = None if price is None else price * layout.gpus
@@ -726,7 +726,7 @@ def curve(ask: Ask, gpu_id: str) -> list[tuple[int, int]]:
     if kv_dtype:
         values["kv-dtype"] = kv_dtype
     model = _model(ask, values)
-    gpu = presets.gpu(gpu_id)
+    gpu = gpu_presets.gpu(gpu_id)
     counts = [1] if gpu.unified_memory else gpu_counts(ask.max_gpus)
     points = []
     for count in counts:

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from . import presets
+from . import gpu_presets, presets
 from ..errors import InputError
 
 @dataclass(frozen=True)
@@ -196,22 +196,22 @@ def match_gpu(device: Device) -> GpuMatch:
     if len(name) > 200 or not name:
         return GpuMatch(device, None, (), f"the log's GPU {shown} is no preset")
     preferred = None
-    candidates = presets.gpus_by_device(name)
+    candidates = gpu_presets.gpus_by_device(name)
     if not candidates:
         words = re.sub(r"[\s_]+", " ", name)
         try:
-            candidates = presets.gpu_family(words)
+            candidates = gpu_presets.gpu_family(words)
         except InputError:
             candidates = ()
         try:
-            preferred = presets.gpu(words, device=True).id
+            preferred = gpu_presets.gpu(words, device=True).id
         except InputError:
             preferred = None
         if preferred is not None and preferred not in candidates:
             candidates += (preferred,)
     if not candidates:
         return GpuMatch(device, None, (), f"the log's GPU {shown} is no preset")
-    table = presets.gpus()
+    table = gpu_presets.gpus()
     kept, against = [], []
     for gpu_id in candidates:
         why = _against(table[gpu_id], device)

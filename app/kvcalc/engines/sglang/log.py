@@ -11,7 +11,7 @@ TP3]" or "[time PP1 TP0]"; the rules search anywhere in a line, so the prefix do
 import re
 from fractions import Fraction
 
-from ...readers import presets
+from ...readers import gpu_presets
 from .. import releases
 from . import engine
 from ...errors import InputError
@@ -437,7 +437,7 @@ def _memory_in_use(sink) -> None:
         sink.notes.append(f"SGLang started with {float(free.value):.2f} GiB free (before the weights): "
                           "memory-in-use-gib is the GPU's total less that, once the GPU is chosen")
         return
-    gpu = presets.gpu(reads["gpu"].text)
+    gpu = gpu_presets.gpu(reads["gpu"].text)
     total = gpu.torch_memory_bytes or gpu.memory_bytes
     in_use = Fraction(total, 1 << 30) - free.value
     if in_use < 0:

@@ -154,7 +154,7 @@ class Pool:
 
 def block_size_for(model, gpu, block_size: int | None) -> tuple[int, str | None]:
     """The block size vLLM uses, and why when it is not its default of 16. `gpu` is the GPU preset
-    (readers/presets.GPU), None for a custom one."""
+    (readers/gpu_presets.GPU), None for a custom one."""
     if block_size and block_size > 1:
         if block_size not in BLOCK_SIZES:
             raise InputError("block-size", f"vLLM takes block sizes {', '.join(map(str, BLOCK_SIZES))}, "

@@ -20,7 +20,7 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
 - The cuBLAS workspace its first matmul allocates: 32 MiB on compute capability 9.x to 12.x
   (Hopper, Blackwell), 8 MiB before.
 
-What the GPU is comes from its preset's facts (readers/presets.GPU: compute capability, SMs,
+What the GPU is comes from its preset's facts (readers/gpu_presets.GPU: compute capability, SMs,
 interconnect, platform), never from its display name; a custom GPU (given only by its memory) is
 taken as NVLink-joined, with an H100's 132 SMs and the smaller cuBLAS workspace. Windows / WSL2,
 whose drivers keep memory of their own, is how a machine runs, not a fact of the GPU: not modelled.

@@ -58,7 +58,7 @@ def batch_defaults(release, memory_bytes: int | None, gpu, max_model_len: int,
                    entry: str = "serve") -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
     (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger.
-    `gpu` is the GPU preset (readers/presets.GPU), None for a custom one."""
+    `gpu` is the GPU preset (readers/gpu_presets.GPU), None for a custom one."""
     if not v1(release):
         # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
         # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
