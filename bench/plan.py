@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--engine", default="vllm", choices=("vllm", "sglang", "llama.cpp", "exact"))
     parser.add_argument("--everything", action="store_true", help="every count and layout, not the smallest")
-    parser.add_argument("--limits", action="store_true", help="the largest plans plan.check_bounds allows, timed once")
+    parser.add_argument("--limits", action="store_true", help="the largest plans ask.check_bounds allows, timed once")
     args = parser.parse_args()
     if args.limits:
         limits(args.engine)

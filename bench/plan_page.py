@@ -5,8 +5,8 @@ Python (Pyodide in headless Chromium) and, for comparison, on CPython.
     .venv/bin/python bench/plan_page.py [--dist DIR] [--runs N]
 
 Three figures per preset:
-- compute: the engine's plan as the page runs it (plan.ask_from, plan.gpu_rows for each GPU type,
-  plan.finish), timed with time.perf_counter inside the page's interpreter, N times;
+- compute: the engine's plan as the page runs it (ask.ask_from, plan.gpu_rows for each GPU type,
+  ranking.finish), timed with time.perf_counter inside the page's interpreter, N times;
 - page: the section's own plan after an edit (a price typed, so every figure is planned again):
   the compute slices, the table written, and the whole with the chart, from web.plan_view's
   timings, and the longest the page waited between two slices (what an edit can wait);
@@ -28,7 +28,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 
-from kvcalc.planning import plan  # noqa: E402
+from kvcalc.planning.ask import ask_from  # noqa: E402
 from kvcalc.inputs.options import parse_options  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -42,18 +42,20 @@ DONE = "document.getElementById('plan').dataset.state === 'done'"
 # The compute loop, the same text in the page and here: `model`, `runs` given.
 COMPUTE = """
 import time
-from kvcalc import plan
+from kvcalc.planning import plan
+from kvcalc.planning.ask import ask_from
+from kvcalc.planning.ranking import finish
 from kvcalc.inputs.options import parse_options
 values, errors = parse_options(dict(INPUTS, model=model))
 assert not errors, errors
 times = []
 for _ in range(runs):
     started = time.perf_counter()
-    ask = plan.ask_from(values)
+    ask = ask_from(values)
     rows = []
     for gpu_id in ask.gpus:
         rows.extend(plan.gpu_rows(ask, gpu_id))
-    plan.finish(ask, rows)
+    finish(ask, rows)
     times.append((time.perf_counter() - started) * 1000)
 """
 
@@ -110,7 +112,7 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, str(ROOT / "tools" / "serve.py"), args.dist, "--port", "0"],
                               stdout=subprocess.PIPE, text=True)
     site = server.stdout.readline().split()[-1]
-    considered = len(plan.ask_from(parse_options(dict(INPUTS, model=PRESETS[0]))[0]).gpus)
+    considered = len(ask_from(parse_options(dict(INPUTS, model=PRESETS[0]))[0]).gpus)
     print(f"The plan over every GPU preset the engine runs on ({considered}), {INPUTS}, {args.runs} runs; ms")
     try:
         with sync_playwright() as p:

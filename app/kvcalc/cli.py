@@ -9,6 +9,7 @@ from .readers import architectures, gguf, gpu_presets, presets
 from .reports import link
 from .inputs import log_flow
 from .planning import plan
+from .planning.ask import DEFAULT_MAX_GPUS, PLAN_INPUTS, ask_from
 from .readers.checkpoint_files import weights_from_paths
 from .errors import InputError
 from .readers.hfconfig import MAX_CONFIG_BYTES, parse_config_text
@@ -284,8 +285,8 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
         command = launch(evaluation.scenario, engine, sized_as(evaluation, engine))
         if command.command is None:
             raise InputError("launch", command.notes[0])
-    if any(name in evaluation.values for name in plan.PLAN_INPUTS):
-        plan.ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
+    if any(name in evaluation.values for name in PLAN_INPUTS):
+        ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
     return _render(evaluation, fmt, command)
 
 
@@ -348,7 +349,7 @@ def _what_you_need(evaluation) -> tuple[str | None, str | None]:
         return None, None       # the single view stands; the line is only a pointer
     if best is not None:
         return best, None
-    return (f"no deployment of up to {values.get('plan-max-gpus', plan.DEFAULT_MAX_GPUS):,} GPUs fits on any GPU "
+    return (f"no deployment of up to {values.get('plan-max-gpus', DEFAULT_MAX_GPUS):,} GPUs fits on any GPU "
             "considered"), None
 
 

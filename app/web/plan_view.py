@@ -1,18 +1,21 @@
 """What do I need? (issue 25): the plan's table, its chart and the verdict's pointer to its best
 row, computed in the page one GPU type at a time.
 
-The engine plans (kvcalc.planning.plan: ask_from, gpu_rows per GPU type, finish, curve per type drawn);
-here its rows are written and a chosen one is applied to the form. Between GPU types the page
-gets its thread back once a slice's time is used (asyncio.sleep(0) is a browser task in Pyodide's
-event loop), so typing never waits for a plan; an update started meanwhile (state.plan_generation)
-stops the older plan, whose last good table stays until the new one is whole. Figures are the
-engine's (plan_report.row_json), only written here. Imported on first use (web.loop), so the page
-starts without it."""
+The engine plans (kvcalc.planning: ask.ask_from, plan.gpu_rows per GPU type, ranking.finish,
+plan.curve per type drawn); here its rows are written and a chosen one is applied to the form.
+Between GPU types the page gets its thread back once a slice's time is used (asyncio.sleep(0) is
+a browser task in Pyodide's event loop), so typing never waits for a plan; an update started
+meanwhile (state.plan_generation) stops the older plan, whose last good table stays until the new
+one is whole. Figures are the engine's (plan_report.row_json), only written here. Imported on
+first use (web.loop), so the page starts without it."""
 
 import asyncio
 import time
 
 from kvcalc.planning import plan as planner
+from kvcalc.planning.ask import ask_from
+from kvcalc.planning.candidates import gpu_counts
+from kvcalc.planning.ranking import finish
 from kvcalc.errors import InputError
 from kvcalc.planning.plan_report import pointer, withheld
 
@@ -73,7 +76,7 @@ async def run(generation: int, values: dict) -> None:
     started = time.perf_counter()
     slices = _Slices(generation)
     try:
-        ask = planner.ask_from(values)
+        ask = ask_from(values)
     except InputError as e:
         _refused(e)
         return
@@ -88,7 +91,7 @@ async def run(generation: int, values: dict) -> None:
             rows.extend(planner.gpu_rows(ask, gpu_id, everything))
             compute += time.perf_counter() - t
         t = time.perf_counter()
-        result = planner.finish(ask, rows, everything)
+        result = finish(ask, rows, everything)
         compute += time.perf_counter() - t
     except InputError as e:
         _not_planned(f"Not planned: {label(e.field)}: {in_page_words(e.message)}")
@@ -117,7 +120,7 @@ async def _chart(slices: _Slices, result, ask) -> bool:
             curves.append((names.get(gpu_id, gpu_id), planner.curve(ask, gpu_id)))
         except InputError:
             continue
-    plan_chart.render(planner.gpu_counts(ask.max_gpus), curves, len(ask.gpus))
+    plan_chart.render(gpu_counts(ask.max_gpus), curves, len(ask.gpus))
     return True
 
 

@@ -9,6 +9,7 @@ import json
 from urllib.parse import unquote
 
 from kvcalc.planning import plan
+from kvcalc.planning.ask import ask_from
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
@@ -155,7 +156,7 @@ def test_the_chart_draws_one_line_per_gpu_type_drawn(page, site):
     note = page.inner_text("#plan-chart-note")
     assert all(name in note for name in drawn) and "of 32 planned" in note
     exact = json.loads(page.evaluate("kvcalcChartExact('chart-plan')"))
-    ask = plan.ask_from(values_of(page))
+    ask = ask_from(values_of(page))
     first = next(r.gpu for r in rows if r.gpu_name == drawn[0])
     assert [v for _, v in plan.curve(ask, first)] == exact[0][1]
     # Two GPU types named: both drawn, whatever fits.
@@ -222,7 +223,7 @@ def test_the_page_starts_without_the_planner_and_the_section_passes_axe(page, si
         const early = await import(new URL('static/early.mjs', location.href).href);
         const py = await early.loadPyodide();
         return py.runPython("import sys, json; "
-            + "json.dumps([m for m in ('kvcalc.planning.plan', 'web.plan_view') if m in sys.modules])");
+            + "json.dumps([m for m in ('kvcalc.planning.plan', 'kvcalc.planning.ask', 'kvcalc.planning.rows', 'web.plan_view') if m in sys.modules])");
     }""")
     assert json.loads(loaded) == []
     planned(page)

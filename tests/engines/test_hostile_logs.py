@@ -334,13 +334,14 @@ def test_the_largest_plan_allowed_runs_its_searches_and_no_more(monkeypatch):
     # Every GPU type at 4 x 3 precisions, up to 4096 GPUs: one search per GPU type and pair at
     # most (fewer where a pair's fewest GPUs are already beaten), within MAX_SEARCHES.
     from kvcalc.inputs.options import parse_options
+    from kvcalc.planning.ask import MAX_SEARCHES
     plan, calls = _searches(monkeypatch)
     typed, _ = parse_options({"model": "meta-llama/Llama-3.1-70B", "context": "131072", "batch": "4096",
                               "plan-max-gpus": "4096", "plan-kv-dtypes": "fp8,bf16,int4,fp16",
                               "plan-weights-dtypes": "bf16,fp8,int4"})
     found = plan.plan(typed)
     gpus = {row.gpu for row in found.rows}
-    assert 0 < len(calls) <= len(gpus) * 12 <= plan.MAX_SEARCHES
+    assert 0 < len(calls) <= len(gpus) * 12 <= MAX_SEARCHES
     assert found.best is not None and found.best.gpus > 64          # past the default limit, as asked
 
 
@@ -359,8 +360,8 @@ def test_a_single_view_that_does_not_fit_pulls_no_unbounded_plan(monkeypatch):
 
 
 def test_the_option_parser_states_the_plans_bounds():
-    # --help says the bounds plan.check_bounds enforces, in the words of the options they narrow.
-    from kvcalc.planning import plan
+    # --help says the bounds ask.check_bounds enforces, in the words of the options they narrow.
+    from kvcalc.planning import ask
     from kvcalc.inputs.options import OPTION_BY_NAME
-    assert f"at most {plan.MAX_SEARCHES}" in OPTION_BY_NAME["plan-kv-dtypes"].help
-    assert f"at most {plan.MAX_EVERY_COUNT} GPU counts" in OPTION_BY_NAME["plan-max-gpus"].help
+    assert f"at most {ask.MAX_SEARCHES}" in OPTION_BY_NAME["plan-kv-dtypes"].help
+    assert f"at most {ask.MAX_EVERY_COUNT} GPU counts" in OPTION_BY_NAME["plan-max-gpus"].help

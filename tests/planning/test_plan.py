@@ -26,9 +26,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kvcalc.planning import plan as planner
+from kvcalc.planning.ask import ask_from
+from kvcalc.planning.bounds import gpu_memory, need_bytes, screen_bytes
+from kvcalc.planning.candidates import Layout, layouts, with_layout
+from kvcalc.planning.probe import verdict_fits
+from kvcalc.planning.rows import Row
 from kvcalc.readers import gpu_presets, presets
 from kvcalc.errors import InputError
-from kvcalc.evaluation import evaluate
+from kvcalc.evaluation import begin, evaluate
 from kvcalc.inputs.options import parse_options
 from kvcalc.reports.report import to_json
 
@@ -51,7 +56,7 @@ def typed(**raw) -> dict:
     return values
 
 
-def smallest(values: dict, gpu: str) -> planner.Row:
+def smallest(values: dict, gpu: str) -> Row:
     rows = [row for row in planner.plan(dict(values, **{"plan-gpus": (gpu,)})).rows if row.gpu == gpu]
     assert len(rows) == 1
     return rows[0]
@@ -75,7 +80,7 @@ def test_llama70b_exact_ideal_smallest_is_four_gpus_tp4(gpu, memory):
     assert per_gpu == 78_226_526_208 < memory
     assert L70_WEIGHTS // 2 + L70_KV_ALL // 2 > memory
     row = smallest(typed(model=L70, context=8192, batch=64), gpu)
-    assert (row.gpus, row.layout) == (4, planner.Layout(4))
+    assert (row.gpus, row.layout) == (4, Layout(4))
     assert row.fits and row.limit == "kv"
     # Requests that fit: (memory - weights a GPU) // one request's KV a GPU (8,192 x 327,680 / 4).
     assert row.max_concurrency == (memory - L70_WEIGHTS // 4) // (8192 * L70_KV_PER_TOKEN // 4)
@@ -95,7 +100,7 @@ def test_llama70b_vllm_smallest_is_eight_gpus_tp8(gpu, torch_memory, holds):
     if gpu == H100:
         assert room == 30_354_906
     row = smallest(values, gpu)
-    assert (row.gpus, row.layout) == (8, planner.Layout(8)) and row.fits
+    assert (row.gpus, row.layout) == (8, Layout(8)) and row.fits
     # 8 GPUs, tp 8: one KV head a GPU, 16 x 128 x 2 x 2 B = 8,192 B a page and layer, 80 layers a block.
     engine = evaluate(row.values).engine
     assert engine.kv_budget_bytes_per_gpu == usable - L70_WEIGHTS // 8 - engine.overhead_bytes_per_gpu
@@ -110,14 +115,14 @@ def test_deepseek_v3_128k_vllm_h100_needs_pipeline_stages_h200_does_not():
     # 8 x H100: each GPU holds at least weights / 8, more than vLLM's 0.92 x 85.06e9 B: none starts.
     assert weights / 8 > H100_TORCH * VLLM_UTILIZATION
     h100 = smallest(values, H100)
-    assert (h100.gpus, h100.layout) == (16, planner.Layout(8, 2)) and h100.fits
+    assert (h100.gpus, h100.layout) == (16, Layout(8, 2)) and h100.fits
     # 8 x H200 (150.1e9 B as PyTorch counts it): weights / 8 and the 64-token MLA blocks of one
     # request's latent, 61 x (512 + 64) x 2 B x 131,072, copied on every tensor-parallel GPU, fit.
     latent = 61 * (512 + 64) * 2 * 131072
     assert weights / 8 + latent < gpu_presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
     assert weights / 4 > gpu_presets.gpu(H200).torch_memory_bytes * VLLM_UTILIZATION
     h200 = smallest(values, H200)
-    assert (h200.gpus, h200.layout) == (8, planner.Layout(8)) and h200.fits
+    assert (h200.gpus, h200.layout) == (8, Layout(8)) and h200.fits
 
 
 # Row by row: each row is what the single view gives for its inputs (evaluate, report.to_json).
@@ -132,7 +137,7 @@ AGREEMENT = [
 ]
 
 
-def _agree(row: planner.Row):
+def _agree(row: Row):
     evaluation = evaluate(row.values)
     if not evaluation.ok:
         assert row.fits is False and row.max_concurrency is None
@@ -167,7 +172,7 @@ def test_the_smallest_row_is_the_first_fitting_deployment_of_all(model, engine, 
     if engine:
         raw["engine"] = engine
     values = typed(**raw)
-    ask = planner.ask_from(values)
+    ask = ask_from(values)
     for gpu in gpus:
         every = planner.gpu_rows(ask, gpu, everything=True)
         fitting = [row for row in every if row.fits]
@@ -206,7 +211,7 @@ def test_nothing_fits_names_the_closest_deployment_and_what_limits_it():
     values = typed(model="meta-llama/Llama-3.1-405B", context=131072, batch=256, plan_gpus="t4-16gb",
                    plan_max_gpus=4096, rate=50, output_tokens=1000)
     (row,) = planner.plan(values).rows
-    assert not row.fits and (row.gpus, row.layout) == (1008, planner.Layout(8, 126)) and row.limit == "rate"
+    assert not row.fits and (row.gpus, row.layout) == (1008, Layout(8, 126)) and row.limit == "rate"
 
 
 def test_limits_are_named():
@@ -230,20 +235,20 @@ def test_limits_are_named():
 
 def test_layouts_the_engines_allow():
     model = evaluate(typed(model="meta-llama/Llama-3.1-8B")).scenario.model
-    dense = planner.layouts(16, model, "vllm")
-    assert dense[0] == planner.Layout(8, 2)
+    dense = layouts(16, model, "vllm")
+    assert dense[0] == Layout(8, 2)
     assert all(layout.gpus == 16 and layout.pp <= 32 and not layout.ep for layout in dense)
-    assert planner.Layout(8, dp=2) in dense
+    assert Layout(8, dp=2) in dense
     # SGLang's data-parallel ranks are DP attention: for a mixture of experts only.
-    assert all(layout.dp == 1 for layout in planner.layouts(16, model, "sglang"))
+    assert all(layout.dp == 1 for layout in layouts(16, model, "sglang"))
     # llama.cpp: no tensor or data parallelism; it splits the layers over its GPUs.
-    assert planner.layouts(4, model, "llama.cpp") == [planner.Layout(1, 4)]
-    assert planner.layouts(64, model, "llama.cpp") == []          # more GPUs than its 32 layers
+    assert layouts(4, model, "llama.cpp") == [Layout(1, 4)]
+    assert layouts(64, model, "llama.cpp") == []          # more GPUs than its 32 layers
     moe = evaluate(typed(model="Qwen/Qwen3-30B-A3B")).scenario.model
-    assert planner.Layout(8, ep=True) in planner.layouts(8, moe, "vllm")
-    assert planner.Layout(2, dp=4, ep=True) in planner.layouts(8, moe, "sglang")
+    assert Layout(8, ep=True) in layouts(8, moe, "vllm")
+    assert Layout(2, dp=4, ep=True) in layouts(8, moe, "sglang")
     # tp only where the heads divide: Qwen3-30B-A3B has 4 KV heads and 32 query heads.
-    assert all(moe.attention_heads % layout.tp == 0 for n in (1, 2, 4, 8, 16) for layout in planner.layouts(n, moe, None))
+    assert all(moe.attention_heads % layout.tp == 0 for n in (1, 2, 4, 8, 16) for layout in layouts(n, moe, None))
     # A machine whose memory the CPU shares is one device.
     values = typed(model="meta-llama/Llama-3.1-8B", plan_gpus="m3-max-128gb")
     assert [row.gpus for row in planner.plan(values, everything=True).rows] == [1]
@@ -310,7 +315,7 @@ def test_plan_refusals_name_their_option(raw, field):
     values, errors = parse_options(dict(raw, model="meta-llama/Llama-3.1-8B"))
     assert not errors
     with pytest.raises(InputError) as refused:
-        planner.ask_from(values)
+        ask_from(values)
     assert refused.value.field == field
 
 
@@ -342,7 +347,7 @@ def test_form_values_and_words():
 
 
 def test_curve_rises_with_the_gpus():
-    ask = planner.ask_from(typed(model=L70, context=8192, batch=64, engine="vllm", plan_max_gpus=32))
+    ask = ask_from(typed(model=L70, context=8192, batch=64, engine="vllm", plan_max_gpus=32))
     points = planner.curve(ask, H100)
     assert [n for n, _ in points] == [1, 2, 4, 8, 16, 24, 32]
     held = [held for _, held in points]
@@ -403,7 +408,7 @@ def test_the_search_finds_what_the_exhaustive_table_finds(model, engine, context
     raw = dict(model=model, context=context, batch=batch, plan_gpus=gpu, plan_max_gpus=16)
     if engine:
         raw["engine"] = engine
-    ask = planner.ask_from(typed(**raw))
+    ask = ask_from(typed(**raw))
     try:
         every = planner.gpu_rows(ask, gpu, everything=True)
     except InputError:
@@ -430,21 +435,21 @@ def test_what_fits_is_never_below_the_lower_bounds(model, engine, context, batch
         raw["engine"] = engine
     values = typed(**raw)
     try:
-        ask = planner.ask_from(dict(values, **{"plan-gpus": (gpu,)}))     # vLLM and SGLang refuse Apple's
+        ask = ask_from(dict(values, **{"plan-gpus": (gpu,)}))     # vLLM and SGLang refuse Apple's
         model_of = planner._model(ask, dict(values, gpu=gpu))
     except InputError:
         return
-    options = planner.layouts(count, model_of, engine)
+    options = layouts(count, model_of, engine)
     if not options or gpu_presets.gpu(gpu).unified_memory and count > 1:
         return
-    row_values = planner._with_layout(dict(values, gpu=gpu), options[pick % len(options)])
+    row_values = with_layout(dict(values, gpu=gpu), options[pick % len(options)])
     evaluation = evaluate(row_values)
-    if not (evaluation.ok and planner._fits(evaluation)):
+    if not (evaluation.ok and verdict_fits(evaluation)):
         return
-    memory = planner._memory(gpu_presets.gpu(gpu))
-    screen = planner._screen_bytes(planner.begin(row_values, searches=False), engine)
+    memory = gpu_memory(gpu_presets.gpu(gpu))
+    screen = screen_bytes(begin(row_values, searches=False), engine)
     assert screen is None or screen <= memory
-    need = planner._need(ask, values)
+    need = need_bytes(ask, values)
     assert need is None or need <= count * memory
 
 

@@ -1,6 +1,6 @@
 """The verdict's "What you need" (plan_report.pointer) speaks only where it sizes the verdict's own
 question. The plan sizes each deployment from the engine's estimates and drops a deployment's
-measurements (plan.DEPLOYMENT_INPUTS); a verdict that rests on a measured KV memory (a log's,
+measurements (ask.DEPLOYMENT_INPUTS); a verdict that rests on a measured KV memory (a log's,
 --kv-memory-gib, or a log's parts re-estimated for an edit) answers another question, so the
 pointer is left out and one clause says why. And a pointer never names the deployment the verdict
 has just said does not fit.

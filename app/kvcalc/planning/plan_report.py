@@ -2,7 +2,8 @@
 
 from ..engines import title
 from ..engines.result import BudgetSource
-from .plan import Plan, Row
+from .ranking import Plan
+from .rows import Row
 from ..words import size
 
 
@@ -114,7 +115,7 @@ def _wrap(text: str, width: int = 110) -> list[str]:
 
 
 # Where the verdict's KV memory comes from when it is not the engine's estimate, which the plan is
-# (it drops a deployment's measurements, plan.DEPLOYMENT_INPUTS): a log's or the one given
+# (it drops a deployment's measurements, ask.DEPLOYMENT_INPUTS): a log's or the one given
 # (kv-memory-gib), or a log's parts re-estimated for the inputs on screen (measured-with).
 MEASURED_BUDGETS = (BudgetSource.GIVEN_KV_MEMORY, BudgetSource.MEASURED)
 
