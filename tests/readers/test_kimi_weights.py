@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import InputError, evaluate
-from kvcalc.readers.params import quantized_weights
+from kvcalc.readers.quantized_bytes import quantized_weights
 from kvcalc.readers.gpu_presets import gpus
 from kvcalc.readers.presets import preset_model
 

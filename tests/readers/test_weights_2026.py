@@ -13,7 +13,8 @@ from fractions import Fraction
 import pytest
 
 from kvcalc import InputError
-from kvcalc.readers.params import FAMILIES, FAMILIES_2026, count_params, quantized_weights
+from kvcalc.readers.params import FAMILIES, FAMILIES_2026, count_params
+from kvcalc.readers.quantized_bytes import quantized_weights
 from kvcalc.inputs.scenario import PLAUSIBLE_BITS_PER_PARAM
 
 from support import FIXTURES, fixture_names, hf_fixture

@@ -8,7 +8,8 @@ import pytest
 
 from kvcalc.readers import presets
 from kvcalc.evaluation import evaluate
-from kvcalc.readers.params import count_params, quantized_weights
+from kvcalc.readers.params import count_params
+from kvcalc.readers.quantized_bytes import quantized_weights
 from kvcalc.serving import draft as drafts
 from kvcalc.inputs.startup_log import read_log
 from kvcalc.units import GIB

@@ -4,7 +4,8 @@ their quantized bytes (experts), its vision tower (serving/encoder) and its MTP 
 
 from ..errors import InputError
 from ..model import AddedLayers, ConfigShapes, MtpConfig, VisionTower
-from .params import count_params, has_quantization, quantized_weights
+from .params import count_params
+from .quantized_bytes import has_quantization, quantized_weights
 from .vision_params import tp_splits, unsplit_attention_heads, vision_groups
 
 

@@ -11,7 +11,7 @@ from .config_fields import InvalidValue
 from ..errors import InputError
 from .hfconfig import model_from_config
 from ..model import Model
-from .params import has_quantization, quantized_weights
+from .quantized_bytes import has_quantization, quantized_weights
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")   # os.path: pathlib costs ~10 ms to import in Pyodide
 

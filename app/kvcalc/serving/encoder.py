@@ -19,7 +19,7 @@ places them under tensor parallel, the encoder cache budget, and llama.cpp's mmp
 
 The tower's parameters come from the config (vision_params.py: Qwen2.5-VL, Qwen3-VL / Qwen3.5 and
 Gemma 3's SigLIP); its bytes are at the model's 16-bit dtype, since the quantized formats the
-calculator prices (params.quantized_weights) leave the tower unquantized. A tower not counted
+calculator prices (quantized_bytes.quantized_weights) leave the tower unquantized. A tower not counted
 there gives no encoder (a data mode asked for on it is refused, having nothing to size).
 
 Each engine's rules (which flag its data mode takes, the towers whose data mode was read, the

@@ -1,0 +1,316 @@
+"""The weights' bytes a config.json's quantization_config gives them, computed from the shapes the
+parameter count (readers/params) keeps: each group of same-shaped tensors priced as the format
+stores it (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ, compressed-tensors pack-quantized), what the
+format leaves out (its skip list, embeddings, head, norms, routers) in the checkpoint's 16-bit
+dtype; any other method or setting refused with the reason."""
+
+from dataclasses import dataclass
+import fnmatch
+import re
+from functools import lru_cache
+
+from .config_fields import show
+from ..errors import InputError
+from ..units import ceil_div
+from .params import MAX_WIDTH, ParamCount, count_params
+
+# Roles a quantization rule may store in fewer bits: nn.Linear weights of the decoder layers
+# ("linear") and of the routed experts ("expert"). The rest ("embed", "head", "router",
+# "vector": norms, biases, convolutions, gates' scalars, and "vision": the tower the quantizers
+# of these formats leave out) stays in the checkpoint's 16-bit dtype.
+QUANTIZABLE = ("linear", "expert")
+
+
+@dataclass(frozen=True)
+class QuantizedWeights:
+    bytes: int           # every tensor of the language model, as the rule stores it
+    rule: str            # the rule, in words (what is quantized, what stays 16-bit)
+    routed_bytes: int = 0   # the part of `bytes` in routed experts (tensors used by top-k of their copies)
+    group_bytes: tuple[int, ...] = ()   # each of the count's tensors groups, in its order: `bytes` is their sum
+
+
+def has_quantization(cfg: dict) -> bool:
+    inner = cfg.get("text_config")
+    return cfg.get("quantization_config") is not None or (
+        isinstance(inner, dict) and inner.get("quantization_config") is not None)
+
+
+def _quant_config(cfg: dict) -> dict | None:
+    quant = cfg.get("quantization_config")
+    inner = cfg.get("text_config")
+    if quant is None and isinstance(inner, dict):
+        quant = inner.get("quantization_config")
+    if quant is not None and not isinstance(quant, dict):
+        raise InputError("quantization_config", f"expected an object, got {show(quant)}")
+    return quant
+
+
+def _skip_list(quant: dict, *keys) -> tuple:
+    names = []
+    for key in keys:
+        value = quant.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"quantization_config.{key}", f"expected a list of module names, got {show(value)}")
+        names.extend(value)
+    return tuple(names)
+
+
+@lru_cache(maxsize=64)
+def _skip_pattern(skip: tuple):
+    """A skip list as (dotted names, one regular expression of its globs). A glob (ModelOpt's
+    exclude_modules, gpt-oss's modules_to_not_convert) matches the whole name or a whole-segment
+    suffix, prefix or middle of it; a dotted name ("lm_head", "mlp.gate", "model.layers.0")
+    matches as whole segments anywhere in it. Built once per list: real lists name hundreds of
+    modules, so the dotted ones are looked up, not scanned."""
+    globs, names = [], set()
+    skip = tuple(glob for entry in skip for glob in (_regex_globs(entry[3:]) if entry.startswith("re:") else (entry,)))
+    for entry in skip:
+        if "*" in entry or "?" in entry or "[" in entry:
+            # fnmatch.translate gives (?s:...)\Z (3.11) or (?s:...)\z (3.14): keep the inside
+            inner = re.fullmatch(r"\(\?s:(.*)\)\\[zZ]", fnmatch.translate(entry), re.S)
+            glob = inner.group(1) if inner else _glob_regex(entry)
+            globs.append(rf"(?:.*\.)?(?:{glob})(?:\..*)?")
+        elif entry.strip("."):
+            names.add(entry.strip("."))
+    pattern = re.compile("|".join(f"(?:{g})" for g in globs), re.S) if globs else None
+    return frozenset(names), pattern
+
+
+# compressed-tensors' "re:" entries (re.match on a module's name) in the forms real configs
+# write them: literal name characters, an escaped dot, .*, a bare dot, one group of literal
+# alternatives and a final $. Anything else is refused rather than run: a config's regular
+# expression could backtrack without end.
+_RE_PART = re.compile(r"\\\.|\.\*|\(([A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*)\)|[A-Za-z0-9_-]+|\.|\$\Z")
+MAX_ALTERNATIVES = 64
+
+
+def _regex_globs(pattern: str) -> tuple:
+    """A "re:" entry as the globs that match the same names (alternatives expanded)."""
+    globs, at, end = [""], 0, False
+    while at < len(pattern):
+        m = _RE_PART.match(pattern, at)
+        alternatives = m.group(1).split("|") if m and m.group(1) else ()
+        if m is None or len(globs) * max(1, len(alternatives)) > MAX_ALTERNATIVES:
+            raise InputError("quantization_config.ignore", f"{show('re:' + pattern)}: only literal names, \\., "
+                             f".*, up to {MAX_ALTERNATIVES} literal alternatives (a|b) and a final $ are read in a "
+                             "regular expression here")
+        part, at = m.group(0), m.end()
+        if alternatives:
+            globs = [g + alt for g in globs for alt in alternatives]
+            continue
+        end = part == "$"
+        piece = {"\\.": ".", ".*": "*", ".": "?", "$": ""}.get(part, part)
+        globs = [g + piece for g in globs]
+    return tuple(g if end else g + "*" for g in globs)     # re.match: open at the end unless $
+
+
+def _glob_regex(glob: str) -> str:
+    """* and ? as fnmatch reads them, the rest literal (a [set] kept as written)."""
+    return "".join(".*" if c == "*" else "." if c == "?" else c if c in "[]!" else re.escape(c) for c in glob)
+
+
+def _skipped(name: str, skip: tuple) -> bool:
+    """Whether a module is left unquantized by a skip list entry (_skip_pattern)."""
+    names, pattern = _skip_pattern(skip)
+    if names:
+        segments = name.split(".")
+        if any(".".join(segments[a:b]) in names for a in range(len(segments))
+               for b in range(a + 1, len(segments) + 1)):
+            return True
+    return bool(pattern and pattern.fullmatch(name))
+
+
+def _int_of(quant: dict, key: str, allowed: tuple):
+    value = quant.get(key)
+    if isinstance(value, bool) or value not in allowed:
+        raise InputError(f"quantization_config.{key}", f"{show(value)} is not one this calculator prices "
+                                                       f"exactly (only {', '.join(map(str, allowed))})")
+    return value
+
+
+def quantized_weights(cfg: dict, counted: ParamCount | None = None) -> QuantizedWeights:
+    """The bytes of the weights a config's quantization_config stores, computed from its shapes.
+
+    Exact where the checkpoint format fixes every tensor's bytes from its shape; any other
+    method, or a setting outside those formats, is refused (InputError) with the reason.
+    Sources: vLLM `fp8.py` (Fp8LinearMethod: an e4m3 weight plus weight_scale_inv, one float32
+    per weight_block_size block, ceil-divided) and DeepSeek-V3's checkpoint layout; transformers
+    `integrations/mxfp4.py` and the gpt-oss checkpoints (expert weights as *_blocks, two 4-bit
+    values a byte, and *_scales, one uint8 exponent per 32); NVIDIA ModelOpt NVFP4 (packed 4-bit
+    weight, an fp8 weight_scale per 16, float32 weight_scale_2 and input_scale per linear);
+    AutoAWQ's GEMM layout (qweight and qzeros packed in int32, fp16 scales per group) and
+    AutoGPTQ's (qweight, qzeros, fp16 scales, int32 g_idx)."""
+    quant = _quant_config(cfg)
+    if quant is None:
+        raise InputError("quantization_config", "the checkpoint is not quantized")
+    counted = counted or count_params(cfg)
+    if not counted.tensors:
+        raise InputError("quantization_config", "this family's parameters are not broken down by module, so "
+                                                "which of them are quantized is not known")
+    method = str(quant.get("quant_method", "")).lower()
+    rule = _RULES.get(method)
+    if method == "modelopt" and str(quant.get("quant_algo", "")).upper() != "NVFP4":
+        rule = None
+    if rule is None:
+        raise InputError("quantization_config.quant_method", f"{show(quant.get('quant_method'))} is not a method "
+                         "whose bytes this calculator computes (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ, "
+                         "compressed-tensors pack-quantized)")
+    price, words, skip = rule(quant)
+    total = routed = 0
+    each = []
+    for g in counted.tensors:
+        if g.role in QUANTIZABLE and not _skipped(g.name, skip):
+            cost = price(g.rows, g.cols, g.role)
+            if cost is None:
+                raise InputError("quantization_config", f"{g.name} ({g.rows:,} x {g.cols:,}) does not divide into "
+                                                        f"the format's groups: {words}")
+            cost *= g.copies
+        else:
+            cost = g.elements * (4 if g.fp32 else 2)
+        total += cost
+        each.append(cost)
+        if g.active < g.copies:
+            routed += cost
+    return QuantizedWeights(total, words, routed, tuple(each))
+
+
+def _fp8(quant: dict):
+    skip = _skip_list(quant, "modules_to_not_convert", "ignored_layers")
+    block = quant.get("weight_block_size")
+    if block is None:
+        # per-tensor fp8: one float32 weight_scale per linear, and an input_scale when static
+        static = str(quant.get("activation_scheme", "dynamic")).lower() == "static"
+        extra = 8 if static else 4
+        return (lambda rows, cols, role: rows * cols + extra), \
+            "fp8 weights with a float32 scale per tensor; embeddings, head, norms and routers 16-bit", skip
+    if not (isinstance(block, list) and len(block) == 2 and all(
+            isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_WIDTH for b in block)):
+        raise InputError("quantization_config.weight_block_size", f"expected two block sides, got {show(block)}")
+    bn, bk = block
+    return (lambda rows, cols, role: rows * cols + 4 * ceil_div(rows, bn) * ceil_div(cols, bk)), \
+        (f"fp8 linear weights plus one float32 scale per {bn} x {bk} block; embeddings, head, norms and "
+         "routers 16-bit"), skip
+
+
+def _mxfp4(quant: dict):
+    skip = _skip_list(quant, "modules_to_not_convert")
+
+    def price(rows, cols, role):
+        if role != "expert":
+            return rows * cols * 2           # only the experts are stored in mxfp4 (transformers Mxfp4)
+        return None if cols % 32 else rows * cols // 2 + rows * cols // 32
+    return price, "mxfp4 experts (4 bits plus a uint8 scale per 32, 4.25 bits); the rest 16-bit", skip
+
+
+def _nvfp4(quant: dict):
+    skip = _skip_list(quant, "exclude_modules", "ignore", "modules_to_not_convert")
+    group = _int_of(quant, "group_size", (16,)) if "group_size" in quant else 16
+    return (lambda rows, cols, role: None if cols % group else rows * cols // 2 + rows * cols // group + 8), \
+        ("nvfp4 linear weights (4 bits plus an fp8 scale per 16 and two float32 scales per tensor); "
+         "embeddings, head, norms and routers 16-bit"), skip
+
+
+def _awq(quant: dict):
+    bits = _int_of(quant, "bits", (4,)) if "bits" in quant else _int_of(quant, "w_bit", (4,))
+    group = quant.get("group_size", quant.get("q_group_size"))
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise InputError("quantization_config.group_size", f"expected a group size, got {show(group)}")
+    version = str(quant.get("version", "gemm")).lower()
+    if version not in ("gemm", "gemv_fast", "marlin") or version == "gemv_fast":
+        raise InputError("quantization_config.version", f"{show(quant.get('version'))}: only AWQ's GEMM layout "
+                                                        "is priced exactly")
+    skip = _skip_list(quant, "modules_to_not_convert")
+
+    def price(rows, cols, role):
+        # qweight int32 (in, out / 8), qzeros int32 (in / group, out / 8), scales fp16 (in / group, out)
+        if cols % group or rows % 8:
+            return None
+        groups = cols // group
+        return rows * cols * bits // 8 + groups * rows * bits // 8 + 2 * groups * rows
+    return price, (f"AWQ int{bits} weights, an fp16 scale and a packed {bits}-bit zero per {group} inputs; "
+                   "embeddings, head, norms and routers 16-bit"), skip
+
+
+def _gptq(quant: dict):
+    bits = _int_of(quant, "bits", (2, 4, 8))
+    group = quant.get("group_size", 128)
+    if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or group >= 1):
+        raise InputError("quantization_config.group_size", f"expected a group size or -1, got {show(group)}")
+    if quant.get("lm_head") is True:
+        raise InputError("quantization_config.lm_head", "a quantized output head is not priced here")
+    if str(quant.get("checkpoint_format", "gptq")).lower() not in ("gptq", "gptq_v2"):
+        raise InputError("quantization_config.checkpoint_format", f"{show(quant.get('checkpoint_format'))}: "
+                                                                  "only AutoGPTQ's layout is priced exactly")
+    skip = _skip_list(quant, "modules_to_not_convert", "modules_in_block_to_quantize") \
+        if not quant.get("modules_in_block_to_quantize") else None
+    if skip is None:
+        raise InputError("quantization_config.modules_in_block_to_quantize", "a list of the modules quantized "
+                                                                             "is not priced here")
+    per = 32 // bits
+
+    def price(rows, cols, role):
+        # qweight int32 (in / per, out), qzeros int32 (groups, out / per), scales fp16 (groups, out),
+        # g_idx int32 (in)
+        groups = 1 if group == -1 else cols // group
+        if cols % per or rows % per or (group != -1 and cols % group):
+            return None
+        return rows * cols * bits // 8 + groups * rows * bits // 8 + 2 * groups * rows + 4 * cols
+    shown = "per column" if group == -1 else f"per {group} inputs"
+    return price, (f"GPTQ int{bits} weights, an fp16 scale and a packed zero {shown}, an int32 g_idx per input; "
+                   "embeddings, head, norms and routers 16-bit"), skip
+
+
+def _compressed_tensors(quant: dict):
+    """compressed-tensors' pack-quantized format (llm-compressor's W4A16 / W8A16, Kimi K2's INT4):
+    each quantized Linear stores weight_packed (int32, 32 / bits values each), weight_scale (16-bit,
+    one per group of group_size inputs, or per output channel) and weight_shape (int64 x 2);
+    symmetric, so no zero point. One config group targeting Linear; anything else is refused."""
+    fmt = quant.get("format")
+    groups = quant.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1 or not isinstance(next(iter(groups.values())), dict):
+        raise InputError("quantization_config.quant_method" if fmt is None else "quantization_config.config_groups",
+                         "compressed-tensors is priced for one config group of pack-quantized int weights only")
+    group = next(iter(groups.values()))
+    fmt = group.get("format", fmt)
+    if fmt != "pack-quantized":
+        raise InputError("quantization_config.format", f"{show(fmt)}: only compressed-tensors' pack-quantized "
+                                                       "format is priced exactly")
+    if group.get("targets") != ["Linear"]:
+        raise InputError("quantization_config.config_groups", f"targets {show(group.get('targets'))}: only "
+                                                              "[\"Linear\"] is priced")
+    weights = group.get("weights")
+    if not isinstance(weights, dict) or weights.get("type") != "int" or weights.get("symmetric") is not True \
+            or weights.get("dynamic") not in (False, None) or weights.get("actorder") is not None:
+        raise InputError("quantization_config.config_groups", "only static symmetric int weights without "
+                                                              "activation reordering are priced")
+    bits = _int_of(weights, "num_bits", (4, 8))
+    activations = group.get("input_activations")
+    if activations is not None and (not isinstance(activations, dict) or activations.get("dynamic") is not True):
+        raise InputError("quantization_config.config_groups", "input activations with stored scales are not priced")
+    strategy = weights.get("strategy")
+    size = weights.get("group_size")
+    if strategy == "group" and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise InputError("quantization_config.config_groups", f"group_size {show(size)}: expected a group size")
+    if strategy not in ("group", "channel"):
+        raise InputError("quantization_config.config_groups", f"strategy {show(strategy)}: only group and channel "
+                                                              "scales are priced")
+    skip = _skip_list(quant, "ignore")
+    if not _skipped("lm_head", skip):
+        raise InputError("quantization_config.ignore", "a quantized output head (lm_head not ignored) is not "
+                                                       "priced here")
+    per = 32 // bits
+
+    def price(rows, cols, role):
+        if cols % per or (strategy == "group" and cols % size):
+            return None
+        scales = rows * (cols // size if strategy == "group" else 1)
+        return rows * cols * bits // 8 + 2 * scales + 16
+    shown = f"per {size} inputs" if strategy == "group" else "per output channel"
+    return price, (f"compressed-tensors pack-quantized int{bits} weights, a 16-bit scale {shown} and an int64 "
+                   "weight_shape per linear; embeddings, head, norms and routers 16-bit"), skip
+
+
+_RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq": _gptq,
+          "compressed-tensors": _compressed_tensors}
