@@ -39,11 +39,15 @@ chromium:
 	  else echo "Chromium missing: install it (apt-get install chromium) or set CHROMIUM=path"; exit 1; fi; \
 	fi
 
-# Two workers, one a core: the engine's tests and the browser's overlap (each worker serves dist/
-# and drives its own Chromium); `make test JOBS=0` runs them in one process.
-JOBS ?= 2
+# Six workers on two cores: a browser test waits on its page (Pyodide starting, the server, the
+# page's own timers) about half its time, so two workers left the cores half idle (12:17 for the
+# suite on an idle machine); six keep both busy, and with both cores taken by other work they
+# still get most of them (8:01 with two `yes` loops, against 12:41 with two workers). worksteal
+# hands a long test's neighbours to an idle worker, so the slowest tests do not end the run alone.
+# Each worker serves dist/ and drives its own Chromium; `make test JOBS=0` runs in one process.
+JOBS ?= 6
 test: venv dist chromium
-	$(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS))
+	$(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist worksteal)
 
 # The hostile sweeps whole (make test runs a fixed sample of them); CI runs both.
 test-sweeps: venv
