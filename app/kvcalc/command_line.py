@@ -58,6 +58,13 @@ def env(scenario, allow: str) -> list:
     return ["env", allow] if past_limit(scenario) else []
 
 
+def own_answer(evaluation, engine: str):
+    """The engine's answer in an evaluation when it is this engine's own (a launch command of
+    another engine than the one sized must not reuse its figures), else None."""
+    answer = evaluation.engine if evaluation is not None else None
+    return answer if answer is not None and answer.engine == engine else None
+
+
 def requests(scenario, evaluation, engine: str, flag: str, notes: list) -> int | None:
     """How many requests the server may run at once: never fewer than fit, unless asked.
     `evaluation` is the inputs' evaluation.Evaluation (its engine's answer and capacity), or None.
@@ -67,7 +74,7 @@ def requests(scenario, evaluation, engine: str, flag: str, notes: list) -> int |
     work = scenario.workload
     fitting = None
     if evaluation is not None:
-        chosen = evaluation.engine is not None and evaluation.engine.engine == engine
+        chosen = own_answer(evaluation, engine) is not None
         capacity = evaluation.engine.max_concurrency if chosen else evaluation.capacity
         fitting = None if capacity is None else int(capacity)
     if scenario.settings.batch_given:

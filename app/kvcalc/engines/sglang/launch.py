@@ -2,7 +2,8 @@
 deployment (server_args.py ServerArgs), and the notes that say what each flag does here."""
 
 from ...errors import InputError
-from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
+from ...command_line import (
+    Launch, common_notes, env, kv_flag, own_answer, prefill_chunk, repo, requests, shell_join, utilization)
 from ...units import ceil_div
 from ... import parallel
 from . import PLACEMENT
@@ -44,8 +45,7 @@ def command(scenario, result, name: str, chunk: int, tp_size: int) -> Launch:
         return Launch(name, None, (e.message,))
     args = env(scenario, LONG_CONTEXT_ENV) + ["python", "-m", "sglang.launch_server", "--model-path", repo(scenario, notes),
                                         "--context-length", str(work.context_tokens)]
-    own = result.engine if result is not None and result.engine is not None and result.engine.engine == name \
-        else None
+    own = own_answer(result, name)
     running = requests(scenario, result, name, "--max-running-requests", notes)
     if running and dep.dp > 1:
         running = _all_ranks(scenario, own is not None, running, notes)

@@ -2,7 +2,8 @@
 arg_utils.py EngineArgs), and the notes that say what each flag does here."""
 
 from ...errors import InputError
-from ...command_line import Launch, common_notes, env, kv_flag, prefill_chunk, repo, requests, shell_join, utilization
+from ...command_line import (
+    Launch, common_notes, env, kv_flag, own_answer, prefill_chunk, repo, requests, shell_join, utilization)
 from ... import parallel
 from . import PLACEMENT
 from . import release as rules
@@ -34,8 +35,7 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
         parallel.check(scenario.model, dep, PLACEMENT)
     except InputError as e:
         return Launch(name, None, (e.message,))
-    own = result.engine if result is not None and result.engine is not None and result.engine.engine == name \
-        else None
+    own = own_answer(result, name)
     seqs = requests(scenario, result, name, "--max-num-seqs", notes)
     if seqs and dep.dp > 1:
         seqs = _per_rank(scenario, own is not None, seqs, notes)
