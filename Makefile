@@ -50,10 +50,10 @@ test: venv dist chromium
 	$(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist worksteal)
 
 # The hostile sweeps whole (make test runs a fixed sample of them); CI runs both.
-# The sweeps are all CPU and no waiting: one worker a core (six took 4:46 where two took 3:19).
-SWEEP_JOBS ?= 2
+# As many workers as make test: on an idle machine two would do (2:56), but with both cores
+# taken by other work six get more of them (4:46 against 6:21 with two `yes` loops running).
 test-sweeps: venv
-	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(SWEEP_JOBS)),,-n $(SWEEP_JOBS)) tests/readers/test_hostile_configs.py
+	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS)) tests/readers/test_hostile_configs.py
 
 test-all: test test-sweeps
 
