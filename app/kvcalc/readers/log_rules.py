@@ -89,6 +89,17 @@ class Sink:
                 keep == "min" and value < self.printed[name].value):
             self.printed[name] = Printed(name, value, number, _clip(line.strip(), 160), text[:80])
 
+    def show_once(self, name: str, value, number: int, line: str, label: str = "") -> None:
+        """A figure printed once per start-up (every rank prints the same): a different value on
+        another line is another start-up in the same paste, or another model's (a draft's)."""
+        old = self.printed.get(name)
+        if old is not None and old.value != value:
+            said = label or name
+            self.conflicts.append((said, Read(said, str(old.value), old.line_number, old.line),
+                                   Read(said, str(value), number, line.strip()[:160])))
+            return
+        self.show(name, value, number, line)
+
     def empty_pool(self, option: str, printed: str, short, number: int, line: str, refusal: str) -> None:
         """The engine printed a KV cache of nothing: a KV memory of zero or less (`short`: how many
         GiB below zero, a Fraction; None where only a count of 0 was printed). No input is that:

@@ -17,7 +17,7 @@ from .. import releases
 from ...errors import InputError
 from ...readers import presets
 from ...readers.log_rules import (
-    Device, Read, Rule, capability, command_words, continuation, model_entry, model_match, take_gpu,
+    Device, Rule, capability, command_words, continuation, model_entry, model_match, take_gpu,
     take_model)  # no cycle
 from ..sglang.log import cut
 
@@ -56,17 +56,6 @@ def _mib(sink, what: str, text: str, n: int) -> Fraction | None:
         _bad(sink, what, text, n, "not a plain number of MiB")
         return None
     return Fraction(text)
-
-
-def _figure(sink, name: str, value, n: int, line: str, label: str = "") -> None:
-    """A setting printed once per start-up: a different value on another line is another start-up
-    (or another model's context, a draft's) in the same paste."""
-    old = sink.printed.get(name)
-    if old is not None and old.value != value:
-        sink.conflicts.append((label or name, Read(label or name, str(old.value), old.line_number, old.line),
-                               Read(label or name, str(value), n, line.strip()[:160])))
-        return
-    sink.show(name, value, n, line)
 
 
 def _largest(sink, name: str, value, n: int, line: str) -> None:
@@ -174,17 +163,17 @@ def _flags(sink, args: str, n: int, line: str) -> None:
         if not value or value.startswith("-"):
             continue
         if target in ("kv-dtype", "kv-dtype-v"):
-            _figure(sink, "cache_type_k" if target == "kv-dtype" else "cache_type_v", value.lower(), n, line, flag)
+            sink.show_once("cache_type_k" if target == "kv-dtype" else "cache_type_v", value.lower(), n, line, flag)
         elif target in ("n_ctx", "n_parallel"):
             count = _count(sink, f"{_OPTION_OF[target]} ({flag})", value, n)
             if count is not None:
-                _figure(sink, "arg_" + target, count, n, line, flag)
+                sink.show_once("arg_" + target, count, n, line, flag)
         elif target in ("model_file", "model_repo", "draft_file", "draft_repo"):
             sink.show(target, value, n, line)
         elif target == "draft_max":
             count = _count(sink, flag, value, n, 1 << 10)
             if count is not None:
-                _figure(sink, "draft_max", count, n, line, flag)
+                sink.show_once("draft_max", count, n, line, flag)
         else:
             of = sink.printed.get("offloadable_layers")
             old = sink.reads.get(target)
@@ -215,7 +204,7 @@ def _device(match, sink, n, line):
 def _found(match, sink, n, line):
     count = _count(sink, "devices", match[1], n, 1 << 16)
     if count is not None:
-        _figure(sink, "devices_found", count, n, line, "CUDA devices found")
+        sink.show_once("devices_found", count, n, line, "CUDA devices found")
 
 
 # --- the model's metadata ------------------------------------------------------------------------
@@ -246,7 +235,7 @@ def _metadata(match, sink, n, line):
             _bad(sink, f"{arch}.{key}", value, n, "not a whole number (per-layer arrays are not read)")
         return
     sink.show("gguf_arch", arch, n, line)
-    _figure(sink, "gguf_" + field, int(value), n, line, f"{arch}.{key}")
+    sink.show_once("gguf_" + field, int(value), n, line, f"{arch}.{key}")
 
 
 # --- the context -----------------------------------------------------------------------------------
@@ -273,7 +262,7 @@ def _context_param(match, sink, n, line):
     elif key == "n_seq_max":
         sink.take("batch", str(count), n, line, "n_seq_max: sequences served at once (-np)")
     elif key in ("n_ctx", "n_ctx_per_seq", "n_batch"):
-        _figure(sink, key, count, n, line, key)
+        sink.show_once(key, count, n, line, key)
 
 
 @_target_only
@@ -286,13 +275,13 @@ def _kv_init(match, sink, n, line):
     # "kv_size = 4096, offload = 1, type_k = 'f16', type_v = 'f16', n_layer = 64"
     size = _count(sink, "context (kv_size)", match["size"], n)
     if size is not None:
-        _figure(sink, "kv_size", size, n, line, "kv_size")
-    _figure(sink, "cache_type_k", match["k"], n, line, "type_k")
-    _figure(sink, "cache_type_v", match["v"], n, line, "type_v")
+        sink.show_once("kv_size", size, n, line, "kv_size")
+    sink.show_once("cache_type_k", match["k"], n, line, "type_k")
+    sink.show_once("cache_type_v", match["v"], n, line, "type_v")
     if match["layers"]:
         layers = _count(sink, "n_layer", match["layers"], n, 100_000)
         if layers is not None:
-            _figure(sink, "kv_layers", layers, n, line, "n_layer")
+            sink.show_once("kv_layers", layers, n, line, "n_layer")
 
 
 @_target_only
@@ -301,7 +290,7 @@ def _cache_kind(match, sink, n, line):
     sink.show("next_cache", "swa" if match[1] == "SWA" else "full", n, line, keep="last")
     cells = _count(sink, "cells", match[2], n)
     if cells is not None:
-        _figure(sink, "swa_cells" if match[1] == "SWA" else "iswa_cells", cells, n, line, f"{match[1]} cells")
+        sink.show_once("swa_cells" if match[1] == "SWA" else "iswa_cells", cells, n, line, f"{match[1]} cells")
 
 
 @_target_only
@@ -385,10 +374,10 @@ def _caches(sink) -> None:
             sink.show("kv_tokens" if which == "full" else "swa_cells", cells, n, line)
             sink.show(prefix + "kv_layers", layers, n, line)
         if seqs is not None:
-            _figure(sink, "seqs", seqs, n, line, "seqs")
-            _figure(sink, "unified", streams == 1 and seqs > 1, n, line, "streams")
-        _figure(sink, "cache_type_k", k_type, n, line, "K type")
-        _figure(sink, "cache_type_v", v_type, n, line, "V type")
+            sink.show_once("seqs", seqs, n, line, "seqs")
+            sink.show_once("unified", streams == 1 and seqs > 1, n, line, "streams")
+        sink.show_once("cache_type_k", k_type, n, line, "K type")
+        sink.show_once("cache_type_v", v_type, n, line, "V type")
 
 
 @_target_only
@@ -478,7 +467,7 @@ def _print_info(match, sink, n, line):
     if key == "general.name":
         sink.show("gguf_name", value[:120], n, line)
     elif _PLAIN_INT.fullmatch(value) and not cut(sink, n, line, len(line.rstrip()), key):
-        _figure(sink, "info_" + _INFO[key], int(value), n, line, key)
+        sink.show_once("info_" + _INFO[key], int(value), n, line, key)
 
 
 # A GGUF's quantization as file names write it, with or without its underscores (iq4xs, Q4_K_M).

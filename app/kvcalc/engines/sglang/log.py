@@ -16,7 +16,7 @@ from .. import releases
 from . import engine
 from ...errors import InputError
 from ...readers.log_rules import (  # no cycle
-    Device, Read, Rule, capability, command_words, continuation, model_entry, number, take_gpu, take_model)
+    Device, Rule, capability, command_words, continuation, model_entry, take_gpu, take_model)
 
 NAME = "sglang"
 # A loose capture for a printed number: what is not a plain number (NaN, 1e999, 99...9) is said
@@ -62,17 +62,6 @@ def cut(sink, n: int, line: str, end: int, what: str) -> bool:
     return True
 
 
-def _figure(sink, name: str, value, n: int, line: str, label: str = "") -> None:
-    """A figure printed once per start-up (every rank prints the same): a different value on
-    another line is another start-up in the same paste."""
-    old = sink.printed.get(name)
-    if old is not None and old.value != value:
-        sink.conflicts.append((label or name, Read(label or name, str(old.value), old.line_number, old.line),
-                               Read(label or name, str(value), n, line.strip()[:160])))
-        return
-    sink.show(name, value, n, line)
-
-
 def _gib(value: Fraction) -> str:
     return f"{float(value):.6f}".rstrip("0").rstrip(".")
 
@@ -107,19 +96,19 @@ def _setting(sink, key: str, value: str, n: int, line: str, how: str = "") -> No
         return
     target = _SETTINGS[key]
     if target == "model_path":
-        _figure(sink, "model_path", value, n, line, "model_path")
+        sink.show_once("model_path", value, n, line, "model_path")
     elif target in ("tp_size", "pp_size", "dp_size", "ep_size"):
         size = _count(sink, f"{key.split('_')[0]} ({key})", value, n, 1 << 20)
         if size is not None:
-            _figure(sink, target, size, n, line, key)
+            sink.show_once(target, size, n, line, key)
     elif target == "dp_attention":
-        _figure(sink, "dp_attention", value in ("True", "true", "1", "on"), n, line, key)
+        sink.show_once("dp_attention", value in ("True", "true", "1", "on"), n, line, key)
     elif target in ("max_running_requests", "max_total_tokens"):
         count = _count(sink, key, value, n)
         if count is not None:
-            _figure(sink, target, count, n, line, key)
+            sink.show_once(target, count, n, line, key)
     elif target in ("spec_algorithm", "spec_draft_path", "spec_steps"):
-        _figure(sink, target, value, n, line, key)         # what they are waits for complete()
+        sink.show_once(target, value, n, line, key)         # what they are waits for complete()
     elif target == "kv-dtype":
         if value != "auto":
             sink.take("kv-dtype", _KV_DTYPES.get(value, value), n, line, how)
@@ -141,7 +130,7 @@ def _command(match, sink, n, line):
     args = match["args"]
     words = args.split()
     if match["serve"] and words and not words[0].startswith("-"):
-        _figure(sink, "model_path", words[0], n, line, "model_path")   # `sglang serve MODEL`
+        sink.show_once("model_path", words[0], n, line, "model_path")   # `sglang serve MODEL`
     _flags(sink, args, n, line)
 
 
@@ -212,8 +201,8 @@ def _swa_pool(match, sink, n, line):
     full = _count(sink, "full_layer_tokens", match[1], n)
     swa = _count(sink, "swa_layer_tokens", match[2], n)
     if full is not None and swa is not None:
-        _figure(sink, "full_tokens", full, n, line, "full_layer_tokens")
-        _figure(sink, "swa_tokens", swa, n, line, "swa_layer_tokens")
+        sink.show_once("full_tokens", full, n, line, "full_layer_tokens")
+        sink.show_once("swa_tokens", swa, n, line, "swa_layer_tokens")
 
 
 def _kv_pool(match, sink, n, line):
@@ -264,14 +253,14 @@ def _summary(match, sink, n, line):
     # managers/scheduler.py: printed once by the first rank when the scheduler is ready.
     tokens = _count(sink, "max_total_num_tokens", match["tokens"], n)
     if tokens is not None:
-        _figure(sink, "summary_tokens", tokens, n, line, "max_total_num_tokens")
+        sink.show_once("summary_tokens", tokens, n, line, "max_total_num_tokens")
     chunk = match["chunk"]
     if chunk is not None and not chunk.startswith("-") and chunk != "None":
         sink.take("prefill-chunk", chunk, n, line, "chunked_prefill_size")
     if match["requests"] is not None:
         count = _count(sink, "max_running_requests", match["requests"], n)
         if count is not None:
-            _figure(sink, "max_running_requests", count, n, line, "max_running_requests")
+            sink.show_once("max_running_requests", count, n, line, "max_running_requests")
     if match["context"] is not None and not cut(sink, n, line, match.end("context"), "context_len"):
         sink.take("context", match["context"], n, line, "context_len")
 
