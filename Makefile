@@ -7,7 +7,7 @@ PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 ENGINE := $(shell find app -name '*.py' -o -name '*.json' 2>/dev/null)
 
-.PHONY: serve test test-all test-sweeps test-engine test-browser dist vendor venv chromium bench screenshots clean
+.PHONY: serve test test-all test-sweeps accuracy test-engine test-browser dist vendor venv chromium bench screenshots clean
 
 venv: $(VENV)/.ready
 $(VENV)/.ready: requirements-dev.txt pyproject.toml
@@ -56,6 +56,11 @@ test-sweeps: venv
 	KVCALC_SWEEP=all $(VPY) -m pytest -q $(if $(filter 0,$(JOBS)),,-n $(JOBS)) tests/readers/test_hostile_configs.py
 
 test-all: test test-sweeps
+
+# The accuracy corpus scored: every public start-up log in tests/fixtures/logs/corpus/, each row
+# beside ours, then the tables docs/accuracy.md shows. A report, not a test.
+accuracy: venv
+	$(VPY) tools/accuracy.py --rows
 
 test-engine: venv
 	$(VPY) -m pytest -q -m "not browser"
