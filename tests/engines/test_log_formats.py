@@ -383,3 +383,19 @@ def test_the_fp8_kv_cache_log_reproduces_its_own_figures():
     assert "# KV cache tokens: the log printed 332,672 (line 71); sized here 332,704" in said
     assert "# Maximum concurrency: the log printed 10.15x (line 72); sized here 10.15x" in said
     assert "Not as the log printed" not in said
+
+
+# --- vLLM 0.6.2-0.6.4's one-line memory profile (issue 36) ------------------------------------
+
+def test_vllm_0_6_4s_memory_profiling_results_line_gives_its_kv_memory_and_the_concurrency_follows():
+    """vllm-llama3.1-8b-rtx3090-20k-profile-v0.6.4.log (SOURCES.md) prints vLLM 0.6.4's
+    "Memory profiling results: total_gpu_memory=23.58GiB ... non_torch_memory=0.35GiB
+    kv_cache_size=3.81GiB gpu_memory_utilization=0.90" (vllm/worker/worker.py). Read, its KV memory
+    gives the concurrency the log printed: 1.56x."""
+    reading = read_log((LOGS / "vllm-llama3.1-8b-rtx3090-20k-profile-v0.6.4.log").read_text(encoding="utf-8"))
+    assert {r.option: r.text for r in reading.read if r.line_number == 5} == {
+        "gpu-memory-gib": "23.58", "memory-utilization": "0.90", "non-torch-gib": "0.35", "kv-memory-gib": "3.81"}
+    e = evaluate(reading.values | {"model": "meta-llama/Llama-3.1-8B"})
+    assert e.ok, e.errors
+    assert f"{float(e.engine.max_concurrency):.2f}" == "1.56"
+    assert e.engine.kv_budget_bytes_per_gpu == int(Fraction("3.81") * (1 << 30))

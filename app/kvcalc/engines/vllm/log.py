@@ -329,6 +329,20 @@ def _budget_v0(match, sink, n, line):
     _take_setting(sink, "memory-utilization", match["util"], n, line)
 
 
+def _profile_results(match, sink, n, line):
+    """V0 0.6.2-0.6.4's one line (vllm/worker/worker.py determine_num_available_blocks): the device
+    total, non-torch memory, the KV memory and the utilization. Its peak_torch_memory is the
+    weights and the activation peak together: neither input takes the sum, so it is not read."""
+    sink.take("gpu-memory-gib", match["total"], n, line, "total_gpu_memory, as PyTorch reports it")
+    _take_setting(sink, "memory-utilization", match["util"], n, line)
+    sink.take("non-torch-gib", match["non_torch"], n, line, keep="max")
+    if _empty(sink, match["kv"], n, line, f"kv_cache_size={match['kv']}GiB"):
+        return
+    gib = _gib_option(sink, "kv-memory-gib", match["kv"], n, line)
+    if gib is not None:
+        sink.show("kv_memory_gib", gib, n, line, keep="min")
+
+
 def _parts_v0(match, sink, n, line):
     sink.take("loaded-weights-gib", match["weights"], n, line, keep="max")
     sink.take("non-torch-gib", match["non_torch"], n, line, keep="max")
@@ -517,6 +531,9 @@ RULES = (
          "Maximum concurrency for"),
     Rule(re.compile(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization "
                     r"\((?P<util>[\d.]+)\)"), _budget_v0, True, "total_gpu_memory ("),
+    Rule(re.compile(r"Memory profiling results: total_gpu_memory=(?P<total>[\d.]+)\s*GiB\b.{0,120}?"
+                    r"non_torch_memory=(?P<non_torch>[\d.]+)\s*GiB kv_cache_size=(?P<kv>-?[\d.]+)\s*GiB "
+                    r"gpu_memory_utilization=(?P<util>[\d.]+)"), _profile_results, True, "Memory profiling results"),
     Rule(re.compile(r"model weights take (?P<weights>[\d.]+)\s*GiB; non_torch_memory takes (?P<non_torch>[\d.]+)"
                     r"\s*GiB; PyTorch activation peak memory takes (?P<activation>[\d.]+)\s*GiB; the rest of the "
                     r"memory reserved for KV Cache is (?P<kv>[\d.]+)\s*GiB"), _parts_v0, True, "model weights take"),
