@@ -247,8 +247,8 @@ def longest_context(scenario, out: EngineResult) -> tuple[int | None, str | None
     """(the longest context at which the engine holds the batch at once, what limits it), at the
     KV memory it sized for these inputs: what it would take with a longer --max-model-len, no
     further than the model's limit. (None, None) without a KV memory."""
-    if out.kv_budget_bytes_per_gpu is None:
-        return None, None
+    if out.kv_budget_bytes_per_gpu is None or out.refusal_words:
+        return None, None       # no memory, or a refusal no context length lifts (vLLM's Mamba blocks)
     engine, work, model = REGISTRY[out.engine], scenario.workload, scenario.model
     budget = Budget(out.kv_budget_bytes_per_gpu, out.activation_bytes_per_gpu, out.overhead_bytes_per_gpu,
                     out.budget_source)

@@ -46,6 +46,8 @@ class EngineResult:
     kv_bytes_on_busiest_gpu: int | None = None
     # The weights per GPU it was sized with where they are not the model's: a log's measurement.
     weights_bytes_per_gpu: int | None = None
+    # A refusal that is not the context's, in the verdict's words (vLLM's Mamba-cache-block ceiling).
+    refusal_words: str | None = None
 
 
 @dataclass(frozen=True)

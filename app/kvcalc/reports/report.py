@@ -339,6 +339,8 @@ def _serving_rows(data: dict) -> list:
 
 def _max_context_text(evaluation: Evaluation) -> str:
     longest, limited_by = evaluation.context_limit
+    if limited_by is None and evaluation.engine is not None and evaluation.engine.refusal_words:
+        return "n/a (it does not start at any context: the verdict says why)"
     if limited_by is None:
         return "n/a (needs GPU memory and the weights' size)"
     if longest is None:

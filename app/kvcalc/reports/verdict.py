@@ -92,7 +92,9 @@ def _verdict(scenario, evaluation, unit: str) -> Verdict:
             return _unknown(problems, reasons, dep, result, f"{name}'s figures need")
         if not engine.starts:
             budget = engine.kv_budget_bytes_per_gpu
-            if budget is not None and budget < 0:
+            if engine.refusal_words:
+                problems.append(f"{name} will not start: {engine.refusal_words}")
+            elif budget is not None and budget < 0:
                 problems.append(f"{name} will not start: the weights and its overhead leave no memory for the "
                                 f"cache ({size(-budget, unit)} short per GPU)")
             else:

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from ...errors import InputError
 from ...units import GIB, ceil_div
-from . import printing
+from . import printing, release as rules
 
 DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
@@ -150,6 +150,7 @@ class Pool:
     bytes_per_request: int         # what one request at max_model_len reserves on the fullest worker
     groups: int
     padding: tuple = ()            # (layers added, % of that type) per padded layer type
+    block_bytes: int = 0           # one block of every group on the fullest worker (page x layers a group)
 
 
 def block_size_for(model, gpu, block_size: int | None) -> tuple[int, str | None]:
@@ -370,6 +371,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
             config_lines
     worst = max(need for _, _, need in needs)
     num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
+    block_bytes = max(page * layers for page, layers, _ in needs)
     if groups[0].spec is None:
         per_request_blocks = max(specs[i].pages(model_len, prefill_chunk) for i in groups[0].layers)
         min_block = block_size
@@ -382,8 +384,35 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
                 # KV cache size; releases before it logged num_blocks // groups x block_size.
                 kv_tokens=int(concurrency * model_len),
                 max_concurrency=concurrency,
-                bytes_per_request=worst, groups=len(groups), padding=tuple(padding))
+                bytes_per_request=worst, groups=len(groups), padding=tuple(padding), block_bytes=block_bytes)
     return pool, None, model_len, config_lines
+
+
+# The Mamba-cache-block ceiling: vllm/config/compilation.py CompilationConfig.
+# resolve_cudagraph_mode_and_sizes, from 0.20.0 (PR #38270) to 0.33.0 unchanged, raises when the
+# KV cache config has Mamba layers, the CUDA-graph mode has full graphs (FULL_AND_PIECEWISE, V1's
+# default; NONE under --enforce-eager) and max_num_reqs (--max-num-seqs) > kv_cache_config.num_blocks:
+# every group shares one block count, and each decode sequence's full graph indexes one state block.
+# 0.18.x-0.19.x instead shrank the CUDA-graph capture sizes to the block count
+# (adjust_cudagraph_sizes_for_mamba_cache) and started.
+MAMBA_CEILING_FROM = (0, 20, 0)
+
+
+def mamba_ceiling(model, pool: Pool, release, eager: bool) -> int | None:
+    """The most decode sequences vLLM lets this pool's full CUDA graphs index (its num_blocks),
+    or None where the check does not run: no state layers, eager mode, V0 or a release before it."""
+    if pool is None or eager or release is None or not release.at_least(*MAMBA_CEILING_FROM):
+        return None
+    if not rules.v1(release) or not any(layer.kind == "state" for layer in model.layers):
+        return None
+    return pool.num_blocks
+
+
+def mamba_ceiling_refusal(max_num_seqs: int, blocks: int) -> str:
+    """The ValueError vLLM raises (compilation.py resolve_cudagraph_mode_and_sizes, 0.20.0 on)."""
+    return (f"ValueError: max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({blocks}). "
+            "Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. "
+            f"Please lower max_num_seqs to at most {blocks} or increase gpu_memory_utilization.")
 
 
 def swap_blocks(model, kv_precision, tp: int, block: int) -> int | None:

@@ -18,7 +18,7 @@ from ... import parallel
 from . import PLACEMENT
 from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
-from ..result import Budget, EngineResult, torch_total, without_budget
+from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
@@ -150,6 +150,12 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         pages)
     if pool is not None and not rules.logs_tokens_as_concurrency(release):
         pool = replace(pool, kv_tokens=pool.num_blocks // pool.groups * pool.block_size)
+    # A hybrid's decode sequences each need a Mamba cache block (allocator.mamba_ceiling): it
+    # prints the pool's lines, then refuses.
+    ceiling, over_words = allocator.mamba_ceiling(model, pool, release, scenario.settings.enforce_eager), None
+    if ceiling is not None and max_num_seqs(scenario) > ceiling:
+        refusal = allocator.mamba_ceiling_refusal(max_num_seqs(scenario), ceiling)
+        over_words = _mamba_words(scenario, pool, budget, chunk, release)
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else allocator.request_bytes(
         model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages)
@@ -157,13 +163,31 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
         kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,
         kv_tokens=None if pool is None else pool.kv_tokens,
-        max_concurrency=None if pool is None else pool.max_concurrency, starts=pool is not None,
-        max_model_len=work.context_tokens if pool is not None else longest, refusal=refusal,
+        max_concurrency=None if pool is None else pool.max_concurrency, starts=pool is not None and refusal is None,
+        max_model_len=work.context_tokens if pool is not None else longest, refusal=refusal, refusal_words=over_words,
         activation_bytes_per_gpu=budget.activation_bytes_per_gpu, overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu,
         budget_source=budget.source, log=tuple(printing.log_lines(
             pool, refusal, available, work.context_tokens, config_lines, release,
             allocator.swap_blocks(model, work.kv_precision, dep.tp, block))),
         notes=tuple(notes))
+
+
+def _mamba_words(scenario, pool, budget: Budget, chunk: int, release) -> str:
+    """How far max_num_seqs is over the Mamba cache blocks, and the flags that fix it."""
+    seqs, blocks, dep, settings = max_num_seqs(scenario), pool.num_blocks, scenario.deployment, scenario.settings
+    whose = "yours" if settings.batch_given else f"vLLM {release}'s default for this GPU"
+    rank = " per data-parallel rank" if dep.dp > 1 else ""
+    short = seqs * pool.block_bytes - budget.kv_bytes_per_gpu
+    more = f"{printing.format_gib(short)} GiB more KV memory per GPU"
+    if budget.source is not BudgetSource.GIVEN_KV_MEMORY:
+        total = torch_total(dep, settings, [])
+        share = Fraction(math.ceil((total * memory_utilization(scenario, chunk) + short) * 100 / total), 100)
+        more += f" (--gpu-memory-utilization {float(share):.2f})" if share <= 1 else \
+            " (more than this GPU has at any --gpu-memory-utilization)"
+    return (f"max_num_seqs {seqs:,}{rank} ({whose}) exceeds its {blocks:,} Mamba cache blocks by {seqs - blocks:,}: "
+            f"each decode sequence of its full CUDA graphs needs one block ({pool.block_bytes:,} B per GPU). Pass "
+            f"--max-num-seqs {blocks} or fewer, or give it {more}, or --enforce-eager (no full graphs, no check); a "
+            "shorter --max-model-len leaves the block count as it is")
 
 
 def state_pages(scenario) -> int:
