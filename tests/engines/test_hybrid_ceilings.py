@@ -6,12 +6,14 @@ full CUDA graphs, a model with Mamba layers refuses to start when max_num_seqs e
 block count (kv_cache_config.num_blocks), after it has printed the pool's lines."""
 
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from kvcalc.engines.vllm import allocator, engine as vllm_engine
 from kvcalc.evaluation import evaluate
+from kvcalc.inputs.startup_log import read_log
 from kvcalc.precision import precision
 from kvcalc.readers.hfconfig import model_from_config
 from kvcalc.reports.verdict import verdict
@@ -121,3 +123,30 @@ def test_a_model_without_state_layers_has_no_ceiling():
     e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": "0.28.0",
                   "gpu": "rtx-4090-24gb", "context": "8192", "batch": "4096"}).engine
     assert e.refusal is None or "Mamba" not in e.refusal
+
+
+def test_gemma_4_full_pages_grow_their_block_not_their_padding():
+    """vllm-gemma4-26b-a4b-nvfp4-dgx-spark-util085-262k-v0.25.1.log (vLLM 0.25.1, 84.68 GiB, 262,144
+    tokens, printed 3,912,140 tokens and 14.92x). Gemma 4 26B-A4B's sliding layers keep 8 KV heads
+    of 256 (8,192 B a token, a 16-token page of 131,072 B), its full layers 2 of 512 (4,096 B a token,
+    65,536 B). unify_kv_cache_spec_page_size (kv_cache_utils.py, 0.20.0-0.26.0; kv_cache_planning.py
+    in 0.33.0) grows the smaller page's block by the ratio when it divides the largest: the full
+    layers take 32-token blocks, no padding. Six groups of five layers, a block 655,360 B; a request
+    keeps 262,144 / 32 = 8,192 full blocks and 5 x (cdiv(1,023 + 2,496, 16) + 1) = 1,105 sliding
+    ones: 9,297. Padded 16-token full pages would take 16,384 + 1,105 and halve the concurrency."""
+    reading = read_log((LOGS / "vllm-gemma4-26b-a4b-nvfp4-dgx-spark-util085-262k-v0.25.1.log").read_text("utf-8"))
+    e = evaluate(dict(reading.values))
+    assert e.ok, e.errors
+    model, work = e.scenario.model, e.scenario.workload
+    specs, block, _ = allocator.specs_of(model, work.kv_precision, work.kv_precision, 1, 16)
+    groups, padding = allocator.kv_groups(specs)
+    assert padding == [] and block == 16
+    blocks = sorted((type(g.spec).__name__, g.spec.block_size, g.spec.page_size_bytes, len(g.layers)) for g in groups)
+    assert blocks == [("FullAttentionSpec", 32, 131_072, 5)] + [("SlidingWindowSpec", 16, 131_072, 5)] * 5
+    engine = e.engine
+    low, high = engine.kv_tokens_range
+    assert low <= reading.printed["kv_tokens"].value == 3_912_140 <= high
+    assert f"{float(engine.max_concurrency):.2f}" == "14.92"
+    assert engine.max_concurrency == Fraction(
+        int(84.68 * (1 << 30)) // 655_360, 9_297)
+    assert engine.starts is True and engine.refusal is None        # 32 sequences, far under its blocks
