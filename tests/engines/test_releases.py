@@ -112,7 +112,8 @@ def test_cuda_graphs_come_out_of_the_budget_from_0_20_0():
                       "gpus": "2"})
         return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
                                      vllm.max_num_seqs(e.scenario)).cudagraph
-    assert graphs("0.19.1") == 0 and graphs("0.20.0") == vllm_profile.CUDAGRAPH[0]
+    # H100, 1,024 sequences: 51 PIECEWISE sizes (1 to 512) and 51 FULL ones, over Qwen3-30B-A3B's 48 layers.
+    assert graphs("0.19.1") == 0 and graphs("0.20.0") == (51 + 51) * 48 * vllm_profile.GRAPH_LAYER
     # 0.25-0.28's V2 runner estimated 0 for dense models.
     assert graphs("0.26.0", "meta-llama/Llama-3.1-8B") == 0 and graphs("0.29.0", "meta-llama/Llama-3.1-8B") > 0
 
@@ -262,7 +263,7 @@ def test_eager_mode_takes_no_cuda_graphs_and_pcie_gpus_little_non_torch_memory()
         return vllm_profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
                                      vllm.max_num_seqs(e.scenario))
     graphs, eager = overhead(gpu="h100-sxm-80gb"), overhead(gpu="h100-sxm-80gb", **{"enforce-eager": "on"})
-    assert graphs.cudagraph == vllm_profile.CUDAGRAPH[0] and eager.cudagraph == 0
+    assert graphs.cudagraph == (51 + 51) * 64 * vllm_profile.GRAPH_LAYER and eager.cudagraph == 0   # 64 layers
     assert graphs.non_torch == 1600 << 20 and overhead(gpu="l40s-48gb").non_torch == 256 << 20
     code, out, _ = cli("--model", "Qwen/Qwen2.5-32B", "--engine", "vllm", "--gpus", "4", "--gpu", "h100-sxm-80gb",
                        "--enforce-eager", "on", "--launch", "vllm")

@@ -58,8 +58,21 @@ NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
 # GPUs joined by PCIe only (the preset's interconnect "pcie") take no custom all-reduce buffers and
 # far smaller NCCL ones: 0.30 GiB at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
 NON_TORCH_PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
-# The CUDA-graph estimate subtracted from 0.20.0 (profile_cudagraph_memory).
-CUDAGRAPH = (500 * MIB, 100 * MIB, 1500 * MIB)
+# The CUDA-graph estimate subtracted from 0.20.0 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1"
+# in vllm/envs.py of the 0.20.0 wheel already, though the log line says "default since v0.21.0").
+# V1's GPUModelRunner.profile_cudagraph_memory (vllm/v1/worker/gpu_model_runner.py, 0.18.0-0.34.0) captures the
+# two largest graphs of each mode and returns max(first captures) + sum over modes of max(second, 1 MiB) x
+# (graphs - 1); V2's (vllm/v1/worker/gpu/cudagraph_utils.py, 0.29.0 on) captures every PIECEWISE graph and
+# extrapolates FULL ones the same way. A graph's memory follows its pieces and kernels: one piece per layer
+# under PIECEWISE, every layer's kernels in a FULL graph. So the estimate is graphs x layers on the stage x a
+# cost per graph and layer: the logs put it at 0.03-0.85 MiB (median 0.24: Phi-3-mini 0.19, Qwen2.5-72B at tp 4
+# over PCIe 0.41, Qwen3-30B-A3B 0.10, Gemma 4 26B-A4B 0.25, Qwen3.8-27B int4 0.03, Laguna S 2.1 0.85).
+GRAPH_LAYER, GRAPH_LAYER_HIGH = 256 * 1024, 3 * MIB // 2
+GRAPH_FLOOR = MIB                     # max(second capture, 1 << 20) per graph after the first of a mode
+# Hybrid GDN models from 0.26.0: the first FULL sample's warm-up runs max_num_batched_tokens of context and its
+# transient (about 128 KiB per batched token on Qwen3.5-122B-A10B, vllm-project/vllm#50780) is charged as graph
+# memory: the band's top holds it.
+HYBRID_TRANSIENT = 128 * 1024
 # A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
 # encoder pass): not modelled from the vision tower's shapes yet. On the calibration logs it
 # added nothing (LLaVA 1.5) to 2.9 GiB (Qwen3-VL-30B-A3B at tp 2) over the language model's peak,
@@ -198,6 +211,49 @@ def sampler_peak(model, release, gpu, tokens: int, rows: int,
     return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
 
 
+def pipeline_buffers(model, pp: int, tokens: int) -> int:
+    """Under pipeline parallelism the last stage binds: it alone runs the sampler warm-up (profile_run's
+    `if get_pp_group().is_last_rank`), and as a stage after the first its first dummy run allocates the
+    intermediate tensors it receives, hidden states and residual for max_num_batched_tokens tokens
+    (_dummy_run's make_empty_intermediate_tensors, vllm/v1/worker/gpu_model_runner.py, 0.20.0-0.34.0), which
+    stay allocated. The first stage runs no sampler, so the last one's peak is the one the budget takes."""
+    return 2 * tokens * model.hidden_size * _dtype_bytes(model) if pp > 1 else 0
+
+
+def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int = 0) -> tuple[int, int]:
+    """(PIECEWISE graphs, FULL graphs) vLLM captures by default (VllmConfig._set_cudagraph_sizes, vllm/config/
+    vllm.py, 0.20.0-0.34.0): batch sizes 1, 2, 4, multiples of 8 below 256, then of 16, up to
+    min(2 x max_num_seqs x q, 512, max_num_batched_tokens), where q = 1 + the speculative tokens a decode step
+    verifies; 1,024 instead of 512 on compute capability 10.x from 0.28.0 (is_device_capability_family(100)).
+    With a speculator every size is rounded up to a multiple of q
+    (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode). cudagraph_mode FULL_AND_PIECEWISE (the V1
+    default) also captures a FULL graph of every size up to max_num_seqs x q (uniform decode batches)."""
+    q = 1 + spec_tokens
+    top = 1024 if release.at_least(0, 28, 0) and gpu is not None and gpu.cuda_major() == 10 else 512
+    largest = min(2 * max_num_seqs * q, top, chunk)
+    sizes = [n for n in (1, 2, 4) if n <= largest] + list(range(8, min(largest + 1, 256), 8)) \
+        + list(range(256, largest + 1, 16))
+    if q > 1:
+        sizes = sorted({-(-n // q) * q for n in sizes if -(-n // q) * q <= largest}) or ([q] if q <= largest else [])
+    return len(sizes), sum(1 for n in sizes if n <= max_num_seqs * q)
+
+
+def cudagraph_estimate(model, release, gpu, pp: int, chunk: int, max_num_seqs: int,
+                       spec_tokens: int = 0) -> tuple[int, int, int, str]:
+    """(estimate, lowest, highest, words) of what profile_cudagraph_memory returns: the graphs
+    capture_sizes counts x the layers on the busiest pipeline stage x GRAPH_LAYER. The lowest is the
+    code's own floor, 1 MiB per PIECEWISE graph after the first (a backend without FULL graphs captures
+    none of those); the highest GRAPH_LAYER_HIGH per graph and layer, plus a hybrid's transient from 0.26.0."""
+    pieces, full = capture_sizes(release, max_num_seqs, chunk, gpu, spec_tokens)
+    layers = -(-len(model.layers) // pp)
+    graphs = pieces + full
+    high = graphs * layers * GRAPH_LAYER_HIGH
+    if release.at_least(0, 26, 0) and any(layer.kind == "state" for layer in model.layers):
+        high += chunk * HYBRID_TRANSIENT
+    words = f"CUDA graphs subtracted ({pieces} PIECEWISE and {full} FULL over {layers} layers)"
+    return graphs * layers * GRAPH_LAYER, (pieces - 1) * GRAPH_FLOOR, high, words
+
+
 def non_torch_memory(tp: int, gpu) -> tuple[int, int, int]:
     """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less (the
     preset's interconnect; a custom GPU is taken as NVLink-joined)."""
@@ -219,18 +275,23 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
     sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized)
-    workspace = cublas_workspace(dep.gpu)
+    workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
     encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
-    graphs, g_low, g_high = CUDAGRAPH if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
-        uses_runner_v2(model, release, quantized) and not release.at_least(0, 29, 0)) else (0, 0, 0)
+    draft = scenario.serving.draft
+    spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
+    # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
+    # 0.22.0, 0.25.1 and 0.28.0 wheels; 0.29.0 measures, cudagraph_utils.py).
+    graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
+        if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
+            uses_runner_v2(model, release, quantized) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
-             + (", CUDA graphs subtracted" if graphs else "") + (f"; {how}" if how else ""))
+             + (f", {g_words}" if graphs else "") + (f"; {how}" if how else ""))
     if dep.dp > 1:
         words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
                   "buffers are not modelled)")

@@ -94,8 +94,10 @@ def mamba_state_pages(release, prefix_caching: bool = True) -> int:
 
 def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
     """0.20.0 on, the CUDA-graph memory estimate comes out of the KV budget by default
-    (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1, vllm/envs.py); before, graphs were
-    captured after the cache was allocated, inside what utilization leaves."""
+    (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" in the 0.20.0 wheel's vllm/envs.py, and
+    gpu_worker.py determine_available_memory subtracts it; the line it logs says "default since v0.21.0",
+    a text that is already in 0.20.0); before, graphs were captured after the cache was allocated, inside
+    what utilization leaves. What the estimate is: profile.cudagraph_estimate."""
     # The estimate runs on CUDA only until 0.26.0 (is_cuda(), then is_cuda_alike()).
     return release.at_least(0, 20, 0) and not eager and not (rocm and not release.at_least(0, 26, 0))
 

@@ -1,0 +1,141 @@
+"""Issue 36: the terms of vLLM's start-up overhead on the newest releases, each worked from a real
+public start-up log (tests/fixtures/logs, URL in SOURCES.md) and the release's own code
+(the wheels' vllm/config/vllm.py, vllm/v1/worker/gpu_model_runner.py, gpu_worker.py,
+vllm/v1/worker/gpu/model_runner.py and cudagraph_utils.py)."""
+
+import re
+
+import pytest
+
+from kvcalc.engines import releases
+from kvcalc.engines.vllm import engine as vllm, profile
+from kvcalc.evaluation import evaluate
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.readers import gpu_presets
+from support import FIXTURES
+
+LOGS = FIXTURES / "logs"
+GIB, MIB = 1 << 30, 1 << 20
+
+
+def log_text(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def graph_line(text: str) -> tuple[int, int]:
+    """(PIECEWISE, FULL) of the log's "Profiling CUDA graph memory: PIECEWISE=n (largest=..), FULL=m" line."""
+    line = re.search(r"Profiling CUDA graph memory: (.*)", text).group(1)
+    counts = [re.search(mode + r"=(\d+)", line) for mode in ("PIECEWISE", "FULL")]
+    return tuple(int(m.group(1)) if m else 0 for m in counts)
+
+
+def printed_estimate(text: str) -> float:
+    return float(re.search(r"Estimated CUDA graph memory: ([0-9.]+) GiB total", text).group(1))
+
+
+# (log, release, max_num_seqs, max_num_batched_tokens, GPU preset or None): the graphs vLLM printed it captures.
+CAPTURES = [
+    # vllm serve on an RTX 3090, defaults: 256 sequences, 2,048 tokens a step -> sizes 1 .. 512, FULL up to 256.
+    ("vllm-phi-3-mini-rtx3090-wsl-util085-4k-v0.19.1.log", "0.19.1", 256, 2048, "rtx-3090-24gb"),
+    # --max-num-seqs 64: sizes 1, 2, 4, 8 .. 128 (19), FULL up to 64 (11).
+    ("vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log", "0.22.1", 64, 8192, "h100-sxm-80gb"),
+    # --max-num-seqs 16: 1, 2, 4, 8 .. 32 (7), FULL 1, 2, 4, 8, 16 (5).
+    ("vllm-qwen3-coder-30b-a3b-a100-80gb-util090-131k-seqs16-v0.26.1rc1.log", "0.26.1", 16, 2048, "a100-sxm-80gb"),
+    # --max-num-seqs 32 on a DGX Spark: 1 .. 64 (11), FULL up to 32 (7).
+    ("vllm-gemma4-26b-a4b-nvfp4-dgx-spark-util085-262k-v0.25.1.log", "0.25.1", 32, 2048, "dgx-spark-128gb"),
+    ("vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log", "0.19.0", 256, 2048, "l40s-48gb"),
+]
+
+
+@pytest.mark.parametrize("name, version, seqs, chunk, gpu", CAPTURES, ids=lambda v: str(v)[:40])
+def test_the_graphs_vllm_captures_are_its_capture_sizes(name, version, seqs, chunk, gpu):
+    release = releases.pep440(version)
+    preset = gpu_presets.gpu(gpu) if gpu else None
+    assert profile.capture_sizes(release, seqs, chunk, preset) == graph_line(log_text(name))
+
+
+def test_blackwell_captures_up_to_1024_from_0_28_0():
+    """0.28.0 raises the default largest graph to 1,024 on compute capability 10.x: 1,024 sequences
+    give 1, 2, 4, 31 sizes below 256 and (1,024 - 256) / 16 + 1 = 49 above, 83 in all."""
+    b200 = gpu_presets.gpu("b200-180gb")
+    assert profile.capture_sizes(releases.pep440("0.27.1"), 1024, 8192, b200) == (51, 51)
+    assert profile.capture_sizes(releases.pep440("0.28.0"), 1024, 8192, b200) == (83, 83)
+
+
+def test_a_speculator_rounds_the_sizes_to_its_step():
+    """vllm-qwen3.6-35b-a3b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log, MTP with 3 speculative tokens and
+    --max-num-seqs 32: sizes up to 2 x 32 x 4 = 256 rounded up to multiples of 4 (4, 8, 16 .. 256: 33),
+    FULL up to 32 x 4 = 128 (17), as the log prints "PIECEWISE=33 (largest=256), FULL=17 (largest=128)"."""
+    name = "vllm-qwen3.6-35b-a3b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log"
+    assert profile.capture_sizes(releases.pep440("0.25.1"), 32, 2048, gpu_presets.gpu("dgx-spark-128gb"), 3) \
+        == graph_line(log_text(name)) == (33, 17)
+
+
+def test_worked_example_qwen3_30b_a3b_on_0_22_1():
+    """vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log prints "Estimated CUDA graph memory:
+    0.14 GiB total" for PIECEWISE=19, FULL=11. Ours: 30 graphs x 48 layers x 256 KiB = 360 MiB; the band
+    runs from the code's 1 MiB floor per PIECEWISE graph after the first (18 MiB) to 1.5 MiB per graph and
+    layer (2,160 MiB)."""
+    e = evaluate({"engine": "vllm", "engine-version": "0.22.1", "model": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+                  "gpu": "h100-sxm-80gb", "context": "8192", "batch": "64", "prefill-chunk": "8192"})
+    assert e.ok, e.errors
+    est, low, high, words = profile.cudagraph_estimate(e.scenario.model, e.scenario.settings.release,
+                                                       e.scenario.deployment.gpu, 1, 8192, 64)
+    assert (est, low, high) == (30 * 48 * 256 * 1024, 18 * MIB, 30 * 48 * 3 * MIB // 2)
+    assert "19 PIECEWISE and 11 FULL over 48 layers" in words
+    assert low <= printed_estimate(log_text("vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log")) * GIB <= high
+
+
+# Logs whose model the reader resolves: the printed estimate lies in the rule's band.
+ESTIMATED = ["vllm-phi-3-mini-rtx3090-wsl-util085-4k-v0.19.1.log", "vllm-qwen2.5-72b-4xl40s-tp4-8k-v0.19.0.log",
+             "vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log",
+             "vllm-gemma4-26b-a4b-nvfp4-dgx-spark-util085-262k-v0.25.1.log",
+             "vllm-qwen3.6-35b-a3b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log"]
+
+
+@pytest.mark.parametrize("name", ESTIMATED)
+def test_the_printed_graph_estimate_lies_in_the_band(name):
+    text = log_text(name)
+    reading = read_log(text)
+    values = {k: v for k, v in reading.values.items() if not k.endswith("-gib") or k == "gpu-memory-gib"}
+    e = evaluate(values)
+    assert e.ok, e.errors
+    scenario, dep = e.scenario, e.scenario.deployment
+    release = releases.pep440(re.search(r"version (\d+\.\d+\.\d+)|LLM engine \(v(\d+\.\d+\.\d+)", text).group(1))
+    draft = scenario.serving.draft
+    spec = draft.spec_tokens if draft is not None else 0
+    pieces, full = profile.capture_sizes(release, vllm.max_num_seqs(scenario), e.engine.prefill_chunk, dep.gpu, spec)
+    assert (pieces, full) == graph_line(text)
+    est, low, high, _ = profile.cudagraph_estimate(scenario.model, release, dep.gpu, dep.pp, e.engine.prefill_chunk,
+                                                   vllm.max_num_seqs(scenario), spec)
+    printed = printed_estimate(text) * GIB
+    assert low <= printed <= high, (name, low / GIB, printed / GIB, high / GIB)
+    assert est / 4 <= printed <= est * 4          # within a factor of four of the estimate itself
+
+
+def test_the_v2_runner_estimates_no_graphs_until_0_29_0():
+    """V2's profile_cudagraph_memory is `return 0` in 0.22.0-0.28.0 (vllm/v1/worker/gpu/model_runner.py)
+    and measures from 0.29.0 (cudagraph_utils.py): Llama 3.1 8B is on V2 from 0.23.0."""
+    def graphs(version):
+        e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": version,
+                      "gpu": "h100-sxm-80gb"})
+        return profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
+                                vllm.max_num_seqs(e.scenario)).cudagraph
+    assert graphs("0.22.0") == (51 + 51) * 32 * profile.GRAPH_LAYER       # still the V1 runner (Qwen3 only on V2)
+    assert graphs("0.23.0") == graphs("0.28.0") == 0
+    assert graphs("0.29.0") == (51 + 51) * 32 * profile.GRAPH_LAYER
+
+
+def test_pipeline_parallelism_binds_on_the_last_stage():
+    """vllm-deepseek-v2-lite-tp2-pp2-l4.log (a July 2025 build, 0.9.x): the first stage's ranks print
+    12.13 GiB of KV memory, the last stage's 11.33 GiB: only the last stage runs the sampler warm-up,
+    and it keeps the 2 x 2,048 x 2,048 bf16 intermediate tensors it receives (16 MiB). Our budget is the
+    last stage's, within 1% of 11.33 GiB."""
+    text = log_text("vllm-deepseek-v2-lite-tp2-pp2-l4.log")
+    assert "Available KV cache memory: 11.33 GiB" in text and "Available KV cache memory: 12.13 GiB" in text
+    e = evaluate({"engine": "vllm", "engine-version": "0.9.1", "model": "deepseek-ai/DeepSeek-V2-Lite",
+                  "context": "1024", "enforce-eager": "on", "tp": "2", "pp": "2", "gpus": "4", "gpu": "l4-24gb"})
+    assert e.ok, e.errors
+    assert profile.pipeline_buffers(e.scenario.model, 2, 2048) == 2 * 2048 * 2048 * 2
+    assert profile.pipeline_buffers(e.scenario.model, 1, 2048) == 0
+    assert abs(e.engine.kv_budget_bytes_per_gpu / GIB - 11.33) <= 0.01 * 11.33
