@@ -13,7 +13,7 @@ import pytest
 
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.releases import release
-from kvcalc.engines.vllm import allocator, profile, release as vllm_release
+from kvcalc.engines.vllm import allocator, non_torch, profile, release as vllm_release
 from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus
 from kvcalc.readers.presets import DATA
 
@@ -140,8 +140,8 @@ def test_pcie_from_the_interconnect_agrees_with_the_name_pattern():
         old = bool(OLD_PCIE_ONLY.search(name)) and "NVL" not in name
         assert (g.interconnect == "pcie") == old, g.id
         for tp in (2, 4, 8):
-            assert (profile.non_torch_memory(tp, g) == profile.NON_TORCH_PCIE) == old, (g.id, tp)
-    assert profile.non_torch_memory(2, None) == profile.NON_TORCH[2]      # a custom GPU: NVLink's
+            assert (non_torch.non_torch_memory(tp, g)[:3] == non_torch.PCIE) == old, (g.id, tp)
+    assert non_torch.non_torch_memory(2, None)[0] == non_torch.PCIE[0]    # a custom GPU: a PCIe workstation's
 
 
 def test_rocm_from_the_platform_agrees_with_the_name():

@@ -21,9 +21,9 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   (Hopper, Blackwell), 8 MiB before.
 
 What the GPU is comes from its preset's facts (readers/gpu_presets.GPU: compute capability, SMs,
-interconnect, platform), never from its display name; a custom GPU (given only by its memory) is
-taken as NVLink-joined, with an H100's 132 SMs and the smaller cuBLAS workspace. Windows / WSL2,
-whose drivers keep memory of their own, is how a machine runs, not a fact of the GPU: not modelled.
+interconnect, platform), never from its display name; a custom GPU (given only by its memory) takes
+an H100's 132 SMs and the smaller cuBLAS workspace. Non-torch memory (by platform, interconnect,
+unified memory and tp; a custom GPU PCIe-joined, Windows / WSL2 in the band's top) is non_torch.py's.
 
 Calibrated on the real logs in tests/fixtures/logs (vllm-*.log, SOURCES.md; the README's table
 gives the error per release): the band is what those logs support.
@@ -34,6 +34,7 @@ from fractions import Fraction
 
 from ...errors import InputError
 from . import release as rules
+from .non_torch import non_torch_memory
 
 MIB = 1 << 20
 NATIVE, FUSED, RUNNER_V2 = 38, 14, 6          # sampler bytes per row x vocabulary entry
@@ -49,15 +50,6 @@ CUBLAS_WORKSPACE, CUBLAS_WORKSPACE_BEFORE_HOPPER = 4096 * 8 * 1024, 4096 * 1024 
 # Architectures whose MLP keeps gate_up alive through down_proj (Qwen2MLP, Gemma3MLP).
 KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
 # When a config gives no MLP width, Llama's ratio (14,336 / 4,096 = 7 / 2) stands in for it.
-# Memory outside PyTorch's allocator that start-up adds (NCCL communicators and custom
-# all-reduce buffers under tensor parallelism; the code reserves only 16-24 MiB of the latter):
-# (estimate, lowest, highest) by tp, as the logs print it.
-NON_TORCH = {1: (150 * MIB, 30 * MIB, 400 * MIB), 2: (500 * MIB, 200 * MIB, 1200 * MIB),
-             4: (1600 * MIB, 400 * MIB, 2500 * MIB)}
-NON_TORCH_WIDE = (1500 * MIB, 400 * MIB, 3000 * MIB)       # tp 8 and more
-# GPUs joined by PCIe only (the preset's interconnect "pcie") take no custom all-reduce buffers and
-# far smaller NCCL ones: 0.30 GiB at tp 2 on L40S, 0.04-0.35 GiB at tp 4 on RTX 3090 and L40S in the logs.
-NON_TORCH_PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
 # The CUDA-graph estimate subtracted from 0.20.0 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1"
 # in vllm/envs.py of the 0.20.0 wheel already, though the log line says "default since v0.21.0").
 # V1's GPUModelRunner.profile_cudagraph_memory (vllm/v1/worker/gpu_model_runner.py, 0.18.0-0.34.0) captures the
@@ -254,16 +246,6 @@ def cudagraph_estimate(model, release, gpu, pp: int, chunk: int, max_num_seqs: i
     return graphs * layers * GRAPH_LAYER, (pieces - 1) * GRAPH_FLOOR, high, words
 
 
-def non_torch_memory(tp: int, gpu) -> tuple[int, int, int]:
-    """(estimate, lowest, highest) non-torch memory on a rank: by tp, and over PCIe far less (the
-    preset's interconnect; a custom GPU is taken as NVLink-joined)."""
-    if tp == 1:
-        return NON_TORCH[1]
-    if gpu is not None and gpu.interconnect == "pcie":
-        return NON_TORCH_PCIE
-    return NON_TORCH.get(tp, NON_TORCH_WIDE if tp > 4 else NON_TORCH[4])
-
-
 def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     model, dep = scenario.model, scenario.deployment
     for field, value in (("hidden-size", model.hidden_size), ("vocab-size", model.vocab_size)):
@@ -280,7 +262,7 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
-    non_torch, nt_low, nt_high = non_torch_memory(dep.tp, dep.gpu)
+    non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
     draft = scenario.serving.draft
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
@@ -297,5 +279,6 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
                   "buffers are not modelled)")
     if model.multimodal:
         words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
+    words += f"; {nt_words}" if nt_words else ""
     return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
                     activation - encoder + e_high + spread + nt_high + g_high, words)

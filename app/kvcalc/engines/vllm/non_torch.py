@@ -1,0 +1,116 @@
+"""Memory outside PyTorch's allocator that vLLM's start-up counts against the KV cache: by the GPU
+preset's facts (platform, interconnect, unified memory, compute capability) and tp.
+
+Where the figure comes from (vLLM's code):
+- vllm/utils/mem_utils.py (vllm/utils/__init__.py before 0.11.1) memory_profiling: non-torch memory is
+  (total - free) - torch.cuda.memory_reserved(), its increase from the worker's first snapshot
+  (gpu_worker.init_device) to after the profiling run. determine_available_memory
+  (vllm/v1/worker/gpu_worker.py, 0.7-0.34; vllm/worker/worker.py in V0) subtracts it with the weights and
+  the activation peak from total x utilization.
+- What grows between the two snapshots: the CUDA context's lazily loaded kernels and cuBLAS/cuDNN
+  handles (0.02-0.35 GiB on one discrete GPU in the logs), and under tensor parallelism NCCL's
+  buffers and vLLM's custom all-reduce. Custom all-reduce
+  (vllm/distributed/device_communicators/custom_all_reduce.py, CustomAllreduce.__init__, 0.6-0.34) takes
+  only 8 MiB + its metadata + 8 MiB of rank data, and is disabled on more than two GPUs that are not
+  fully NVLink-connected ("not supported on more than two PCIe-only GPUs"), so PCIe-joined cards run on
+  NCCL alone. NCCL's own buffers are what differ: on Hopper and later GPUs joined by NVLink (NVSwitch),
+  its NVLink SHARP (NVLS) algorithm keeps far larger buffers, which NCCL 2.22 on connects lazily, at the
+  first large all-reduce, i.e. during the profiling run. From 0.11.0 (vLLM PR #25359,
+  "ensuring consistent NCCL memory accounting") the first snapshot is taken after NCCL is initialized,
+  so only what the profiling run connects counts; the band spans both.
+- Unified memory: on Orin (8.7), Thor (11.0) and DGX Spark's GB10 (12.1) MemorySnapshot.measure reads
+  the host's available memory (psutil.virtual_memory().available) as the GPU's free memory
+  (vllm/utils/mem_utils.py, "On UMA (Orin, Thor and Spark) platform"; cudaMemGetInfo reports system
+  memory there before), so what the process takes from the host while it loads and profiles (Python,
+  compile workers, pinned buffers) is counted as non-torch memory: about 2.2 GiB on a DGX Spark.
+- Intel XPU: vllm/v1/worker/xpu_worker.py determine_available_memory adds (total - free) - the torch
+  allocation (an estimate on client GPUs, which cannot report their free memory): about 1.5 GiB.
+
+Windows (native) and WSL2 keep more outside PyTorch through their drivers (0.56 GiB on WSL2 at tp 1,
+0.74 GiB on Windows at tp 2 in the logs issue 36 names): how a machine runs, not a fact of the GPU, so
+it is the band's top and said in the words, never the estimate.
+
+A GPU given only by its memory (no preset) is taken as a workstation's PCIe-joined card, as most such
+users run (the consumer and workstation logs: 0.20 GiB at tp 8 on 24 GB Ampere cards, 0.30 at tp 2 on
+L40S); the band's top covers NVLink-joined Hopper cards, and the words say which was assumed.
+"""
+
+from .printing import format_gib
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+# (estimate, lowest, highest), from the real logs in tests/fixtures/logs (SOURCES.md gives each URL):
+# one discrete GPU: 0.02 (RTX 4080, 0.10.2), 0.07 (H100 PCIe, 0.10.2), 0.16 (80 GB, 0.9.1), 0.33 (A100,
+# 0.26.1), 0.35 (RTX 3090, 0.6.4); the top holds WSL2's 0.56.
+ONE_GPU = (150 * MIB, 16 * MIB, 600 * MIB)
+# Several GPUs joined by PCIe (or one per machine, over a network): NCCL alone past two cards. 0.30 at tp 2
+# on L40S (0.8.2), 0.20 at tp 8 on RTX 3090s (0.8.1); the top holds Windows' 0.74 at tp 2.
+PCIE = (256 * MIB, 16 * MIB, 800 * MIB)
+# NVLink without NVLink SHARP (compute capability under 9.0: A100, V100) and AMD's Infinity Fabric: NCCL's
+# ring and tree buffers plus custom all-reduce. 0.17 at tp 2 on A100 80GB (0.27.1), 0.34-0.43 at tp 4 on
+# A100 40GB (0.8.3). By tp: 2, up to 4, more.
+NVLINK = {2: (256 * MIB, 64 * MIB, 1024 * MIB), 4: (400 * MIB, 64 * MIB, 1280 * MIB),
+          8: (512 * MIB, 64 * MIB, 1536 * MIB)}
+# NVLink on Hopper and later (NVLS buffers): 1.38 at tp 2 on H200 and about 0.5 at tp 2 on H100 (0.12.0,
+# implied by its overhead), 2.04 at tp 4 on H200 (0.10.0); up to about 4.5 GiB at tp 8 before 0.11.0
+# counted NCCL's whole set-up (vLLM PR #25359). The lowest is NVLink without NVLS (bridged H100 NVL pairs).
+NVLS = {2: (1024 * MIB, 200 * MIB, 2560 * MIB), 4: (1600 * MIB, 300 * MIB, 3072 * MIB),
+        8: (1800 * MIB, 300 * MIB, 4608 * MIB)}
+# What a unified-memory device counts of the host's memory (about 2.2 GiB on a DGX Spark), and Intel XPU's
+# non-torch allocation (about 1.5 GiB); each in place of ONE_GPU, with the interconnect's share on top.
+UNIFIED = (2250 * MIB, 512 * MIB, 4096 * MIB)
+XPU = (1536 * MIB, 512 * MIB, 2560 * MIB)
+WINDOWS_TOP = 760 * MIB       # the most a Windows / WSL2 log shows outside PyTorch (0.74 GiB at tp 2)
+
+
+def _by_tp(table: dict, tp: int) -> tuple[int, int, int]:
+    return table[2] if tp <= 2 else table[4] if tp <= 4 else table[8]
+
+
+def _link(tp: int, gpu) -> tuple[tuple[int, int, int], str]:
+    """What several GPUs' communicators add, with the whole non-torch figure of a discrete GPU, and
+    how they are joined, in words."""
+    if gpu is None or gpu.interconnect in ("pcie", "network"):
+        joined = "over a network" if gpu is not None and gpu.interconnect == "network" else "by PCIe"
+        alone = ", NCCL alone (no custom all-reduce past two cards)" if tp > 2 else ""
+        return PCIE, f"{joined}{alone}"
+    if gpu.interconnect == "nvlink" and (gpu.cuda_major() or 0) >= 9:
+        return _by_tp(NVLS, tp), "by NVLink on Hopper or later (NCCL's NVLink SHARP buffers)"
+    fabric = "Infinity Fabric" if gpu.interconnect == "xgmi" else "NVLink"
+    return _by_tp(NVLINK, tp), f"by {fabric} (NCCL and custom all-reduce buffers)"
+
+
+def non_torch_memory(tp: int, gpu) -> tuple[int, int, int, str]:
+    """(estimate, lowest, highest, words) of the non-torch memory vLLM counts on one rank: by the
+    preset's facts and tp (the module's docstring gives the code it comes from). `gpu` None is a GPU
+    given only by its memory: taken as a PCIe-joined workstation card, NVLink's top in the band."""
+    if gpu is not None and gpu.unified_memory:
+        base, where = UNIFIED, "unified memory counts what the process takes from the host's memory"
+    elif gpu is not None and gpu.platform == "xpu":
+        base, where = XPU, "Intel XPU's non-torch allocation"
+    else:
+        base, where = None, ""
+    consumer = gpu is None or gpu.interconnect == "pcie"
+    windows = f"; Windows / WSL2 keep more (up to {format_gib(WINDOWS_TOP)} GiB): the band's top" if consumer else ""
+    if tp <= 1:
+        estimate, low, high = base or ONE_GPU
+        high = max(high, WINDOWS_TOP) if consumer else high
+        if not where and not windows:
+            return estimate, low, high, ""
+        return (estimate, low, high,
+                f"non-torch memory {format_gib(estimate)} GiB" + (f" ({where})" if where else "") + windows)
+    (estimate, low, high), joined = _link(tp, gpu)
+    if base is not None:
+        # The device's own share in place of one discrete GPU's, the link's on top of it.
+        estimate, low, high = (estimate + base[0] - ONE_GPU[0], low + base[1] - ONE_GPU[1],
+                               high + base[2] - ONE_GPU[2])
+    high = max(high, WINDOWS_TOP) if consumer else high
+    if gpu is None:
+        high = max(high, _by_tp(NVLS, tp)[2])
+        joined = (f"a GPU given only by its memory is taken as a workstation's, joined {joined}; "
+                  f"NVLink-joined Hopper cards keep up to {format_gib(high)} GiB, the band's top")
+    else:
+        joined = f"{tp} GPUs joined {joined}"
+    return (estimate, low, high, f"non-torch memory {format_gib(estimate)} GiB at tp {tp}: {joined}"
+            + (f"; {where}" if where else "") + windows)
