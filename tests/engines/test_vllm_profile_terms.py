@@ -139,3 +139,13 @@ def test_pipeline_parallelism_binds_on_the_last_stage():
     assert profile.pipeline_buffers(e.scenario.model, 2, 2048) == 2 * 2048 * 2048 * 2
     assert profile.pipeline_buffers(e.scenario.model, 1, 2048) == 0
     assert abs(e.engine.kv_budget_bytes_per_gpu / GIB - 11.33) <= 0.01 * 11.33
+
+
+def test_the_step_and_the_widest_decode_batch_are_captured():
+    """0.22.0 adds max_num_batched_tokens to the sizes when it is within the largest (100 tokens a
+    step: 1, 2, 4, 8 .. 96 and 100); 0.34.0 also adds max_num_seqs (100 sequences: 8 .. 200 and 100)."""
+    r = releases.pep440
+    assert profile.capture_sizes(r("0.20.0"), 256, 100, None) == (15, 15)
+    assert profile.capture_sizes(r("0.22.0"), 256, 100, None) == (16, 16)
+    assert profile.capture_sizes(r("0.29.0"), 100, 8192, None) == (28, 15)
+    assert profile.capture_sizes(r("0.34.0"), 100, 8192, None) == (29, 16)

@@ -217,6 +217,7 @@ def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int 
     vllm.py, 0.20.0-0.34.0): batch sizes 1, 2, 4, multiples of 8 below 256, then of 16, up to
     min(2 x max_num_seqs x q, 512, max_num_batched_tokens), where q = 1 + the speculative tokens a decode step
     verifies; 1,024 instead of 512 on compute capability 10.x from 0.28.0 (is_device_capability_family(100)).
+    From 0.22.0 max_num_batched_tokens is added when it is within that limit, and from 0.34.0 max_num_seqs.
     With a speculator every size is rounded up to a multiple of q
     (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode). cudagraph_mode FULL_AND_PIECEWISE (the V1
     default) also captures a FULL graph of every size up to max_num_seqs x q (uniform decode batches)."""
@@ -225,6 +226,10 @@ def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int 
     largest = min(2 * max_num_seqs * q, top, chunk)
     sizes = [n for n in (1, 2, 4) if n <= largest] + list(range(8, min(largest + 1, 256), 8)) \
         + list(range(256, largest + 1, 16))
+    if release.at_least(0, 22, 0) and chunk <= largest:
+        sizes = sorted(set(sizes) | {chunk})            # 0.22.0 on: max_num_tokens itself is captured
+    if release.at_least(0, 34, 0) and q == 1 and max_num_seqs <= largest:
+        sizes = sorted(set(sizes) | {max_num_seqs})     # 0.34.0: the widest decode batch too
     if q > 1:
         sizes = sorted({-(-n // q) * q for n in sizes if -(-n // q) * q <= largest}) or ([q] if q <= largest else [])
     return len(sizes), sum(1 for n in sizes if n <= max_num_seqs * q)
