@@ -149,3 +149,30 @@ def test_the_step_and_the_widest_decode_batch_are_captured():
     assert profile.capture_sizes(r("0.22.0"), 256, 100, None) == (16, 16)
     assert profile.capture_sizes(r("0.29.0"), 100, 8192, None) == (28, 15)
     assert profile.capture_sizes(r("0.34.0"), 100, 8192, None) == (29, 16)
+
+
+def test_a_separate_draft_model_keeps_the_v1_runner_until_0_31_0():
+    """V2 lacks the "draft_model" speculative method until 0.31.0 (vllm/config/vllm.py
+    _get_v2_model_runner_unsupported_features: 0.25.1 takes eagle, eagle3, mtp, dflash, dspark), so a
+    dense model that V2 would run falls back to V1: its CUDA-graph estimate is subtracted and the sampler
+    warm-up is V1's (14 B per row and vocabulary entry). Llama 3.1 8B with Llama 3.2 1B drafting 4 tokens
+    on an H100: 1,024 sequences x 5 tokens a step reach the 512 ceiling; the 51 default sizes rounded up to
+    multiples of 5 are 48 (5, 10, 20, 25 .. 480, 500), each PIECEWISE and FULL, over the 32 + 16 layers of
+    the model and its draft (the drafter captures graphs of its own)."""
+    def run(version, **extra):
+        e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": version,
+                      "gpu": "h100-sxm-80gb", **extra})
+        assert e.ok, e.errors
+        return e, profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
+                                   vllm.max_num_seqs(e.scenario))
+    draft = {"draft-model": "meta-llama/Llama-3.2-1B", "spec-tokens": "4"}
+    e, plain = run("0.25.1")
+    assert plain.cudagraph == 0 and "V2 runner" in plain.words
+    e, drafted = run("0.25.1", **draft)
+    pieces, full = profile.capture_sizes(e.scenario.settings.release, 1024, e.engine.prefill_chunk,
+                                         e.scenario.deployment.gpu, 4)
+    assert (pieces, full) == (48, 48)
+    assert drafted.cudagraph == (48 + 48) * (32 + 16) * profile.GRAPH_LAYER
+    assert "V2 runner" not in drafted.words
+    assert profile.uses_runner_v2(e.scenario.model, releases.pep440("0.31.0"), draft_model=True)
+    assert not profile.uses_runner_v2(e.scenario.model, releases.pep440("0.30.0"), draft_model=True)

@@ -143,15 +143,24 @@ V2_ARCHITECTURES = (((0, 22, 0), {"Qwen3ForCausalLM"}),
                                   "LongcatFlashNgramForCausalLM"}),
                     ((0, 27, 0), {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
                                   "InklingForCausalLM", "InklingForConditionalGeneration",
-                                  "LongcatFlashNgramForCausalLM", "KimiK3ForConditionalGeneration"}))
+                                  "LongcatFlashNgramForCausalLM", "KimiK3ForConditionalGeneration"}),
+                    ((0, 28, 0), {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                                  "InklingForCausalLM", "InklingForConditionalGeneration",
+                                  "LongcatFlashNgramForCausalLM", "KimiK3ForConditionalGeneration",
+                                  "DeepseekV4ForCausalLM"}))
 
 
-def uses_runner_v2(model, release, quantized: bool = False) -> bool:
+def uses_runner_v2(model, release, quantized: bool = False, draft_model: bool = False) -> bool:
     """Whether the V2 model runner is this model's default (vllm/config/vllm.py
     _is_default_v2_model_runner_model): 0.22-0.23 the listed dense, unquantized architectures;
     0.24 the listed ones; 0.25-0.28 the listed ones and every other non-MoE model, hybrids only if
-    listed (from 0.28; none before); from 0.29 every model."""
+    listed (from 0.28; none before); from 0.29 every model. A separate draft model (speculative method
+    "draft_model") is a feature V2 lacks until 0.31.0 (_get_v2_model_runner_unsupported_features: 0.22.0
+    takes eagle, eagle3 and mtp; 0.29.0 adds dflash, dspark; 0.31.0 refuses only ngram, suffix, medusa,
+    mlp_speculator and custom classes): vLLM then runs the V1 runner. 0.34.0 has no V1 runner."""
     if not release.at_least(0, 22, 0):
+        return False
+    if draft_model and not release.at_least(0, 31, 0):
         return False
     if release.at_least(0, 29, 0):
         return True
@@ -170,11 +179,12 @@ def uses_runner_v2(model, release, quantized: bool = False) -> bool:
     return named or not moe
 
 
-def sampler_bytes(model, release, rows: int = 8, quantized: bool = False) -> tuple[int, int, str]:
+def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
+                  draft_model: bool = False) -> tuple[int, int, str]:
     """(bytes per row x vocabulary entry, the lowest a default install may use, the path)."""
     if not rules.v1(release):
         return NATIVE, NATIVE, "V0's native sort on the driver"
-    if uses_runner_v2(model, release, quantized) and not release.at_least(0, 33, 0):
+    if uses_runner_v2(model, release, quantized, draft_model) and not release.at_least(0, 33, 0):
         return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, without top-k/top-p"
     if release.at_least(0, 17, 0) and rows < TRITON_MIN_ROWS and not release.at_least(0, 30, 0):
         return NATIVE, NATIVE, "native top-k/top-p (under 8 rows)"
@@ -187,11 +197,11 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False) -> tup
 
 
 def sampler_peak(model, release, gpu, tokens: int, rows: int,
-                 quantized: bool = False) -> tuple[int, int, str]:
+                 quantized: bool = False, draft_model: bool = False) -> tuple[int, int, str]:
     """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
     and at the lowest a default install may take."""
     b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
-    per, lowest, path = sampler_bytes(model, release, rows, quantized)
+    per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model)
     if not rules.v1(release) or release.at_least(0, 9, 2):
         kept = tokens * hidden * b + 2 * b * rows * hidden
     else:
@@ -261,7 +271,9 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     forward, how = forward_peak(model, release, dep.tp, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
     rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
-    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized)
+    draft = scenario.serving.draft
+    separate = draft is not None and draft.kind == "draft"        # a draft model, not the model's MTP heads
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate)
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
     encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
     activation = max(forward, sampler) + workspace + encoder
@@ -269,13 +281,12 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
-    draft = scenario.serving.draft
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
     # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
     # 0.22.0, 0.25.1 and 0.28.0 wheels; 0.29.0 measures, cudagraph_utils.py).
     graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
         if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
-            uses_runner_v2(model, release, quantized) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
+            uses_runner_v2(model, release, quantized, separate) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
              + (f", {g_words}" if graphs else "") + (f"; {how}" if how else ""))
