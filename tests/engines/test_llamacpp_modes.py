@@ -165,35 +165,41 @@ def test_without_flash_attention_a_context_off_the_256_grid_is_refused():
 
 
 def test_partial_offload_keeps_the_first_layers_and_their_cache_on_the_cpu():
-    # src/llama-model.cpp load_tensors: i_gpu_start = n_layer - ngl, so -ngl 20 of Mistral's 32
-    # layers puts layers 12..31 on the GPU; the output head goes there only when ngl > n_layer;
-    # each layer's cache lives on its layer's device (src/llama-kv-cache.cpp, dev_layer(il)).
+    # src/llama-model.cpp load_tensors up to b7003: i_gpu_start = n_layer - ngl, so -ngl 20 of
+    # Mistral's 32 layers puts layers 12..31 on the GPU; the output head goes there only when ngl >
+    # n_layer (from PR #18148 it goes first: tests/engines/test_llamacpp_offload.py); each layer's
+    # cache lives on its layer's device (src/llama-kv-cache.cpp, dev_layer(il)).
     # Cache: 32,768 cells x 128 KiB per layer = 128 MiB a layer: 20 on the GPU, 12 on the CPU.
-    out, scenario = engine(n_gpu_layers="20")
+    out, scenario = engine(n_gpu_layers="20", engine_version="b7003")
     assert "load_tensors: offloaded 20/33 layers to GPU" in out.log
     assert "llama_kv_cache:      CUDA0 KV buffer size =  2560.00 MiB" in out.log
     assert "llama_kv_cache:        CPU KV buffer size =  1536.00 MiB" in out.log
-    full, _ = engine()
+    full, _ = engine(engine_version="b7003")
     weights = scenario.deployment.weights_bytes               # 14,483,464,192 B of bf16
     head = 2 * 32000 * 4096                                   # the output head, 262,144,000 B
     layer = (weights - head) // 32                            # an even share: 444,416,006 B
     cpu = 12 * layer + head
-    # The CPU keeps 12 layers and the head; one CPU layer is copied into the compute buffer
-    # for each prompt ubatch (op offload of batches >= 32, ggml-backend.cpp).
-    assert out.overhead_bytes_per_gpu == full.overhead_bytes_per_gpu + layer
-    assert out.kv_budget_bytes_per_gpu == full.kv_budget_bytes_per_gpu + cpu - layer
+    # The CPU keeps 12 layers and the head; for each prompt ubatch the head is copied into the
+    # compute buffer beside the logits (op offload of batches >= 32, ggml-backend.cpp):
+    # 262,144,000 + 4 x 512 x (32,000 + 4,096) = 336,068,608 B, above the 136 MiB at full offload.
+    assert out.overhead_bytes_per_gpu == head + 4 * 512 * (32000 + 4096) == 336_068_608
+    assert out.kv_budget_bytes_per_gpu == full.kv_budget_bytes_per_gpu + cpu - (
+        out.overhead_bytes_per_gpu - full.overhead_bytes_per_gpu)
     assert "-ngl 20" in launch(scenario, "llama.cpp").command
 
 
 def test_ngl_equal_to_the_layers_leaves_only_the_output_head_behind():
-    out, _ = engine(n_gpu_layers="32")
+    # Up to b7003 (the output layer last).
+    out, _ = engine(n_gpu_layers="32", engine_version="b7003")
     assert "load_tensors: offloaded 32/33 layers to GPU" in out.log
     assert not any("CPU KV buffer" in line for line in out.log)
-    full, _ = engine(n_gpu_layers="33")
+    full, _ = engine(n_gpu_layers="33", engine_version="b7003")
     assert "load_tensors: offloaded 33/33 layers to GPU" in full.log
-    # The head's 262,144,000 B leave the GPU, and the same bytes come back as its staging copy.
-    assert out.kv_budget_bytes_per_gpu == full.kv_budget_bytes_per_gpu
-    assert out.overhead_bytes_per_gpu == full.overhead_bytes_per_gpu + 2 * 32000 * 4096
+    # The head's 262,144,000 B leave the GPU, and come back as its copy beside the logits:
+    # 336,068,608 B against 136 MiB at full offload.
+    assert out.overhead_bytes_per_gpu == 336_068_608
+    assert out.kv_budget_bytes_per_gpu == full.kv_budget_bytes_per_gpu + 2 * 32000 * 4096 - (
+        336_068_608 - full.overhead_bytes_per_gpu)
 
 
 def test_partial_offload_over_several_gpus_is_refused():
@@ -205,7 +211,9 @@ def test_n_cpu_moe_moves_the_first_layers_experts_off_the_gpu():
     to the CPU buffer type. A dense model has no such tensors. Qwen3-30B-A3B in bf16 (61,064,245,248 B
     of weights, 30,532,122,624 parameters: 2 B each): a layer's experts are 128 x 3 x 2,048 x 768 =
     603,979,776 parameters, 1,207,959,552 B; --n-cpu-moe 8 frees eight of them, 9 GiB, and a prompt
-    ubatch copies one layer's (1.125 GiB) into the compute buffer."""
+    ubatch copies one expert tensor at a time into the compute buffer, each in a split of its own
+    (ggml-backend.cpp): 128 x 2,048 x 768 x 2 B = 384 MiB beside 4 x 512 x (2 x 8 x 768 + 2 x 2,048) B
+    of rows, 416 MiB in all."""
     out, scenario = engine(n_cpu_moe="4")
     assert any("changes nothing here" in note for note in out.notes)
     assert "--n-cpu-moe 4" in launch(scenario, "llama.cpp").command
@@ -218,7 +226,7 @@ def test_n_cpu_moe_moves_the_first_layers_experts_off_the_gpu():
     engine_out = moved.engine
     assert engine_out.kv_budget_bytes_per_gpu - plain.kv_budget_bytes_per_gpu == 8 * per_layer - (
         engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu)
-    assert engine_out.overhead_bytes_per_gpu - plain.overhead_bytes_per_gpu == per_layer
+    assert engine_out.overhead_bytes_per_gpu == per_layer // 3 + 4 * 512 * (2 * 8 * 768 + 2 * 2048) == 436_207_616
     assert refusal(n_cpu_moe="4", engine_version="b6088").startswith("n-cpu-moe: --n-cpu-moe came in llama.cpp b6089")
 
 

@@ -123,6 +123,14 @@ READS = {
         "kv-dtype": "q8_0", "gpu": "rtx-3090-24gb", "model": "Qwen3-14B-GGUF-Q8_0",
         "loaded-weights-gib": "13.845078", "batch": "1", "context": "32768",
         "prefill-chunk": "512", "gpus": "1"},
+    # -ngl 0 ("offloaded 0/29"); the Orin is no preset. Compute buffer: test_llamacpp_offload.py.
+    "llamacpp-qwen3-0.6b-ngl0-orin-4k-nofa-b5489.log": {
+        "engine": "llama.cpp", "engine-version": "b5489", "layers": "28", "attention-heads": "16", "kv-heads": "8",
+        "head-dim": "128", "n-gpu-layers": "0", "batch": "1", "context": "4096", "prefill-chunk": "512",
+        "flash-attn": "off", "kv-dtype": "fp16"},
+    # "offloaded 14/27 layers" and CUDA0's model buffer (its command is in SOURCES.md, not the excerpt).
+    "llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log": {
+        "engine": "llama.cpp", "n-gpu-layers": "14", "loaded-weights-gib": "0.522764", "gpus": "1"},
     # Two "NVIDIA GeForce RTX 4090" devices: the preset.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {
         "engine": "llama.cpp", "gpu": "rtx-4090-24gb", "context": "2048", "prefill-chunk": "512",
@@ -168,6 +176,9 @@ PRINTED = {
                                                     "kv_buffer_mib": 784},
     "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log": {"kv_cache_mib": 144, "highest_layer": 35},
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {"kv_size": 32768, "kv_tokens": 32768, "kv_cache_mib": 4352},
+    "llamacpp-qwen3-0.6b-ngl0-orin-4k-nofa-b5489.log": {"kv_tokens": 4096, "kv_cache_mib": 448, "kv_layers": 28,
+                                                        "compute_buffer_mib": Fraction("422.92")},
+    "llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log": {"compute_buffer_mib": Fraction("64.28")},
     "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {"kv_tokens": 32768, "kv_cache_mib": 2720,
                                                       "k_cache_mib": 1360, "kv_layers": 40, "seqs": 1,
                                                       "unified": False},
@@ -307,6 +318,8 @@ REPRODUCED = {
     # Nothing added: qwen3's GGUF metadata (40 layers, 8 KV heads of 128) is Qwen3-14B's shape;
     # q8_0's 34 bytes a block of 32: 32768 x 40 x 2 x 1024 x 34/32 B = 2720 MiB, as it printed.
     "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {},
+    # Nothing added: qwen3's GGUF metadata (28 layers, 8 KV heads of 128); all 448.00 MiB on the CPU.
+    "llamacpp-qwen3-0.6b-ngl0-orin-4k-nofa-b5489.log": {},
     # DeepSeek-R1-Distill-Qwen-32B is Qwen2.5-32B fine-tuned: the same attention.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"model": "Qwen/Qwen2.5-32B"},
     # c4ai-command-r-v01 is not a preset; its config.json: 40 layers, 64 KV heads of 128 (no GQA).
@@ -351,6 +364,9 @@ NOT_REPRODUCED = {
         "is not a preset; test_engines.py holds the compute-buffer estimate to this log",
     "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log":
         "the context is not printed (SOURCES.md infers 4096 from this very KV size) and Qwen2.5-3B is not a preset",
+    "llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log":
+        "the quoted lines name no model shape (Gemma 3 1B is not a preset) and no KV size line; "
+        "test_llamacpp_offload.py sizes its CUDA0 KV buffers and compute buffer from its shape",
 }
 
 

@@ -130,12 +130,29 @@ def bytes_on_busiest_gpu(model, pool: Pool, gpus: int) -> int:
     return busiest
 
 
+# Where -ngl puts the layers, src/llama-model.cpp (llama_model::load_tensors, get_layer_buft_list):
+# layer slots 0..n_layer-1 are the repeating layers and slot n_layer the output layer (output_norm,
+# output); a slot at or past i_gpu_start goes to the GPU, and the token embeddings always stay on
+# the CPU (dev_input). Before PR #18148 ("llama: offload output layer to GPU first", opened
+# 2025-12-17) i_gpu_start = max(n_layer - ngl, 0): the last ngl repeating layers, the output layer
+# only once ngl > n_layer. From it i_gpu_start = max(n_layer + 1 - ngl, 0): the output layer
+# first, then the last ngl - 1 repeating layers, so -ngl n_layer leaves layer 0 on the CPU. Either
+# way llama.cpp prints "offloaded min(ngl, n_layer + 1)/(n_layer + 1) layers to GPU", so that line
+# does not tell the two apart; its order does (the new code prints "offloading output layer to
+# GPU" before the repeating layers). Neither build is pinned: b7003 was out by 2025-11-09 (a log
+# in PR #16653), before the PR was opened, and a master build of 2025-12-23 already puts the
+# output first with -ngl 14 of Gemma 3 1B's 26 layers ("offloading output layer to GPU",
+# "offloading 13 repeating layers to GPU", tests/fixtures/logs/llamacpp-gemma3-1b-ngl14-940m-
+# ub64-nofa.log); b8299 (March 2026) is past it. Builds between are refused for a partial -ngl.
+OUTPUT_LAST_UNTIL = 7003
+OUTPUT_FIRST_FROM = 8299
+
+
 @dataclass(frozen=True)
 class Offload:
-    """Where -ngl puts the layers (src/llama-model.cpp load_tensors): the last `gpu_layers`
-    repeating layers on the GPU (i_gpu_start = n_layer - ngl), the output head too only when
-    ngl > n_layer; each layer's KV cache on its layer's device (src/llama-kv-cache.cpp,
-    model.dev_layer(il), unless --no-kv-offload)."""
+    """Where -ngl puts the layers: the last `gpu_layers` repeating layers on the GPU
+    (first_gpu_layer on), the output layer there when `output_on_gpu`; each layer's KV cache on
+    its layer's device (src/llama-kv-cache.cpp, model.dev_layer(il), unless --no-kv-offload)."""
     layers: int
     gpu_layers: int
     output_on_gpu: bool
@@ -148,13 +165,27 @@ class Offload:
     def first_gpu_layer(self) -> int:
         return self.layers - self.gpu_layers
 
+    @property
+    def offloaded(self) -> int:
+        """What llama.cpp prints as "offloaded N/(n_layer + 1) layers": min(ngl, n_layer + 1)."""
+        return self.gpu_layers + self.output_on_gpu
 
-def offload(model, settings) -> Offload:
+
+def offload(model, settings, build: int) -> Offload:
+    """The placement -ngl gives in llama.cpp build `build` (see OUTPUT_LAST_UNTIL)."""
     n_layer = len(model.layers)
     ngl = settings.n_gpu_layers
-    if ngl is None:
+    if ngl is None or ngl > n_layer:
         return Offload(n_layer, n_layer, True)
-    return Offload(n_layer, min(ngl, n_layer), ngl > n_layer)
+    if build <= OUTPUT_LAST_UNTIL:
+        return Offload(n_layer, ngl, False)
+    if build >= OUTPUT_FIRST_FROM:
+        return Offload(n_layer, max(ngl - 1, 0), ngl >= 1)
+    raise InputError("n-gpu-layers", f"-ngl {ngl} of {n_layer} layers: llama.cpp b{build} is between b{OUTPUT_LAST_UNTIL}, "
+                                     f"which offloads the output layer last (only when ngl > n_layer), and "
+                                     f"b{OUTPUT_FIRST_FROM}, which offloads it first (PR #18148); which of the two "
+                                     f"this build does is not pinned. Give engine-version b{OUTPUT_LAST_UNTIL} or "
+                                     f"older, b{OUTPUT_FIRST_FROM} or newer, or -ngl {n_layer + 1} (every layer)")
 
 
 # The compute buffer, an estimate: llama_context reserves the graph of one ubatch of
@@ -180,7 +211,7 @@ def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> 
     """llama.cpp's "CUDA0 compute buffer size", estimated; None without the model's widths."""
     if not model.hidden_size or not model.vocab_size:
         return None
-    tokens = min(ubatch, pool.kv_tokens * (1 if pool.unified else pool.seqs))
+    tokens = reserve_tokens(pool, ubatch)
     n_kv = pool.max_context_per_seq
     hidden = 4 * tokens * model.hidden_size
     output = 4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden
@@ -191,6 +222,56 @@ def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> 
                                             "score buffer: it needs the model's query heads (attention-heads), "
                                             "or set flash-attn on")
     return max(output, 4 * tokens * n_kv * (model.attention_heads + 1) + 4 * hidden)
+
+
+def reserve_tokens(pool: Pool, ubatch: int) -> int:
+    """The tokens of the graph llama_context reserves: min(n_ctx, n_ubatch)."""
+    return min(ubatch, pool.kv_tokens * (1 if pool.unified else pool.seqs))
+
+
+# Weights in CPU memory on the GPU's compute buffer (partial -ngl, --n-cpu-moe). The scheduler
+# (ggml/src/ggml-backend.cpp, ggml_backend_sched_split_graph) runs an op whose weight lives in host
+# memory on a GPU whose offload_op accepts it (CUDA/HIP: a batch of OP_OFFLOAD_MIN_BATCH = 32 rows
+# or more, ggml-cuda.cu; PR #6083, "the weights are now copied to VRAM in the compute buffer"),
+# and the ops between follow it there (pass 2, "expand gpu up/down"). Each such weight opens a split
+# of its own ("by starting a new split, the memory of the previously offloaded weights can be
+# reused"), and its copy is a node of the graph that ggml-alloc frees after its one use: the
+# compute buffer holds one copied weight at a time, next to that moment's activations, not a layer.
+# The reserved graph has n_ubatch tokens, every one an output (through b9272), so at -ub 512:
+# - the output layer on the CPU: its weight copy, its input rows and the logits, exactly
+#   head + 4 B x T x (n_vocab + n_embd). Qwen3 0.6B, -ngl 0 at b5489, -ub 512 (tied Q6_K head of
+#   151,936 x 1,024: 127,626,240 B): 121.71 + 296.75 + 2.00 = 420.46 MiB against 422.92 printed
+#   (tests/fixtures/logs/llamacpp-qwen3-0.6b-ngl0-orin-4k-nofa-b5489.log).
+# - a repeating layer on the CPU: its largest matrix (dense: n_embd x n_ff; MoE: one of
+#   ffn_{gate,up,down}_exps, every expert of it) and the FFN's rows around it, 4 B x T x
+#   (2 x width + 2 x n_embd) with width n_ff, or experts_per_token x the expert width.
+# - with the output layer on the GPU (-ngl 14 of Gemma 3 1B from PR #18148) the logits peak as at
+#   full offload: 4 x 64 x (262,144 + 1,152) B = 64.28 MiB, as printed
+#   (tests/fixtures/logs/llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log).
+OP_OFFLOAD_MIN_BATCH = 32
+Q6_K = Fraction(210 * 8, 256)          # ggml-common.h block_q6_K: 210 B per 256 weights
+
+
+def head_copy_bytes(model, pool: Pool, ubatch: int, head: int) -> int:
+    """The compute buffer at the output layer when its weight (`head` bytes) is in CPU memory."""
+    tokens = reserve_tokens(pool, ubatch)
+    return head + 4 * tokens * (model.vocab_size + model.hidden_size)
+
+
+def layer_copy_bytes(model, pool: Pool, ubatch: int, bytes_per_param: Fraction) -> int | None:
+    """The compute buffer at a CPU layer's largest matrix, copied in for a prompt ubatch; None
+    without the widths it needs."""
+    tokens = reserve_tokens(pool, ubatch)
+    if model.experts and model.moe_mlp_size and model.hidden_size:
+        params = model.experts * model.hidden_size * model.moe_mlp_size
+        width = (model.experts_per_token or 1) * model.moe_mlp_size
+    elif model.mlp_size and model.hidden_size:
+        params = model.hidden_size * model.mlp_size
+        width = model.mlp_size
+    else:
+        return None
+    return ceil_div(params * bytes_per_param.numerator, bytes_per_param.denominator) + \
+        4 * tokens * (2 * width + 2 * model.hidden_size)
 
 
 def output_buffer_bytes(model, seqs: int) -> int | None:

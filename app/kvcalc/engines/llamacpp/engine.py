@@ -29,7 +29,7 @@ from ... import parallel
 from . import PLACEMENT
 from ...errors import InputError
 from ...precision import precision
-from ...units import GIB
+from ...units import GIB, ceil_div
 from ...words import plural
 from .. import releases
 from . import allocator, launch as command, printing
@@ -72,8 +72,8 @@ ALLOCATES_WHOLE_BUDGET = False
 USABLE_WORDS = ""
 
 PADS_CELLS_TO = allocator.PAD          # the cells a context takes, padded to whole 256s (the source formula says so)
-OP_OFFLOAD_MIN_BATCH = 32            # ggml-cuda.cu offload_op: CPU-held weights are copied to the GPU for
-                                     # ops of a batch >= 32 (ggml-backend.cpp scheduler, "1.off")
+OP_OFFLOAD_MIN_BATCH = allocator.OP_OFFLOAD_MIN_BATCH   # ggml-cuda.cu offload_op: CPU-held weights are copied
+                                     # to the GPU for ops of a batch >= 32 (ggml-backend.cpp scheduler, "1.off")
 
 
 def build_of(settings) -> int:
@@ -98,34 +98,57 @@ def flash_attention(settings, v_type: str) -> tuple[bool, str]:
     return False, f"off by default before b{FA_AUTO_BUILD} (PR #15434)"
 
 
-def _output_head_bytes(model, settings) -> int | None:
-    """The output head's bytes, vocabulary x hidden at the weights' dtype, where both are known."""
-    dtype = settings.weights_dtype or model.weights_dtype
-    if not (model.vocab_size and model.hidden_size and dtype):
+# src/llama-quant.cpp (llama_tensor_get_type): a quantized GGUF stores output.weight (or, where the
+# model ties it, token_embd.weight) as Q6_K unless the file type's own type is Q8_0; 16-bit files
+# keep 16 bits. A checkpoint's mean bits per parameter tell which: under 8 a quantized file, 8 to
+# 12 a Q8_0 one, else 16-bit.
+HEAD_TYPES = {"fp32": precision("fp32"), "fp16": precision("fp16"), "bf16": precision("bf16"),
+              "q8_0": precision("q8_0")}
+
+
+def _output_head_bytes(model, settings, weights: int | None) -> int | None:
+    """The output layer's weight, n_vocab x n_embd at the type llama-quant.cpp gives it (above),
+    where the widths are known: from weights-dtype when given, else from the checkpoint's mean bits
+    per parameter (its weights over its parameters), else the model's dtype."""
+    if not (model.vocab_size and model.hidden_size):
         return None
-    return precision(dtype, field="weights-dtype").bytes_for(model.vocab_size * model.hidden_size)
+    elements = model.vocab_size * model.hidden_size
+    dtype = settings.weights_dtype
+    if dtype is None and weights and model.params:
+        bits = Fraction(8 * weights, model.params)
+        bits_per = Fraction(16) if bits >= 12 else HEAD_TYPES["q8_0"].bits_per_element if bits >= 8 else allocator.Q6_K
+        return ceil_div(elements * bits_per.numerator, bits_per.denominator * 8)
+    dtype = dtype or model.weights_dtype
+    if not dtype:
+        return None
+    p = precision(dtype, field="weights-dtype")
+    if p.name in HEAD_TYPES or p.name not in KV_PRECISIONS:
+        return p.bytes_for(elements)          # 16-bit, Q8_0, or a checkpoint that is not a GGUF type
+    bits_per = allocator.Q6_K                 # Q4_0, Q5_1, IQ4_NL ... files: a Q6_K head
+    return ceil_div(elements * bits_per.numerator, bits_per.denominator * 8)
 
 
-def _weights_on_cpu(model, settings, weights: int, place: allocator.Offload, notes: list) -> tuple[int, int]:
-    """The weights -ngl leaves in CPU memory, and the largest of them one prompt ubatch copies to
-    the GPU: the CPU layers' even share (as for a split over GPUs: what each layer weighs is not
-    known here) and the output head when it stays there."""
-    head = _output_head_bytes(model, settings)
+def _weights_on_cpu(model, settings, weights: int, head: int | None, place: allocator.Offload, notes: list) -> int:
+    """The weights -ngl leaves in CPU memory: the CPU layers' even share (as for a split over GPUs:
+    what each layer weighs is not known here) and the output layer when it stays there."""
     if head is not None and head >= weights:
         head = None
     layer = (weights - (head or 0)) // place.layers
     cpu_layers = place.layers - place.gpu_layers
     cpu = layer * cpu_layers
-    parts = [f"{cpu_layers} of the {place.layers} layers"] if cpu_layers else []
-    if not place.output_on_gpu and head is not None:
-        cpu += head
-        parts.append("the output head")
-    staging = max(layer if cpu_layers else 0, head if not place.output_on_gpu and head is not None else 0) or layer
+    parts = [f"layers 0-{cpu_layers - 1} of {place.layers}" if cpu_layers > 1 else
+             f"layer 0 of {place.layers}"] if cpu_layers else []
+    if not place.output_on_gpu:
+        cpu += head or 0
+        parts.append("the output layer")
+    gpu = [f"the last {place.gpu_layers} layers" if place.gpu_layers else "no repeating layer"]
+    if place.output_on_gpu:
+        gpu.append("the output layer")
     notes.append(f"-ngl {settings.n_gpu_layers}: llama.cpp keeps {' and '.join(parts) or 'nothing'} in CPU memory "
                  f"({cpu / GIB:.2f} GiB of weights, an even share per layer"
-                 f"{', and those layers’ KV cache' if cpu_layers else ''}); the GPU holds the last "
-                 f"{place.gpu_layers} layers' weights and cache.")
-    return cpu, staging
+                 f"{', and those layers’ KV cache' if cpu_layers else ''}); the GPU holds {' and '.join(gpu)}"
+                 f"{', with their cache' if place.gpu_layers else ''} (src/llama-model.cpp load_tensors).")
+    return cpu
 
 
 # The figures llama.cpp prints of its KV cache that ours gives in the same terms, for
@@ -177,8 +200,8 @@ def experts_on_cpu(model, settings, weights: int | None, notes: list) -> tuple[i
     notes.append(f"--n-cpu-moe {n}: the experts of {layers} layers stay in CPU memory, "
                  f"{per_layer * layers / GIB:.2f} GiB ({model.experts} experts x 3 x {model.hidden_size:,} x "
                  f"{model.moe_mlp_size:,} parameters a layer at the checkpoint's mean {weights / model.params:.3g} B "
-                 "a parameter, an estimate: quantized files differ per tensor); a prompt ubatch copies one layer's "
-                 "experts to the GPU.")
+                 "a parameter, an estimate: quantized files differ per tensor); a prompt ubatch copies them to "
+                 "the GPU one expert tensor at a time.")
     return per_layer * layers, per_layer
 
 
@@ -196,7 +219,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                     f"{allocator.PAD} (or flash-attn on) for figures that hold in every build")
     _check_cpu_moe(model, settings, notes)
     draft_pool = _draft_pool(scenario, chunk)
-    place = allocator.offload(model, settings)
+    place = allocator.offload(model, settings, build_of(settings))
     if place.partial and draft_pool is not None:
         raise InputError("n-gpu-layers", "partial offload (-ngl) with a draft model is not modelled; offload every layer")
     if place.partial and dep.gpus > 1:
@@ -204,42 +227,53 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                          "the offloaded layers by -ts or free memory, which is not modelled; "
                                          "use one GPU or all layers")
     available, activation, overhead = budget.kv_bytes_per_gpu, budget.activation_bytes_per_gpu, budget.overhead_bytes_per_gpu
-    staging = 0
+    weights = dep.weights_bytes
+    head = _output_head_bytes(model, settings, weights)
+    per_param = Fraction(weights, model.params) if weights and model.params else None
+    copies = []               # (bytes, what) the compute buffer peaks at when weights in CPU memory are copied in
     if place.partial:
         on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
-        weights = dep.weights_bytes
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             if weights is None:
                 raise InputError("n-gpu-layers", "partial offload needs the weights' size (params or weights-gib)")
-            cpu_weights, staging = _weights_on_cpu(model, settings, weights, place, notes)
-            available += cpu_weights
+            available += _weights_on_cpu(model, settings, weights, head, place, notes)
         else:
             notes.append(f"-ngl {settings.n_gpu_layers}: the KV cache of the {place.layers - place.gpu_layers} "
                          "CPU layers stays in CPU memory.")
+        if not place.output_on_gpu and head is not None:
+            copies.append((allocator.head_copy_bytes(model, pool, chunk, head),
+                           f"the output layer's weight ({head / MIB:,.0f} MiB) copied in beside the logits"))
+        if place.gpu_layers < place.layers and per_param is not None:
+            layer = allocator.layer_copy_bytes(model, pool, chunk, per_param)
+            if layer is not None:
+                copies.append((layer, "a CPU layer's largest weight copied in"))
     else:
         on_gpu = allocator.bytes_on_busiest_gpu(model, pool, dep.gpus)
-    moe_cpu, moe_staging = experts_on_cpu(model, settings, dep.weights_bytes, notes)
+    moe_cpu, _ = experts_on_cpu(model, settings, weights, notes)
     if moe_cpu:
         if dep.gpus > 1:
             raise InputError("n-cpu-moe", "--n-cpu-moe over several GPUs depends on how llama.cpp splits the "
                                           "layers left on them, which is not modelled; use one GPU")
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available += moe_cpu
-        staging = max(staging, moe_staging)
+        copies.append((allocator.layer_copy_bytes(model, pool, chunk, per_param),
+                       "one CPU layer's expert tensor copied in"))
     if draft_pool is not None:
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available -= draft_pool.bytes_total
         notes.append(_draft_words(scenario.serving.draft, draft_pool))
     compute = allocator.compute_buffer_bytes(model, pool, chunk, flash)
-    if compute is not None and min(chunk, pool.kv_tokens) >= OP_OFFLOAD_MIN_BATCH:
-        # A prompt ubatch runs the CPU layers' matmuls on the GPU, their weights copied into the
-        # compute buffer one split (layer) at a time (ggml-backend.cpp scheduler, op offload).
-        compute += staging
-    else:
-        staging = 0
+    staged = ""
+    if compute is not None and copies and allocator.reserve_tokens(pool, chunk) >= OP_OFFLOAD_MIN_BATCH:
+        # A prompt ubatch runs the CPU-held weights' matmuls on the GPU, each weight copied into
+        # the compute buffer in a split of its own (ggml-backend.cpp scheduler, op offload).
+        peak, what = max(copies)
+        if peak > compute:
+            compute = peak
+            staged = f", decided by {what} for prompt ubatches"
     extra_log = []
     if settings.n_gpu_layers is not None:
-        extra_log.append(f"load_tensors: offloaded {place.gpu_layers + place.output_on_gpu}/{place.layers + 1} "
+        extra_log.append(f"load_tensors: offloaded {place.offloaded}/{place.layers + 1} "
                          "layers to GPU")
     if place.partial:
         extra_log.append(f"llama_kv_cache: {'CUDA0':>10s} KV buffer size = {on_gpu / MIB:8.2f} MiB")
@@ -257,8 +291,6 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
             f"without flash attention (its {model.attention_heads} heads x {pool.max_context_per_seq:,} cells score buffer)"
         if settings.flash_attn is not None or not flash:
             attention += f", {why_flash}"
-        staged = f", {staging / MIB:,.0f} MiB of it one CPU layer's weights copied in for prompt ubatches" \
-            if staging else ""
         notes.append(f"llama.cpp's compute buffer, estimated at {compute / MIB:,.0f} MiB "
                      f"({allocator.COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} {attention}{staged}, comes out of the "
                      "memory beside the weights.")

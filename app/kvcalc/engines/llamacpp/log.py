@@ -440,7 +440,7 @@ def _offloaded(match, sink, n, line):
         return
     sink.show("offloadable_layers", of, n, line)
     old = sink.reads.get("n-gpu-layers")
-    if old is not None and done == of and int(old.text) >= of:
+    if old is not None and done == of and old.text.isascii() and old.text.isdigit() and int(old.text) >= of:
         return                  # -ngl 99 and "offloaded 41/41": both say every layer
     sink.take("n-gpu-layers", str(done), n, line, f"offloaded {done}/{of} layers")
 
