@@ -176,3 +176,26 @@ def test_a_separate_draft_model_keeps_the_v1_runner_until_0_31_0():
     assert "V2 runner" not in drafted.words
     assert profile.uses_runner_v2(e.scenario.model, releases.pep440("0.31.0"), draft_model=True)
     assert not profile.uses_runner_v2(e.scenario.model, releases.pep440("0.30.0"), draft_model=True)
+
+
+def test_the_v2_samplers_penalty_statistics_count_from_0_27_0():
+    """The V2 runner's sampler keeps an int32 count per request and vocabulary entry and a bit mask
+    (vllm/v1/worker/gpu/sample/penalties.py), made after the weights are measured; 0.27.0's
+    memory_profiling charges everything consumed since start-up, so they come out of the KV memory.
+    Llama 3.1 8B on an H100 (1,024 sequences, 128,256 entries): 1,024 x 4 x (128,256 + 4,008) B.
+    vllm-pr57047-consumed-memory-summary-sm89.log is such a start-up: the V2 runner (model_runner.py)
+    printing its non-KV memory as "consumed memory (weights + non-torch)" beside the peak."""
+    text = log_text("vllm-pr57047-consumed-memory-summary-sm89.log")
+    assert "[model_runner.py:" in text and "GiB for consumed memory (weights + non-torch)" in text
+
+    def buffers(version, model="meta-llama/Llama-3.1-8B"):
+        e = evaluate({"model": model, "engine": "vllm", "engine-version": version, "gpu": "h100-sxm-80gb"})
+        assert e.ok, e.errors
+        est = profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
+                               vllm.max_num_seqs(e.scenario))
+        assert est.total == est.activation + est.non_torch + est.cudagraph + est.buffers
+        return est.buffers
+    assert buffers("0.26.0") == 0                          # V2, but nothing before profiling was counted
+    assert buffers("0.27.0") == buffers("0.28.0") == 1024 * 4 * (128256 + 4008)
+    assert buffers("0.28.0", "Qwen/Qwen3-30B-A3B") == 0    # a MoE model ran V1 until 0.29.0
+    assert buffers("0.29.0", "Qwen/Qwen3-30B-A3B") == 1024 * 4 * (151936 + 4748)

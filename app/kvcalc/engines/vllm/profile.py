@@ -84,10 +84,11 @@ class Estimate:
     low: int              # the total's band
     high: int
     words: str
+    buffers: int = 0      # the runner's own buffers, outside the weights and the peak, that this release counts
 
     @property
     def total(self) -> int:
-        return self.activation + self.non_torch + self.cudagraph
+        return self.activation + self.non_torch + self.cudagraph + self.buffers
 
 
 def _dtype_bytes(model) -> int:
@@ -222,6 +223,20 @@ def pipeline_buffers(model, pp: int, tokens: int) -> int:
     return 2 * tokens * model.hidden_size * _dtype_bytes(model) if pp > 1 else 0
 
 
+def runner_buffers(model, release, max_num_seqs: int, v2: bool) -> int:
+    """What the V2 runner's sampler keeps on the GPU for its requests: penalty statistics, an int32 count
+    per request and vocabulary entry (output_bin_counts) and a bit per entry (prompt_bin_mask), made in
+    load_model after its weights are measured (vllm/v1/worker/gpu/sample/penalties.py PenaltiesState,
+    0.25.1-0.34.0; only on the last pipeline stage). Before 0.27.0 nothing allocated between loading and
+    profiling was counted; from 0.27.0 the non-KV memory is everything consumed since start-up plus the
+    transient peak (vllm/utils/mem_utils.py memory_profiling: total_consumed + transient_peak_headroom),
+    so these come out of the KV budget: max_num_seqs x 4 B x (vocabulary + vocabulary / 32)."""
+    if not v2 or not release.at_least(0, 27, 0):
+        return 0
+    vocab = model.vocab_size
+    return max_num_seqs * 4 * (vocab + -(-vocab // 32))
+
+
 def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int = 0) -> tuple[int, int]:
     """(PIECEWISE graphs, FULL graphs) vLLM captures by default (VllmConfig._set_cudagraph_sizes, vllm/config/
     vllm.py, 0.20.0-0.34.0): batch sizes 1, 2, 4, multiples of 8 below 256, then of 16, up to
@@ -287,14 +302,17 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
         if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
             uses_runner_v2(model, release, quantized, separate) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
+    buffers = runner_buffers(model, release, max_num_seqs, uses_runner_v2(model, release, quantized, separate))
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
-             + (f", {g_words}" if graphs else "") + (f"; {how}" if how else ""))
+             + (f", {g_words}" if graphs else "") + (f"; {how}" if how else "")
+             + (f"; the V2 sampler's penalty statistics for {max_num_seqs:,} requests over the vocabulary "
+                f"({buffers / (1 << 30):.2f} GiB)" if buffers else ""))
     if dep.dp > 1:
         words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
                   "buffers are not modelled)")
     if model.multimodal:
         words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
     words += f"; {nt_words}" if nt_words else ""
-    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low,
-                    activation - encoder + e_high + spread + nt_high + g_high, words)
+    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low + buffers,
+                    activation - encoder + e_high + spread + nt_high + g_high + buffers, words, buffers)
