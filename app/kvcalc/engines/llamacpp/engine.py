@@ -256,8 +256,9 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                           "layers left on them, which is not modelled; use one GPU")
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available += moe_cpu
-        copies.append((allocator.layer_copy_bytes(model, pool, chunk, per_param),
-                       "one CPU layer's expert tensor copied in"))
+        expert = allocator.layer_copy_bytes(model, pool, chunk, per_param)
+        if expert is not None:
+            copies.append((expert, "one CPU layer's expert tensor copied in"))
     if draft_pool is not None:
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             available -= draft_pool.bytes_total
