@@ -211,3 +211,23 @@ def test_the_output_layer_is_stored_as_llama_quant_types_it(dtype, bits):
     assert llamacpp._output_head_bytes(e.scenario.model, e.scenario.settings, e.scenario.deployment.weights_bytes) \
         == head
     assert e.engine.overhead_bytes_per_gpu == head + 4 * 512 * (32000 + 4096)
+
+
+def test_a_logs_model_buffer_already_leaves_its_cpu_layers_out():
+    """Pasted, the Gemma 3 1B log gives "CUDA0 model buffer size = 535.31 MiB" as the GPU's weights
+    (loaded-weights-gib 0.522764) for its -ngl 14: the CPU layers are not taken out of it again. At
+    -ngl 20 (Gemma 3 4B's shape as the model, 34 layers) six more layers' even share comes back
+    onto the GPU, and the KV memory falls by it (and by the compute buffer's move)."""
+    from kvcalc.inputs.startup_log import read_log
+    values = dict(read_log(log_text("llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log")).values,
+                  model="google/gemma-3-4b-it", **{"gpu-memory-gib": "1"})
+    assert values["loaded-weights-gib"] == "0.522764" and values["n-gpu-layers"] == "14"
+    same = evaluate(values)
+    assert any("already leaves the CPU layers' weights out" in note for note in same.engine.notes)
+    moved = evaluate(dict(values, **{"n-gpu-layers": "20"}))
+    weights = moved.scenario.deployment.weights_bytes
+    head = llamacpp._output_head_bytes(moved.scenario.model, moved.scenario.settings, weights)
+    share = (weights - head) // 34
+    assert any("this -ngl moves" in note and "onto the GPU" in note for note in moved.engine.notes)
+    assert same.engine.kv_budget_bytes_per_gpu - moved.engine.kv_budget_bytes_per_gpu == 6 * share + (
+        moved.engine.overhead_bytes_per_gpu - same.engine.overhead_bytes_per_gpu)

@@ -151,6 +151,28 @@ def _weights_on_cpu(model, settings, weights: int, head: int | None, place: allo
     return cpu
 
 
+def _cpu_weights_moved(scenario, weights: int | None, head: int | None, place: allocator.Offload,
+                       notes: list) -> int:
+    """With the GPU's weights a log measured (its model buffer, for the log's -ngl): the CPU
+    weights this -ngl leaves out beyond the log's, 0 when it is the log's own."""
+    measured = scenario.settings.measured
+    then = measured.scenario if measured is not None else None
+    then_place = allocator.offload(then.model, then.settings, build_of(then.settings)) if then is not None else None
+    if then_place is None or then_place == place:
+        notes.append(f"-ngl {scenario.settings.n_gpu_layers}: the GPU's weights are the log's model buffer, which "
+                     "already leaves the CPU layers' weights out.")
+        return 0
+    if weights is None:
+        raise InputError("n-gpu-layers", f"-ngl {scenario.settings.n_gpu_layers} is not the log's: moving layers off "
+                                         "the GPU needs the weights' size (params or weights-gib)")
+    quiet = []
+    moved = _weights_on_cpu(scenario.model, scenario.settings, weights, head, place, notes) - \
+        _weights_on_cpu(then.model, then.settings, weights, head, then_place, quiet)
+    notes.append(f"The log's model buffer was for -ngl {then.settings.n_gpu_layers}: this -ngl moves "
+                 f"{abs(moved) / GIB:.2f} GiB {'off' if moved > 0 else 'onto'} the GPU.")
+    return moved
+
+
 # The figures llama.cpp prints of its KV cache that ours gives in the same terms, for
 # log_flow.mismatches: (the reader's printed name, what it is, ours from an EngineResult, how
 # far apart two figures printed to 2 decimals of a MiB may be, the unit).
@@ -234,9 +256,13 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if place.partial:
         on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
-            if weights is None:
+            if budget.weights_bytes_per_gpu is not None:
+                # A log's own model buffer on the GPU: its -ngl's CPU weights are already out of it.
+                available += _cpu_weights_moved(scenario, weights, head, place, notes)
+            elif weights is None:
                 raise InputError("n-gpu-layers", "partial offload needs the weights' size (params or weights-gib)")
-            available += _weights_on_cpu(model, settings, weights, head, place, notes)
+            else:
+                available += _weights_on_cpu(model, settings, weights, head, place, notes)
         else:
             notes.append(f"-ngl {settings.n_gpu_layers}: the KV cache of the {place.layers - place.gpu_layers} "
                          "CPU layers stays in CPU memory.")
