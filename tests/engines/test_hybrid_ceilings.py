@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kvcalc.engines.sglang import allocator as sglang, engine as sglang_engine
 from kvcalc.engines.vllm import allocator, engine as vllm_engine
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs.startup_log import read_log
@@ -150,3 +151,70 @@ def test_gemma_4_full_pages_grow_their_block_not_their_padding():
     assert engine.max_concurrency == Fraction(
         int(84.68 * (1 << 30)) // 655_360, 9_297)
     assert engine.starts is True and engine.refusal is None        # 32 sequences, far under its blocks
+
+
+# --- SGLang: the state pool and the request ceiling it sets ----------------------------------------
+# sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log (kvcache-ai/ktransformers#1870, Feb 2026,
+# SGLang of the 0.5.9 line, tp 2, context 8192, experts on the CPU). Its state sizes single out
+# Qwen3.5-397B-A17B's shapes: 45 Gated DeltaNet layers, 64 value heads of 128 (32 a rank) with an fp32
+# SSM state, 2,097,152 B a layer, and a conv state of (2 x 2,048 + 8,192) / 2 = 6,144 channels x 3 x 2 B
+# = 36,864 B: a slot is 45 x 2,134,016 = 96,030,720 B. The full layers: 15 of 2 KV heads of 256, one a
+# rank, 15 x 1,024 = 15,360 B a token.
+KT_LOG = "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log"
+SLOT, CELL = 96_030_720, 15_360
+
+
+def kt_inputs(**more):
+    values = dict(read_log((LOGS / KT_LOG).read_text(encoding="utf-8")).values)
+    values.update({"hf-config": hf_fixture("Qwen__Qwen3.5-397B-A17B.json"), "engine-version": "0.5.9",
+                   "gpu-memory-gib": "400"}, **more)
+    return values
+
+
+def test_sglang_state_pool_of_the_ktransformers_log():
+    """The log's K + V (8.30 GB as SGLang prints GiB) is the full-attention pool; the state pool took
+    r / (1 + r) of the rest beside it (--mamba-full-memory-ratio 0.9), so its slots are floor(8.30 GiB x
+    0.9 / 96,030,720) = 83 or one fewer: 82, as printed, allocated with the padding row, 83 x 45 x
+    36,864 B = 0.13 GB of conv and 83 x 45 x 2,097,152 B = 7.29 GB of SSM state."""
+    reading = read_log((LOGS / KT_LOG).read_text(encoding="utf-8"))
+    e = evaluate(kt_inputs(batch="1"))
+    assert e.ok, e.errors
+    engine = e.engine
+    mamba_line = next(line for line in (LOGS / KT_LOG).read_text(encoding="utf-8").splitlines()
+                      if "Mamba Cache is allocated" in line)
+    assert mamba_line.endswith(engine.log[0])
+    assert engine.log[0] == ("Mamba Cache is allocated. max_mamba_cache_size: 82, conv_state size: 0.13GB, "
+                             "ssm_state size: 7.29GB ")
+    low, high = engine.kv_tokens_range
+    assert low <= reading.printed["kv_tokens"].value == 580_364 <= high
+    assert "K size: 4.15 GB, V size: 4.15 GB" in engine.log[1]
+    # The log ran max_running_requests=1: given, it stays 1 (82 // 3 = 27 would allow more).
+    assert engine.max_concurrency == 1 and engine.starts is True
+    default = evaluate(kt_inputs()).engine
+    assert default.max_concurrency == 27          # 82 slots // 3 a request (0.5.9's no_buffer radix cache)
+    assert any("caps max_running_requests at 27: its 82 state slots // 3" in n for n in default.notes)
+
+
+@pytest.mark.parametrize("version,slots", [("0.5.9", 82), ("0.5.23", 81)])
+def test_sglang_split_gives_the_log_back(version, slots):
+    """The log's two pools summed are a rest memory that SGLang's split gives back: 0.5.9 keeps
+    int(rest x 0.9 / 1.9 // 96,030,720) = 82 slots and 82 x 96,030,720 B, leaving the 580,364 tokens;
+    0.5.17 on counts the padding slot (int((budget - slot) // slot) = 81 slots, 82 slots' bytes taken)."""
+    model = model_from_config(hf_fixture("Qwen__Qwen3.5-397B-A17B.json"))
+    rules = sglang.HybridRules(sglang_engine.parse_version(version), precision("bf16"), 8192, 1)
+    rest = 580_364 * CELL + 82 * SLOT
+    pool = sglang.mamba_pool(model, 2, rest, rules)
+    assert (pool.slots, pool.slot_bytes, pool.rest_bytes // CELL) == (slots, SLOT, 580_364)
+
+
+def test_sglang_refuses_when_the_state_pool_holds_no_request():
+    """0.5.16 on, a state pool too small for one request (slots // slots a request = 0) is SGLang's
+    RuntimeError; the verdict says how many slots and what raises them. The log's model with a full
+    pool of 0.4 GiB: floor(0.4 GiB x 0.9 / 96,030,720) = 4 slots counted, 2 kept (0.5.17 on: the padding
+    slot, and the lower of the two a full pool allows), 2 // 5 = 0 requests (0.5.23's extra_buffer)."""
+    e = evaluate(kt_inputs(**{"engine-version": "0.5.23", "kv-memory-gib": "0.4"}))
+    engine = e.engine
+    assert engine.starts is False
+    assert engine.refusal.startswith("RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve "
+                                     "any requests. max_mamba_cache_size=2, mamba_ratio=5, resulting max_num_reqs=0.")
+    assert engine.refusal_words.startswith("its state pool has 2 slots of 96,030,720 B, room for 0 requests of 5")

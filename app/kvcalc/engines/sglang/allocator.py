@@ -19,11 +19,12 @@ per layer (tokens + page_size): K size = V size = 32 x 327,681 x 2,048 B = 20.00
 GiB; a request of 32,768 tokens takes 4,294,967,296 B, so 10 of them fit.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ...errors import InputError
 from ...layers import IndexedAttention
+from ...units import GIB
 
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)
 # configs/model_config.py is_hybrid_swa_model: only these architectures get separate full and
@@ -41,6 +42,14 @@ class Pool:
     mla: bool
     max_concurrency: Fraction     # requests at the full context the pool holds at once
     bytes_per_request: int
+    # A hybrid's state pool (mamba_pool) and the request ceiling SGLang derives from it.
+    max_running_requests: int | None = None
+    request_cap: int | None = None             # the state slots // slots a request
+    wanted_requests: int | None = None         # what it would run without the state pool's cap
+    slots_per_request: int | None = None
+    mamba: object = None
+    mamba_lines: tuple = ()
+    refusal: str | None = None
 
 
 def _stage_layers(model, pp: int):
@@ -89,17 +98,22 @@ def cell_bytes(layers, precision, tp: int, draft=None) -> int:
     return cell + cell * l_draft // len(target)
 
 
-def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None) -> int:
+def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None, hybrid=None) -> int:
     """What one request of `context` tokens takes in the first stage's pool: the model and the
-    context decide it, not the memory."""
-    check_modelled(model)
+    context decide it, not the memory (a hybrid's state slots aside)."""
+    check_modelled(model, hybrid, pp, draft)
     return _request_bytes(_stage_layers(model, pp)[0], swa_pool_layers(model), precision, tp, context, draft)
 
 
-def check_modelled(model) -> None:
+def check_modelled(model, hybrid=None, pp: int = 1, draft=None) -> None:
     if any(layer.kind == "state" for layer in model.layers):
-        raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are not modelled yet, so "
-                                   "engine figures for this model are refused")
+        if hybrid is None:
+            raise InputError("engine", "SGLang's hybrid Mamba / linear-attention pools are modelled from 0.5.9 "
+                                       "(its own rules read in 0.5.9-0.5.23); this release's are not, so engine "
+                                       "figures for this model are refused")
+        if pp > 1 or draft is not None:
+            raise InputError("engine", "SGLang's hybrid Mamba pools under pipeline parallelism or speculative "
+                                       "decoding (per-stage state, intermediate draft states) are not modelled yet")
     if any(layer.kind == "chunked" for layer in model.layers):
         raise InputError("engine", "SGLang's pools for chunked local attention are not modelled yet")
     if any(isinstance(layer, IndexedAttention) for layer in model.layers):
@@ -107,9 +121,15 @@ def check_modelled(model) -> None:
 
 
 def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1,
-             draft=None) -> Pool:
-    """The token pool; `draft` (see cell_bytes) when a draft's layers end the model (pp 1)."""
-    check_modelled(model)
+             draft=None, hybrid=None) -> Pool:
+    """The token pool; `draft` (see cell_bytes) when a draft's layers end the model (pp 1);
+    `hybrid` (HybridRules) for a model with Mamba / linear-attention layers: their state pool is
+    taken from the memory first (mamba_pool) and the rest holds the full-attention tokens."""
+    check_modelled(model, hybrid, pp, draft)
+    mamba = None
+    if any(layer.kind == "state" for layer in model.layers):
+        mamba = mamba_pool(model, tp, available_bytes, hybrid, precision)
+        available_bytes = mamba.rest_bytes
     stages = _stage_layers(model, pp)
     tokens = None
     for layers in stages:
@@ -144,5 +164,203 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
     if swa_tokens is not None:
         window = max(layer.window for layer in sliding)
         concurrency = min(concurrency, Fraction(swa_tokens, min(context, window)))
+    if mamba is not None:
+        return _with_requests(Pool(full_tokens, swa_tokens, k_bytes, v_bytes, any(layer.kind == "mla" for layer in first),
+                                   concurrency, per_request), mamba, hybrid, context)
     return Pool(full_tokens, swa_tokens, k_bytes, v_bytes, any(layer.kind == "mla" for layer in first),
                 concurrency, per_request)
+
+
+# ---- Hybrid (Mamba / linear-attention) pools --------------------------------------------------
+# Read from SGLang 0.5.9 (model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache,
+# init_memory_pool), 0.5.12 (_resolve_max_num_reqs), 0.5.16-0.5.23 (mem_cache/kv_cache_configurator.py
+# _handle_max_mamba_cache, resolve_max_num_reqs, _calculate_mamba_ratio) and memory_pool.py
+# MambaPool ("Mamba Cache is allocated"):
+# - the pool memory beside the weights (total_rest_memory) is split first: the state pool takes
+#   rest x r / (1 + r), r = --mamba-full-memory-ratio (0.9; ServerArgs, then schedule.py's fallback),
+#   max_mamba_cache_size = int(that // mamba_cache_per_req) slots to 0.5.16; from 0.5.17 the pool's
+#   padding slot is counted: int((that - per_req) // per_req), and (slots + 1) x per_req is taken;
+# - the full-attention layers' tokens are what is left // their cell;
+# - max_running_requests: the given one (per DP rank) or the estimate max(min(int(tokens /
+#   context_len x 512), 4096), 2048), no more than tokens // 2 (0.5.12 for the estimate, 0.5.16 for a
+#   given one), and no more than slots // ratio: ratio 3 state slots a request with the radix cache
+#   (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO), 1 with --disable-radix-cache;
+# - 0.5.16 on, a ceiling of 0 requests (or no slot at all) is a RuntimeError; 0.5.17 on, a request
+#   ceiling the state pool lowered is logged as a warning.
+MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)
+MAMBA_SLOTS_PER_REQUEST = 3            # with the radix cache; 1 with --disable-radix-cache
+# 0.5.16 on (arg_groups/overrides.py _mamba_radix_cache_resolution): --mamba-radix-cache-strategy auto
+# picks extra_buffer, with the overlap schedule on (its default), for the architectures that support it
+# (_MAMBA_EXTRA_BUFFER_ARCHS): two ping-pong slots more a request (get_mamba_tracking_slots); no_buffer
+# (3 slots) for the others and before 0.5.16. Architectures outside _MAMBA_RADIX_CACHE_ARCHS run without
+# the radix cache: one slot a request. (Both lists as of 0.5.23.)
+EXTRA_BUFFER_FROM = (0, 5, 16)
+EXTRA_BUFFER_SLOTS = 2
+MAMBA_RADIX_CACHE_ARCHS = (
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
+    "BailingMoeV3VLForConditionalGeneration", "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen4ExpForConditionalGeneration",
+    "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration", "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM", "NemotronH_Omni_Reasoning_V3", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
+    "JetVLMForConditionalGeneration", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "ZayaForCausalLM",
+    "Glm5NextForConditionalGeneration", "GraniteMoeHybridForCausalLM")
+MAMBA_EXTRA_BUFFER_ARCHS = (
+    "KimiLinearForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen3NextForCausalLM", "Qwen4ExpForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
+    "MiniCPMV4_7ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
+    "BailingMoeV3VLForConditionalGeneration", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
+    "Glm5NextForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+    "NemotronH_Omni_Reasoning_V3", "KimiK3ForConditionalGeneration", "InklingForConditionalGeneration")
+MAMBA_FIRST = (0, 5, 9)                # the first release whose hybrid pools are read here
+PADDING_SLOT_FROM = (0, 5, 17)         # slots = int((budget - per_req) // per_req), + 1 allocated; the warning
+TOKENS_HALF_FROM = (0, 5, 12)          # the estimated requests capped at tokens // 2
+GIVEN_HALF_FROM = (0, 5, 16)           # a given --max-running-requests capped at tokens // 2; the RuntimeError
+
+
+@dataclass(frozen=True)
+class HybridRules:
+    """What SGLang's hybrid pools depend on besides the memory and the model."""
+    release: object                    # releases.Release
+    state_precision: object            # the conv state's (and the SSM's unless the model names it)
+    context_len: int
+    requests: int | None               # --max-running-requests per DP rank, None for its default
+    slots_per_request: int = MAMBA_SLOTS_PER_REQUEST   # _calculate_mamba_ratio
+    full_memory_ratio: Fraction = MAMBA_FULL_MEMORY_RATIO
+    given_kv: bool = False             # the memory given is a log's full-attention pool (K + V)
+
+
+def hybrid_rules(scenario, release, given_kv: bool) -> HybridRules | None:
+    """The hybrid pools' rules for these inputs, None for a model without state layers or a
+    release before the ones read (check_modelled then refuses it)."""
+    model, work, dep = scenario.model, scenario.workload, scenario.deployment
+    if not any(layer.kind == "state" for layer in model.layers) or not release.at_least(*MAMBA_FIRST):
+        return None
+    requests = max(1, work.batch // dep.dp) if scenario.settings.batch_given else None
+    return HybridRules(release, work.state_precision or work.kv_precision, work.context_tokens, requests,
+                       slots_per_request(model.architecture or "", release), given_kv=given_kv)
+
+
+def slots_per_request(architecture: str, release) -> int:
+    """_calculate_mamba_ratio at SGLang's defaults (radix cache on, overlap schedule on)."""
+    if not any(name == architecture for name in MAMBA_RADIX_CACHE_ARCHS):
+        return 1
+    extra = release.at_least(*EXTRA_BUFFER_FROM) and architecture in MAMBA_EXTRA_BUFFER_ARCHS
+    return MAMBA_SLOTS_PER_REQUEST + (EXTRA_BUFFER_SLOTS if extra else 0)
+
+
+@dataclass(frozen=True)
+class MambaPool:
+    slots: int                         # max_mamba_cache_size
+    slot_bytes: int                    # mamba_cache_per_req: every state layer's conv + ssm on the rank
+    conv_bytes: int                    # the conv states of (slots + 1) rows, as MambaPool allocates
+    ssm_bytes: int
+    rest_bytes: int                    # what is left for the full-attention tokens
+    derived: bool                      # slots derived from a given full pool (one fewer is possible)
+
+
+def _state_split(layer, precision, tp: int) -> tuple[int, int]:
+    """(conv, ssm) bytes of one state layer on a rank."""
+    total = layer.state_bytes(precision, tp)
+    if not hasattr(layer, "conv_elements"):
+        return 0, total
+    share = layer.heads // tp if tp <= layer.heads else 1
+    conv = precision.bytes_for(layer.conv_elements * share // layer.heads)
+    return conv, total - conv
+
+
+def mamba_pool(model, tp: int, available_bytes: int, rules: HybridRules, kv_precision=None) -> MambaPool:
+    """The state pool SGLang takes out of `available_bytes` (its rest memory), and what it leaves.
+    Where the memory given is a log's full-attention pool (rules.given_kv), the slots are the ratio's
+    share of it: floor(full x r / per_req) slots counted with the padding one, exact or one over."""
+    precision = rules.state_precision
+    splits = [_state_split(layer, precision, tp) for layer in model.layers if layer.kind == "state"]
+    conv = sum(c for c, _ in splits)
+    per_req = sum(c + s for c, s in splits)
+    padded = rules.release.at_least(*PADDING_SLOT_FROM)
+    ratio = rules.full_memory_ratio
+    if rules.given_kv:
+        # The split kept floor(rest x r / (1 + r) / per_req) slots (to 0.5.16; one fewer after) of a rest
+        # that is the full pool plus the slots: two slot counts fit a full pool, the lower is taken.
+        counted = int(max(0, available_bytes) * ratio // per_req)
+        slots = counted - (2 if padded else 1)
+        rest = max(0, available_bytes)
+    else:
+        budget = Fraction(max(0, available_bytes)) * ratio / (1 + ratio)
+        slots = int((budget - per_req) // per_req) if padded else int(budget // per_req)
+        rest = available_bytes - (slots + 1 if padded else slots) * per_req
+    rows = max(0, slots) + 1
+    return MambaPool(slots, per_req, rows * conv, rows * (per_req - conv), rest, rules.given_kv)
+
+
+def _with_requests(pool: Pool, mamba: MambaPool, rules: HybridRules, context: int) -> Pool:
+    release, tokens = rules.release, pool.kv_tokens
+    estimated = max(min(int(Fraction(tokens, rules.context_len) * 512), 4096), 2048)
+    if rules.requests is not None:
+        wanted = min(rules.requests, tokens // 2) if release.at_least(*GIVEN_HALF_FROM) else \
+            min(rules.requests, estimated)
+    else:
+        wanted = min(estimated, tokens // 2) if release.at_least(*TOKENS_HALF_FROM) else estimated
+    per_request = rules.slots_per_request
+    cap = max(0, mamba.slots) // per_request
+    requests = min(wanted, cap)
+    lines = [f"Mamba Cache is allocated. max_mamba_cache_size: {mamba.slots}, conv_state size: "
+             f"{mamba.conv_bytes / GIB:.2f}GB, ssm_state size: {mamba.ssm_bytes / GIB:.2f}GB "]
+    refusal = None
+    if mamba.slots <= 0 and release.at_least(*GIVEN_HALF_FROM):
+        refusal = (f"RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+                   f"Computed max_mamba_cache_size={mamba.slots} (total_rest_memory="
+                   f"{(mamba.rest_bytes + max(0, mamba.slots) * mamba.slot_bytes) / GIB:.2f} GB, "
+                   f"mamba_cache_per_req={mamba.slot_bytes / (1 << 20):.2f} MB).")
+    elif requests <= 0 and release.at_least(*GIVEN_HALF_FROM):
+        refusal = (f"RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                   f"max_mamba_cache_size={mamba.slots}, mamba_ratio={per_request}, resulting max_num_reqs={requests}.")
+    elif cap < wanted and release.at_least(*PADDING_SLOT_FROM):
+        lines.append(f"max_running_requests is capped to {cap} by the mamba state cache (max_mamba_cache_size="
+                     f"{mamba.slots}, {per_request} state slots per request). To raise it: increase "
+                     "--mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state size with "
+                     "--mamba-ssm-dtype bfloat16.")
+    return replace(pool, max_concurrency=min(pool.max_concurrency, Fraction(max(0, requests))),
+                   max_running_requests=max(0, requests), request_cap=cap, wanted_requests=wanted,
+                   slots_per_request=per_request,
+                   mamba=mamba, mamba_lines=tuple(lines), refusal=refusal)
+
+
+def hybrid_notes(pool: Pool) -> list[str]:
+    """The state pool and the request ceiling, in SGLang's terms (nothing for other models)."""
+    mamba = pool.mamba
+    if mamba is None:
+        return []
+    share = "derived from the full-attention pool given (SGLang's own split gives this or one slot more)" \
+        if mamba.derived else "9/19 of the pool memory (--mamba-full-memory-ratio 0.9: state / full = 0.9)"
+    notes = [f"SGLang's state pool: max_mamba_cache_size {mamba.slots:,} slots of {mamba.slot_bytes:,} B (every "
+             f"linear-attention layer's conv + SSM state on the rank), {share}; the full-attention layers' "
+             f"{pool.kv_tokens:,} tokens take the rest."]
+    if pool.refusal is None and pool.request_cap is not None and pool.request_cap < pool.wanted_requests:
+        notes.append(f"SGLang caps max_running_requests at {pool.max_running_requests:,}: its {mamba.slots:,} state "
+                     f"slots // {pool.slots_per_request} a request ({_slot_words(pool.slots_per_request)}), "
+                     f"under the {pool.wanted_requests:,} it would run otherwise, however many tokens are free. To raise "
+                     "it: a --mamba-full-memory-ratio above 0.9, --max-mamba-cache-size, or --mamba-ssm-dtype bfloat16 "
+                     "(half the SSM state).")
+    return notes
+
+
+def hybrid_refusal_words(pool: Pool) -> str | None:
+    """The verdict's words for the state pool's refusal (0.5.16 on)."""
+    if pool.refusal is None or pool.mamba is None:
+        return None
+    mamba = pool.mamba
+    return (f"its state pool has {max(0, mamba.slots):,} slots of {mamba.slot_bytes:,} B, room for "
+            f"{pool.request_cap or 0:,} requests of {pool.slots_per_request} slots each ({_slot_words(pool.slots_per_request)}), so it "
+            f"refuses to serve any: raise --mem-fraction-static or --mamba-full-memory-ratio, or pass --mamba-ssm-dtype "
+            "bfloat16 or --disable-radix-cache (1 slot a request)")
+
+
+def _slot_words(slots: int) -> str:
+    if slots == 1:
+        return "no radix cache for this architecture: one slot a request"
+    if slots == MAMBA_SLOTS_PER_REQUEST:
+        return "the radix cache's no_buffer strategy; 1 with --disable-radix-cache"
+    return ("the radix cache's extra_buffer strategy, its default for this architecture with the overlap schedule: "
+            "3 + 2 ping-pong slots; 3 with --mamba-radix-cache-strategy no_buffer, 1 with --disable-radix-cache")

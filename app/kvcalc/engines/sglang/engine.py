@@ -312,12 +312,15 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     placed = None                        # the weights per GPU as SGLang places them, where not the ideal's
     if dep.dp > 1:
         budget, placed = _dp_attention(scenario, chunk, budget, notes)
+    hybrid = allocator.hybrid_rules(scenario, releases.in_force(sys.modules[__name__], scenario.settings),
+                                    budget.source is BudgetSource.GIVEN_KV_MEMORY)      # its state pool, if any
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
                               allocator.request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
-                                                      draft))
+                                                      draft, hybrid))
     pool = allocator.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu,
-                              page, draft)
+                              page, draft, hybrid)
+    notes += allocator.hybrid_notes(pool)
     if draft is not None:
         target = allocator.cell_bytes(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
         notes.append(f"The draft's pool (its worker's, #tokens as the target's): its cell is sized as "
@@ -329,8 +332,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                      + (" Not counted: a NEXTN head's own embed_tokens and lm_head, freed only after the pool is "
                         "sized (sgl-project/sglang#36452, open), shrink the pool by their bytes."
                         if scenario.serving.draft.kind == "mtp" else ""))
-    starts = pool.kv_tokens > 0
-    refusal = None if starts else printing.NOT_ENOUGH_MEMORY
+    starts = pool.kv_tokens > 0 and pool.refusal is None
+    refusal = pool.refusal or (None if starts else printing.NOT_ENOUGH_MEMORY)
     return EngineResult(
         engine=NAME, block_size=page, prefill_chunk=chunk, kv_budget_bytes_per_gpu=budget.kv_bytes_per_gpu,
         kv_bytes_per_request=pool.bytes_per_request, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
@@ -340,8 +343,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
                                          or work.context_tokens),
         refusal=refusal, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
-        log=tuple(printing.log_lines(pool) + ([refusal] if refusal else [])), notes=tuple(notes),
-        weights_bytes_per_gpu=placed)
+        log=tuple(list(pool.mamba_lines) + printing.log_lines(pool) + ([refusal] if refusal else [])),
+        notes=tuple(notes), weights_bytes_per_gpu=placed, refusal_words=allocator.hybrid_refusal_words(pool))
 
 
 def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Budget, int | None]:
