@@ -130,7 +130,10 @@ def test_pipeline_parallelism_binds_on_the_last_stage():
     """vllm-deepseek-v2-lite-tp2-pp2-l4.log (a July 2025 build, 0.9.x): the first stage's ranks print
     12.13 GiB of KV memory, the last stage's 11.33 GiB: only the last stage runs the sampler warm-up,
     and it keeps the 2 x 2,048 x 2,048 bf16 intermediate tensors it receives (16 MiB). Our budget is the
-    last stage's, within 1% of 11.33 GiB."""
+    last stage's, within 1% of 11.33 GiB; the first stage keeps the sampler's surplus over the forward
+    more (stage_surplus), and the pool is the fewest blocks a worker holds: the first stage's 14 MLA
+    layers bind, within 0.5% of the 807,792 tokens and 788.86x the log prints (before, the last stage's
+    memory on the first stage's layers gave 754,064, 6.7% short)."""
     text = log_text("vllm-deepseek-v2-lite-tp2-pp2-l4.log")
     assert "Available KV cache memory: 11.33 GiB" in text and "Available KV cache memory: 12.13 GiB" in text
     e = evaluate({"engine": "vllm", "engine-version": "0.9.1", "model": "deepseek-ai/DeepSeek-V2-Lite",
@@ -139,6 +142,17 @@ def test_pipeline_parallelism_binds_on_the_last_stage():
     assert profile.pipeline_buffers(e.scenario.model, 2, 2048) == 2 * 2048 * 2048 * 2
     assert profile.pipeline_buffers(e.scenario.model, 1, 2048) == 0
     assert abs(e.engine.kv_budget_bytes_per_gpu / GIB - 11.33) <= 0.01 * 11.33
+    assert "807,792 tokens" in text and "788.86x" in text
+    assert abs(e.engine.kv_tokens - 807_792) <= 0.005 * 807_792
+    assert abs(float(e.engine.max_concurrency) - 788.86) <= 0.005 * 788.86
+    release, chunk = e.scenario.settings.release, e.engine.prefill_chunk
+    surplus = profile.stage_surplus(e.scenario, release, chunk, vllm.max_num_seqs(e.scenario))
+    # V0.9.1's native sampler over 256 rows of the 102,400-entry vocabulary, beyond the forward.
+    forward, sampler = profile._runs(e.scenario, release, chunk, 256)[:2]
+    assert surplus == sampler - forward > 0
+    tp2 = evaluate({"engine": "vllm", "engine-version": "0.9.1", "model": "deepseek-ai/DeepSeek-V2-Lite",
+                    "context": "1024", "enforce-eager": "on", "tp": "2", "gpus": "2", "gpu": "l4-24gb"})
+    assert profile.stage_surplus(tp2.scenario, release, chunk, 256) == 0        # one stage: nothing to move
 
 
 def test_the_step_and_the_widest_decode_batch_are_captured():

@@ -336,18 +336,25 @@ def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill
 
 def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
              block_size: int, available_bytes: int, state_precision=None,
-             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple:
-    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal.
+             state_pages: int = MAMBA_ALIGN_PAGES, spare_before_last: int = 0) -> tuple:
+    """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal. Under pipeline
+    parallelism `available_bytes` is the last stage's and the stages before it have `spare_before_last`
+    more (what the last one alone spends: profile.stage_surplus); vLLM's pool is the fewest blocks any
+    worker holds.
 
     Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
     while it sizes a hybrid's pages)."""
     specs, block_size, config_lines, groups, padding, stages = _layout(
         model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    last_layer = len(specs) - 1
+
+    def avail(stage) -> int:
+        return available_bytes + (spare_before_last if last_layer not in stage else 0)
 
     def longest_on(workers) -> int:
         """vLLM's binary search for the longest max_model_len these workers hold."""
         def fits(length: int) -> bool:
-            return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= available_bytes for s in workers)
+            return all(_worker_need(groups, specs, s, length, prefill_chunk)[2] <= avail(s) for s in workers)
         if available_bytes <= 0 or not fits(1):
             return 0
         lo, hi = 1, model_len
@@ -363,14 +370,14 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
         return None, printing.NO_MEMORY_REFUSAL, 0, config_lines
     needs = [_worker_need(groups, specs, s, model_len, prefill_chunk) for s in stages]
     # vLLM checks the workers in rank order and raises at the first that cannot hold one request.
-    failing = [i for i, (_, _, need) in enumerate(needs) if need > available_bytes]
+    failing = [i for i, (_, _, need) in enumerate(needs) if need > avail(stages[i])]
     if failing:
         first = failing[0]
         longest = longest_on([stages[first]])
-        return None, printing.too_long_refusal(model_len, needs[first][2], available_bytes, longest), longest, \
+        return None, printing.too_long_refusal(model_len, needs[first][2], avail(stages[first]), longest), longest, \
             config_lines
     worst = max(need for _, _, need in needs)
-    num_blocks = min(available_bytes // page // layers for page, layers, _ in needs)
+    num_blocks = min(avail(stage) // page // layers for stage, (page, layers, _) in zip(stages, needs))
     block_bytes = max(page * layers for page, layers, _ in needs)
     if groups[0].spec is None:
         per_request_blocks = max(specs[i].pages(model_len, prefill_chunk) for i in groups[0].layers)

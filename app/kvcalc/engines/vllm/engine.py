@@ -147,7 +147,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     pages = state_pages(scenario)
     pool, refusal, longest, config_lines = allocator.allocate(
         model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, available, work.state_precision,
-        pages)
+        pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
+        profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)))
     if pool is not None and not rules.logs_tokens_as_concurrency(release):
         pool = replace(pool, kv_tokens=pool.num_blocks // pool.groups * pool.block_size)
     # A hybrid's decode sequences each need a Mamba cache block (allocator.mamba_ceiling): it

@@ -276,7 +276,9 @@ def cudagraph_estimate(model, release, gpu, pp: int, chunk: int, max_num_seqs: i
     return graphs * layers * GRAPH_LAYER, (pieces - 1) * GRAPH_FLOOR, high, words
 
 
-def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
+def _runs(scenario, release, chunk: int, max_num_seqs: int) -> tuple:
+    """The profiling run's two phases on one rank: (forward peak, sampler peak, the sampler's lowest,
+    its path, how the MLP width was known, sampler rows, quantized, a separate draft model)."""
     model, dep = scenario.model, scenario.deployment
     for field, value in (("hidden-size", model.hidden_size), ("vocab-size", model.vocab_size)):
         if not value:
@@ -289,6 +291,29 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     draft = scenario.serving.draft
     separate = draft is not None and draft.kind == "draft"        # a draft model, not the model's MTP heads
     sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate)
+    return forward, sampler, sampler_low, path, how, rows, quantized, separate
+
+
+def stage_surplus(scenario, release, chunk: int, max_num_seqs: int) -> int:
+    """What the stages before the last keep beyond the last one under pipeline parallelism (V1 engine):
+    the last alone runs the sampler warm-up after its forward (profile_run, `is_last_rank`) and alone
+    holds the V2 sampler's buffers (load_model: `if self.is_last_pp_rank`), so the others have that much
+    more KV memory: max(0, sampler - forward) + runner_buffers. vllm-deepseek-v2-lite-tp2-pp2-l4.log
+    prints 12.13 GiB on the first stage's ranks and 11.33 GiB on the last's; the pool is the fewest
+    blocks a worker holds, there the first stage's, which has 14 layers to the last's 13."""
+    dep, model = scenario.deployment, scenario.model
+    if dep.pp == 1 or not rules.v1(release) or not model.hidden_size or not model.vocab_size:
+        return 0
+    forward, sampler, _, _, _, _, quantized, separate = _runs(scenario, release, chunk, max_num_seqs)
+    v2 = uses_runner_v2(scenario.model, release, quantized, separate)
+    return max(0, sampler - forward) + runner_buffers(scenario.model, release, max_num_seqs, v2)
+
+
+def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
+    model, dep = scenario.model, scenario.deployment
+    forward, sampler, sampler_low, path, how, rows, quantized, separate = _runs(scenario, release, chunk,
+                                                                                 max_num_seqs)
+    draft = scenario.serving.draft
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
     encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
     activation = max(forward, sampler) + workspace + encoder
