@@ -41,7 +41,7 @@ def test_a_row_is_a_public_log_and_what_a_user_types(row):
     log = FIXTURES / "logs" / row["file"]
     assert log.is_file(), row["file"]
     assert row["url"].startswith("https://") and row["url"] in SOURCES, f"{row['file']}: its URL is not in SOURCES.md"
-    assert engines.member(row["engine"])
+    assert row["engine"] in engines.REGISTRY, row["engine"]
     inputs = row["inputs"]
     assert inputs.get("engine") == row["engine"]
     for name in inputs:
