@@ -218,3 +218,17 @@ def test_sglang_refuses_when_the_state_pool_holds_no_request():
     assert engine.refusal.startswith("RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve "
                                      "any requests. max_mamba_cache_size=2, mamba_ratio=5, resulting max_num_reqs=0.")
     assert engine.refusal_words.startswith("its state pool has 2 slots of 96,030,720 B, room for 0 requests of 5")
+
+
+@pytest.mark.parametrize("version,requests,refuses", [("0.5.12", 0, False), ("0.5.13", 0, True)])
+def test_sglang_no_state_slot_is_a_refusal_from_0_5_13(version, requests, refuses):
+    """A full pool of 0.1 GiB leaves floor(0.1 GiB x 0.9 / 96,030,720) = 1 slot counted, 0 kept: 0.5.13
+    on raises "Not enough GPU memory for hybrid (mamba/linear-attention) state cache"; 0.5.12 started
+    with no request to run (its cap, 0 // 3, is said in a note)."""
+    engine = evaluate(kt_inputs(**{"engine-version": version, "kv-memory-gib": "0.1"})).engine
+    assert engine.max_concurrency == requests and engine.starts is not refuses
+    if refuses:
+        assert engine.refusal.startswith("RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) "
+                                         "state cache. Computed max_mamba_cache_size=0 (total_rest_memory=")
+    else:
+        assert engine.refusal is None and any("caps max_running_requests at 0" in n for n in engine.notes)

@@ -172,29 +172,31 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
 
 
 # ---- Hybrid (Mamba / linear-attention) pools --------------------------------------------------
-# Read from SGLang 0.5.9 (model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache,
-# init_memory_pool), 0.5.12 (_resolve_max_num_reqs), 0.5.16-0.5.23 (mem_cache/kv_cache_configurator.py
-# _handle_max_mamba_cache, resolve_max_num_reqs, _calculate_mamba_ratio) and memory_pool.py
-# MambaPool ("Mamba Cache is allocated"):
+# Read from every SGLang wheel 0.5.9-0.5.23 (0.5.9-0.5.15 model_executor/model_runner_kv_cache_mixin.py
+# handle_max_mamba_cache, init_memory_pool / _resolve_max_num_reqs; 0.5.16-0.5.23 mem_cache/
+# kv_cache_configurator.py _handle_max_mamba_cache, resolve_max_num_reqs, _calculate_mamba_ratio) and
+# memory_pool.py MambaPool ("Mamba Cache is allocated"); each "from" below is the first wheel with it:
 # - the pool memory beside the weights (total_rest_memory) is split first: the state pool takes
 #   rest x r / (1 + r), r = --mamba-full-memory-ratio (0.9; ServerArgs, then schedule.py's fallback),
 #   max_mamba_cache_size = int(that // mamba_cache_per_req) slots to 0.5.16; from 0.5.17 the pool's
 #   padding slot is counted: int((that - per_req) // per_req), and (slots + 1) x per_req is taken;
 # - the full-attention layers' tokens are what is left // their cell;
 # - max_running_requests: the given one (per DP rank) or the estimate max(min(int(tokens /
-#   context_len x 512), 4096), 2048), no more than tokens // 2 (0.5.12 for the estimate, 0.5.16 for a
-#   given one), and no more than slots // ratio: ratio 3 state slots a request with the radix cache
-#   (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO), 1 with --disable-radix-cache;
-# - 0.5.16 on, a ceiling of 0 requests (or no slot at all) is a RuntimeError; 0.5.17 on, a request
+#   context_len x 512), 4096), 2048) (0.5.10 on, a given one no more than that estimate; 0.5.14 on, no
+#   more than tokens // 2 instead; the estimate no more than tokens // 2 from 0.5.10), and no more than
+#   slots // ratio: ratio 3 state slots a request with the radix cache
+#   (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO), 1 with --disable-radix-cache; 0.5.9 caps nothing but
+#   the slots;
+# - 0.5.13 on, no slot at all or a ceiling of 0 requests is a RuntimeError; 0.5.17 on, a request
 #   ceiling the state pool lowered is logged as a warning.
 MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)
 MAMBA_SLOTS_PER_REQUEST = 3            # with the radix cache; 1 with --disable-radix-cache
-# 0.5.16 on (arg_groups/overrides.py _mamba_radix_cache_resolution): --mamba-radix-cache-strategy auto
+# 0.5.15 on (arg_groups/overrides.py _mamba_radix_cache_resolution): --mamba-radix-cache-strategy auto
 # picks extra_buffer, with the overlap schedule on (its default), for the architectures that support it
 # (_MAMBA_EXTRA_BUFFER_ARCHS): two ping-pong slots more a request (get_mamba_tracking_slots); no_buffer
 # (3 slots) for the others and before 0.5.16. Architectures outside _MAMBA_RADIX_CACHE_ARCHS run without
 # the radix cache: one slot a request. (Both lists as of 0.5.23.)
-EXTRA_BUFFER_FROM = (0, 5, 16)
+EXTRA_BUFFER_FROM = (0, 5, 15)
 EXTRA_BUFFER_SLOTS = 2
 MAMBA_RADIX_CACHE_ARCHS = (
     "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
@@ -215,8 +217,9 @@ MAMBA_EXTRA_BUFFER_ARCHS = (
     "NemotronH_Omni_Reasoning_V3", "KimiK3ForConditionalGeneration", "InklingForConditionalGeneration")
 MAMBA_FIRST = (0, 5, 9)                # the first release whose hybrid pools are read here
 PADDING_SLOT_FROM = (0, 5, 17)         # slots = int((budget - per_req) // per_req), + 1 allocated; the warning
-TOKENS_HALF_FROM = (0, 5, 12)          # the estimated requests capped at tokens // 2
-GIVEN_HALF_FROM = (0, 5, 16)           # a given --max-running-requests capped at tokens // 2; the RuntimeError
+TOKENS_HALF_FROM = (0, 5, 10)          # the estimate capped at tokens // 2, a given one at the estimate
+GIVEN_HALF_FROM = (0, 5, 14)           # a given --max-running-requests capped at tokens // 2 instead
+REFUSES_FROM = (0, 5, 13)              # the RuntimeErrors of a state pool with no slot or no request
 
 
 @dataclass(frozen=True)
@@ -257,6 +260,7 @@ class MambaPool:
     conv_bytes: int                    # the conv states of (slots + 1) rows, as MambaPool allocates
     ssm_bytes: int
     rest_bytes: int                    # what is left for the full-attention tokens
+    total_rest_bytes: int              # the pool memory it was split from (total_rest_memory)
     derived: bool                      # slots derived from a given full pool (one fewer is possible)
 
 
@@ -291,7 +295,8 @@ def mamba_pool(model, tp: int, available_bytes: int, rules: HybridRules, kv_prec
         slots = int((budget - per_req) // per_req) if padded else int(budget // per_req)
         rest = available_bytes - (slots + 1 if padded else slots) * per_req
     rows = max(0, slots) + 1
-    return MambaPool(slots, per_req, rows * conv, rows * (per_req - conv), rest, rules.given_kv)
+    total = rest + (slots + 1 if padded else slots) * per_req if rules.given_kv else available_bytes
+    return MambaPool(slots, per_req, rows * conv, rows * (per_req - conv), rest, total, rules.given_kv)
 
 
 def _with_requests(pool: Pool, mamba: MambaPool, rules: HybridRules, context: int) -> Pool:
@@ -299,7 +304,7 @@ def _with_requests(pool: Pool, mamba: MambaPool, rules: HybridRules, context: in
     estimated = max(min(int(Fraction(tokens, rules.context_len) * 512), 4096), 2048)
     if rules.requests is not None:
         wanted = min(rules.requests, tokens // 2) if release.at_least(*GIVEN_HALF_FROM) else \
-            min(rules.requests, estimated)
+            min(rules.requests, estimated) if release.at_least(*TOKENS_HALF_FROM) else rules.requests
     else:
         wanted = min(estimated, tokens // 2) if release.at_least(*TOKENS_HALF_FROM) else estimated
     per_request = rules.slots_per_request
@@ -308,12 +313,11 @@ def _with_requests(pool: Pool, mamba: MambaPool, rules: HybridRules, context: in
     lines = [f"Mamba Cache is allocated. max_mamba_cache_size: {mamba.slots}, conv_state size: "
              f"{mamba.conv_bytes / GIB:.2f}GB, ssm_state size: {mamba.ssm_bytes / GIB:.2f}GB "]
     refusal = None
-    if mamba.slots <= 0 and release.at_least(*GIVEN_HALF_FROM):
+    if mamba.slots <= 0 and release.at_least(*REFUSES_FROM):
         refusal = (f"RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
                    f"Computed max_mamba_cache_size={mamba.slots} (total_rest_memory="
-                   f"{(mamba.rest_bytes + max(0, mamba.slots) * mamba.slot_bytes) / GIB:.2f} GB, "
-                   f"mamba_cache_per_req={mamba.slot_bytes / (1 << 20):.2f} MB).")
-    elif requests <= 0 and release.at_least(*GIVEN_HALF_FROM):
+                   f"{mamba.total_rest_bytes / GIB:.2f} GB, mamba_cache_per_req={mamba.slot_bytes / (1 << 20):.2f} MB).")
+    elif requests <= 0 and release.at_least(*REFUSES_FROM):
         refusal = (f"RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                    f"max_mamba_cache_size={mamba.slots}, mamba_ratio={per_request}, resulting max_num_reqs={requests}.")
     elif cap < wanted and release.at_least(*PADDING_SLOT_FROM):
