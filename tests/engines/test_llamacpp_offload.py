@@ -165,17 +165,28 @@ def test_ngl_counts_the_output_layer_in_the_newest_builds():
 
 
 def test_the_compute_buffer_follows_what_stays_in_cpu_memory():
-    """Mistral 7B in bf16 at -ub 512 with flash attention: 136 MiB at full offload. With the output
-    layer on the GPU and layers on the CPU the largest copy is one 4,096 x 14,336 bf16 matrix
-    (117,440,512 B) beside its rows, 4 x 512 x (2 x 14,336 + 2 x 4,096) B: 184 MiB. With the
-    output layer on the CPU (up to b7003) its 262,144,000 B come in beside the logits: 320.5 MiB.
-    Not a whole layer (424 MiB) on top of the full-offload graph, as it was estimated before."""
+    """Mistral 7B in bf16 at -ub 512 with flash attention, 32,768 cells: 136 MiB at full offload.
+    With layers 0-12 on the CPU (-ngl 20, the output on the GPU) the largest moment is a CPU
+    layer's attention with its K and V copied in: 136 MiB + 2 x 32,768 x 1,024 x 2 B = 264 MiB
+    (one 4,096 x 14,336 bf16 matrix beside its rows is less, 184 MiB). With the output layer on
+    the CPU too (up to b7003) its 262,144,000 B come in beside the logits: 320.5 MiB. Not a whole
+    layer (424 MiB) on top of the full-offload graph, as it was estimated before."""
     full = run()
     assert full.overhead_bytes_per_gpu == 136 * MIB
-    assert run(n_gpu_layers="20").overhead_bytes_per_gpu == 4096 * 14336 * 2 + 4 * 512 * (2 * 14336 + 2 * 4096) \
-        == 184 * MIB
+    pool = allocator.allocate(evaluate(MISTRAL).scenario.model, precision("bf16"), precision("bf16"), 32768, 1)
+    assert pool.layer_bytes[0] == 2 * 32768 * 1024 * 2
+    assert run(n_gpu_layers="20").overhead_bytes_per_gpu == 136 * MIB + 2 * 32768 * 1024 * 2 == 264 * MIB
+    assert 4096 * 14336 * 2 + 4 * 512 * (2 * 14336 + 2 * 4096) == 184 * MIB
     assert run(n_gpu_layers="20", engine_version="b7003").overhead_bytes_per_gpu == \
         2 * 32000 * 4096 + 4 * 512 * (32000 + 4096) == 336_068_608
+
+
+def test_at_a_short_context_a_cpu_layers_largest_matrix_decides():
+    """At 4,096 cells a CPU layer's K and V are 16 MiB, its attention moment 68 MiB in all; the
+    4,096 x 14,336 bf16 matrix copied in beside its rows (184 MiB) is the peak."""
+    small = run(n_gpu_layers="20", context="4096")
+    assert small.overhead_bytes_per_gpu == max(6 * 512 * 4096 + 5 * 4 * 512 * 4096 + 2 * 4096 * 1024 * 2,
+                                               4096 * 14336 * 2 + 4 * 512 * (2 * 14336 + 2 * 4096)) == 184 * MIB
 
 
 def test_the_weights_left_in_cpu_memory_follow_the_placement():
@@ -206,7 +217,8 @@ def test_a_build_between_the_two_placements_is_refused_for_a_partial_ngl():
 def test_the_output_layer_is_stored_as_llama_quant_types_it(dtype, bits):
     # src/llama-quant.cpp: output.weight is Q6_K in a quantized file unless the file is Q8_0;
     # 16-bit files keep 16 bits. 32,000 x 4,096 weights.
-    e = evaluate(dict(MISTRAL, **{"weights-dtype": dtype, "n-gpu-layers": "0", "engine-version": "b7003"}))
+    e = evaluate(dict(MISTRAL, **{"weights-dtype": dtype, "n-gpu-layers": "0", "engine-version": "b7003",
+                                  "context": "4096"}))
     head = int(32000 * 4096 * bits / 8)
     assert llamacpp._output_head_bytes(e.scenario.model, e.scenario.settings, e.scenario.deployment.weights_bytes) \
         == head

@@ -212,16 +212,24 @@ def compute_buffer_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> 
     if not model.hidden_size or not model.vocab_size:
         return None
     tokens = reserve_tokens(pool, ubatch)
+    hidden = 4 * tokens * model.hidden_size
+    output = 4 * tokens * model.vocab_size + 2 * tokens * pool.max_context_per_seq + 2 * hidden
+    return max(output, attention_bytes(model, pool, ubatch, flash))
+
+
+def attention_bytes(model, pool: Pool, ubatch: int, flash: bool = True) -> int:
+    """The compute buffer's attention moment (above): with flash attention the mask and a few
+    hidden rows, without it the heads x cells x ubatch scores as well."""
+    tokens = reserve_tokens(pool, ubatch)
     n_kv = pool.max_context_per_seq
     hidden = 4 * tokens * model.hidden_size
-    output = 4 * tokens * model.vocab_size + 2 * tokens * n_kv + 2 * hidden
     if flash:
-        return max(output, 6 * tokens * n_kv + 5 * hidden)
+        return 6 * tokens * n_kv + 5 * hidden
     if not model.attention_heads:
         raise InputError("attention-heads", "llama.cpp without flash attention keeps a heads x context x ubatch "
                                             "score buffer: it needs the model's query heads (attention-heads), "
                                             "or set flash-attn on")
-    return max(output, 4 * tokens * n_kv * (model.attention_heads + 1) + 4 * hidden)
+    return 4 * tokens * n_kv * (model.attention_heads + 1) + 4 * hidden
 
 
 def reserve_tokens(pool: Pool, ubatch: int) -> int:
@@ -245,6 +253,10 @@ def reserve_tokens(pool: Pool, ubatch: int) -> int:
 # - a repeating layer on the CPU: its largest matrix (dense: n_embd x n_ff; MoE: one of
 #   ffn_{gate,up,down}_exps, every expert of it) and the FFN's rows around it, 4 B x T x
 #   (2 x width + 2 x n_embd) with width n_ff, or experts_per_token x the expert width.
+# - a CPU layer's attention: its K and V views (one stream's cells, in CPU memory) are inputs of
+#   the split on the GPU and copied in beside the attention's own buffers. A later build's log
+#   (n_outputs_max = 1, so no logits rows; Llama 3.1 8B Q4_0, -ngl 15, 32,768 cells, flash
+#   attention): 248.00 MiB printed, of which K and V are 2 x 32,768 x 1,024 x 2 B = 128 MiB.
 # - with the output layer on the GPU (-ngl 14 of Gemma 3 1B from PR #18148) the logits peak as at
 #   full offload: 4 x 64 x (262,144 + 1,152) B = 64.28 MiB, as printed
 #   (tests/fixtures/logs/llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log).

@@ -151,6 +151,11 @@ def _weights_on_cpu(model, settings, weights: int, head: int | None, place: allo
     return cpu
 
 
+def compute_widths(model) -> bool:
+    """Whether the compute buffer can be estimated: the model's hidden and vocabulary widths."""
+    return bool(model.hidden_size and model.vocab_size)
+
+
 def _cpu_weights_moved(scenario, weights: int | None, head: int | None, place: allocator.Offload,
                        notes: list) -> int:
     """With the GPU's weights a log measured (its model buffer, for the log's -ngl): the CPU
@@ -273,6 +278,10 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
             layer = allocator.layer_copy_bytes(model, pool, chunk, per_param)
             if layer is not None:
                 copies.append((layer, "a CPU layer's largest weight copied in"))
+        cpu_cache = max(pool.layer_bytes[:place.first_gpu_layer], default=0) // (1 if pool.unified else pool.seqs)
+        if cpu_cache and compute_widths(model):
+            copies.append((allocator.attention_bytes(model, pool, chunk, flash) + cpu_cache,
+                           "a CPU layer's K and V copied in for its attention"))
     else:
         on_gpu = allocator.bytes_on_busiest_gpu(model, pool, dep.gpus)
     moe_cpu, _ = experts_on_cpu(model, settings, weights, notes)
