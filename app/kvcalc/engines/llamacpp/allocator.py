@@ -253,10 +253,9 @@ def reserve_tokens(pool: Pool, ubatch: int) -> int:
 # - a repeating layer on the CPU: its largest matrix (dense: n_embd x n_ff; MoE: one of
 #   ffn_{gate,up,down}_exps, every expert of it) and the FFN's rows around it, 4 B x T x
 #   (2 x width + 2 x n_embd) with width n_ff, or experts_per_token x the expert width.
-# - a CPU layer's attention: its K and V views (one stream's cells, in CPU memory) are inputs of
-#   the split on the GPU and copied in beside the attention's own buffers. A later build's log
-#   (n_outputs_max = 1, so no logits rows; Llama 3.1 8B Q4_0, -ngl 15, 32,768 cells, flash
-#   attention): 248.00 MiB printed, of which K and V are 2 x 32,768 x 1,024 x 2 B = 128 MiB.
+# - a CPU layer's attention: it follows the GPU-run matmuls around it (pass 2), and its K and V
+#   views (one stream's cells, in CPU memory) are inputs the GPU cannot read, so pass 5 "creates a
+#   copy of the input in the split's backend" beside the attention's own buffers.
 # - with the output layer on the GPU (-ngl 14 of Gemma 3 1B from PR #18148) the logits peak as at
 #   full offload: 4 x 64 x (262,144 + 1,152) B = 64.28 MiB, as printed
 #   (tests/fixtures/logs/llamacpp-gemma3-1b-ngl14-940m-ub64-nofa.log).
