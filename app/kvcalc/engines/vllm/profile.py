@@ -37,7 +37,13 @@ from . import release as rules
 from .non_torch import non_torch_memory
 
 MIB = 1 << 20
-NATIVE, FUSED, RUNNER_V2 = 38, 14, 6          # sampler bytes per row x vocabulary entry
+NATIVE, FUSED, RUNNER_V2 = 38, 14, 2          # sampler bytes per row x vocabulary entry
+# RUNNER_V2: the V2 runner's warm-up (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run, 0.22.0-0.32.0)
+# samples its dummy batch with no logits processing: Sampler.apply_sampling_params returns the logits as
+# compute_logits made them, in the model's dtype (the fp32 copy only when a request needs processing,
+# 0.29.0 on: needs_logits_processing), and gumbel_sample's Triton kernel reads them in place. Under tensor
+# parallelism the logits' all-gather (all_gather_into_tensor, then movedim and reshape: a copy) holds two
+# whole copies and the rank's slice for a moment.
 # The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32:
 # the device's compute units (current_platform.num_compute_units: SMs, CUs on ROCm), the preset's
 # compute_units; a custom GPU takes an H100's 132.
@@ -186,7 +192,7 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
     if not rules.v1(release):
         return NATIVE, NATIVE, "V0's native sort on the driver"
     if uses_runner_v2(model, release, quantized, draft_model) and not release.at_least(0, 33, 0):
-        return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, without top-k/top-p"
+        return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, on the model-dtype logits without top-k/top-p"
     if release.at_least(0, 17, 0) and rows < TRITON_MIN_ROWS and not release.at_least(0, 30, 0):
         return NATIVE, NATIVE, "native top-k/top-p (under 8 rows)"
     if release.at_least(0, 17, 0):
@@ -198,11 +204,16 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
 
 
 def sampler_peak(model, release, gpu, tokens: int, rows: int,
-                 quantized: bool = False, draft_model: bool = False) -> tuple[int, int, str]:
+                 quantized: bool = False, draft_model: bool = False, tp: int = 1) -> tuple[int, int, str]:
     """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
     and at the lowest a default install may take."""
     b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
     per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model)
+    if per == RUNNER_V2:
+        logits = b * rows * vocab
+        live = logits if tp == 1 else 2 * logits + logits // tp
+        kept = tokens * hidden * b + 2 * b * rows * hidden
+        return live + kept, live + kept, path
     if not rules.v1(release) or release.at_least(0, 9, 2):
         kept = tokens * hidden * b + 2 * b * rows * hidden
     else:
@@ -290,7 +301,7 @@ def _runs(scenario, release, chunk: int, max_num_seqs: int) -> tuple:
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
     draft = scenario.serving.draft
     separate = draft is not None and draft.kind == "draft"        # a draft model, not the model's MTP heads
-    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate)
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate, dep.tp)
     return forward, sampler, sampler_low, path, how, rows, quantized, separate
 
 
