@@ -241,11 +241,14 @@ def test_vllm_concurrency_from_blocks_at_a_short_context():
 def test_sglang_derives_its_memory_fraction_and_chunk_from_the_gpu():
     # server_args.py _handle_gpu_memory_settings: H100 (< 90 GiB): chunk 8192, cuda_graph_max_bs 256
     # under tp 4; reserved = 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 MiB, at least 10 GiB over 60 GiB.
+    # From 0.5.10 the prefill graphs' 58 sizes up to 8,192 tokens add 8 MiB each (release.py).
     memory = 81_559 << 20                               # an H100's 81,559 MiB
-    chunk, graph_bs, fraction = sglang.defaults(memory, 1, 1)
+    chunk, graph_bs, fraction = sglang.defaults(memory, 1, 1, release=releases.release("0.5.9"))
     reserved = 512 + 8192 * 1.5 + 256 * 2 + 1 / 8 * 1024
     assert (chunk, graph_bs) == (8192, 256) and float(fraction) == round((81_559 - reserved) / 81_559, 3)
-    assert sglang.defaults(24 << 30, 1, 1)[:2] == (2048, 24) and sglang.defaults(192 << 30, 8, 1)[:2] == (16384, 512)
+    assert float(sglang.defaults(memory, 1, 1)[2]) == round((81_559 - reserved - 58 * 8) / 81_559, 3) == 0.830
+    assert sglang.defaults(24 << 30, 1, 1, release=releases.release("0.5.19"))[:2] == (2048, 24)
+    assert sglang.defaults(24 << 30, 1, 1)[:2] == (4096, 48) and sglang.defaults(192 << 30, 8, 1)[:2] == (16384, 512)
 
 
 def test_sglang_estimate_is_close_to_a_real_pool():

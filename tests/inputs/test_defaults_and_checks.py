@@ -69,7 +69,9 @@ def test_json_reports_sglangs_derived_fraction():
     (server_args.py); what it multiplies is the memory free at start (PyTorch's total less its
     CUDA context): the JSON key is that fraction, and the usable memory is it times the free."""
     data = run(*L70, "--engine", "sglang")
-    _, _, fraction = sglang.defaults(H100.memory_bytes, 4, 1, data["engine_prefill_chunk"], releases.newest(sglang))
+    # --batch 32 is --max-running-requests 32, within which 0.5.23 keeps its graph batch (release.py).
+    _, _, fraction = sglang.defaults(H100.memory_bytes, 4, 1, data["engine_prefill_chunk"], releases.newest(sglang),
+                                     launch=sglang.rules.Launch(requests=32))
     assert data["memory_utilization"] == float(fraction) < 1
     assert data["usable_bytes_per_gpu"] == int((H100.torch_memory_bytes - sglang.CONTEXT_BYTES) * fraction)
 

@@ -22,7 +22,7 @@ from . import PLACEMENT
 from ...errors import InputError
 from ...units import GIB
 from .. import releases
-from . import allocator, launch as command, printing
+from . import allocator, launch as command, printing, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
@@ -67,75 +67,40 @@ MIB = 1 << 20
 # then mem_fraction_static x that - the weights.
 CONTEXT_BYTES = 390 * MIB
 
-# _handle_gpu_memory_settings: (below this many MiB of GPU memory, chunked_prefill_size,
-# cuda_graph_max_bs under tp 4, from tp 4).
-_TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 32, 160),
-          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
-
 
 def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None,
-             release=None, dp: int = 1) -> tuple[int, int, Fraction]:
+             release=None, dp: int = 1, launch: rules.Launch | None = None) -> tuple[int, int, Fraction]:
     """(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static) as this SGLang release picks
-    them (python/sglang/srt/server_args.py ServerArgs.__post_init__, then
-    _handle_gpu_memory_settings; docs/research/vllm-release-rules.md Rule 7). `tp` is SGLang's
-    --tp-size (all tp x dp GPUs under DP attention), `dp` its --dp-size with --enable-dp-attention:
-    from 0.5.3 (PR #10975) that reserves cuda_graph_max_bs x dp x 3 MiB more ("DP attention needs
-    more padding"), and x 1.5 again over a graph batch of 300. The chunk is the one given, before
-    _handle_data_parallelism divides it by dp."""
+    them (release.py, each release's own code). `tp` is SGLang's --tp-size (all tp x dp GPUs under
+    DP attention), `dp` its --dp-size with --enable-dp-attention; `launch` the rest of what the
+    rule reads (the model's attention, a multimodal model, the GPU's platform, --disable-cuda-graph,
+    the context), a plain dense text model on CUDA when not given. The chunk is the one given,
+    before _handle_data_parallelism divides it by dp."""
+    out = release_defaults(gpu_memory_bytes, tp, pp, chunk, release, dp, launch)
+    return out.chunk, out.graph_bs, out.fraction
+
+
+def release_defaults(gpu_memory_bytes, tp, pp, chunk=None, release=None, dp=1, launch=None) -> rules.Defaults:
     release = release or releases.newest(sys.modules[__name__])
-    if gpu_memory_bytes is None:
-        return chunk or 4096, 160, Fraction(88, 100)
-    mib = gpu_memory_bytes / MIB
-    if not release.at_least(0, 5, 3):
-        return _before_0_5_3(release, mib, tp, pp, chunk)
-    for limit, tier_chunk, small_bs, big_bs in _TIERS:
-        if limit is None or mib < limit:
-            break
-    chunk = chunk or tier_chunk
-    graph_bs = small_bs if tp < 4 else big_bs
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
-    if dp > 1:
-        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
-    if mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
+    launch = replace(launch or rules.Launch(), tp=tp, pp=pp, dp=dp, chunk=chunk)
+    return rules.defaults(release, gpu_memory_bytes, launch)
 
 
-def _before_0_5_3(release, mib: float, tp: int, pp: int, chunk: int | None):
-    """ServerArgs.__post_init__ before 0.5.3 (research Rule 7, checked against each release's
-    server_args.py): the chunk by GPU memory, then the fraction."""
-    small = mib < 25_000
-    if release.at_least(0, 4, 7, post=1):
-        tier_chunk = 2048 if mib < 35 * 1024 else 8192 if mib < 160 * 1024 else 16384
-    elif release.at_least(0, 4, 7):
-        tier_chunk = 2048 if small else 16384 if mib > 180_000 else 8192
-    else:
-        tier_chunk = 2048 if small else 8192
-    chunk = chunk or tier_chunk
-    graph_bs = (8 if tp < 4 else 80) if small else 160      # cuda_graph_max_bs on GPUs under 25 GB
-    if release.at_least(0, 4, 7, post=1):
-        # A reserve by GPU memory (MiB), the rest for weights and the pool.
-        parallel = tp * pp
-        reserved = ((2.8 + parallel / 10) * 1024 if mib < 35 * 1024 else
-                    (9.5 + parallel / 2) * 1024 if mib < 90 * 1024 else
-                    (12 + parallel / 2) * 1024 if mib < 160 * 1024 else 32 * 1024)
-        return chunk, graph_bs, Fraction(round((mib - reserved) / mib, 3)).limit_denominator(1000)
-    # By tensor parallelism (tp x pp from 0.4.7); 0.81 at tp 8 from 0.4.0 (0.82 in 0.3.6).
-    parallel = tp * pp if release.at_least(0, 4, 7) else tp
-    by_parallel = Fraction(79 if parallel >= 16 else (82 if not release.at_least(0, 4, 0) else 81)
-                           if parallel >= 8 else 85 if parallel >= 4 else 87 if parallel >= 2 else 88, 100)
-    if mib <= 81920 or not release.at_least(0, 4, 6):
-        return chunk, graph_bs, by_parallel
-    if not release.at_least(0, 4, 7):
-        # 0.4.6: larger GPUs keep 13 GiB back, unrounded.
-        return chunk, graph_bs, Fraction(round(mib) - 13 * 1024, round(mib))
-    # 0.4.7: 0.79 over 180,000 MiB; over 96 GiB more for the pool.
-    if mib > 180_000:
-        return chunk, graph_bs, Fraction(79, 100)
-    fraction = 0.88
-    if mib > 96 * 1024:
-        fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
-    return chunk, graph_bs, Fraction(fraction).limit_denominator(10 ** 6)
+def launch_facts(scenario) -> rules.Launch:
+    """What release.py's rule reads from these inputs besides the memory and the layout."""
+    model, dep, settings, serving = scenario.model, scenario.deployment, scenario.settings, scenario.serving
+    return rules.Launch(
+        mla=any(layer.kind == "mla" for layer in model.layers), multimodal=bool(model.multimodal),
+        architecture=model.architecture or "", platform=dep.gpu.platform if dep.gpu is not None else "",
+        enforce_eager=bool(settings.enforce_eager), context=scenario.workload.context_tokens,
+        requests=scenario.workload.batch if settings.batch_given else None,
+        lora=serving.lora is not None, draft=serving.draft is not None)
+
+
+def _scenario_defaults(scenario, chunk: int | None, release) -> rules.Defaults:
+    dep = scenario.deployment
+    return release_defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp,
+                            launch_facts(scenario))
 
 
 def draft_rule(scenario):
@@ -159,8 +124,7 @@ def _check_draft(scenario, model) -> None:
 
 def default_chunk(scenario) -> int:
     dep = scenario.deployment
-    return defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, dp=dep.dp,
-                    release=releases.in_force(sys.modules[__name__], scenario.settings))[0]
+    return _scenario_defaults(scenario, None, releases.in_force(sys.modules[__name__], scenario.settings)).chunk
 
 
 def attention_tp(tp: int, pp: int, dp: int, gpus: int | None) -> int | None:
@@ -218,7 +182,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
                      "mem_fraction_static applies to what is free.")
     # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
     release = releases.in_force(sys.modules[__name__], settings)
-    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
+    chosen = _scenario_defaults(scenario, chunk, release)
+    fraction = chosen.fraction
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
@@ -226,7 +191,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     fraction *= _multimodal_share(scenario.model, release, notes, True)
     notes.append(f"SGLang {release} derives mem_fraction_static {float(fraction):.3g} from the GPU's memory"
                  + (", the prefill chunk and parallelism" if release.at_least(0, 5, 3) else
-                    " and parallelism") + " (server_args.py).")
+                    " and parallelism") + " (server_args.py)." + (" " + rules.words(release, chosen)
+                                                                  if rules.words(release, chosen) else ""))
     return int(memory * fraction)
 
 
@@ -237,7 +203,7 @@ def memory_utilization(scenario, chunk: int) -> Fraction:
     release = releases.in_force(sys.modules[__name__], settings)
     if settings.utilization_given:
         return dep.memory_utilization * _multimodal_share(scenario.model, release, [], False)
-    _, _, fraction = defaults(dep.gpu_memory_bytes, tp_size(dep), dep.pp, chunk, release, dep.dp)
+    fraction = _scenario_defaults(scenario, chunk, release).fraction
     return fraction * _multimodal_share(scenario.model, release, [], True)
 
 
