@@ -232,3 +232,17 @@ def test_sglang_no_state_slot_is_a_refusal_from_0_5_13(version, requests, refuse
                                          "state cache. Computed max_mamba_cache_size=0 (total_rest_memory=")
     else:
         assert engine.refusal is None and any("caps max_running_requests at 0" in n for n in engine.notes)
+
+
+def test_vllm_0_27_keeps_one_state_page_a_request():
+    """vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log prints enable_prefix_caching=False: 0.26.0-0.27.x
+    default prefix caching off for hybrids (arg_utils.py default_prefix_caching ... and not is_hybrid),
+    so mamba_cache_mode stays "none", one state page a request. At tp 2 the block is 784 tokens and a
+    block of the four 16-layer groups 25,690,112 B: 44.73 GiB holds 1,869 of them, a request at 65,536
+    tokens keeps cdiv(65,536, 784) = 84 attention blocks + 3 state pages = 87: 21.48x and 1,407,894
+    tokens as printed (align mode's 2 pages, 90 blocks, would print 20.77x)."""
+    reading = read_log((LOGS / "vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log").read_text(encoding="utf-8"))
+    engine = evaluate(dict(reading.values, model="Qwen/Qwen3.5-27B")).engine
+    assert engine.max_concurrency == Fraction(1_869, 87)
+    assert engine.kv_tokens == reading.printed["kv_tokens"].value == 1_407_894
+    assert f"{float(engine.max_concurrency):.2f}" == "21.48" and engine.starts is True

@@ -30,8 +30,8 @@ DEFAULT_BLOCK = 16
 FLASH_MLA_BLOCK = 64         # FlashMLA (Hopper, Blackwell) forces 64-token blocks for MLA models
 BLOCK_SIZES = (8, 16, 32, 64, 128, 256)      # vllm/config/cache.py BlockSize (1 is for TPU)
 # Mamba / linear-attention state (MambaSpec.max_memory_usage_bytes): with prefix caching on,
-# vLLM's default for hybrids since v0.26 (ModelConfig.is_prefix_caching_supported), mamba_cache_mode
-# "align" keeps two state pages per request; with it off ("none", and before v0.26) one.
+# vLLM's default for hybrids since v0.28 (release.mamba_state_pages), mamba_cache_mode "align" keeps
+# two state pages per request; with it off ("none", and before v0.28) one.
 MAMBA_ALIGN_PAGES = 2
 MAMBA_NONE_PAGES = 1
 KERNEL_BLOCK_ALIGNMENT = 16       # the smallest kernel block of the CUDA attention backends

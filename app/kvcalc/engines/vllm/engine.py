@@ -241,11 +241,14 @@ def explain(scenario, out: EngineResult) -> list[str]:
                  "tokens plus one block")
     why = [line + "."]
     if "state" in kinds:
+        pages = state_pages(scenario)
+        mode = ("prefix caching's align mode, vLLM's default for hybrids from v0.28; one with "
+                "--no-enable-prefix-caching" if rules.mamba_state_pages(release_of(scenario)) == 2 else
+                "vLLM before v0.28 leaves prefix caching off for hybrids: one page, two under "
+                "--enable-prefix-caching's align mode from v0.28")
         why.append(f"The state layers share the pool: the block grew to {out.block_size} tokens so one "
-                   "attention page holds a state, and each request keeps two state pages (prefix caching's "
-                   "align mode, vLLM's default for hybrids since v0.26; one with --no-enable-prefix-caching "
-                   "or in older releases, which also printed num_blocks // groups x block size as the "
-                   "token count).")
+                   f"attention page holds a state, and each request keeps {pages} state page(s) in each state "
+                   f"group ({mode}; one more per speculative token).")
     why.append("Its maximum concurrency is for requests at the full context (max_model_len); it is "
                "printed unrounded.")
     return why
