@@ -100,7 +100,7 @@ def test_the_sampler_path_each_release_takes_by_default():
     assert vllm_profile.sampler_bytes(llama, r("0.10.2"))[:2] == (38, 14)  # pip native, docker FlashInfer
     assert vllm_profile.sampler_bytes(llama, r("0.16.0"))[0] == 38
     assert vllm_profile.sampler_bytes(llama, r("0.17.0"))[0] == 14        # Triton
-    assert vllm_profile.sampler_bytes(llama, r("0.25.0"))[0] == 2         # the V2 runner (dense): the bf16 logits alone
+    assert vllm_profile.sampler_bytes(llama, r("0.25.0"))[0] == 6         # the V2 runner for dense models
     assert vllm_profile.sampler_bytes(moe, r("0.25.0"))[0] == 14          # MoE stays on the V1 runner
     assert vllm_profile.sampler_bytes(moe, r("0.29.0"))[0] == 2
     assert vllm_profile.sampler_bytes(llama, r("0.33.0"))[0] == 14        # V2's fp32 top-k/top-p pass
@@ -284,7 +284,7 @@ def test_the_v2_runner_by_release_and_architecture():
     assert runs(qwen3, r("0.22.0")) and not runs(llama, r("0.22.0")) and runs(llama, r("0.23.0"))
     assert not runs(qwen3, r("0.22.0"), quantized=True) and not runs(qwen3, r("0.21.0"))
     assert not runs(moe, r("0.24.0")) and not runs(moe, r("0.28.0")) and runs(moe, r("0.29.0"))
-    assert vllm_profile.sampler_bytes(llama, r("0.23.0"))[0] == 2
+    assert vllm_profile.sampler_bytes(llama, r("0.23.0"))[0] == 6
 
 
 def test_versions_compare_by_release_not_by_spelling():

@@ -216,20 +216,22 @@ def test_the_v2_samplers_penalty_statistics_count_from_0_27_0():
     assert buffers("0.29.0", "Qwen/Qwen3-30B-A3B") == 1024 * 4 * (151936 + 4748)
 
 
-def test_the_v2_runners_warm_up_samples_the_model_dtype_logits():
-    """vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log: Qwen3ForCausalLM, unquantized, runs the V2
-    runner on 0.22.0, whose warm-up samples 256 rows with no logits processing: the bf16 logits
-    (2 x 256 x 151,936 B) are the sampler's only vocabulary-wide tensor, and at tp 2 their all-gather holds
-    two whole copies and the rank's half for a moment; beside them the 8,192 x 4,096 hidden states of the
-    forward and two 256-row ones. The forward (8,192 tokens through a 12,288 / 2-wide MLP) is larger and
-    binds; the log's 0.79 GiB besides the weights lies in the estimate's band."""
+def test_the_v2_runners_warm_up_samples_the_logits_as_made():
+    """The V2 runner's warm-up samples without top-k/top-p. vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log:
+    Qwen3ForCausalLM, unquantized, on 0.22.0's V2 runner, whose Sampler copies the 256 rows of bf16 logits to
+    fp32 (2 + 4 B per entry: more than the tp 2 all-gather's two copies and a half); beside them the
+    8,192 x 4,096 hidden states of the forward and two 256-row ones. The forward (8,192 tokens through a
+    12,288 / 2-wide MLP) is larger and binds; the log's 0.79 GiB besides the weights lies in the band.
+    From 0.26.0 the logits are sampled as made (2 B), so at tp 2 the all-gather is the peak."""
     row = next(r for r in calibration.rows() if r["file"] == "vllm-qwen3-8b-2xt4-tp2-util085-8k-eager-llm-v0.22.0.log")
     e = evaluate(calibration.inputs(row))
     assert e.ok, e.errors
     scenario, release = e.scenario, e.scenario.settings.release
     forward, sampler, _, path = profile._runs(scenario, release, 8192, 256)[:4]
-    logits = 2 * 256 * 151936
-    assert "V2 runner" in path and sampler == 2 * logits + logits // 2 + 8192 * 4096 * 2 + 2 * 2 * 256 * 4096
+    logits, kept = 2 * 256 * 151936, 8192 * 4096 * 2 + 2 * 2 * 256 * 4096
+    assert "V2 runner" in path and sampler == logits + 4 * 256 * 151936 + kept
     assert forward > sampler
     out = calibration.check(row)
     assert out["low"] <= out["total"] <= out["high"] and f"{out['total']:.2f}" == "0.79"
+    later = profile._runs(scenario, releases.pep440("0.26.0"), 8192, 256)[1]
+    assert later == 2 * logits + logits // 2 + kept

@@ -37,13 +37,15 @@ from . import release as rules
 from .non_torch import non_torch_memory
 
 MIB = 1 << 20
-NATIVE, FUSED, RUNNER_V2 = 38, 14, 2          # sampler bytes per row x vocabulary entry
-# RUNNER_V2: the V2 runner's warm-up (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run, 0.22.0-0.32.0)
-# samples its dummy batch with no logits processing: Sampler.apply_sampling_params returns the logits as
-# compute_logits made them, in the model's dtype (the fp32 copy only when a request needs processing,
-# 0.29.0 on: needs_logits_processing), and gumbel_sample's Triton kernel reads them in place. Under tensor
+NATIVE, FUSED = 38, 14                         # sampler bytes per row x vocabulary entry
+# The V2 runner's warm-up (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run, 0.22.0-0.32.0) samples a
+# dummy batch without top-k/top-p, and gumbel_sample's Triton kernel reads the logits in place. Its
+# Sampler.apply_sampling_params (vllm/v1/worker/gpu/sample/sampler.py) copies the bf16 logits to fp32 first
+# in 0.22.0-0.25.x (RUNNER_V2_COPY: 2 + 4 B); from 0.26.0 it works on them in place, and from 0.27.0 returns
+# them untouched when no request needs processing (RUNNER_V2: the 2 B logits alone). Under tensor
 # parallelism the logits' all-gather (all_gather_into_tensor, then movedim and reshape: a copy) holds two
 # whole copies and the rank's slice for a moment.
+RUNNER_V2_COPY, RUNNER_V2 = 6, 2
 # The Triton top-k/top-p kernel (0.17.0 on) caches a buffer of (SMs) rows of the vocabulary in fp32:
 # the device's compute units (current_platform.num_compute_units: SMs, CUs on ROCm), the preset's
 # compute_units; a custom GPU takes an H100's 132.
@@ -192,7 +194,8 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
     if not rules.v1(release):
         return NATIVE, NATIVE, "V0's native sort on the driver"
     if uses_runner_v2(model, release, quantized, draft_model) and not release.at_least(0, 33, 0):
-        return RUNNER_V2, RUNNER_V2, "the V2 runner's sampler, on the model-dtype logits without top-k/top-p"
+        per = RUNNER_V2 if release.at_least(0, 26, 0) else RUNNER_V2_COPY
+        return per, per, "the V2 runner's sampler, without top-k/top-p"
     if release.at_least(0, 17, 0) and rows < TRITON_MIN_ROWS and not release.at_least(0, 30, 0):
         return NATIVE, NATIVE, "native top-k/top-p (under 8 rows)"
     if release.at_least(0, 17, 0):
@@ -209,9 +212,10 @@ def sampler_peak(model, release, gpu, tokens: int, rows: int,
     and at the lowest a default install may take."""
     b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
     per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model)
-    if per == RUNNER_V2:
+    if per in (RUNNER_V2, RUNNER_V2_COPY):
         logits = b * rows * vocab
-        live = logits if tp == 1 else 2 * logits + logits // tp
+        copy = 4 * rows * vocab if per == RUNNER_V2_COPY else 0
+        live = max(logits + copy, logits if tp == 1 else 2 * logits + logits // tp)
         kept = tokens * hidden * b + 2 * b * rows * hidden
         return live + kept, live + kept, path
     if not rules.v1(release) or release.at_least(0, 9, 2):
