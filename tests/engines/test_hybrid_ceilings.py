@@ -246,3 +246,17 @@ def test_vllm_0_27_keeps_one_state_page_a_request():
     assert engine.max_concurrency == Fraction(1_869, 87)
     assert engine.kv_tokens == reading.printed["kv_tokens"].value == 1_407_894
     assert f"{float(engine.max_concurrency):.2f}" == "21.48" and engine.starts is True
+
+
+def test_the_utilization_the_refusal_names_starts():
+    """Where the KV memory is vLLM's estimate, the refusal names the --gpu-memory-utilization that
+    buys the blocks: Qwen3.5-27B on an H200 at 0.28.0 (default max_num_seqs 1,024, blocks of
+    51,380,224 B) needs 0.76 whatever it was given; at 0.76 it starts, at 0.75 it does not."""
+    base = {"model": "Qwen/Qwen3.5-27B", "engine": "vllm", "engine-version": "0.28.0", "gpu": "h200-141gb",
+            "context": "32768"}
+    for given in ("0.5", "0.7"):
+        words = evaluate({**base, "memory-utilization": given}).engine.refusal_words
+        assert "(--gpu-memory-utilization 0.76)" in words and "max_num_seqs 1,024" in words
+    assert evaluate({**base, "memory-utilization": "0.75"}).engine.starts is False
+    at = evaluate({**base, "memory-utilization": "0.76"}).engine
+    assert at.starts is True and at.refusal is None
