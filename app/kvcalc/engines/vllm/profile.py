@@ -14,11 +14,17 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   tp), in the model's dtype. Fused MoE holds top-k rows per token of max(2 x expert width / tp,
   hidden) and expert width / tp, over at most its chunk of tokens.
 - Sampler warm-up: bytes per row and vocabulary entry of the top-k/top-p path the release takes
-  by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6), plus the hidden states
-  it keeps (all of them from 0.9.2). V0 samples only on the driver, over max_num_seqs sequences,
-  and the driver's budget binds.
+  by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6 until 0.25.x and its
+  model-dtype logits alone from 0.26.0), plus the hidden states it keeps (all of them from 0.9.2).
+  V0 samples only on the driver, over max_num_seqs sequences, and the driver's budget binds.
 - The cuBLAS workspace its first matmul allocates: 32 MiB on compute capability 9.x to 12.x
   (Hopper, Blackwell), 8 MiB before.
+- CUDA graphs (0.20.0 on, V1 runner; V2 from 0.29.0): the graphs the capture sizes give x the
+  layers on the stage x 256 KiB (cudagraph_estimate).
+- From 0.27.0 (memory consumed since start-up counts), the V2 sampler's per-request penalty
+  statistics over the vocabulary (runner_buffers).
+- Pipeline parallelism: the last stage runs the sampler and keeps the intermediate tensors it
+  receives (pipeline_buffers); the stages before it keep the difference (stage_surplus).
 
 What the GPU is comes from its preset's facts (readers/gpu_presets.GPU: compute capability, SMs,
 interconnect, platform), never from its display name; a custom GPU (given only by its memory) takes
