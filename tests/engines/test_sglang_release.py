@@ -1,0 +1,122 @@
+"""SGLang's defaults by release (app/kvcalc/engines/sglang/release.py): the chunk, the decode graph
+batch and mem_fraction_static's reserve, term by term, as each release's server_args.py /
+arg_groups/memory_hook.py adds them, checked against the public logs that print them
+(tests/fixtures/logs/SOURCES.md names their URLs)."""
+
+from fractions import Fraction
+from pathlib import Path
+
+from kvcalc.engines import releases
+from kvcalc.engines.sglang import engine as sglang, release as rules
+from kvcalc.evaluation import evaluate
+from kvcalc.readers import gpu_presets
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+H100 = gpu_presets.gpu("h100-sxm-80gb").memory_bytes          # nvidia-smi's 81,559 MiB
+B200 = gpu_presets.gpu("b200-180gb").memory_bytes             # 183,359 MiB
+H200 = gpu_presets.gpu("h200-141gb").memory_bytes
+RTX4090 = gpu_presets.gpu("rtx-4090-24gb").memory_bytes
+
+
+def r(text):
+    return releases.release(text)
+
+
+def chosen(version, memory, **launch):
+    return rules.defaults(r(version), memory, rules.Launch(**launch))
+
+
+def test_b200_tier_as_the_0_5_6_logs_print_it():
+    """sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log prints chunked_prefill_size=16384
+    on one B200 (183,359 MiB, over 160 GiB: decode graphs up to a batch of 512).
+    The reserve: 512 + 16,384 x 1.5 + 1/8 GiB + 512 x 2 = 26,240 MiB, so 0.857 before the
+    multimodal share (prefill graphs are off by default in 0.5.6)."""
+    text = (LOGS / "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log").read_text()
+    pcg = (LOGS / "sglang-qwen2.5-vl-7b-b200-mfs-auto-pcg-tp1-v0.5.6dev.log").read_text()
+    out = chosen("0.5.6", B200, multimodal=True)
+    assert "chunked_prefill_size=16384" in text and out.chunk == 16384
+    assert out.graph_bs == 512
+    assert [m for _, m in out.terms] == [512, 24576, 128, 1024] and out.reserved_mib == 26240
+    assert out.fraction == Fraction(857, 1000)
+    # Its log (a dev build run with --enable-piecewise-cuda-graph, whose reserve no input names)
+    # prints 0.7629746875 after the vision share 0.8965625: ours 0.7683, 0.71% over (6 / 851).
+    assert "mem_fraction_static=0.7629746875" in pcg
+    assert abs(out.fraction * Fraction(8965625, 10 ** 7) / Fraction("0.7629746875") - 1) == Fraction(6, 851)
+
+
+def test_0_4_4_keys_the_fraction_on_tp_alone_as_the_gemma3_h200_log_shows():
+    """sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log (no --mem-fraction-static): 0.4.4 takes 0.88
+    at tp 1 whatever the GPU (the larger-GPU branches came in 0.4.6), x 0.95 for a multimodal
+    model. Memory pool: avail after weights 131.08 - (131.08 + 8.13) x (1 - 0.836) = 108.25 GiB;
+    the log's K + V is 54.12 + 54.12 = 108.24 GiB."""
+    text = (LOGS / "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log").read_text()
+    assert "avail mem=131.08 GB, mem usage=8.13 GB" in text and "K size: 54.12 GB, V size: 54.12 GB" in text
+    out = chosen("0.4.4", H200)
+    assert out.fraction == Fraction(88, 100) and out.reserved_mib is None
+    pool = Fraction("131.08") - (Fraction("131.08") + Fraction("8.13")) * (1 - out.fraction * Fraction(95, 100))
+    assert abs(pool - 2 * Fraction("54.12")) < Fraction(2, 100)
+
+
+def test_prefill_graphs_join_the_reserve_from_0_5_10():
+    """0.5.9: --enable-piecewise-cuda-graph off by default, H100 tp 1: 512 + 12,288 + 128 + 512 =
+    13,440 MiB, 0.835. 0.5.10 on (--disable-piecewise-cuda-graph): 58 sizes up to 8,192 tokens
+    (8 of 4-32, 14 of 48-256, 8 of 288-512, 8 of 576-1,024, 12 of 1,280-4,096, 8 of 4,608-8,192)
+    x 8 MiB = 464 more, 0.830; 0.5.13 clamps them to a 2,048 context (42 sizes, 0.831)."""
+    assert chosen("0.5.9", H100).fraction == Fraction(835, 1000)
+    assert len(rules.piecewise_sizes(8192)) == 58
+    newer = chosen("0.5.10", H100)
+    assert newer.reserved_mib == 13440 + 464 and newer.fraction == Fraction(830, 1000)
+    assert chosen("0.5.12", H100, context=2048).fraction == Fraction(830, 1000)       # no clamp yet
+    assert chosen("0.5.13", H100, context=2048).reserved_mib == 13440 + 42 * 8
+    # MLA: 1.5 GiB instead; none for a multimodal model, DP attention, pp, ROCm or LoRA.
+    assert chosen("0.5.23", H100, mla=True).reserved_mib == 13440 + 1536
+    for off in ({"multimodal": True}, {"pp": 2}, {"platform": "rocm"}, {"lora": True},
+                {"architecture": "Qwen3NextForCausalLM"}):
+        launch = dict({"tp": 1, "pp": 1}, **off)
+        assert not rules.piecewise_on(r("0.5.23"), rules.Launch(**launch)), off
+    # 0.5.23 keeps it for the multimodal architectures it lists.
+    assert rules.piecewise_on(r("0.5.23"), rules.Launch(multimodal=True, architecture="KimiK25ForConditionalGeneration"))
+
+
+def test_small_gpu_tier_by_release():
+    """The <35 GiB tier (RTX 4090, 24,564 MiB): 0.5.3-0.5.4 graph batch 16, 0.5.5-0.5.19 24 (chunk
+    2,048); 0.5.20 on chunk 4,096 and batch 48 (160 from tp 4), with 50 prefill sizes."""
+    assert (chosen("0.5.4", RTX4090).chunk, chosen("0.5.4", RTX4090).graph_bs) == (2048, 16)
+    assert chosen("0.5.19", RTX4090).graph_bs == 24 and chosen("0.5.19", RTX4090, tp=4).graph_bs == 80
+    new = chosen("0.5.20", RTX4090)
+    assert (new.chunk, new.graph_bs, new.reserved_mib) == (4096, 48, 512 + 6144 + 128 + 96 + 50 * 8)
+    assert chosen("0.5.20", RTX4090, tp=4).graph_bs == 160
+
+
+def test_dp_attention_reserve_by_release():
+    """--enable-dp-attention: 0.4.7.post1-0.5.2 reserve 4 GiB more (0.5.2 server_args.py);
+    0.5.3 on (PR #10975) cuda_graph_max_bs x dp x 3 MiB, and x 1.5 more over a batch of 300: on
+    8 H100s at dp 8 512 x 8 x 4.5 = 18,432 MiB, mem_fraction_static 0.592 (prefill graphs off)."""
+    old = chosen("0.5.2", H100, tp=2, dp=2)
+    assert old.reserved_mib == (9.5 + 2 / 2) * 1024 + 4096 and old.fraction == Fraction(818, 1000)
+    wide = chosen("0.5.23", H100, tp=8, dp=8)
+    assert ("DP attention's padding buffers: batch 512 x dp 8 x 4.5", 18432) in wide.terms
+    assert wide.reserved_mib == 512 + 12288 + 1024 + 1024 + 18432 and wide.fraction == Fraction(592, 1000)
+    small = chosen("0.5.23", H100, tp=2, dp=2)
+    assert small.reserved_mib == 512 + 12288 + 256 + 512 + 256 * 2 * 3      # 1.5 GiB of DP padding
+
+
+def test_eager_and_requests_and_no_memory():
+    """0.5.16 on, --disable-cuda-graph captures neither phase: no graph terms (below the 10 GiB
+    floor on an H100 at a 2,048 chunk). 0.5.23 keeps a default graph batch within
+    --max-running-requests. No GPU memory known: 0.88, 0.95 from 0.5.20."""
+    eager = chosen("0.5.16", H100, chunk=2048, enforce_eager=True)
+    assert eager.reserved_mib == 10 * 1024 and eager.terms[-1][0].startswith("raised to the 10 GiB floor")
+    assert chosen("0.5.15", H100, chunk=8192, enforce_eager=True).reserved_mib == 13440 + 464
+    assert chosen("0.5.23", H100, requests=32).graph_bs == 32 and chosen("0.5.21", H100, requests=32).graph_bs == 256
+    assert chosen("0.5.19", None).fraction == Fraction(88, 100) and chosen("0.5.20", None).fraction == Fraction(95, 100)
+
+
+def test_the_engine_names_the_terms():
+    """The engine's note shows the reserve as the release adds it, and the usable memory follows it."""
+    e = evaluate({"model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb", "engine": "sglang", "engine-version": "0.5.23",
+                  "context": "8192"})
+    note = next(n for n in e.engine.notes if "reserves" in n)
+    assert "arg_groups/memory_hook.py" in note and "464 (prefill CUDA graphs: 58 sizes up to 8,192 tokens x 8)" in note
+    assert "= 13,904 MiB" in note and "= 0.830." in note
+    assert sglang.memory_utilization(e.scenario, e.engine.prefill_chunk) == Fraction(830, 1000)
