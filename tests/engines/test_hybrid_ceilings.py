@@ -260,3 +260,28 @@ def test_the_utilization_the_refusal_names_starts():
     assert evaluate({**base, "memory-utilization": "0.75"}).engine.starts is False
     at = evaluate({**base, "memory-utilization": "0.76"}).engine
     assert at.starts is True and at.refusal is None
+
+
+def test_vllm_prefix_caching_given_keeps_two_state_pages_before_0_28():
+    """vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log passes --enable-prefix-caching (its
+    non-default args): MambaModelConfig sets mamba_cache_mode "align" for Qwen3.5's Gated DeltaNet,
+    two state pages a request. Its 41.03 GiB, 784-token blocks of 16 pages (51,380,224 B): 857 blocks;
+    a request at 4,096 tokens keeps cdiv(4,096, 784) = 6 attention blocks + 3 x 2 state pages = 12:
+    71.42x and 292,522 tokens as printed (one page, 9 blocks, would be 95.22x)."""
+    reading = read_log((LOGS / "vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log").read_text(encoding="utf-8"))
+    assert reading.values["prefix-caching"] == "on"
+    e = evaluate(dict(reading.values, model="Qwen/Qwen3.5-27B"))
+    assert e.ok, e.errors
+    assert e.engine.max_concurrency == Fraction(857, 12)
+    assert e.engine.kv_tokens == reading.printed["kv_tokens"].value == 292_522
+    assert " --enable-prefix-caching " in vllm_engine.launch(e.scenario, e).command + " "
+
+
+def test_vllm_prefix_caching_on_a_mamba2_model_before_0_28_is_refused():
+    """0.18.1-0.27.x give a model that implements SupportsMambaPrefixCaching (Nemotron-H, Jamba, Granite
+    4, Falcon-H1 ...) mamba_cache_mode "all": a state page per block of the context, not modelled."""
+    base = {"hf-config": hf_fixture("nvidia__Nemotron-H-56B-Base-8K.json"), "engine": "vllm",
+            "kv-memory-gib": "20", "context": "8192", "prefix-caching": "on"}
+    refused = evaluate({**base, "engine-version": "0.27.1"})
+    assert [(err.field, "mamba_cache_mode all" in err.message) for err in refused.errors] == [("prefix-caching", True)]
+    assert evaluate({**base, "engine-version": "0.28.0"}).ok

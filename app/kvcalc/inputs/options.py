@@ -221,6 +221,9 @@ OPTIONS = (
            "(llm), whose batch defaults differ (default serve).", choice=_one_of("serve", "llm")),
     Option("enforce-eager", "text", "engine", "vLLM: --enforce-eager on (no CUDA graphs, so none come out of the "
            "KV memory from 0.20.0) or off (the default).", choice=_one_of("on", "off")),
+    Option("prefix-caching", "text", "engine", "vLLM: --enable-prefix-caching on or off; for a hybrid it sets the "
+           "state pages a request keeps (on: align mode, two). Default: the release's, off for hybrids before "
+           "0.28.0.", choice=_one_of("on", "off")),
     Option("vllm-engine", "text", "engine", "vLLM 0.8-0.10: the engine it ran, v1 (the default) or v0 "
            "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_one_of("v0", "v1")),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "

@@ -415,6 +415,27 @@ def mamba_ceiling(model, pool: Pool, release, eager: bool) -> int | None:
     return pool.num_blocks
 
 
+# --enable-prefix-caching on a hybrid (vllm/model_executor/models/config.py MambaModelConfig): 0.28.0
+# on, mamba_cache_mode "align" (two state pages a request); 0.18.1-0.27.x, "all" (a state page per
+# block of the context) for the models that implement SupportsMambaPrefixCaching (as of 0.26.0), unless
+# a draft runs (0.20.0 on: align), and align for the others (Qwen3-Next / 3.5's Gated DeltaNet ...).
+MAMBA_ALL_MODE_ARCHS = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+                        "MambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM", "Zamba2ForCausalLM")
+
+
+def check_prefix_caching(model, release, draft: bool) -> None:
+    """Refuse --enable-prefix-caching on a hybrid where vLLM keeps what is not modelled."""
+    if not release.at_least(0, 18, 1):
+        raise InputError("prefix-caching", f"vLLM {release}'s prefix caching for hybrid models is not modelled "
+                                           "(read from 0.18.1 on)")
+    if release.at_least(0, 28, 0) or (draft and release.at_least(0, 20, 0)):
+        return
+    if (model.architecture or "") in MAMBA_ALL_MODE_ARCHS:
+        raise InputError("prefix-caching", f"vLLM {release} keeps a Mamba state page per block of the context for "
+                                           f"{model.architecture} with prefix caching on (mamba_cache_mode all), "
+                                           "which is not modelled; align mode (two pages) from 0.28.0")
+
+
 def mamba_ceiling_refusal(max_num_seqs: int, blocks: int) -> str:
     """The ValueError vLLM raises (compilation.py resolve_cudagraph_mode_and_sizes, 0.20.0 on)."""
     return (f"ValueError: max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({blocks}). "

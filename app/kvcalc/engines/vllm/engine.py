@@ -33,7 +33,7 @@ VENDORS = ("NVIDIA", "AMD")
 # to start where tp does not divide their widths (serving/encoder.py check_tp).
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
-OWN_OPTIONS = ("vllm-entry", "vllm-engine", "enforce-eager")    # options only vLLM takes
+OWN_OPTIONS = ("vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -195,7 +195,10 @@ def state_pages(scenario) -> int:
     """Pages of state one request keeps in each Mamba group: the release's, plus one a speculative
     token (MambaSpec.num_speculative_blocks = num_speculative_tokens; max_memory_usage_bytes =
     page x (1 or 2 + num_speculative_blocks), kv_cache_interface.py)."""
-    pages = rules.mamba_state_pages(release_of(scenario))
+    given, release = scenario.settings.prefix_caching, release_of(scenario)
+    if given == "on" and any(layer.kind == "state" for layer in scenario.model.layers):
+        allocator.check_prefix_caching(scenario.model, release, scenario.serving.draft is not None)
+    pages = rules.mamba_state_pages(release, None if given is None else given == "on")
     draft = scenario.serving.draft
     return pages + (draft.spec_tokens or 0) if draft is not None else pages
 

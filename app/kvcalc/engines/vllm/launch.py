@@ -47,6 +47,8 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
                         f"{float(rules.default_utilization(release)):g} in vLLM {release}")
     args += prefill_chunk(scenario, chunk, "--max-num-batched-tokens", notes)
     args += ["--enforce-eager"] if scenario.settings.enforce_eager else []
+    prefix = scenario.settings.prefix_caching
+    args += [] if prefix is None else ["--enable-prefix-caching" if prefix == "on" else "--no-enable-prefix-caching"]
     args += _pin(own, release, notes)
     if scenario.settings.vllm_entry == "llm":
         notes.append(f"sized for the LLM() class; `vllm serve` batches fewer tokens by default: pass "

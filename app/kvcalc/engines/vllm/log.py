@@ -14,7 +14,9 @@ from ...readers.log_rules import (
     Device, Rule, capability, command_words, continuation, model_entry, number, take_gpu, take_model)
 
 NAME = "vllm"
-_NUM = r"(\d[\d,]*(?:\.\d+)?)"
+# A count as V0 printed it, its thousands grouped or not: "# CUDA blocks: 3947, # CPU blocks: 2048"
+# (vllm/executor/executor_base.py, 0.6-0.10) ends the figure at the comma that separates the two.
+_NUM = r"(\d{1,15}(?:,\d{3}){0,5}(?!\d))"
 GIB = r"\s*GiB"
 # A printed figure's whole word, however it is spelled (1.2.3, NaN, 1e400, 5,000 digits): typed
 # by its handler, said in the notes when it is no number vLLM prints, never read short.
@@ -150,7 +152,7 @@ def _take_setting(sink, option, value, n, line, how=""):
         if value == "auto":
             return                          # the model's dtype: the default
         value = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"}.get(value, value)
-    if option == "enforce-eager":
+    if option in ("enforce-eager", "prefix-caching"):
         value = "on" if value == "True" else "off"
     sink.take(option, value, n, line, how)
 
@@ -160,7 +162,7 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
              "data_parallel_size": "dp", "gpu_memory_utilization": "memory-utilization",
              "max_num_seqs": "batch", "max_num_batched_tokens": "prefill-chunk", "kv_cache_dtype": "kv-dtype",
              "block_size": "block-size", "enforce_eager": "enforce-eager", "enable_expert_parallel": "ep",
-             "kv_cache_memory_bytes": "kv-memory-bytes"}
+             "kv_cache_memory_bytes": "kv-memory-bytes", "enable_prefix_caching": "prefix-caching"}
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 

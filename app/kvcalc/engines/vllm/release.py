@@ -86,14 +86,17 @@ def logs_tokens_as_concurrency(release) -> bool:
     return release.at_least(0, 20, 1)
 
 
-def mamba_state_pages(release, prefix_caching: bool = True) -> int:
+def mamba_state_pages(release, prefix_caching: bool | None = None) -> int:
     """Pages of Mamba state one request keeps: prefix caching's "align" mode keeps two, vLLM's
     default for hybrids from 0.28.0; one before (every wheel 0.18.1-0.33.0 read: up to 0.25.x
     ModelConfig.is_prefix_caching_supported says no for hybrids; 0.26.0-0.27.x it says yes but
     EngineArgs's default_prefix_caching adds "and not model_config.is_hybrid"; 0.28.0 on
     MambaModelConfig.verify_and_update_config sets mamba_cache_mode "align" under the prefix
     caching now on by default)."""
-    return 2 if prefix_caching and release.at_least(0, 28, 0) else 1
+    if prefix_caching is None:          # the release's default
+        prefix_caching = release.at_least(0, 28, 0)
+    # --enable-prefix-caching given: MambaModelConfig sets mamba_cache_mode "align" (0.18.1 on).
+    return 2 if prefix_caching and release.at_least(0, 18, 1) else 1
 
 
 def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
