@@ -32,6 +32,10 @@ def printed(name: str) -> tuple[int, int]:
 
 # vllm/vllm#49064, the 2 x RX 7900 XT reproduction: vLLM 0.23.1, tp 2, --gpu-memory-utilization 0.85,
 # --max-model-len 122633, default max_num_seqs; the thread gives the pool as 3.86 GiB, 123 399 tokens.
+# Every figure tested follows from that KV memory; the card (20 GiB) is not what is tested: the thread's
+# checkpoint is not named (a quantized one, its weights unknown), so a card that holds the bf16 weights
+# stands in for it and the verdict reaches the engine's refusal (20 GiB would first say the weights'
+# size contradicts the KV memory given). Below 70 GiB either way: vLLM's small tier, max_num_seqs 256.
 ROCM_LOG = "mamba-refusal-vllm-qwen3.8-27b-2x7900xt-tp2-rocm-122k-v0.23.1.log"
 ROCM = {"hf-config": hf_fixture("Qwen__Qwen3.5-27B.json"), "engine": "vllm", "engine-version": "0.23.1",
         "gpu-memory-gib": "48", "gpus": "2", "tp": "2", "context": "122633", "memory-utilization": "0.85",
