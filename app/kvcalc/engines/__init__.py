@@ -163,11 +163,19 @@ def _budget(engine, scenario, result, chunk: int, notes: list) -> Budget:
             activation, overhead, band = None, None, None
         return Budget(None, activation, overhead, BudgetSource.NONE, band)
     usable = engine.usable_memory(scenario, chunk, notes, result.usable_bytes_per_gpu)
+    # An engine that loads less than the checkpoint for these inputs (vLLM's pooling runner drops
+    # the lm_head) says so with loaded_weights(scenario, weights) -> (weights, words).
+    weights, loaded = result.weights_bytes_per_gpu, getattr(engine, "loaded_weights", None)
+    if loaded is not None:
+        weights, words = loaded(scenario, weights)
+        notes.extend([words] if words else [])
+    own = None if weights == result.weights_bytes_per_gpu else weights
     if settings.overhead_given:
-        return Budget(usable - result.weights_bytes_per_gpu - dep.overhead_bytes, None, dep.overhead_bytes,
-                      BudgetSource.GIVEN_OVERHEAD)
+        return Budget(usable - weights - dep.overhead_bytes, None, dep.overhead_bytes,
+                      BudgetSource.GIVEN_OVERHEAD, weights_bytes_per_gpu=own)
     activation, overhead, band = engine.estimate_overhead(scenario, chunk, notes)
-    return Budget(usable - result.weights_bytes_per_gpu - overhead, activation, overhead, BudgetSource.ESTIMATE, band)
+    return Budget(usable - weights - overhead, activation, overhead, BudgetSource.ESTIMATE, band,
+                  weights_bytes_per_gpu=own)
 
 
 def _checked(scenario):

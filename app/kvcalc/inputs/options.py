@@ -217,6 +217,10 @@ OPTIONS = (
            "--chunked-prefill-size, llama.cpp -ub (default: the engine's own).", 1, 1 << 24),
     Option("kv-dtype-v", "text", "engine", "llama.cpp: the V cache's type when it differs from K (-ctv).",
            choice=_precision_name),
+    Option("vllm-runner", "text", "engine", "vLLM --runner: pooling (an embedding, reranker or reward model: no "
+           "sampler warm-up, no lm_head) or generate; default auto, as vLLM resolves it from the architecture "
+           "(a Sentence Transformers repo whose config names *ForCausalLM, such as Qwen3-Embedding, needs pooling "
+           "given).", choice=_one_of("auto", "generate", "pooling")),
     Option("vllm-entry", "text", "engine", "vLLM: how it is started, `vllm serve` (serve) or the Python LLM() class "
            "(llm), whose batch defaults differ (default serve).", choice=_one_of("serve", "llm")),
     Option("enforce-eager", "text", "engine", "vLLM: --enforce-eager on (no CUDA graphs, so none come out of the "

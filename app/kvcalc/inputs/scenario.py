@@ -45,6 +45,7 @@ class Settings:
     n_gpu_layers: int | None = None            # llama.cpp -ngl (None: every layer)
     n_cpu_moe: int | None = None               # llama.cpp --n-cpu-moe
     vllm_entry: str = "serve"                  # vLLM started by `vllm serve` or the LLM() class
+    vllm_runner: str = "auto"                  # vLLM --runner: auto, generate or pooling
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
     prefix_caching: str | None = None          # vLLM --enable-prefix-caching "on" / "off" (None: its default)
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
@@ -142,7 +143,8 @@ def settings_from(values: dict) -> Settings:
         weights_dtype=values.get("weights-dtype"), release=_release(values),
         release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
-        vllm_entry=values.get("vllm-entry", "serve"), enforce_eager=values.get("enforce-eager") == "on",
+        vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
+        enforce_eager=values.get("enforce-eager") == "on",
         prefix_caching=values.get("prefix-caching"),
         measured=_measured(values), serving=serving_settings_from(values))
 

@@ -20,6 +20,7 @@ from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
+from .pooling import loaded_weights  # noqa: F401  the pooling runner loads no lm_head (engines._budget asks)
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
@@ -33,7 +34,7 @@ VENDORS = ("NVIDIA", "AMD")
 # to start where tp does not divide their widths (serving/encoder.py check_tp).
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
-OWN_OPTIONS = ("vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching")    # options only vLLM takes
+OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype

@@ -143,7 +143,22 @@ def _config_pairs(config: str, sink, n, line):
     quantization = _QUANTIZATION.search(config)
     if quantization:
         sink.show("quantization", quantization[1], n, line)
+    if _POOLER.search(config):
+        sink.take("vllm-runner", "pooling", n, line, "pooler_config is set only under the pooling runner")
     _speculative(config, sink, n, line, _SPEC_REPR)
+
+
+# The pooling runner as a log shows it (engines/vllm/pooling.py): the engine line's
+# pooler_config=PoolerConfig(...) (ModelConfig.__post_init__ sets one only when runner_type is
+# "pooling", vllm/config/model.py 0.12.0), the non-default args' 'runner': 'pooling' (0.10.2 on),
+# a pooling 'convert' or the older 'task', and "Resolved `--runner auto` to `--runner pooling`".
+_POOLER = re.compile(r"(?<![\w.])pooler_config=PoolerConfig\(")
+_POOLING_ARG = re.compile(r"'(?:runner': 'pooling|convert': '(?:embed|classify|reward)|"
+                          r"task': '(?:embed|embedding|classify|score|reward)')'")
+
+
+def _runner_resolved(match, sink, n, line):
+    sink.take("vllm-runner", match[1], n, line, "vLLM resolved --runner auto")
 
 
 def _take_setting(sink, option, value, n, line, how=""):
@@ -187,6 +202,8 @@ def _non_default(match, sink, n, line):
     model = re.search(r"'model': '([^']{1,300})'", match["args"])
     if model:
         sink.show("model_path", model[1], n, line)
+    if _POOLING_ARG.search(match["args"]):
+        sink.take("vllm-runner", "pooling", n, line, "--runner pooling (or a pooling --convert / --task)")
     _speculative(match["args"], sink, n, line)
 
 
@@ -522,6 +539,8 @@ RULES = (
     Rule(re.compile(r"Initializing an? (?:V0 |(?P<v1>V1 ))?LLM engine \(" + _ENGINE_VERSION + r"\) with config: "
                     r"(?P<config>.*)"), _engine_line, True, "LLM engine ("),
     Rule(re.compile(r"non-default args: (?P<args>\{.*)"), _non_default, False, "non-default args"),
+    Rule(re.compile(r"Resolved `--runner auto` to `--runner (pooling|generate)`"), _runner_resolved, True,
+         "Resolved `--runner auto`"),
     Rule(re.compile(r"Using max model len (\d+)"), _max_len, True, "Using max model len"),
     Rule(re.compile(r"max_num_batched_tokens=(\d+)"), _chunk, False, "max_num_batched_tokens="),
     Rule(re.compile(r"(?:Model loading|Loading model weights) took " + _WORD + r"\s*(GiB|GB)"), _loading, True,

@@ -41,6 +41,7 @@ from fractions import Fraction
 from ...errors import InputError
 from . import release as rules
 from .non_torch import non_torch_memory
+from . import pooling as pooler
 
 MIB = 1 << 20
 NATIVE, FUSED = 38, 14                         # sampler bytes per row x vocabulary entry
@@ -213,10 +214,20 @@ def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
 
 
 def sampler_peak(model, release, gpu, tokens: int, rows: int,
-                 quantized: bool = False, draft_model: bool = False, tp: int = 1) -> tuple[int, int, str]:
+                 quantized: bool = False, draft_model: bool = False, tp: int = 1,
+                 pooling: bool | None = None) -> tuple[int, int, str]:
     """The sampler warm-up's live set (with what it keeps from the forward), at the path's bytes
-    and at the lowest a default install may take."""
+    and at the lowest a default install may take. Under the pooling runner (`pooling`; None: as the
+    architecture resolves, pooling.py) profile_run calls _dummy_pooler_run instead (gpu_model_runner.py,
+    0.10.2, 0.12.0, 0.33.0): no logits; the pooler's largest task (token_embed) holds every token's hidden
+    state kept from the forward, its copy in the fp32 head dtype (ModelConfig.head_dtype: "the pooling
+    model defaults to using fp32 head", 0.12.0 vllm/config/model.py) and the normalized output."""
     b, vocab, hidden = _dtype_bytes(model), model.vocab_size, model.hidden_size
+    if pooling is None:
+        pooling = pooler.is_pooling(model)
+    if pooling:
+        live = tokens * hidden * (b + 4 + 4)
+        return live, live, "the pooler's warm-up (_dummy_pooler_run, no sampler)"
     per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model)
     if per in (RUNNER_V2, RUNNER_V2_COPY):
         logits = b * rows * vocab
@@ -244,7 +255,7 @@ def pipeline_buffers(model, pp: int, tokens: int) -> int:
     return 2 * tokens * model.hidden_size * _dtype_bytes(model) if pp > 1 else 0
 
 
-def runner_buffers(model, release, max_num_seqs: int, v2: bool) -> int:
+def runner_buffers(model, release, max_num_seqs: int, v2: bool, pooling: bool = False) -> int:
     """What the V2 runner's sampler keeps on the GPU for its requests: penalty statistics, an int32 count
     per request and vocabulary entry (output_bin_counts) and a bit per entry (prompt_bin_mask), made in
     load_model after its weights are measured (vllm/v1/worker/gpu/sample/penalties.py PenaltiesState,
@@ -252,8 +263,8 @@ def runner_buffers(model, release, max_num_seqs: int, v2: bool) -> int:
     profiling was counted; from 0.27.0 the non-KV memory is everything consumed since start-up plus the
     transient peak (vllm/utils/mem_utils.py memory_profiling: total_consumed + transient_peak_headroom),
     so these come out of the KV budget: max_num_seqs x 4 B x (vocabulary + vocabulary / 32)."""
-    if not v2 or not release.at_least(0, 27, 0):
-        return 0
+    if not v2 or not release.at_least(0, 27, 0) or pooling:
+        return 0      # a pooling model gets no sampler (0.33.0 gpu/model_runner.py: `not self.is_pooling_model`)
     vocab = model.vocab_size
     return max_num_seqs * 4 * (vocab + -(-vocab // 32))
 
@@ -311,7 +322,8 @@ def _runs(scenario, release, chunk: int, max_num_seqs: int) -> tuple:
     quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
     draft = scenario.serving.draft
     separate = draft is not None and draft.kind == "draft"        # a draft model, not the model's MTP heads
-    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate, dep.tp)
+    sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate, dep.tp,
+                                              pooler.is_pooling(model, scenario.settings))
     return forward, sampler, sampler_low, path, how, rows, quantized, separate
 
 
@@ -327,7 +339,8 @@ def stage_surplus(scenario, release, chunk: int, max_num_seqs: int) -> int:
         return 0
     forward, sampler, _, _, _, _, quantized, separate = _runs(scenario, release, chunk, max_num_seqs)
     v2 = uses_runner_v2(scenario.model, release, quantized, separate)
-    return max(0, sampler - forward) + runner_buffers(scenario.model, release, max_num_seqs, v2)
+    return max(0, sampler - forward) + runner_buffers(scenario.model, release, max_num_seqs, v2,
+                                                      pooler.is_pooling(model, scenario.settings))
 
 
 def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
@@ -348,7 +361,8 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
         if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
             uses_runner_v2(model, release, quantized, separate) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
-    buffers = runner_buffers(model, release, max_num_seqs, uses_runner_v2(model, release, quantized, separate))
+    buffers = runner_buffers(model, release, max_num_seqs, uses_runner_v2(model, release, quantized, separate),
+                             pooler.is_pooling(model, scenario.settings))
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
              + (f", {g_words}" if graphs else "") + (f"; {how}" if how else "")
