@@ -154,7 +154,7 @@ def _config_pairs(config: str, sink, n, line):
 # a pooling 'convert' or the older 'task', and "Resolved `--runner auto` to `--runner pooling`".
 _POOLER = re.compile(r"(?<![\w.])pooler_config=PoolerConfig\(")
 _POOLING_ARG = re.compile(r"'(?:runner': 'pooling|convert': '(?:embed|classify|reward)|"
-                          r"task': '(?:embed|embedding|classify|score|reward)')'")
+                          r"task': '(?:embed|embedding|classify|score|reward))'")
 
 
 def _runner_resolved(match, sink, n, line):

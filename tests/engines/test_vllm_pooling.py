@@ -1,0 +1,117 @@
+"""vLLM's pooling runner (engines/vllm/pooling.py), worked on a real start-up log:
+vllm-qwen3-embedding-8b-h100-8k-v0.12.0.log (SOURCES.md: Zzsf11/VideoCuttingAgent, Qwen3-Embedding-8B
+served by `vllm serve` 0.12.0 on an H100 80GB HBM3 at max_model_len 8192). It prints
+"Model loading took 14.1062 GiB", "Available KV cache memory: 56.24 GiB", "GPU KV cache size: 409,504
+tokens" and "Maximum concurrency for 8,192 tokens per request: 49.99x"; its engine line carries
+pooler_config=PoolerConfig(pooling_type='LAST', ...), set only under the pooling runner."""
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvcalc.engines.vllm import pooling, profile
+from kvcalc.engines.vllm.engine import launch
+from kvcalc.evaluation import evaluate
+from kvcalc.inputs.startup_log import read_log
+
+GIB = 1 << 30
+LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "vllm-qwen3-embedding-8b-h100-8k-v0.12.0.log"
+# Qwen3-Embedding-8B has Qwen3-8B's shapes (36 layers, 8 KV heads of 128, hidden 4096, MLP 12288); its
+# config.json names Qwen3ForCausalLM, and vLLM takes the pooling runner from its Sentence Transformers
+# modules.json, which the typed input vllm-runner stands for.
+TYPED = {"engine": "vllm", "engine-version": "0.12.0", "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb",
+         "context": "8192"}
+
+
+@pytest.mark.parametrize("architecture, runner", [
+    ("Qwen3ForCausalLM", "generate"),              # *ForCausalLM: generate (a Sentence Transformers repo says pooling)
+    ("LlavaForConditionalGeneration", "generate"),
+    ("BertModel", "pooling"),                      # registered embedding class, and *Model
+    ("Qwen2Model", "pooling"),
+    ("XLMRobertaForSequenceClassification", "pooling"),   # cross-encoder / reranker
+    ("Qwen3ForSequenceClassification", "pooling"),        # converted: --convert classify
+    ("Qwen2ForRewardModel", "pooling"),
+    ("InternLM2ForRewardModel", "pooling"),
+    ("GritLM", "pooling"),                         # registered pooling class without a pooling suffix
+    ("RobertaForMaskedLM", "pooling"),
+    ("ChatGLMModel", "generate"),                  # registered generative class ending in Model
+    ("QWenLMHeadModel", "generate"),               # LMHeadModel comes before Model in the table
+    ("Qwen2_5OmniModel", "generate"),
+])
+def test_the_runner_auto_resolves_to_as_vllm_config_model_py_does(architecture, runner):
+    assert pooling.architecture_runner(architecture) == runner
+
+
+def test_the_log_says_pooling_by_its_pooler_config():
+    reading = read_log(LOG.read_text())
+    assert reading.values["vllm-runner"] == "pooling"
+    assert reading.values["loaded-weights-gib"] == "14.1062"
+    assert reading.values["kv-memory-gib"] == "56.24"
+
+
+def test_non_default_args_runner_or_task_say_pooling():
+    # The non-default args line as vLLM 0.12.0's api_server prints it (utils.py), with --runner pooling;
+    # and 0.9's --task embed.
+    VERSION = "(APIServer pid=1) INFO 12-22 14:22:07 [api_server.py:1772] vLLM API server version 0.12.0\n"
+    for arg in ("'runner': 'pooling'", "'task': 'embed'", "'convert': 'classify'"):
+        line = (VERSION + "(APIServer pid=1) INFO 12-22 14:22:07 [utils.py:253] non-default args: {'model_tag': "
+                f"'BAAI/bge-m3', 'model': 'BAAI/bge-m3', {arg}, 'max_model_len': 8192}}")
+        assert read_log(line).values.get("vllm-runner") == "pooling", arg
+    generate = read_log(VERSION + "(APIServer pid=1) INFO 12-22 14:22:07 [utils.py:253] non-default args: {'model': "
+                        "'Qwen/Qwen3-8B', 'max_model_len': 8192}")
+    assert "vllm-runner" not in generate.values
+
+
+def test_typed_as_a_pooling_model_the_kv_memory_is_the_logs_within_0_1_percent():
+    e = evaluate({**TYPED, "vllm-runner": "pooling"})
+    assert e.ok, e.errors
+    out = e.engine
+    # 0.9 x 79.19 GiB - weights - overhead; the log: 56.24 GiB, 409,504 tokens, 49.99x.
+    assert abs(out.kv_budget_bytes_per_gpu / GIB - 56.24) / 56.24 < 0.001
+    assert abs(out.kv_tokens - 409_504) / 409_504 < 0.001
+    assert out.kv_tokens == 409_312
+    assert abs(float(out.max_concurrency) - 49.99) < 0.05
+    # No lm_head loaded: Qwen3-8B's 8,190,735,360 parameters x 2 B less 151,936 x 4,096 x 2 B; the log's
+    # "Model loading took 14.1062 GiB" (its extra 9 MiB are buffers the count does not know).
+    assert out.weights_bytes_per_gpu == 8_190_735_360 * 2 - 151_936 * 4096 * 2
+    assert abs(out.weights_bytes_per_gpu / GIB - 14.1062) < 0.01
+    assert any("loads no lm_head" in note for note in out.notes)
+    assert any("_dummy_pooler_run" in note for note in out.notes)
+
+
+def test_the_generate_runner_on_the_same_inputs_takes_the_sampler_and_the_head():
+    # What the row gave before the runner was modelled: 5.76 GiB of overhead (the native sampler's
+    # 1,024 rows x 151,936 entries x 38 B) and the lm_head, 10.6% under the log's KV memory.
+    generate = evaluate(TYPED)
+    pooled = evaluate({**TYPED, "vllm-runner": "pooling"}).engine
+    assert generate.engine.weights_bytes_per_gpu is None          # the model's own weights, lm_head included
+    assert generate.result.weights_bytes_per_gpu - pooled.weights_bytes_per_gpu == 151_936 * 4096 * 2
+    assert round(generate.engine.overhead_bytes_per_gpu / GIB, 2) == 5.76
+    assert round(generate.engine.kv_budget_bytes_per_gpu / GIB, 2) == 50.28
+    assert pooled.overhead_bytes_per_gpu < GIB
+
+
+def test_the_pooler_warm_up_prices_the_tokens_not_the_vocabulary():
+    model = evaluate(TYPED).scenario.model
+    release = evaluate(TYPED).scenario.settings.release
+    peak, low, path = profile.sampler_peak(model, release, None, 8192, 1024, pooling=True)
+    # every token's hidden state (bf16), its fp32 head copy and the normalized fp32 output
+    assert peak == low == 8192 * 4096 * (2 + 4 + 4)
+    assert "_dummy_pooler_run" in path
+    forward, _ = profile.forward_peak(model, release, 1, 8192)
+    assert forward > peak            # the forward pass binds, as the log's small overhead shows
+
+
+def test_pasted_log_keeps_its_figures():
+    reading = read_log(LOG.read_text())
+    e = evaluate({**reading.values, "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb"})
+    assert e.ok, e.errors
+    assert e.engine.kv_budget_bytes_per_gpu == int(Fraction("56.24") * GIB)
+    assert abs(e.engine.kv_tokens - 409_504) <= 16
+
+
+def test_launch_says_runner_pooling():
+    e = evaluate({**TYPED, "vllm-runner": "pooling"})
+    command = launch(e.scenario, e)
+    assert "--runner pooling" in command.command
