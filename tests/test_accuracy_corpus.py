@@ -27,7 +27,7 @@ ids = [row["file"][:70] for row in ROWS]
 def test_the_corpus_is_eighty_logs_or_more_across_engines_releases_and_kinds():
     assert len(ROWS) >= 80, len(ROWS)
     assert len({row["file"] for row in ROWS}) == len(ROWS), "one row per log"
-    assert {row["engine"] for row in ROWS} == {"vllm", "sglang", "llamacpp"}
+    assert {row["engine"] for row in ROWS} == {"vllm", "sglang", "llama.cpp"}
     kinds = {kind for row in ROWS for kind in row.get("kind", ())}
     assert {"dense", "moe", "mla", "hybrid", "fp8-kv"} <= kinds, kinds
     layouts = [row.get("layout", {}) for row in ROWS]
