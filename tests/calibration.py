@@ -26,7 +26,7 @@ def rows() -> list[dict]:
 # A calibration row's keys and the inputs they are.
 ROW_INPUTS = (("gpu", "gpu"), ("gpu_memory_gib", "gpu-memory-gib"), ("utilization", "memory-utilization"),
               ("max_num_seqs", "batch"), ("max_num_batched_tokens", "prefill-chunk"), ("entry", "vllm-entry"),
-              ("engine_variant", "vllm-engine"), ("enforce_eager", "enforce-eager"))
+              ("engine_variant", "vllm-engine"), ("enforce_eager", "enforce-eager"), ("runner", "vllm-runner"))
 
 
 def inputs(row: dict) -> dict:
