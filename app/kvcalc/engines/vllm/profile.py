@@ -41,6 +41,7 @@ from fractions import Fraction
 from ...errors import InputError
 from . import release as rules
 from .non_torch import non_torch_memory
+from . import encoder_profile
 from . import pooling as pooler
 
 MIB = 1 << 20
@@ -81,9 +82,10 @@ GRAPH_FLOOR = MIB                     # max(second capture, 1 << 20) per graph a
 # memory: the band's top holds it.
 HYBRID_TRANSIENT = 128 * 1024
 # A multimodal model's profiling run also encodes a batch of its largest inputs (profile_run's
-# encoder pass): not modelled from the vision tower's shapes yet. On the calibration logs it
-# added nothing (LLaVA 1.5) to 2.9 GiB (Qwen3-VL-30B-A3B at tp 2) over the language model's peak,
-# so it widens the band's top and adds nothing to the estimate.
+# encoder pass): encoder_profile.py models it from the tower's shapes where they are read (Qwen2.5-VL,
+# Qwen3-VL, Qwen3.5 towers on the V1 engine). Elsewhere (a tower not read, V0) nothing is added to the
+# estimate and the band's top widens: on the logs it added nothing (LLaVA 1.5) to 2.9 GiB (Qwen3-VL-30B-A3B
+# at tp 2) over the language model's peak (36 GiB for V0 Mllama at 128 sequences, past any band).
 ENCODER = (0, 0, 3584 * MIB)
 # How far the activation estimate may land from a log, either way: torch.compile's buffer reuse
 # (the eager live set is an upper bound) and what a log does not print.
@@ -343,13 +345,26 @@ def stage_surplus(scenario, release, chunk: int, max_num_seqs: int) -> int:
                                                       pooler.is_pooling(model, scenario.settings))
 
 
+def _encoder(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int) -> tuple:
+    """(added to the activation, its lowest, its highest, words) for a multimodal model's encoder pass:
+    encoder_profile.term where the tower is read, else ENCODER's band with words that say so."""
+    if not scenario.model.multimodal:
+        return 0, 0, 0, ""
+    modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak)
+    if modelled is not None:
+        return modelled
+    why = "V0's multimodal dummies" if not rules.v1(release) else "this tower's shapes (not read)"
+    return (*ENCODER, f"the vision encoder's profiling pass is not modelled from {why}, only bounded "
+                      f"(up to {ENCODER[2] / (1 << 30):.1f} GiB more in the band)")
+
+
 def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     model, dep = scenario.model, scenario.deployment
     forward, sampler, sampler_low, path, how, rows, quantized, separate = _runs(scenario, release, chunk,
                                                                                  max_num_seqs)
     draft = scenario.serving.draft
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
-    encoder, e_low, e_high = ENCODER if model.multimodal else (0, 0, 0)
+    encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler))
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
@@ -371,8 +386,7 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     if dep.dp > 1:
         words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
                   "buffers are not modelled)")
-    if model.multimodal:
-        words += "; the vision encoder's profiling pass is not modelled from its shapes, only bounded"
+    words += f"; {e_words}" if e_words else ""
     words += f"; {nt_words}" if nt_words else ""
     return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low + buffers,
                     activation - encoder + e_high + spread + nt_high + g_high + buffers, words, buffers)

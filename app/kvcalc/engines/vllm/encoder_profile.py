@@ -1,0 +1,144 @@
+"""What a multimodal model's profiling run adds for its vision encoder (issue 36), from the tower's
+shapes the config gives (readers/vision_params: model.shapes.vision) and vLLM's budget rules.
+
+V1's profile_run (vllm/v1/worker/gpu_model_runner.py, read in 0.10.2 and 0.26.0) first encodes a dummy
+batch of the largest items of the modality with the most tokens per item, keeps the outputs in the
+encoder cache through the language model's dummy run and sampler warm-up, and clears them after. How many
+items (MultiModalBudget._get_max_items: vllm/v1/worker/utils.py in 0.10.2, vllm/multimodal/encoder_budget.py
+in 0.26.0, the same rule): the encoder budget is max(max_num_batched_tokens, tokens per item)
+(compute_mm_encoder_budget, vllm/v1/core/encoder_cache_manager.py: max_num_encoder_input_tokens and
+encoder_cache_size default to max_num_batched_tokens, config/scheduler.py), and the batch is
+max(1, min(budget // tokens per item, max_num_seqs x max(1, min(999, max_model_len // tokens per item))))
+(999 items per prompt: MultiModalConfig.get_limit_per_prompt's V1 default). The logs print it: "Encoder cache
+will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum feature size".
+
+The largest image: the Qwen towers' processor resizes to at most max_pixels (smart_resize, factor = patch x
+spatial merge: qwen2_vl.py _get_vision_info), which is the checkpoint's preprocessor_config.json, not its
+config.json: Qwen2.5-VL's repositories give 12,845,056 (3584 x 3584), Qwen3-VL's and Qwen3.5's
+size.longest_edge 16,777,216 (4096 x 4096); both make 65,536 patches and 16,384 tokens an image (the logs'
+budget of 16384 tokens). A video of more tokens than an image (a long max_model_len lets Qwen2.5-VL's dummy
+video hold more frames) is not modelled: the band's top keeps room for it.
+
+The tower's peak on one patch, in the model dtype (b bytes) on a hidden width d and an MLP width w, read in
+0.26.0 qwen3_vl.py Qwen3_VisionTransformer.forward / Qwen3_VisionBlock and qwen2_5_vl.py
+Qwen2_5_VisionAttention / Qwen2_5_VisionMLP:
+- kept through every block: the dummy pixel values on the GPU (channels x temporal x patch^2, already in
+  the model dtype: the processor's output is cast to it, InputProcessingContext maybe_cast_dtype in 0.10.2
+  vllm/inputs/registry.py, _postprocess_output in 0.26.0 vllm/multimodal/processing/context.py; the caller
+  holds them), the residual stream (d) and, for a tower with a learned position table (Qwen3-VL, Qwen3.5),
+  the interpolated position embeddings (d) in the encoder metadata;
+- then the larger of the attention's live set, 9 d (the fused qkv 3 d, the contiguous q/k copy 2 d, the
+  rotated q/k 2 d, the context and its contiguous copy 2 d; the head-split parts / tp) and the MLP's, the
+  normed input d and w / tp per output of fc1 and the activation (gate_up 2 w and the activation w gated).
+The encoder outputs (tokens x the text width x (1 + deepstack mergers)) stay cached through the language
+model's run. The band's top is a quarter of the tower's peak above it (what the unit count leaves out:
+the rotary tables, allocator rounding, a platform's rotary and attention kernels); its bottom adds nothing,
+since flags this calculator does not take skip the pass. The logs: on an AMD R9700 (ROCm, an out-of-tree
+build of 0.26.0) Qwen3.6-27B / 35B-A3B print a 2.1 GiB peak where the tower's is 1.73 GiB by this count
+(-17%, inside the top); at tp 2 on an A100 (0.27.1) Qwen3.6-27B prints 2.32 GiB, the language model's
+peak with the 1.13 GiB pass under it.
+"""
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from . import release as rules
+
+# preprocessor_config.json's largest image, by wrapper (model_type): max_pixels (Qwen2.5-VL) or
+# size.longest_edge (Qwen3-VL, Qwen3.5 / 3.6), as the published repositories give them.
+MAX_PIXELS = {"qwen2_5_vl": 12_845_056, "qwen3_vl": 16_777_216, "qwen3_vl_moe": 16_777_216,
+              "qwen3_5": 16_777_216, "qwen3_5_moe": 16_777_216}
+CHANNELS, FRAMES = 3, 2                 # RGB; an image is one temporal patch of 2 frames (temporal_patch_size)
+ITEMS_PER_PROMPT = 999                  # MultiModalConfig.get_limit_per_prompt's V1 default
+ATTENTION_WIDTHS = 9                    # qkv 3, q/k copy 2, rotated q/k 2, context 1 + its contiguous copy 1
+SLACK = Fraction(1, 4)                  # the band: a quarter of the tower's peak either way
+
+
+@dataclass(frozen=True)
+class Tower:
+    wrapper: str
+    hidden: int          # the tower's width d
+    width: int           # its MLP width w
+    gated: bool          # gate_up + SiLU (Qwen2.5-VL) or fc1 + GELU (Qwen3-VL, Qwen3.5)
+    pixel_values: int    # values a patch carries in (channels x temporal patch x patch^2)
+    positions: bool      # a learned position table (its interpolation is kept per patch)
+    merge: int           # patches per token (spatial_merge_size^2)
+    outputs: int         # merger outputs a token (1 + the deepstack mergers)
+    patches: int         # patches of the largest image
+    tokens: int          # its tokens
+
+
+def _groups(model) -> dict:
+    vision = getattr(model.shapes, "vision", None) if model.shapes is not None else None
+    if vision is None or not vision.groups or vision.unread is not None:
+        return {}
+    return {name: (rows, cols) for name, rows, cols in vision.groups}
+
+
+def tower(model) -> Tower | None:
+    """The tower as vLLM's profiling encodes it, or None where its shapes are not read (no config with a
+    vision_config, or a tower other than Qwen2.5-VL's, Qwen3-VL's and Qwen3.5's)."""
+    wrapper = model.shapes.vision.wrapper if model.shapes is not None else ""
+    groups = _groups(model)
+    if wrapper not in MAX_PIXELS or "visual.patch_embed.proj" not in groups:
+        return None
+    hidden, values = groups["visual.patch_embed.proj"]
+    gated = "visual.blocks.0.mlp.gate_proj" in groups
+    fc1 = groups.get("visual.blocks.0.mlp.gate_proj" if gated else "visual.blocks.0.mlp.linear_fc1")
+    merged = groups.get("visual.merger.mlp.0" if gated else "visual.merger.linear_fc1")
+    if fc1 is None or merged is None or not hidden or merged[0] % hidden or values % (CHANNELS * FRAMES):
+        return None
+    patch = math.isqrt(values // (CHANNELS * FRAMES))
+    merge = merged[0] // hidden
+    side = math.isqrt(merge)
+    if patch * patch * CHANNELS * FRAMES != values or side * side != merge:
+        return None
+    factor = patch * side
+    grid = math.isqrt(MAX_PIXELS[wrapper]) // factor * factor // patch
+    deepstack = sum(1 for name in groups if name.startswith("visual.deepstack_merger_list.")
+                    and name.endswith(".linear_fc2"))
+    return Tower(wrapper, hidden, fc1[0], gated, values, "visual.pos_embed" in groups, merge, 1 + deepstack,
+                 grid * grid, grid * grid // merge)
+
+
+def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int) -> int:
+    """The dummy batch's items (V1: MultiModalBudget._get_max_items with chunked prefill, the default)."""
+    budget = max(chunk, tokens)
+    per_prompt = max(1, min(ITEMS_PER_PROMPT, max_model_len // tokens))
+    return max(1, min(budget // tokens, max_num_seqs * per_prompt))
+
+
+def tower_peak(t: Tower, patches: int, b: int, tp: int) -> int:
+    """The tower's live set at its peak over `patches` patches on one rank."""
+    kept = b * (t.pixel_values + t.hidden * (1 + t.positions))
+    attention = b * (ATTENTION_WIDTHS * t.hidden // tp)
+    mlp = b * (t.hidden + (3 if t.gated else 2) * t.width // tp)
+    return patches * (kept + max(attention, mlp))
+
+
+def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
+    """(added to the activation peak, its lowest, its highest, words), or None where the tower is not
+    read (the caller then keeps the band's top for it). `lm_peak` is the language model's forward and
+    sampler peak that the encoder pass competes with."""
+    model, dep = scenario.model, scenario.deployment
+    if not rules.v1(release):
+        return None             # V0 runs the multimodal dummies inside its forward (model_runner.py): not modelled
+    t = tower(model)
+    if t is None:
+        return None
+    b = 4 if model.dtype == "fp32" else 2
+    n = items(t.tokens, chunk, max_num_seqs, scenario.workload.context_tokens)
+    peak = tower_peak(t, n * t.patches, b, dep.tp)
+    kept = n * t.tokens * t.outputs * (model.hidden_size or 0) * b
+    slack = int(peak * SLACK)
+    added = max(peak, lm_peak + kept) - lm_peak
+    high = max(peak + slack, lm_peak + kept) - lm_peak
+    # The band's bottom adds nothing: --language-model-only, --limit-mm-per-prompt of 0 for every modality
+    # or --skip-mm-profiling (inputs this calculator does not take) skip the pass (profile_run:
+    # skip_mm_profiling, or get_encoder_budget() of 0); vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log
+    # starts so (language_model_only: True) and prints a 1.01 GiB overhead, the language model's alone.
+    low = 0
+    words = (f"the vision encoder's profiling pass: {n:,} image{'s' if n > 1 else ''} of {t.tokens:,} tokens "
+             f"({n * t.patches:,} patches of a {t.hidden:,}-wide tower) peak at {peak / (1 << 30):.2f} GiB")
+    return added, low, high, words
