@@ -45,6 +45,31 @@ READS = {
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {
         "engine": "sglang", "model": "google/gemma-3-4b-it", "loaded-weights-gib": "8.13", "tp": "1", "gpus": "1",
         "kv-memory-gib": "108.24"},
+    # --tensor-parallel-size 4 (QwQ-32B on 4 x L4, 0.4.3.post4): the TP0 lines, the weights' mem usage,
+    # K + V (1.42 + 1.42) and the scheduler's chunk and context_len.
+    "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {
+        "engine": "sglang", "loaded-weights-gib": "15.54", "kv-memory-gib": "2.84", "tp": "4", "gpus": "4",
+        "prefill-chunk": "2048", "context": "131072"},
+    # 0.4.2 under WSL2: server_args gives mem_fraction_static 0.88, the chunk and tp; the Load weight end line
+    # prints no mem usage, so the weights are its two avail figures' difference (22.76 - 8.37).
+    "sglang-r1-distill-qwen-7b-3090-wsl2-mfs088-v0.4.2.log": {
+        "engine": "sglang", "memory-utilization": "0.88", "prefill-chunk": "2048", "tp": "1", "gpus": "1",
+        "loaded-weights-gib": "14.39", "kv-memory-gib": "5.64", "context": "131072"},
+    # --model-path zai-org/GLM-5-FP8 --tp-size 8 --kv-cache-dtype fp8_e4m3 (8 x MI355X); MLA's one KV size.
+    "sglang-glm-5-fp8-mi355x-tp8-fp8kv-rocm-v0.5.8.post1.log": {
+        "engine": "sglang", "kv-dtype": "fp8", "model": "zai-org/GLM-5-FP8", "tp": "8", "gpus": "8",
+        "loaded-weights-gib": "89.58", "kv-memory-gib": "186.77"},
+    # No command and no rank prefix (its server_args line is not kept): the memory lines only.
+    "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {
+        "engine": "sglang", "loaded-weights-gib": "6.13", "kv-dtype": "bf16", "kv-memory-gib": "2.68"},
+    # The 2026 pool line "KV Cache is allocated. dtype: torch.float16, #tokens: ..." gives no KV memory as read
+    # yet; the scheduler's summary line gives the tokens, chunk and context.
+    "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log": {
+        "engine": "sglang", "loaded-weights-gib": "5.25", "prefill-chunk": "8192", "context": "32768"},
+    # llama-cpp-python on the CPU: a qwen35moe GGUF (no preset by that file name), its context's lines.
+    "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log": {
+        "engine": "llama.cpp", "model": "Qwen3.6-35B-A3B-Q2_K.gguf", "batch": "1", "context": "8192",
+        "prefill-chunk": "512", "flash-attn": "off", "kv-dtype": "fp16"},
     # --tp-size 4 --mem-fraction-static 0.7 --page-size 64; only the sliding-window pool's lines.
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {
         "engine": "sglang", "memory-utilization": "0.7", "block-size": "64", "tp": "4", "gpus": "4"},
@@ -148,6 +173,15 @@ PRINTED = {
     "llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log": {"kv_tokens": 4096, "kv_cache_mib": 1280, "kv_layers": 80},
     "llamacpp-pr5104-kv-self-size-160mib.log": {"kv_cache_mib": 160, "k_cache_mib": 80, "v_cache_mib": 80},
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"kv_tokens": 834615, "kv_memory_gib": Fraction("108.24")},
+    "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {"kv_tokens": 46611, "kv_memory_gib": Fraction("2.84"),
+                                                        "max_running_requests": 2049},
+    "sglang-r1-distill-qwen-7b-3090-wsl2-mfs088-v0.4.2.log": {"kv_tokens": 105531, "kv_memory_gib": Fraction("5.64")},
+    "sglang-glm-5-fp8-mi355x-tp8-fp8kv-rocm-v0.5.8.post1.log": {"kv_tokens": 3262823,
+                                                                "kv_memory_gib": Fraction("186.77")},
+    "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {"kv_tokens": 25169, "kv_memory_gib": Fraction("2.68")},
+    "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log": {"kv_tokens": 133052, "max_running_requests": 2078},
+    "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log": {"kv_tokens": 8192, "kv_cache_mib": 160,
+                                                                       "kv_layers": 10},
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {"kv_tokens": 375360, "swa_tokens_printed": 300288},
     "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log": {"kv_tokens": 2261377,
                                                                    "max_running_requests": 4096},
@@ -324,6 +358,12 @@ REPRODUCED = {
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {"model": "Qwen/Qwen2.5-32B"},
     # c4ai-command-r-v01 is not a preset; its config.json: 40 layers, 64 KV heads of 128 (no GQA).
     "llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log": {"layers": "40", "kv-heads": "64", "head-dim": "128"},
+    # QwQ-32B has Qwen2.5-32B's attention (64 layers, 8 KV heads of 128: 2 a rank under tp 4); 4 x L4.
+    "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {"model": "Qwen/Qwen2.5-32B", "gpu": "l4-24gb"},
+    # GLM-5's MLA + DSA cell in fp8: 78 layers of 656 + the indexer's 132 B, 186.77 GiB on an MI355X.
+    "sglang-glm-5-fp8-mi355x-tp8-fp8kv-rocm-v0.5.8.post1.log": {"gpu": "mi355x-288gb"},
+    # The server_args' model (not in the kept lines): Llama 3.2 3B, 28 layers of 8 KV heads of 128.
+    "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {"model": "meta-llama/Llama-3.2-3B", "gpu": "l40s-48gb"},
     # Gemma 4 31B: the NVFP4 checkpoint's preset has its attention (10 global layers of 2048 per cell).
     "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {"model": "nvidia/Gemma-4-31B-IT-NVFP4"},
     # The PR run of sglang-deepseek-v32-exp-mla-tp8-dp8.log (lines 1-3, its command): DeepSeek-V3.2
@@ -334,6 +374,14 @@ REPRODUCED = {
 }
 
 NOT_REPRODUCED = {
+    "sglang-r1-distill-qwen-7b-3090-wsl2-mfs088-v0.4.2.log":
+        "0.4.2's pool line prints K and V without #tokens, so its tokens are the scheduler's max_total_num_tokens; "
+        "tests/test_accuracy_corpus.py scores the row (105,531 tokens at 5.64 GiB)",
+    "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log":
+        "the 2026 pool line 'KV Cache is allocated. dtype: torch.float16, #tokens: ...' is not read as a KV memory "
+        "yet, and the 16 GB card is not named",
+    "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log":
+        "llama.cpp's recurrent (Gated DeltaNet) state cache is not modelled: the engine refuses the hybrid model",
     "llamacpp-pr5104-kv-self-size-160mib.log":
         "the excerpt names no model and prints no layers (160 MiB at 512 f16 cells is 320 KiB a cell, 80 layers of "
         "8 KV heads of 128, a Llama-2-70B shape the thread does not confirm); test_log_flow.py compares its size",
