@@ -64,13 +64,20 @@ def test_tp_inferred_from_the_weights_one_gpu_loaded():
 
 def test_a_quantized_model_never_infers_tp_from_the_weights():
     # The same lines, the model's path renamed to an FP8 re-release's: its weights are not the
-    # preset's, so 28.4571 GiB says nothing of the layout; Worker_TP0 alone gives no bound.
+    # preset's, so 28.4571 GiB says nothing of the layout; Worker_TP0 alone gives no bound. Its
+    # KV figures do (startup_log.implied): 41.68 GiB holds 910,464 tokens, 22.23x at 40,960, of
+    # Qwen3-30B-A3B's 48 layers x 4 KV heads x 128 x 2 x 2 B = 98,304 B a token at tp 1 (the
+    # engine line printed kv_cache_dtype=auto) only when its 4 KV heads split over tp 2 (49,152 B).
     text = without(QWEN3_30B_TP2, "non-default args", "Worker_TP1",
                    edits=(("tensor_parallel_size=2, ", ""), ("quantization=None", "quantization=fp8")))
     reading = read_log(text)
-    assert "tp" not in reading.values and "gpus" not in reading.values
-    assert any("tensor_parallel_size" in words for words in reading.not_read)
-    assert any(n.startswith("tp not read: no config line, argument or worker name") for n in reading.notes)
+    assert not read(reading, "tp").how.startswith("inferred")
+    assert read(reading, "tp").how.startswith("implied: 41.68 GiB of KV memory (line 6) holds ")
+    assert "910,464 tokens (line 7) and a concurrency of 22.23x (line 8) for Qwen/Qwen3-30B-A3B only at tp 2" \
+        in read(reading, "tp").how
+    assert (reading.values["tp"], reading.values["gpus"]) == ("2", "2")
+    assert not any("tensor_parallel_size" in words for words in reading.not_read)
+    assert not any(n.startswith("tp not read") for n in reading.notes)
 
 
 def test_the_highest_worker_rank_is_a_lower_bound():

@@ -11,12 +11,15 @@ a number a line was built to break (NaN, 1e999) is said, never used.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from .. import engines
 from ..errors import InputError
-from .options import OPTION_BY_NAME, OPTIONS, parse_value
-from ..readers.log_rules import Sink
+from .options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, parse_options, parse_value
+from .scenario import build_scenario
+from ..readers.log_rules import Read, Sink
+from ..sizing import compute
 
 MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
 MAX_LINE_CHARS = 1 << 16      # a config line with a long --hf-overrides is a few thousand
@@ -132,7 +135,10 @@ class LogReader:
                                     f"{old.line_number:,} and {new.text} at line {new.line_number:,}; paste one")
         module = next(m for m in _modules() if m.NAME == sink.engine)
         module.complete(sink)
-        return _reading(module, sink)
+        reading = _reading(module, sink)
+        # A log that names its model: what its figures imply is read now (implied()); one that
+        # does not waits for the model the user chooses.
+        return implied(reading, reading.values)
 
 
 def _title(name: str) -> str:
@@ -234,3 +240,173 @@ def log_lines(reading: Reading, evaluation) -> list[str]:
     for label, printed, ours, line_number in comparison(reading, evaluation):
         lines.append(f"{label}: the log printed {printed} (line {line_number:,}); sized here {ours}")
     return lines
+
+
+# What a log's figures settle where its lines leave an input unsaid (implied()): the layouts and
+# KV dtypes tried, each sized by the engine's own rules with the log's KV memory.
+IMPLIED_TP = (1, 2, 4, 8, 16)
+IMPLIED_KV = (None, "fp8")          # the model's dtype, or one byte (fp8 and fp8_e5m2 alike in size)
+PRINTED_HALF = Fraction(1, 200)     # a concurrency printed to 2 decimals
+GIB = 1 << 30
+
+
+def implied(reading: Reading, values: dict) -> Reading:
+    """The reading with what its printed figures imply, given the model in `values` (the log's
+    own, or the one the user chose over a log that names none): the tensor-parallel size and the
+    KV cache's dtype where no line printed them.
+
+    A log that prints its KV memory ("Available KV cache memory", SGLang's K and V sizes) and what
+    the engine made of it (vLLM's "GPU KV cache size: N tokens" and "Maximum concurrency", V0's
+    "# CUDA blocks" x the block size, SGLang's #tokens) prints the bytes one token takes on one
+    GPU: a model's heads split over tp (vllm/v1/core/kv_cache_utils.py get_kv_cache_config: the
+    blocks are the memory over each worker's page; 0.6-0.28 alike), in the dtype the cache is
+    stored in. Where the inputs as read do not give the printed figures, every tp of IMPLIED_TP
+    (from the least the worker names allow) and every dtype of IMPLIED_KV is sized by the engine's
+    own rules; an input every fitting candidate agrees on is taken, naming the lines it comes
+    from. Where none fits, or they disagree (a 1-byte cache at tp 1 holds what a 2-byte one does
+    at tp 2 where the heads allow both), nothing is taken and the layout stays as read (the
+    summary's "assumed tp 1"). An input the user set (a value other than the log's) is theirs."""
+    printed = reading.printed
+    figures = [printed[name] for name in ("kv_tokens", "max_concurrency") if name in printed]
+    memory = printed.get("kv_memory_gib")
+    if not figures or memory is None or "kv-memory-gib" not in values or \
+            not any(name in values for name in MODEL_INPUTS) or values.get("engine") != reading.engine:
+        return reading
+    if _fits(reading, values)[0] is not False:
+        return reading                      # the inputs as read give the log's figures (or cannot be sized)
+    unknown = _unknown(reading, values)
+    if not unknown:
+        return reading
+    names = list(unknown)
+    found, weighed = [], []
+    logged = reading.values.get("loaded-weights-gib")
+    for combination in _combinations([unknown[name] for name in names]):
+        changes = dict(zip(names, combination))
+        fits, weights = _fits(reading, _with(reading, values, changes))
+        if fits:
+            found.append(changes)
+            # The weights one GPU loaded ("Model loading took"), where the log printed them, tell
+            # the layouts apart that the KV figures leave open (a 1-byte cache at tp 1 holds what
+            # a 2-byte one does at tp 2): the model's weights split over tp, within 8% (a
+            # checkpoint's own quantization aside, they are the preset's).
+            if logged is not None and weights and abs(Fraction(logged) * GIB - weights) <= Fraction(8, 100) * weights:
+                weighed.append(changes)
+    if weighed and len(weighed) < len(found):
+        found = weighed
+    taken = {}
+    for name in names:
+        settled = {changes[name] for changes in found}
+        if len(settled) == 1 and None not in settled:
+            taken[name] = settled.pop()
+    if not taken:
+        return reading
+    model = values.get("model") or "the model's config"
+    where = (f"{memory.text or f'{float(memory.value):,.2f} GiB'} of KV memory (line {memory.line_number:,}) holds "
+             + " and ".join(f"{f.text or _shown(f)} (line {f.line_number:,})" for f in figures))
+    reads, notes = list(reading.read), list(reading.notes)
+    anchor = figures[0]
+    for name, value in taken.items():
+        text = str(value)
+        tried = ", ".join(str(v) for v in unknown[name] if v is not None) if name == "tp" else "2 or 1 bytes"
+        how = f"implied: {where} for {model} only at {name} {text} (of {tried} tried)"
+        reads = [r for r in reads if r.option != name]        # a lower bound read (tp "at least") gives way
+        reads.append(Read(name, text, anchor.line_number, anchor.line, how))
+        notes.append(f"{name} {text} implied, not printed: {where} for {model} only at {name} {text}; check it")
+    new_values = _with(reading, dict(reading.values), taken)
+    if "tp" in taken:
+        reads = [r for r in reads if r.option != "gpus"]
+        reads.append(Read("gpus", new_values["gpus"], anchor.line_number, anchor.line, "tp x pp x dp"))
+        notes = [note for note in notes if not note.startswith("tp not read") and "from the worker names" not in note]
+    module = next(m for m in _modules() if m.NAME == reading.engine)
+    now_read = {words for option, words in module.EXPECTED if option in new_values}
+    not_read = tuple(words for words in reading.not_read if words not in now_read)
+    return replace(reading, values=new_values, read=tuple(sorted(reads, key=lambda r: r.line_number)),
+                   not_read=not_read, notes=tuple(notes))
+
+
+def _shown(figure) -> str:
+    if figure.name == "max_concurrency":
+        return f"a concurrency of {float(figure.value):,.2f}x"
+    return f"{int(figure.value):,} tokens"
+
+
+def _unknown(reading: Reading, values: dict) -> dict:
+    """option -> the candidates tried, for each input the log leaves unsaid and the user left too."""
+    unknown = {}
+    tp = next((r for r in reading.read if r.option == "tp"), None)
+    if values.get("tp") == reading.values.get("tp") and values.get("gpus") == reading.values.get("gpus"):
+        if tp is None:
+            unknown["tp"] = IMPLIED_TP
+        elif tp.how.startswith("at least"):
+            least = int(tp.text)
+            unknown["tp"] = tuple(sorted({least} | {k for k in IMPLIED_TP if k > least}))
+    if "kv-dtype" not in reading.values and "kv-dtype" not in values and "kv_dtype_default" not in reading.printed:
+        unknown["kv-dtype"] = IMPLIED_KV
+    return unknown
+
+
+def _combinations(choices: list) -> list:
+    out = [()]
+    for options in choices:
+        out = [done + (option,) for done in out for option in options]
+    return out
+
+
+def _with(reading: Reading, values: dict, changes: dict) -> dict:
+    """`values` with the candidate inputs: tp with its GPUs (tp x pp x dp), the KV dtype, and the
+    measured deployment (measured-with) as the log's own inputs and these."""
+    out = dict(values)
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = str(value)
+    if "tp" in changes:
+        pp, dp = (int(out.get(k, 1)) for k in ("pp", "dp"))
+        out["gpus"] = str(int(out["tp"]) * pp * dp)
+    if "measured-with" in out and out["measured-with"] == reading.values.get("measured-with"):
+        logged = {**reading.values, **{k: out[k] for k in ("tp", "gpus", "kv-dtype") if k in out}}
+        out["measured-with"] = measured_with(logged)
+    return out
+
+
+def _fits(reading: Reading, values: dict) -> tuple:
+    """(whether the engine's rules at these inputs give every token count and concurrency the log
+    printed, within its rounding (the KV memory to 2 decimals: kv_tokens_range), None when they
+    cannot be sized; the weights per GPU they load)."""
+    parsed, errors = parse_options(values)
+    if errors:
+        return None, None
+    try:
+        scenario = build_scenario(parsed)
+        result = compute(scenario.model, scenario.workload, scenario.deployment, searches=False)
+        out = engines.size(scenario, result)
+    except (InputError, ArithmeticError, ValueError):
+        return None, None
+    if out is None or out.engine != reading.engine or out.kv_tokens is None:
+        return None, None
+    return _matches(reading, out), result.weights_bytes_per_gpu
+
+
+def _matches(reading: Reading, out) -> bool:
+    spread = out.kv_tokens_range
+    for name in ("kv_tokens", "max_concurrency"):
+        figure = reading.printed.get(name)
+        if figure is None:
+            continue
+        if name == "kv_tokens" and "max_concurrency" in reading.printed and "engine-version" not in reading.values:
+            # What "GPU KV cache size" counts changed by release (vLLM 0.20.1: max concurrency x
+            # max_model_len, before: blocks // groups x block size, kv_cache_utils.py
+            # _report_kv_cache_config): with no release printed, the concurrency alone decides.
+            continue
+        if name == "kv_tokens":
+            low, high = sorted(spread) if spread else (out.kv_tokens, out.kv_tokens)
+            if not min(low, out.kv_tokens) <= figure.value <= max(high, out.kv_tokens):
+                return False
+        elif out.max_concurrency is not None:
+            slack = PRINTED_HALF
+            if spread and out.kv_tokens:
+                slack += Fraction(out.max_concurrency) * abs(spread[1] - spread[0]) / out.kv_tokens
+            if abs(Fraction(figure.value) - Fraction(out.max_concurrency)) > slack:
+                return False
+    return True

@@ -112,6 +112,8 @@ def _setting(sink, key: str, value: str, n: int, line: str, how: str = "") -> No
     elif target == "kv-dtype":
         if value != "auto":
             sink.take("kv-dtype", _KV_DTYPES.get(value, value), n, line, how)
+        else:
+            sink.show("kv_dtype_default", value, n, line)    # printed: the model's dtype, no inference
     elif target == "prefill-chunk":
         if value.lstrip("-").isdigit() and int(value) <= 0:
             return                   # -1: chunked prefill off, no option says that

@@ -165,7 +165,8 @@ def _take_setting(sink, option, value, n, line, how=""):
     value = value.strip("'\"")
     if option == "kv-dtype":
         if value == "auto":
-            return                          # the model's dtype: the default
+            sink.show("kv_dtype_default", value, n, line)    # the model's dtype, printed: no inference
+            return
         value = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"}.get(value, value)
     if option in ("enforce-eager", "prefix-caching"):
         value = "on" if value == "True" else "off"
@@ -520,6 +521,14 @@ def _kv_in_use(match, sink, n, line):
         sink.show("kv_memory_gib", Fraction(match["gib"]), n, line, keep="min", text=f"{match['gib']} GiB")
 
 
+def _prefix_off(match, sink, n, line):
+    # vllm/model_executor/models/config.py MambaModelConfig.verify_and_update_config (0.11-0.25,
+    # read in 0.13.0): a hybrid whose model does not support Mamba prefix caching has it turned
+    # off, whatever was asked: "Hybrid or mamba-based model detected without support for prefix
+    # caching: disabling." (its state then keeps one page a request).
+    sink.take("prefix-caching", "off", n, line, "vLLM disabled it for this hybrid", keep="last")
+
+
 def _table_kv(match, sink, n, line):
     _ready(sink, n, line)
     gib = _gib_option(sink, "kv-memory-gib", match[1], n, line, "available_kv_cache_memory")
@@ -591,6 +600,8 @@ RULES = (
          False, "GPU has compute capability"),
     Rule(re.compile(r"Enforce eager set|Cudagraph is disabled under eager mode"), _eager, True, "ager"),
     Rule(re.compile(r"Setting attention block size to (\d{1,9}) tokens"), _hybrid_block, True, "attention block size"),
+    Rule(re.compile(r"Hybrid or mamba-based model detected without support for prefix caching: disabling"),
+         _prefix_off, True, "without support for prefix caching"),
     # Each "ValueError: " scans only up to the next one: linear however often a line repeats it.
     Rule(re.compile(r"ValueError: (?:(?!ValueError: ).)*?(?:KV cache is needed|No available memory for the cache "
                     r"blocks)"), _refusal,
