@@ -30,7 +30,7 @@ from kvcalc.engines import releases  # noqa: E402
 from kvcalc.errors import InputError  # noqa: E402
 from kvcalc.evaluation import evaluate  # noqa: E402
 from kvcalc.inputs.options import MODEL_INPUTS  # noqa: E402
-from kvcalc.inputs.startup_log import read_log  # noqa: E402
+from kvcalc.inputs.startup_log import implied, read_log  # noqa: E402
 from kvcalc.readers.hfconfig import parse_config_text  # noqa: E402
 import readme_block  # noqa: E402
 
@@ -143,6 +143,7 @@ def size_pasted(row: dict):
             or not any(name in values for name in MODEL_INPUTS):
         model = {k: v for k, v in typed_inputs(row).items() if k in MODEL_INPUTS}
         values = {k: v for k, v in values.items() if k not in MODEL_INPUTS} | model
+        values = implied(reading, values).values | model     # what the log's figures imply, given the model
         evaluation, chosen = evaluate(values), True
     return evaluation, chosen
 
