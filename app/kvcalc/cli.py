@@ -16,7 +16,7 @@ from .readers.hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .evaluation import evaluate, sized_as, unexpected
 from .inputs.options import DEFAULT_ENGINE, EXACT, EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
 from .engines import engine_name
-from .inputs.startup_log import MAX_LOG_CHARS, log_lines, read_log
+from .inputs.startup_log import MAX_LOG_CHARS, implied, log_lines, read_log
 from .inputs.scenario import resolve_model
 from .readers.safetensors import layer_list
 from .units import GIB
@@ -215,6 +215,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             except InputError as e:         # the reader's "log" is this option
                 raise InputError("from-log", e.message) if e.field == "log" else e from None
             if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
+                if "model" in given:        # what the log's figures imply for the model given
+                    reading = implied(reading, {**reading.values, **given})
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
                 raw.update(reading.values)

@@ -4,8 +4,11 @@ concurrency) prints the bytes one token takes on one GPU, which, given the model
 parallel size and one KV dtype, or several (then nothing is taken, and the summary keeps saying
 what it assumed). Every log here is a public fixture (tests/fixtures/logs/SOURCES.md)."""
 
+import io
+import json
 from dataclasses import replace
 
+from kvcalc.cli import run
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs import log_flow
 from kvcalc.inputs.startup_log import implied, read_log
@@ -112,3 +115,14 @@ def test_a_log_that_prints_its_layout_and_dtype_is_left_as_read():
     assert "kv_dtype_default" in reading.printed
     assert not any(r.how.startswith("implied") for r in reading.read)
     assert implied(reading, reading.values) is reading
+
+
+def test_the_cli_reads_the_implied_layout_with_the_model_given():
+    # kvcalc --from-log FILE --model Qwen/Qwen2.5-32B over the 2 x L40S V0 log: tp 2 read with
+    # the lines it comes from, and the log's 63,152 tokens sized (31,568 with tp 1 assumed).
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--from-log", str(LOGS / QWEN25_L40S), "--model", "Qwen/Qwen2.5-32B", "--json"], out, err)
+    assert code == 0, err.getvalue()
+    assert "tp = 2 (implied: 7.71 GiB of KV memory (line 5) holds 3,947 GPU blocks" in err.getvalue()
+    assert "the log does not say its layout" not in err.getvalue()
+    assert json.loads(out.getvalue())["engine_kv_tokens"] == 63_152
