@@ -92,6 +92,14 @@ def test_at_tp_2_the_pass_splits_its_heads_and_mlp():
     assert low.overhead_bytes_per_gpu <= overhead * GIB <= high.overhead_bytes_per_gpu
 
 
+def test_under_the_data_mode_one_rank_encodes_the_whole_image():
+    """The same start-up with --mm-encoder-tp-mode data (not in that log: each rank builds the whole tower and
+    run_dp_sharded_mrope_vision_model, 0.26.0 vllm/model_executor/models/vision.py, gives each its share of the
+    items): the one image goes to one rank whole, 65,536 x 2 x (3,840 + 10,368) = 1,862,270,976 B, as at tp 1."""
+    e = evaluate({**row(A100_TP2)["inputs"], "mm-encoder-tp-mode": "data"})
+    assert e.engine.activation_bytes_per_gpu == 65_536 * 2 * (3_840 + 10_368) + CUBLAS_BEFORE_HOPPER
+
+
 def test_language_model_only_skips_the_pass_so_the_band_s_bottom_adds_nothing():
     """vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log starts with 'language_model_only': True, which
     this calculator does not take: its overhead, 1.01 GiB, is the language model's alone and lies above the

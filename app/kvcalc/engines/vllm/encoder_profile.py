@@ -129,7 +129,14 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
         return None
     b = 4 if model.dtype == "fp32" else 2
     n = items(t.tokens, chunk, max_num_seqs, scenario.workload.context_tokens)
-    peak = tower_peak(t, n * t.patches, b, dep.tp)
+    encoder = scenario.serving.encoder
+    if encoder is not None and encoder.mode == "data" and dep.tp > 1:
+        # --mm-encoder-tp-mode data: each rank runs the whole tower on its share of the items
+        # (run_dp_sharded_mrope_vision_model, balanced by patches: 0.26.0 vllm/model_executor/models/vision.py); the
+        # busiest rank binds.
+        peak = tower_peak(t, -(-n // dep.tp) * t.patches, b, 1)
+    else:
+        peak = tower_peak(t, n * t.patches, b, dep.tp)
     kept = n * t.tokens * t.outputs * (model.hidden_size or 0) * b
     slack = int(peak * SLACK)
     added = max(peak, lm_peak + kept) - lm_peak
