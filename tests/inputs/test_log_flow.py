@@ -106,18 +106,23 @@ def test_a_log_naming_no_model_is_refused_saying_so(tmp_path):
 
 def test_a_log_that_does_not_say_its_layout_is_asked_for_it(tmp_path):
     # Without its config lines and its second worker's, the Qwen3-30B-A3B log (tp 2, 41.68 GiB a GPU)
-    # says neither tp nor pp: at tp 1 the same memory holds half its 910,464 tokens.
+    # says neither tp nor pp. Its figures still do: at tp 1 the same memory holds half its 910,464
+    # tokens, so with the model given tp 2 is implied (startup_log.implied) and nothing is asked.
     log = without(QWEN3_30B, "non-default args", "Initializing", "Worker_TP1")
     reading = read_log(log)
     assert log_flow.unknown_layout(reading) == ("tp",)
     code, _, err = cli(tmp_path, log, "--model", "Qwen/Qwen3-30B-A3B")
     assert code == 0
-    assert ("# Not as the log printed: KV cache tokens 910,464 (line 6), these inputs 455,248; "
-            "maximum concurrency 22.23x (line 7), these inputs 11.11x\n") in err
+    assert "#   tp = 2 (implied: 41.68 GiB of KV memory (line 5) holds 910,464 tokens (line 6)" in err
+    assert "Not as the log printed" not in err and "does not say its layout" not in err
+    # Without the token count and the concurrency, nothing says the layout: tp 1 is assumed, and asked.
+    bare = without(QWEN3_30B, "non-default args", "Initializing", "Worker_TP1", "GPU KV cache size", "Maximum concurrency")
+    code, _, err = cli(tmp_path, bare, "--model", "Qwen/Qwen3-30B-A3B")
+    assert code == 0
     assert "# the log does not say its layout (--tp): these figures assume tp 1; give --tp as its server ran\n" in err
-    # Given as the server ran, the figures are the log's and nothing is asked.
-    code, _, err = cli(tmp_path, log, "--model", "Qwen/Qwen3-30B-A3B", "--tp", "2")
-    assert code == 0 and "Not as the log printed" not in err and "does not say its layout" not in err
+    # Given as the server ran, nothing is asked.
+    code, _, err = cli(tmp_path, bare, "--model", "Qwen/Qwen3-30B-A3B", "--tp", "2")
+    assert code == 0 and "does not say its layout" not in err
 
 
 def test_sglangs_rounded_pool_is_no_mismatch():
