@@ -112,6 +112,7 @@ class Model:
     config_weights_bytes: int | None = None  # a quantized checkpoint's bytes computed from its config's shapes
     config_weights_rule: str | None = None   # how (what is quantized, what stays 16-bit), in words
     config_weights_estimated: bool = False   # config_weights_bytes holds a part from a rounded count (a tower)
+    config_weights_typed: str | None = None  # the typed weights-dtype config_weights_bytes prices (None: the config's own)
     hf_repo: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())

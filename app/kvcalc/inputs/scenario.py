@@ -18,6 +18,7 @@ from ..layers import FullAttention, MLAAttention, SlidingWindowAttention
 from ..model import Model
 from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS
 from ..readers.params import count_params
+from ..readers.quantized_bytes import with_typed_weights
 from ..precision import Precision, precision
 from ..sizing import Deployment, Workload
 from ..units import GIB, ceil_div
@@ -326,6 +327,9 @@ def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
     if "params" in values and model.params is None:
         model = replace(model, params=values["params"])      # what compute needs, when the model has none
+    if "weights-dtype" in values and "params" not in values:
+        # A quantized checkpoint of the model's shape: its linear layers in that format, the rest 16-bit.
+        model = with_typed_weights(model, values["weights-dtype"])
     notes = list(model.notes) + notes
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
@@ -349,7 +353,11 @@ def build_scenario(values: dict) -> Scenario:
         notes.append(f"{deployment.gpu.name} has {deployment.gpu_memory_bytes / GIB:,.0f} GiB of unified memory shared "
                      "with the CPU and the operating system, so less than that is free for weights and KV cache: "
                      "set the GPU memory (or an overhead) to what the machine leaves free")
-    if model.config_weights_bytes and deployment.weights_bytes == model.config_weights_bytes:
+    if model.config_weights_typed and deployment.weights_bytes == model.config_weights_bytes:
+        notes.append(f"weights-dtype {model.config_weights_typed} prices a checkpoint of this shape as vLLM and SGLang "
+                     f"load one: {model.config_weights_bytes:,} bytes ({model.config_weights_rule}); the "
+                     "checkpoint's own headers (Open files) give them exactly")
+    elif model.config_weights_bytes and deployment.weights_bytes == model.config_weights_bytes:
         # The reader's note asked for the weights' precision or size: these are them.
         shown = f"≈ {model.config_weights_bytes / GIB:,.2f} GiB" if model.config_weights_estimated else \
             f"{model.config_weights_bytes:,} bytes"
@@ -412,7 +420,8 @@ def _deployment(values: dict, model: Model) -> Deployment:
         weights = ceil_div(values["weights-gib"] * GIB, 1)
     elif model.checkpoint_bytes and "params" not in values and "weights-dtype" not in values:
         weights = model.checkpoint_bytes          # the published checkpoint's own bytes (quantized ones too)
-    elif model.config_weights_bytes and "params" not in values and "weights-dtype" not in values:
+    elif model.config_weights_bytes and "params" not in values and (
+            "weights-dtype" not in values or model.config_weights_typed == values["weights-dtype"]):
         weights = model.config_weights_bytes      # computed from the quantization_config (said in a note)
         weights_exact = not model.config_weights_estimated
     else:

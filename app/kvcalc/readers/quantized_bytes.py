@@ -4,7 +4,7 @@ stores it (fp8, mxfp4, ModelOpt NVFP4, AWQ, GPTQ, compressed-tensors pack-quanti
 format leaves out (its skip list, embeddings, head, norms, routers) in the checkpoint's 16-bit
 dtype; any other method or setting refused with the reason."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import fnmatch
 import re
 from functools import lru_cache
@@ -314,3 +314,84 @@ def _compressed_tensors(quant: dict):
 
 _RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq": _gptq,
           "compressed-tensors": _compressed_tensors}
+
+
+# ---- a typed weights-dtype on a checkpoint of the model's shape -------------------------------
+#
+# A user who types --weights-dtype int4 / nvfp4 / fp8 / int8 beside a model's shape means a
+# quantized checkpoint of it, loaded by vLLM or SGLang. Both quantize only the decoder's linear
+# layers and the routed experts: a quantization method is asked per module (vLLM
+# base_config.QuantizationConfig.get_quant_method, v0.10.1 and every later release) and returns
+# one only for LinearBase and FusedMoE; VocabParallelEmbedding / ParallelLMHead keep their
+# UnquantizedEmbeddingMethod unless a format quantizes them, the norms are plain parameters, and
+# the routers (Qwen3-MoE / Qwen3.5-MoE's `gate`: ReplicatedLinear(..., quant_config=None) in
+# vllm/model_executor/models/qwen3_moe.py) and vision towers are left out by the published
+# recipes' ignore lists (llm-compressor's ["lm_head", "re:.*mlp.gate$", "re:.*visual.*"],
+# ModelOpt's exclude_modules). So the rest stays in the model's 16-bit dtype: pricing every
+# parameter at 4 bits, as a uniform precision does, misses the embedding, the head and the
+# tower (5.4 GB of Qwen3.6-27B's 27.4 B parameters at 16 bits against 1.4 GB at 4).
+# What each format adds beside its values, per quantized tensor (rows x cols, one copy):
+#   fp8 / fp8_e4m3: one byte a weight and a float32 weight_scale (vllm fp8.py Fp8LinearMethod,
+#       per-tensor; a 128 x 128 block-scaled checkpoint adds 4 bytes per 16,384 weights more, 0.02%);
+#   int8: one byte a weight and a float32 scale per output channel (compressed-tensors W8A8,
+#       vllm compressed_tensors_w8a8_int8.py: weight_scale of shape (rows, 1));
+#   int4: two weights a byte and a 16-bit scale per 128 inputs (the default group of GPTQ, AWQ,
+#       AutoRound and compressed-tensors W4A16, vllm compressed_tensors_wNa16.py; symmetric: no zeros);
+#   nvfp4: two weights a byte, an fp8 scale per 16 and two float32 global scales (ModelOpt NVFP4,
+#       vllm modelopt.py ModelOptNvFp4LinearMethod: weight_scale, weight_scale_2, input_scale).
+INT4_GROUP = 128
+
+
+def _typed_price(dtype: str):
+    def fp8(rows, cols, role):
+        return rows * cols + 4
+
+    def int8(rows, cols, role):
+        return rows * cols + 4 * rows
+
+    def int4(rows, cols, role):
+        return ceil_div(rows * cols, 2) + 2 * rows * ceil_div(cols, INT4_GROUP)
+
+    def nvfp4(rows, cols, role):
+        return ceil_div(rows * cols, 2) + rows * ceil_div(cols, 16) + 8
+    return {"fp8": (fp8, "fp8 weights and a float32 scale per tensor"),
+            "fp8_e4m3": (fp8, "fp8 weights and a float32 scale per tensor"),
+            "int8": (int8, "int8 weights and a float32 scale per output channel"),
+            "int4": (int4, f"int4 weights and a 16-bit scale per {INT4_GROUP} inputs"),
+            "nvfp4": (nvfp4, "nvfp4 weights, an fp8 scale per 16 and two float32 scales per tensor"),
+            }.get(dtype)
+
+
+def typed_weights(tensors, dtype: str) -> QuantizedWeights | None:
+    """The bytes of a checkpoint of these tensors in a typed weights-dtype, as vLLM and SGLang
+    load it (the rule above): the decoder's linear layers and routed experts in that format, the
+    embedding, head, norms, routers and vision tower in 16 bits. None for a precision that is not
+    such a format (16-bit, llama.cpp's GGUF blocks) or without the tensors."""
+    typed = _typed_price(str(dtype).strip().lower().replace("-", "_"))
+    if typed is None or not tensors:
+        return None
+    price, words = typed
+    total = routed = 0
+    each = []
+    for g in tensors:
+        cost = price(g.rows, g.cols, g.role) * g.copies if g.role in QUANTIZABLE else g.elements * (4 if g.fp32 else 2)
+        total += cost
+        each.append(cost)
+        if g.active < g.copies:
+            routed += cost
+    return QuantizedWeights(total, f"{words} in the linear layers and experts; embeddings, head, norms, routers "
+                                   "and vision tower 16-bit", routed, tuple(each))
+
+
+def with_typed_weights(model, dtype: str):
+    """The model with its weights priced for a typed weights-dtype (typed_weights), its tensors'
+    bytes beside them (so the routed experts and each rank's share follow); unchanged where that
+    rule does not apply."""
+    shapes = model.shapes
+    typed = typed_weights(shapes.tensors if shapes is not None else (), dtype)
+    if typed is None:
+        return model
+    return replace(model, config_weights_bytes=typed.bytes, config_weights_rule=typed.rule,
+                   config_weights_estimated=False, config_weights_typed=dtype, checkpoint_bytes=None,
+                   shapes=replace(shapes, quantized=True, tensor_bytes=typed.group_bytes,
+                                  quantized_rule=typed.rule, quantized_unread=None))
