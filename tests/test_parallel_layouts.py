@@ -81,14 +81,18 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     free = h200.torch_memory_bytes - 390 * MIB         # PyTorch's total less SGLang's CUDA context
     assert free == 149_710_899_773
 
-    # tp 8 (--tp-size 8): every weight over 8 GPUs; mem_fraction_static = round((143,771 - (512 +
-    # 8,192 x 1.5 + 512 x 2 + 8 x 1 / 8 x 1,024)) / 143,771, 3) = round(128,923 / 143,771, 3) = 0.897.
+    # tp 8 (--tp-size 8): every weight over 8 GPUs; SGLang 0.5.23's mem_fraction_static =
+    # round((143,771 - (512 + 8,192 x 1.5 + 8 x 1 / 8 x 1,024 + 512 x 2 + 1,536 for an MLA backend's
+    # prefill graphs)) / 143,771, 3) = round(127,387 / 143,771, 3) = 0.886 (engines/sglang/release.py).
     assert tp8.result.weights_bytes_per_gpu == 673_150_611_808 // 8 == 84_143_826_476
-    pool = int(free * Fraction("0.897")) - 84_143_826_476
-    assert pool == 50_146_850_620 == tp8.engine.kv_budget_bytes_per_gpu
+    # Its communicators hold 1.96 GiB a GPU before the base is measured (8 x H200, sglang#11716):
+    # the pool loses 0.886 x 2,104,533,975 B = 1,864,617,101 B of them.
+    assert tp8.engine.overhead_bytes_per_gpu == int(2_104_533_975 * Fraction("0.886")) == 1_864_617_101
+    pool = int(free * Fraction("0.886")) - 84_143_826_476 - 1_864_617_101
+    assert pool == 46_635_413_621 == tp8.engine.kv_budget_bytes_per_gpu
     # The MLA latent, 61 x (512 + 64) x 2 B = 70,272 B a token, replicated on all 8 GPUs.
-    assert tp8.engine.kv_tokens == pool // 70_272 == 713_610
-    assert tp8.capacity == 713_610 // 8192 == 87
+    assert tp8.engine.kv_tokens == pool // 70_272 == 663_641
+    assert tp8.capacity == 663_641 // 8192 == 81
 
     # dp 8 (--tp-size 8 --dp-size 8 --enable-dp-attention): attn_tp_size 1. Weights per GPU as
     # SGLang places them: attention and embedding whole, the rest and the experts over 8:
@@ -97,17 +101,19 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     # The deployment is SGLang's DP attention, so the exact ideal beside it places them as SGLang
     # does (vLLM's ranks would keep the rest whole: (W - X) + X / 8 = 100,840,747,360).
     assert dp8.result.weights_bytes_per_gpu == sglang_weights
-    # mem_fraction_static: + 512 x 8 x 3 + 512 x 8 x 1.5 MiB for DP attention (graph batch 512 > 300):
-    # round((143,771 - 33,280) / 143,771, 3) = 0.769.
+    # mem_fraction_static: + 512 x 8 x 3 + 512 x 8 x 1.5 MiB for DP attention (graph batch 512 > 300),
+    # no prefill graphs under DP attention: round((143,771 - 33,280) / 143,771, 3) = 0.769.
     assert any("0.769" in note for note in dp8.engine.notes)
-    pool = int(free * Fraction("0.769")) - sglang_weights
-    assert pool == 19_372_760_037 == dp8.engine.kv_budget_bytes_per_gpu
-    # Each rank's pool holds its own requests' latents: 275,682 tokens a rank, printed by each.
-    assert dp8.engine.kv_tokens == pool // 70_272 == 275_682
-    assert "KV Cache is allocated. #tokens: 275682, KV size: 18.04 GB" in dp8.engine.log
-    # Requests of 8,192 tokens in total: 33 a rank x 8 ranks = 264, three times tp 8's 87.
-    assert dp8.engine.max_concurrency == Fraction(275_682, 8192)
-    assert dp8.capacity == 33 * 8 == 264
+    # DP attention's communicators: 2.38 GiB a GPU (8 x B200, sglang#5390), 0.769 of it lost.
+    assert dp8.engine.overhead_bytes_per_gpu == int(2_555_505_541 * Fraction("0.769")) == 1_965_183_761
+    pool = int(free * Fraction("0.769")) - sglang_weights - 1_965_183_761
+    assert pool == 17_407_576_276 == dp8.engine.kv_budget_bytes_per_gpu
+    # Each rank's pool holds its own requests' latents: 247,717 tokens a rank, printed by each.
+    assert dp8.engine.kv_tokens == pool // 70_272 == 247_717
+    assert "KV Cache is allocated. #tokens: 247717, KV size: 16.21 GB" in dp8.engine.log
+    # Requests of 8,192 tokens in total: 30 a rank x 8 ranks = 240, about three times tp 8's 81.
+    assert dp8.engine.max_concurrency == Fraction(247_717, 8192)
+    assert dp8.capacity == 30 * 8 == 240
 
 
 def test_deepseek_v3_sglang_dp8_launch_command():
@@ -116,10 +122,10 @@ def test_deepseek_v3_sglang_dp8_launch_command():
     evaluation = run(raw)
     command = launch.launch(evaluation.scenario, "sglang", evaluation).command
     assert "--tp-size 8 --pp-size 1 --dp-size 8 --enable-dp-attention --ep-size 8" in command
-    # --max-running-requests is the deployment's (SGLang divides it by dp_size): 33 a rank x 8.
-    assert "--max-running-requests 264" in command
+    # --max-running-requests is the deployment's (SGLang divides it by dp_size): 30 a rank x 8.
+    assert "--max-running-requests 240" in command
     # --max-total-tokens is each rank's pool.
-    assert "--max-total-tokens 275682" in command
+    assert "--max-total-tokens 247717" in command
 
 
 # --- Qwen3-235B-A22B under vLLM: dp 2 x tp 4 with expert parallelism ----------------------------
@@ -284,10 +290,10 @@ def test_charts_count_every_rank():
 
 def test_the_deepseek_v3_preset_splits_by_rank_as_its_config_does():
     # The preset now carries the real config.json (its experts' shapes): picking it, not pasting
-    # the file, gives the worked figures above: 713,610 tokens and 87 requests at tp 8, 275,682 a
-    # rank and 33 x 8 = 264 requests at dp 8 with attention DP.
+    # the file, gives the worked figures above: 663,641 tokens and 81 requests at tp 8, 247,717 a
+    # rank and 30 x 8 = 240 requests at dp 8 with attention DP.
     raw = {"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "gpu": "h200-141gb", "engine": "sglang",
            "context": "8192"}
     tp8, dp8 = run(raw), run(dict(raw, dp="8"))
-    assert (tp8.engine.kv_tokens, tp8.capacity) == (713_610, 87)
-    assert (dp8.engine.kv_tokens, dp8.capacity) == (275_682, 264)
+    assert (tp8.engine.kv_tokens, tp8.capacity) == (663_641, 81)
+    assert (dp8.engine.kv_tokens, dp8.capacity) == (247_717, 240)

@@ -3,6 +3,7 @@ batch and mem_fraction_static's reserve, term by term, as each release's server_
 arg_groups/memory_hook.py adds them, checked against the public logs that print them
 (tests/fixtures/logs/SOURCES.md names their URLs)."""
 
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -120,3 +121,82 @@ def test_the_engine_names_the_terms():
     assert "arg_groups/memory_hook.py" in note and "464 (prefill CUDA graphs: 58 sizes up to 8,192 tokens x 8)" in note
     assert "= 13,904 MiB" in note and "= 0.830." in note
     assert sglang.memory_utilization(e.scenario, e.engine.prefill_chunk) == Fraction(830, 1000)
+
+
+def _mem_usage(name):
+    """Every rank's "Init torch distributed ends. mem usage=X GB" in a fixture, TP0's first."""
+    text = (LOGS / name).read_text()
+    ranks = re.findall(r"(TP\d+)\] Init torch distributed ends\..*?mem usage=([0-9.]+) GB", text)
+    tp0 = next(Fraction(v) for rank, v in ranks if rank == "TP0")
+    values = [Fraction(v) for _, v in ranks]
+    return tp0, min(values), max(values), len(values)
+
+
+def test_kimi_k25_on_mi355x_prints_the_fraction_0_5_8_derives():
+    """sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log (rocm/sgl-dev v0.5.8.post1, 8 x MI355X,
+    no --mem-fraction-static) prints mem_fraction_static=0.8260405859375, chunked_prefill_size=16384 and
+    cuda_graph_max_bs=512. 0.5.8 on 294,912 MiB at --tp-size 8: 512 + 16,384 x 1.5 + 8 / 8 GiB + 512 x 2
+    = 27,136 MiB, round(267,776 / 294,912, 3) = 0.908; Kimi K2.5 is multimodal: SGLang's
+    KimiK25VisionConfig reads 27 layers of 1,152 (its defaults: the checkpoint names them vt_*), so
+    0.95 x (1 - 0.1 x (27 x 1,152^2 / (24 x 1,024^2) - 1)) = 0.909736328125 of it: 0.8260405859375."""
+    text = (LOGS / "sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log").read_text()
+    assert "mem_fraction_static=0.8260405859375," in text and "chunked_prefill_size=16384," in text
+    assert "cuda_graph_max_bs=512," in text
+    mi355x = gpu_presets.gpu("mi355x-288gb")
+    out = chosen("0.5.8.post1", mi355x.memory_bytes, tp=8, mla=True, multimodal=True, platform="rocm")
+    assert (out.chunk, out.graph_bs, out.reserved_mib, out.fraction) == (16384, 512, 27136, Fraction(908, 1000))
+    e = evaluate({"engine": "sglang", "engine-version": "0.5.8.post1", "model": "moonshotai/Kimi-K2.5",
+                  "gpu": "mi355x-288gb", "gpus": "8", "tp": "8"})
+    assert e.scenario.model.vision_shape == (27, 1152)
+    fraction = sglang.memory_utilization(e.scenario, e.engine.prefill_chunk)
+    assert fraction == Fraction(908, 1000) * Fraction(95, 100) * Fraction(9576171875, 10 ** 10)
+    assert fraction == Fraction("0.8260405859375")                          # as printed
+    # Its pool: 160.63 GiB printed. Ours 165.13 GiB: 0.826 x 3.81 GiB of communicators out (below),
+    # and our 69.29 GiB of weights where it loaded 73.58 (its vision tower and the checkpoint's own
+    # layout): 4.29 GiB more, the rest of the gap.
+    assert "KV size: 160.63 GB" in text and "mem usage=73.58 GB" in text
+    assert e.result.weights_bytes_per_gpu == 74_400_807_232
+    assert e.engine.kv_budget_bytes_per_gpu == 177_307_198_560           # 165.13 GiB
+
+
+def test_communicators_as_the_logs_print_them():
+    """What SGLang's distributed start-up holds before load_model measures the memory
+    mem_fraction_static multiplies (model_runner.py init_torch_distributed logs it): TP0's figure
+    the estimate, the ranks' spread the band. 8 x H200 (sglang#11716): 1.96, 1.77-2.01 GiB; 8 x B200
+    with DP attention (sglang#5390): 2.38, 1.88-2.50 (seven ranks quoted); 8 x MI355X (RCCL and AITER's
+    all-reduce): 3.81, 3.41-3.83."""
+    assert _mem_usage("sglang-tp8-h200-init-distributed-pr11716.log") == (*sglang.COMM_NVLS_TP8, 8)
+    assert _mem_usage("sglang-dp8-attention-b200-init-distributed-pr5390.log")[:3] == sglang.COMM_NVLS_DP8
+    assert _mem_usage("sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log") == (*sglang.COMM_ROCM_TP8, 8)
+    # The H200 log: Load weight begin 137.34 GiB on TP0 = PyTorch's 139.81 GiB less 1.96 and a context
+    # of 0.51 GiB (ours 0.38).
+    h200 = gpu_presets.gpu("h200-141gb").torch_memory_bytes
+    assert abs(Fraction(h200, 1 << 30) - Fraction("1.96") - Fraction("137.34") - Fraction("0.51")) < Fraction(1, 100)
+
+
+def test_communicators_come_out_of_the_pool_with_their_band():
+    """The pool is mem_fraction_static x (free - communicators) - weights: the engine's overhead is
+    mem_fraction_static x their estimate, its band the ranks' spread; none at tp 1 or where the memory
+    in use is given (--memory-in-use-gib holds it)."""
+    e = evaluate({"engine": "sglang", "engine-version": "0.5.8.post1", "model": "moonshotai/Kimi-K2.5",
+                  "gpu": "mi355x-288gb", "gpus": "8", "tp": "8"})
+    fraction = Fraction("0.8260405859375")
+    assert e.engine.overhead_bytes_per_gpu == int(int(Fraction("3.81") * (1 << 30)) * fraction) == 3_379_295_979
+    top, bottom = e.engine.band
+    assert (top.overhead_bytes_per_gpu, bottom.overhead_bytes_per_gpu) == (
+        int(int(Fraction("3.83") * (1 << 30)) * fraction), int(int(Fraction("3.41") * (1 << 30)) * fraction))
+    assert any("--tp-size 8 holds about 3.81 GiB" in n and "ROCm" in n for n in e.engine.notes)
+    one = evaluate({"engine": "sglang", "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb"})
+    assert one.engine.overhead_bytes_per_gpu == 0 and one.engine.band is None
+    given = evaluate({"engine": "sglang", "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb", "gpus": "8",
+                      "tp": "8", "memory-in-use-gib": "2.5"})
+    assert given.engine.overhead_bytes_per_gpu == 0
+    # tp 2 on H100s (no SGLang log at this size): half the tp 8 figure, the band up to it.
+    two = evaluate({"engine": "sglang", "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb", "gpus": "2", "tp": "2"})
+    estimate, low, high, words = sglang.communicators(two.scenario)
+    assert (estimate, high) == (int(Fraction("0.98") * (1 << 30)), int(Fraction("2.01") * (1 << 30)))
+    assert "read at tp 8 only" in words
+    # A GPU given only by its memory: NCCL over PCIe taken, NVLink on Hopper's figure the band's top.
+    custom = evaluate({"engine": "sglang", "model": "Qwen/Qwen3-8B", "gpu-memory-gib": "80", "gpus": "4", "tp": "4"})
+    estimate, low, high, words = sglang.communicators(custom.scenario)
+    assert high == int(Fraction("2.01") * (1 << 30)) and "given only by its memory" in words

@@ -45,6 +45,12 @@ READS = {
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {
         "engine": "sglang", "model": "google/gemma-3-4b-it", "loaded-weights-gib": "8.13", "tp": "1", "gpus": "1",
         "kv-memory-gib": "108.24"},
+    # sglang serve --model-path moonshotai/Kimi-K2.5 --tp 8 on 8 MI355X (ROCm): its server_args line gives
+    # the derived mem_fraction_static (0.908 x the vision share), the chunk and page; MLA's one KV size line.
+    "sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log": {
+        "engine": "sglang", "model": "moonshotai/Kimi-K2.5", "tp": "8", "gpus": "8",
+        "memory-utilization": "0.8260405859375", "prefill-chunk": "16384", "block-size": "1",
+        "loaded-weights-gib": "73.58", "kv-dtype": "bf16", "kv-memory-gib": "160.63"},
     # --tensor-parallel-size 4 (QwQ-32B on 4 x L4, 0.4.3.post4): the TP0 lines, the weights' mem usage,
     # K + V (1.42 + 1.42) and the scheduler's chunk and context_len.
     "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {
@@ -70,6 +76,10 @@ READS = {
     "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log": {
         "engine": "llama.cpp", "model": "Qwen3.6-35B-A3B-Q2_K.gguf", "batch": "1", "context": "8192",
         "prefill-chunk": "512", "flash-attn": "off", "kv-dtype": "fp16"},
+    # Only the distributed start-up and Load weight begin lines: tp 8 from the ranks TP0-TP7; the DP
+    # attention run's DPn TPn prefixes give no tp.
+    "sglang-tp8-h200-init-distributed-pr11716.log": {"engine": "sglang", "tp": "8", "gpus": "8"},
+    "sglang-dp8-attention-b200-init-distributed-pr5390.log": {"engine": "sglang"},
     # --tp-size 4 --mem-fraction-static 0.7 --page-size 64; only the sliding-window pool's lines.
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {
         "engine": "sglang", "memory-utilization": "0.7", "block-size": "64", "tp": "4", "gpus": "4"},
@@ -173,6 +183,8 @@ PRINTED = {
     "llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log": {"kv_tokens": 4096, "kv_cache_mib": 1280, "kv_layers": 80},
     "llamacpp-pr5104-kv-self-size-160mib.log": {"kv_cache_mib": 160, "k_cache_mib": 80, "v_cache_mib": 80},
     "sglang-gemma3-4b-it-h200-mfs088-tp1-v0.4.4.log": {"kv_tokens": 834615, "kv_memory_gib": Fraction("108.24")},
+    "sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log": {"kv_tokens": 2454421,
+                                                                   "kv_memory_gib": Fraction("160.63")},
     "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {"kv_tokens": 46611, "kv_memory_gib": Fraction("2.84"),
                                                         "max_running_requests": 2049},
     "sglang-r1-distill-qwen-7b-3090-wsl2-mfs088-v0.4.2.log": {"kv_tokens": 105531, "kv_memory_gib": Fraction("5.64")},
@@ -182,6 +194,8 @@ PRINTED = {
     "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log": {"kv_tokens": 133052, "max_running_requests": 2078},
     "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log": {"kv_tokens": 8192, "kv_cache_mib": 160,
                                                                        "kv_layers": 10},
+    "sglang-tp8-h200-init-distributed-pr11716.log": {"free_at_start_gib": Fraction("137.29")},
+    "sglang-dp8-attention-b200-init-distributed-pr5390.log": {"free_at_start_gib": Fraction("175.25")},
     "sglang-mimo-v2-flash-swa-tp4-page64.log": {"kv_tokens": 375360, "swa_tokens_printed": 300288},
     "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log": {"kv_tokens": 2261377,
                                                                    "max_running_requests": 4096},
@@ -366,6 +380,8 @@ REPRODUCED = {
     "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {"model": "meta-llama/Llama-3.2-3B", "gpu": "l40s-48gb"},
     # Gemma 4 31B: the NVFP4 checkpoint's preset has its attention (10 global layers of 2048 per cell).
     "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {"model": "nvidia/Gemma-4-31B-IT-NVFP4"},
+    # Kimi K2.5's MLA cell (61 layers of 512 + 64, bf16) over its 160.63 GiB on the MI355X.
+    "sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log": {"gpu": "mi355x-288gb"},
     # The PR run of sglang-deepseek-v32-exp-mla-tp8-dp8.log (lines 1-3, its command): DeepSeek-V3.2
     # has V3.2-Exp's attention (MLA with the NSA indexer, 61 layers); fp8_e4m3 and page 64 are
     # SGLang's choices for DSA on a B200 (SOURCES.md, inferred from the KV size).
@@ -392,6 +408,12 @@ NOT_REPRODUCED = {
     "sglang-qwen2.5-vl-7b-b200-mfs-auto-nopcg-tp1-v0.5.6dev.log":
         "it prints the pool's tokens (max_total_num_tokens) but no KV memory: neither the K/V sizes nor the "
         "Load weight line with the memory it started with",
+    "sglang-tp8-h200-init-distributed-pr11716.log":
+        "only the distributed start-up's lines (no model, no pool): tests/engines/test_sglang_release.py holds "
+        "SGLang's communicators' estimate to its ranks' mem usage",
+    "sglang-dp8-attention-b200-init-distributed-pr5390.log":
+        "only the distributed start-up's lines (no model, no pool): tests/engines/test_sglang_release.py holds "
+        "SGLang's DP-attention communicators' estimate to its ranks' mem usage",
     "sglang-qwen3.5-moe-ktransformers-2x4090-tp2-hybrid.log":
         "the Qwen3.5 MoE size is not stated in the thread (no preset to name): its state sizes single out "
         "Qwen3.5-397B-A17B's shapes, and tests/engines/test_hybrid_ceilings.py reproduces it from that config",

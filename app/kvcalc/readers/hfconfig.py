@@ -230,13 +230,21 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         **mlp, **extra)
 
 
+_VISION_DEFAULTS = {"kimi_k25": (27, 1152)}
+
+
 def _vision_shape(cfg: dict) -> tuple[int, int] | None:
     """(num_hidden_layers, hidden_size) of vision_config as SGLang reads them: 24 and 1024 where
     the keys are absent (it asks with getattr defaults)."""
     vision = cfg.get("vision_config")
     if not isinstance(vision, dict):
         return None
-    layers, hidden = vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)
+    # SGLang's own config class fills in its defaults where the dict lacks the keys: Kimi K2.5's
+    # vision_config names them vt_num_hidden_layers / vt_hidden_size, and KimiK25VisionConfig
+    # (sglang/srt/configs/kimi_k25.py, 0.5.8-0.5.23) defaults num_hidden_layers 27, hidden_size 1152.
+    model_type = cfg.get("model_type")
+    default_layers, default_hidden = _VISION_DEFAULTS.get(model_type if isinstance(model_type, str) else "", (24, 1024))
+    layers, hidden = vision.get("num_hidden_layers", default_layers), vision.get("hidden_size", default_hidden)
     if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1 << 20 for v in (layers, hidden)):
         return None
     return layers, hidden

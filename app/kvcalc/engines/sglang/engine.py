@@ -247,6 +247,10 @@ def usable_words(scenario, out: EngineResult, usable: int) -> str:
 
 
 def overhead_words(scenario, out: EngineResult) -> str:
+    if out.overhead_bytes_per_gpu:
+        return (f"mem_fraction_static x what its distributed start-up holds before the pool's base is measured "
+                f"(NCCL's and the custom all-reduce's buffers): {out.overhead_bytes_per_gpu / GIB:.2f} GiB; its "
+                "activations and CUDA graphs live in what mem_fraction_static leaves")
     return "SGLang subtracts none: its activations and CUDA graphs live in what mem_fraction_static leaves"
 
 
@@ -264,9 +268,69 @@ def count_words(scenario, out: EngineResult) -> str:
         ", split into a full and a sliding-window pool" if out.log and "sliding window" in out.log[0] else "")
 
 
-def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, None]:
-    # Its activations live in what mem_fraction_static leaves: nothing more is subtracted.
-    return None, 0, None
+# What SGLang's distributed start-up holds on each GPU before the memory mem_fraction_static multiplies
+# is measured (model_executor/model_runner.py init_torch_distributed logs it: "Init torch distributed
+# ends. mem usage=X GB"; load_model's "Load weight begin. avail mem" is then the base, 0.3.6-0.5.23):
+# NCCL's communicators (NVLink SHARP buffers on Hopper and later) and the custom all-reduce's, and under
+# DP attention its own groups'. The pool is mem_fraction_static x (free - this) - weights, so it loses
+# mem_fraction_static x this. (estimate, lowest, highest) in GiB, each from a real log's ranks
+# (tests/fixtures/logs, SOURCES.md): TP0's figure the estimate, the spread of the ranks the band.
+COMM_NVLS_TP8 = (Fraction("1.96"), Fraction("1.77"), Fraction("2.01"))     # 8 x H200, sglang#11716
+COMM_NVLS_DP8 = (Fraction("2.38"), Fraction("1.88"), Fraction("2.50"))     # 8 x B200, DP attention, sglang#5390
+COMM_ROCM_TP8 = (Fraction("3.81"), Fraction("3.41"), Fraction("3.83"))     # 8 x MI355X, AITER all-reduce
+# Not read at this size or on these links (no SGLang log prints it): NCCL without NVLS and the custom
+# all-reduce's few MiB (vLLM's logs of the same buffers: 0.17-0.43 GiB at tp 2-4 over PCIe / A100 NVLink),
+# up to the tp 8 figure of the platform as the band's top.
+COMM_OTHER = (Fraction("0.3"), Fraction("0.02"), Fraction(1))
+
+
+def communicators(scenario) -> tuple[int, int, int, str]:
+    """(estimate, lowest, highest, words): the bytes SGLang's distributed start-up holds on a GPU, by
+    --tp-size (every GPU of a stage), DP attention and the GPU preset's platform and link."""
+    dep = scenario.deployment
+    size, gpu = tp_size(dep), dep.gpu
+    if size <= 1:
+        return 0, 0, 0, ""
+    dp = dep.dp > 1
+    if gpu is not None and gpu.platform == "rocm":
+        top = COMM_ROCM_TP8
+        where = "ROCm's RCCL and AITER custom all-reduce"
+    elif gpu is not None and gpu.platform == "cuda" and gpu.interconnect == "nvlink" and (gpu.cuda_major() or 0) >= 9:
+        top = COMM_NVLS_DP8 if dp else COMM_NVLS_TP8
+        where = "NCCL's NVLink SHARP buffers on Hopper or later" + (" and DP attention's groups" if dp else "")
+    else:
+        top = None
+        where = ("a GPU given only by its memory: NCCL over PCIe taken, NVLink on Hopper's figure the band's top"
+                 if gpu is None else "NCCL without NVLink SHARP and the custom all-reduce")
+    if top is not None and size >= 8:
+        estimate, low, high = top
+        said = f"as the tp 8 logs print it (ranks {float(low):.2f}-{float(high):.2f} GiB)"
+    elif top is not None:
+        estimate, low, high = top[0] / 2, COMM_OTHER[1], top[2]
+        said = f"read at tp 8 only ({float(top[0]):.2f} GiB): half of it, the band up to it"
+    else:
+        estimate, low, high = COMM_OTHER
+        if gpu is None:
+            high = COMM_NVLS_DP8[2] if dp else COMM_NVLS_TP8[2]
+        said = "no SGLang log prints it here: the band up to " + f"{float(high):.2f} GiB"
+    words = (f"SGLang's distributed start-up at --tp-size {size} holds about {float(estimate):.2f} GiB a GPU ({where}; "
+             f"{said}) before it measures the memory mem_fraction_static multiplies (model_runner.py "
+             "init_torch_distributed, 'Init torch distributed ends. mem usage').")
+    return int(estimate * GIB), int(low * GIB), int(high * GIB), words
+
+
+def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[None, int, tuple | None]:
+    """Its activations live in what mem_fraction_static leaves: what it loses beside them is
+    mem_fraction_static x what its communicators hold before the base is measured (communicators),
+    with its band; none where the memory in use at start is given (--memory-in-use-gib holds it)."""
+    if scenario.settings.memory_in_use_gib is not None:
+        return None, 0, None
+    estimate, low, high, words = communicators(scenario)
+    if not high:
+        return None, 0, None
+    fraction = memory_utilization(scenario, chunk)
+    notes.append(words)
+    return None, int(estimate * fraction), (int(low * fraction), int(high * fraction))
 
 
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
