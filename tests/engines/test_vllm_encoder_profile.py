@@ -7,6 +7,7 @@ import json
 
 import calibration
 from kvcalc.engines.vllm import encoder_profile, profile
+from kvcalc.engines.vllm import engine as vllm
 from kvcalc.evaluation import evaluate
 from support import FIXTURES, hf_fixture
 
@@ -137,3 +138,30 @@ def test_qwen2_5_vl_s_tower_and_v0():
         65_536, 16_384, 1_280, 3_420, True, False)
     v0 = evaluate({**values, "engine-version": "0.7.3"})
     assert any("not modelled from V0's multimodal dummies" in n for n in v0.engine.notes)
+
+
+def test_the_v2_runner_profiles_no_encoder_before_0_27_0():
+    """A dense wrapper runs vLLM's V2 model runner from 0.25.0 (config/vllm.py _is_default_v2_model_runner_model:
+    not MoE, not hybrid), whose profile_run is the dummy forward and the sampler alone in the 0.26.0 wheel
+    (vllm/v1/worker/gpu/model_runner.py); 0.27.0 adds encoder_runner.profile_encoder_cache. Qwen3-VL-32B's config
+    (tests/fixtures/hf): at 0.26.0 nothing is added; at 0.27.0 the pass's outputs stay cached through the dummy
+    run: one image's 16,384 tokens x (1 + 3 deepstack mergers) x 5,120 x 2 B = 671,088,640 B more, the
+    language model's peak plus them over the tower's own 1.73 GiB."""
+    values = {"engine": "vllm", "hf-config": hf_fixture("Qwen__Qwen3-VL-32B-Instruct.json"), "gpu": "h100-sxm-80gb",
+              "context": "32768"}
+    before = evaluate({**values, "engine-version": "0.26.0"})
+    after = evaluate({**values, "engine-version": "0.27.0"})
+    assert any("the V2 runner profiles no vision encoder pass before 0.27.0" in n for n in before.engine.notes)
+    tower = encoder_profile.tower(after.scenario.model)
+    assert (tower.outputs, tower.tokens) == (4, 16_384)
+    kept = 16_384 * 4 * 5_120 * 2
+    assert kept == 671_088_640
+    assert any("1 image of 16,384 tokens (65,536 patches of a 1,152-wide tower) peak at 1.73 GiB" in n
+               for n in after.engine.notes)
+    for e, added in ((before, 0), (after, kept)):
+        scenario = e.scenario
+        release, seqs = vllm.release_of(scenario), vllm.max_num_seqs(scenario)
+        chunk = e.engine.prefill_chunk
+        forward, sampler = profile._runs(scenario, release, chunk, seqs)[:2]
+        hopper_cublas = 4096 * 8 * 1024
+        assert e.engine.activation_bytes_per_gpu == max(forward, sampler) + added + hopper_cublas

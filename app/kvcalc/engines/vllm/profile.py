@@ -345,11 +345,16 @@ def stage_surplus(scenario, release, chunk: int, max_num_seqs: int) -> int:
                                                       pooler.is_pooling(model, scenario.settings))
 
 
-def _encoder(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int) -> tuple:
+def _encoder(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, v2: bool) -> tuple:
     """(added to the activation, its lowest, its highest, words) for a multimodal model's encoder pass:
-    encoder_profile.term where the tower is read, else ENCODER's band with words that say so."""
+    encoder_profile.term where the tower is read, else ENCODER's band with words that say so. The V2
+    runner's profile_run (vllm/v1/worker/gpu/model_runner.py) runs no encoder pass until 0.27.0 (read in
+    the 0.26.0 wheel: the dummy forward and the sampler only); 0.27.0 adds it
+    (encoder_runner.profile_encoder_cache, vllm/v1/worker/gpu/mm/encoder_runner.py, the same budget)."""
     if not scenario.model.multimodal:
         return 0, 0, 0, ""
+    if v2 and not release.at_least(0, 27, 0):
+        return 0, 0, 0, "the V2 runner profiles no vision encoder pass before 0.27.0"
     modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak)
     if modelled is not None:
         return modelled
@@ -364,7 +369,8 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
                                                                                  max_num_seqs)
     draft = scenario.serving.draft
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
-    encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler))
+    encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler),
+                                               uses_runner_v2(model, release, quantized, separate))
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
