@@ -164,10 +164,12 @@ def test_communicators_as_the_logs_print_them():
     mem_fraction_static multiplies (model_runner.py init_torch_distributed logs it): TP0's figure
     the estimate, the ranks' spread the band. 8 x H200 (sglang#11716): 1.96, 1.77-2.01 GiB; 8 x B200
     with DP attention (sglang#5390): 2.38, 1.88-2.50 (seven ranks quoted); 8 x MI355X (RCCL and AITER's
-    all-reduce): 3.81, 3.41-3.83."""
+    all-reduce): 3.81, 3.41-3.83; 4 x L4 over PCIe at tp 4: 0.13."""
     assert _mem_usage("sglang-tp8-h200-init-distributed-pr11716.log") == (*sglang.COMM_NVLS_TP8, 8)
     assert _mem_usage("sglang-dp8-attention-b200-init-distributed-pr5390.log")[:3] == sglang.COMM_NVLS_DP8
     assert _mem_usage("sglang-kimi-k2.5-mi355x-tp8-rocm-mfs-auto-v0.5.8.post1.log") == (*sglang.COMM_ROCM_TP8, 8)
+    # Off NVLink-Hopper: 4 x L4 over PCIe at tp 4 (0.4.3.post4), TP0 alone quoted: 0.13 GiB.
+    assert _mem_usage("sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log")[0] == sglang.COMM_OTHER[0]
     # The H200 log: Load weight begin 137.34 GiB on TP0 = PyTorch's 139.81 GiB less 1.96 and a context
     # of 0.51 GiB (ours 0.38).
     h200 = gpu_presets.gpu("h200-141gb").torch_memory_bytes

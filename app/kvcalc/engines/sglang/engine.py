@@ -278,10 +278,10 @@ def count_words(scenario, out: EngineResult) -> str:
 COMM_NVLS_TP8 = (Fraction("1.96"), Fraction("1.77"), Fraction("2.01"))     # 8 x H200, sglang#11716
 COMM_NVLS_DP8 = (Fraction("2.38"), Fraction("1.88"), Fraction("2.50"))     # 8 x B200, DP attention, sglang#5390
 COMM_ROCM_TP8 = (Fraction("3.81"), Fraction("3.41"), Fraction("3.83"))     # 8 x MI355X, AITER all-reduce
-# Not read at this size or on these links (no SGLang log prints it): NCCL without NVLS and the custom
-# all-reduce's few MiB (vLLM's logs of the same buffers: 0.17-0.43 GiB at tp 2-4 over PCIe / A100 NVLink),
-# up to the tp 8 figure of the platform as the band's top.
-COMM_OTHER = (Fraction("0.3"), Fraction("0.02"), Fraction(1))
+# NCCL without NVLS and the custom all-reduce's few MiB: 0.13 GiB at tp 4 over PCIe (4 x L4, 0.4.3.post4,
+# sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log); the band up to 1 GiB holds vLLM's logs of the same
+# buffers (0.17-0.43 GiB at tp 2-4 over PCIe and A100 NVLink, engines/vllm/non_torch.py) and Windows'.
+COMM_OTHER = (Fraction("0.13"), Fraction("0.02"), Fraction(1))
 
 
 def communicators(scenario) -> tuple[int, int, int, str]:
@@ -312,7 +312,7 @@ def communicators(scenario) -> tuple[int, int, int, str]:
         estimate, low, high = COMM_OTHER
         if gpu is None:
             high = COMM_NVLS_DP8[2] if dp else COMM_NVLS_TP8[2]
-        said = "no SGLang log prints it here: the band up to " + f"{float(high):.2f} GiB"
+        said = f"as 4 x L4 over PCIe print it at tp 4; the band up to {float(high):.2f} GiB"
     words = (f"SGLang's distributed start-up at --tp-size {size} holds about {float(estimate):.2f} GiB a GPU ({where}; "
              f"{said}) before it measures the memory mem_fraction_static multiplies (model_runner.py "
              "init_torch_distributed, 'Init torch distributed ends. mem usage').")
