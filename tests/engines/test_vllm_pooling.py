@@ -115,3 +115,16 @@ def test_launch_says_runner_pooling():
     e = evaluate({**TYPED, "vllm-runner": "pooling"})
     command = launch(e.scenario, e)
     assert "--runner pooling" in command.command
+
+
+def test_a_pooling_model_runs_the_v1_runner_until_0_29():
+    # vllm/config/vllm.py _is_default_v2_model_runner_model (0.28.0): a runner_type other than "generate" is
+    # no default V2 model; from 0.29.0 every model runs V2 (0.33.0's V2 runner has its PoolingRunner).
+    for version, generate_v2, pooling_v2 in (("0.23.0", True, False), ("0.28.0", True, False), ("0.29.0", True, True)):
+        scenario = evaluate({**TYPED, "engine-version": version}).scenario
+        model, release = scenario.model, scenario.settings.release
+        assert profile.uses_runner_v2(model, release, pooling=False) is generate_v2, version
+        assert profile.uses_runner_v2(model, release, pooling=True) is pooling_v2, version
+    # so at 0.23.0 the pooling runner's CUDA-graph estimate is subtracted (V1 from 0.21.0), the V2 one's is not
+    pooled = evaluate({**TYPED, "engine-version": "0.23.0", "vllm-runner": "pooling"}).engine
+    assert any("CUDA graphs subtracted" in note for note in pooled.notes)

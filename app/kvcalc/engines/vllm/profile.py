@@ -168,15 +168,20 @@ V2_ARCHITECTURES = (((0, 22, 0), {"Qwen3ForCausalLM"}),
                                   "DeepseekV4ForCausalLM"}))
 
 
-def uses_runner_v2(model, release, quantized: bool = False, draft_model: bool = False) -> bool:
+def uses_runner_v2(model, release, quantized: bool = False, draft_model: bool = False,
+                   pooling: bool | None = None) -> bool:
     """Whether the V2 model runner is this model's default (vllm/config/vllm.py
     _is_default_v2_model_runner_model): 0.22-0.23 the listed dense, unquantized architectures;
     0.24 the listed ones; 0.25-0.28 the listed ones and every other non-MoE model, hybrids only if
     listed (from 0.28; none before); from 0.29 every model. A separate draft model (speculative method
     "draft_model") is a feature V2 lacks until 0.31.0 (_get_v2_model_runner_unsupported_features: 0.22.0
     takes eagle, eagle3 and mtp; 0.29.0 adds dflash, dspark; 0.31.0 refuses only ngram, suffix, medusa,
-    mlp_speculator and custom classes): vLLM then runs the V1 runner. 0.34.0 has no V1 runner."""
+    mlp_speculator and custom classes): vLLM then runs the V1 runner. 0.34.0 has no V1 runner. A pooling
+    model (`pooling`; None: as its architecture resolves, pooling.py) is no default V2 model before 0.29.0
+    (0.28.0 _is_default_v2_model_runner_model: `if model_config.runner_type != "generate": return False`)."""
     if not release.at_least(0, 22, 0):
+        return False
+    if (pooler.is_pooling(model) if pooling is None else pooling) and not release.at_least(0, 29, 0):
         return False
     if draft_model and not release.at_least(0, 31, 0):
         return False
@@ -340,7 +345,7 @@ def stage_surplus(scenario, release, chunk: int, max_num_seqs: int) -> int:
     if dep.pp == 1 or not rules.v1(release) or not model.hidden_size or not model.vocab_size:
         return 0
     forward, sampler, _, _, _, _, quantized, separate = _runs(scenario, release, chunk, max_num_seqs)
-    v2 = uses_runner_v2(scenario.model, release, quantized, separate)
+    v2 = uses_runner_v2(scenario.model, release, quantized, separate, pooler.is_pooling(model, scenario.settings))
     return max(0, sampler - forward) + runner_buffers(scenario.model, release, max_num_seqs, v2,
                                                       pooler.is_pooling(model, scenario.settings))
 
@@ -376,14 +381,16 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
+    pooling = pooler.is_pooling(model, scenario.settings)
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
     # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
     # 0.22.0, 0.25.1 and 0.28.0 wheels; 0.29.0 measures, cudagraph_utils.py).
     graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
         if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
-            uses_runner_v2(model, release, quantized, separate) and not release.at_least(0, 29, 0)) else (0, 0, 0, "")
-    buffers = runner_buffers(model, release, max_num_seqs, uses_runner_v2(model, release, quantized, separate),
-                             pooler.is_pooling(model, scenario.settings))
+            uses_runner_v2(model, release, quantized, separate, pooling) and not release.at_least(0, 29, 0)) \
+        else (0, 0, 0, "")
+    buffers = runner_buffers(model, release, max_num_seqs, uses_runner_v2(model, release, quantized, separate, pooling),
+                             pooling)
     seqs = " (--max-num-seqs, your concurrent requests)" if scenario.settings.batch_given else ""
     words = (f"vLLM {release}: a profiling run of {chunk:,} tokens, then {path} over {rows:,} rows{seqs}"
              + (f", {g_words}" if graphs else "") + (f"; {how}" if how else "")
