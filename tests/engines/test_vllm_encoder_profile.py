@@ -165,3 +165,23 @@ def test_the_v2_runner_profiles_no_encoder_before_0_27_0():
         forward, sampler = profile._runs(scenario, release, chunk, seqs)[:2]
         hopper_cublas = 4096 * 8 * 1024
         assert e.engine.activation_bytes_per_gpu == max(forward, sampler) + added + hopper_cublas
+
+
+def test_qwen2_5_vl_profiles_a_video_as_long_as_max_model_len_holds():
+    """Qwen2.5-VL's dummy video (qwen2_vl.py get_num_frames_with_most_features, inherited): frames at the largest
+    image's size, as many as max_model_len holds, at most 16 (0.10.2) or 14 (0.11.0 on); two frames a temporal
+    patch. At 131,072 tokens: 16 frames in 0.10.2, 8 x 16,384 = 131,072 tokens, 8 x 65,536 = 524,288 patches,
+    more than an image's 16,384, so profile_run encodes the video; 0.11.0 takes 14 frames, 7 x 16,384. Per patch,
+    bf16: the pixel values (3 x 2 x 14 x 14 = 1,176) and the residual (1,280) kept, then the gated MLP's
+    1,280 + 3 x 3,420 = 11,540 (over the attention's 9 x 1,280 = 11,520): 2 x 13,996 = 27,992 B."""
+    values = {"engine": "vllm", "hf-config": hf_fixture("Qwen__Qwen2.5-VL-7B-Instruct.json"), "gpu": "h100-sxm-80gb",
+              "context": "131072"}
+    for version, pairs in (("0.10.2", 8), ("0.11.0", 7)):
+        e = evaluate({**values, "engine-version": version})
+        tower = encoder_profile.tower(e.scenario.model)
+        assert encoder_profile.largest_item(tower, vllm.release_of(e.scenario), 131_072) == (
+            "video", pairs * 65_536, pairs * 16_384)
+        assert any(f"1 video of {pairs * 16_384:,} tokens ({pairs * 65_536:,} patches of a 1,280-wide tower) peak at "
+                   f"{pairs * 65_536 * 27_992 / GIB:.2f} GiB" in n for n in e.engine.notes)
+    short = evaluate({**values, "context": "16384", "engine-version": "0.10.2"})
+    assert any("1 image of 16,384 tokens (65,536 patches" in n for n in short.engine.notes)

@@ -16,8 +16,11 @@ The largest image: the Qwen towers' processor resizes to at most max_pixels (sma
 spatial merge: qwen2_vl.py _get_vision_info), which is the checkpoint's preprocessor_config.json, not its
 config.json: Qwen2.5-VL's repositories give 12,845,056 (3584 x 3584), Qwen3-VL's and Qwen3.5's
 size.longest_edge 16,777,216 (4096 x 4096); both make 65,536 patches and 16,384 tokens an image (the logs'
-budget of 16384 tokens). A video of more tokens than an image (a long max_model_len lets Qwen2.5-VL's dummy
-video hold more frames) is not modelled: the band's top keeps room for it.
+budget of 16384 tokens). Qwen2.5-VL's dummy video takes its frames at that size, as many as max_model_len
+holds, two frames a temporal patch, at most _MAX_FRAMES_PER_VIDEO (16 to 0.10.2, 14 from 0.11.0; qwen2_vl.py
+get_num_frames_with_most_features): from a max_model_len of twice an image's tokens the video has more, and
+profile_run encodes it instead (get_modality_with_max_tokens). Qwen3-VL's and Qwen3.5's video processor keeps a
+video under an image (the logs profile an image at a max_model_len of 262,144).
 
 The tower's peak on one patch, in the model dtype (b bytes) on a hidden width d and an MLP width w, read in
 0.26.0 qwen3_vl.py Qwen3_VisionTransformer.forward / Qwen3_VisionBlock and qwen2_5_vl.py
@@ -102,6 +105,16 @@ def tower(model) -> Tower | None:
                  grid * grid, grid * grid // merge)
 
 
+def largest_item(t: Tower, release, max_model_len: int) -> tuple[str, int, int]:
+    """(modality, patches, tokens) of the item profile_run encodes: Qwen2.5-VL's video where max_model_len
+    holds more than one temporal patch of frames at the largest size, else the largest image."""
+    if t.wrapper != "qwen2_5_vl":
+        return "image", t.patches, t.tokens
+    frames = 14 if release.at_least(0, 11, 0) else 16
+    pairs = max(1, min(frames // FRAMES, max_model_len // t.tokens))
+    return ("video", pairs * t.patches, pairs * t.tokens) if pairs > 1 else ("image", t.patches, t.tokens)
+
+
 def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int) -> int:
     """The dummy batch's items (V1: MultiModalBudget._get_max_items with chunked prefill, the default)."""
     budget = max(chunk, tokens)
@@ -128,16 +141,18 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
     if t is None:
         return None
     b = 4 if model.dtype == "fp32" else 2
-    n = items(t.tokens, chunk, max_num_seqs, scenario.workload.context_tokens)
+    context = scenario.workload.context_tokens
+    modality, patches, tokens = largest_item(t, release, context)
+    n = items(tokens, chunk, max_num_seqs, context)
     encoder = scenario.serving.encoder
     if encoder is not None and encoder.mode == "data" and dep.tp > 1:
         # --mm-encoder-tp-mode data: each rank runs the whole tower on its share of the items
         # (run_dp_sharded_mrope_vision_model, balanced by patches: 0.26.0 vllm/model_executor/models/vision.py); the
         # busiest rank binds.
-        peak = tower_peak(t, -(-n // dep.tp) * t.patches, b, 1)
+        peak = tower_peak(t, -(-n // dep.tp) * patches, b, 1)
     else:
-        peak = tower_peak(t, n * t.patches, b, dep.tp)
-    kept = n * t.tokens * t.outputs * (model.hidden_size or 0) * b
+        peak = tower_peak(t, n * patches, b, dep.tp)
+    kept = n * tokens * t.outputs * (model.hidden_size or 0) * b
     slack = int(peak * SLACK)
     added = max(peak, lm_peak + kept) - lm_peak
     high = max(peak + slack, lm_peak + kept) - lm_peak
@@ -146,6 +161,6 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
     # skip_mm_profiling, or get_encoder_budget() of 0); vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log
     # starts so (language_model_only: True) and prints a 1.01 GiB overhead, the language model's alone.
     low = 0
-    words = (f"the vision encoder's profiling pass: {n:,} image{'s' if n > 1 else ''} of {t.tokens:,} tokens "
-             f"({n * t.patches:,} patches of a {t.hidden:,}-wide tower) peak at {peak / (1 << 30):.2f} GiB")
+    words = (f"the vision encoder's profiling pass: {n:,} {modality}{'s' if n > 1 else ''} of {tokens:,} tokens "
+             f"({n * patches:,} patches of a {t.hidden:,}-wide tower) peak at {peak / (1 << 30):.2f} GiB")
     return added, low, high, words
