@@ -128,3 +128,9 @@ def test_a_pooling_model_runs_the_v1_runner_until_0_29():
     # so at 0.23.0 the pooling runner's CUDA-graph estimate is subtracted (V1 from 0.21.0), the V2 one's is not
     pooled = evaluate({**TYPED, "engine-version": "0.23.0", "vllm-runner": "pooling"}).engine
     assert any("CUDA graphs subtracted" in note for note in pooled.notes)
+
+
+def test_launch_before_0_10_2_says_task_embedding():
+    # --runner came in 0.10.2; before it --task, whose "embedding" every release from 0.6.4 takes
+    e = evaluate({**TYPED, "engine-version": "0.9.2", "vllm-runner": "pooling"})
+    assert "--task embedding" in launch(e.scenario, e).command

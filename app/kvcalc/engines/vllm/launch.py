@@ -47,10 +47,11 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
                         f"{float(rules.default_utilization(release)):g} in vLLM {release}")
     args += prefill_chunk(scenario, chunk, "--max-num-batched-tokens", notes)
     args += ["--enforce-eager"] if scenario.settings.enforce_eager else []
-    # --runner (0.10.2 on, vllm/engine/arg_utils.py); --task embed before it.
+    # --runner (0.10.2 on, vllm/engine/arg_utils.py); --task before it: "embedding" from 0.6.4, which 0.10.2's
+    # TaskOption (vllm/config/__init__.py) still takes beside "embed".
     runner = scenario.settings.vllm_runner
     args += [] if runner == "auto" else (["--runner", runner] if release.at_least(0, 10, 2) else
-                                         ["--task", "embed" if runner == "pooling" else "generate"])
+                                         ["--task", "embedding" if runner == "pooling" else "generate"])
     prefix = scenario.settings.prefix_caching
     args += [] if prefix is None else ["--enable-prefix-caching" if prefix == "on" else "--no-enable-prefix-caching"]
     args += _pin(own, release, notes)
