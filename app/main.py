@@ -43,11 +43,19 @@ def on_model_picked(picked: bool) -> None:
     if picked:
         files_module.forget()
         form.sync()
+        _model_given()
         loop.update()
+
+
+def _model_given() -> None:
+    if state.reading is not None:
+        from web import log_paste           # loaded with the log that made state.reading
+        log_paste.model_given()
 
 
 def on_config_text(*_) -> None:
     model_picker.parse_config()
+    _model_given()
     loop.update()
 
 

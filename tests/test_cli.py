@@ -169,3 +169,14 @@ def test_a_fault_inside_is_a_refusal_not_a_traceback(monkeypatch):
     assert err.startswith("kvcalc: error: --model: these inputs reach a case the calculator cannot size "
                           "(ZeroDivisionError: division by zero)"), err
     assert len(err.splitlines()) == 1
+
+
+def test_from_log_with_model_reads_the_layout_the_logs_figures_imply():
+    """Issue 36: vllm-qwen2.5-32b-2xl40s-tp2-10k-v0-v0.8.2.log names no model and no tp; given the
+    model, its 7.71 GiB of KV memory holds its 3,947 blocks (63,152 tokens) only at tp 2, which the
+    CLI takes, as the page does once the model is chosen."""
+    log = ROOT / "tests" / "fixtures" / "logs" / "vllm-qwen2.5-32b-2xl40s-tp2-10k-v0-v0.8.2.log"
+    code, out, err = cli("--from-log", str(log), "--model", "Qwen/Qwen2.5-32B-Instruct", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["tp"] == 2 and json.loads(out)["engine_kv_tokens"] == 63152
+    assert "tp = 2 (implied: 7.71 GiB of KV memory (line 5) holds 3,947 GPU blocks" in err

@@ -81,8 +81,11 @@ def ours(evaluation) -> dict:
     out = {}
     if engine is None:
         return out
-    if engine.kv_budget_bytes_per_gpu is not None:
-        out["kv"] = engine.kv_budget_bytes_per_gpu / GIB
+    # The KV memory on a GPU: the pool it sizes in, or what it allocates where that is less (llama.cpp
+    # allocates its sequences' cells, not all the memory left).
+    kv = engine.kv_bytes_on_busiest_gpu if engine.kv_bytes_on_busiest_gpu is not None else engine.kv_budget_bytes_per_gpu
+    if kv is not None:
+        out["kv"] = kv / GIB
     if engine.kv_tokens is not None:
         out["tokens"] = engine.kv_tokens
     if engine.max_concurrency is not None:
@@ -153,7 +156,7 @@ def release_group(row: dict) -> str:
     llama.cpp by thousands of builds."""
     version = row.get("version") or row["inputs"].get("engine-version") or ""
     engine = row["engine"]
-    found = releases.pep440(version.lstrip("v")) if engine != "llamacpp" else releases.build_number(version)
+    found = releases.pep440(version.lstrip("v")) if engine != "llama.cpp" else releases.build_number(version)
     if found is None:
         return f"{engine} (release not printed)"
     major, minor = found.key[:2]
@@ -286,7 +289,7 @@ def markdown(scored: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", nargs="?", const="", metavar="PART", help="print every row (of one part file)")
-    parser.add_argument("--engine", choices=("vllm", "sglang", "llamacpp"))
+    parser.add_argument("--engine", choices=("vllm", "sglang", "llama.cpp"))
     parser.add_argument("--docs", action="store_true", help="rewrite docs/accuracy.md's tables and README's summary")
     args = parser.parse_args(argv)
     rows = parts(args.engine, args.rows or None)

@@ -215,8 +215,6 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             except InputError as e:         # the reader's "log" is this option
                 raise InputError("from-log", e.message) if e.field == "log" else e from None
             if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
-                if "model" in given:        # what the log's figures imply for the model given
-                    reading = implied(reading, {**reading.values, **given})
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
                 raw.update(reading.values)
@@ -236,6 +234,12 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw[name] = _read_config(value, name) if name in ("hf-config", "draft-hf-config") and isinstance(value, str) else value
         if isinstance(raw.get("layer-weights-bytes"), list):
             raw = _with_layer_weights(raw)
+        if reading is not None and any(name in given for name in MODEL_INPUTS):
+            # What the log's figures imply for the model given, as the page reads them once the
+            # model is chosen over a log naming none: an input given here stays the user's.
+            again = implied(reading, raw)
+            raw.update({k: v for k, v in again.values.items() if k not in given and k not in MODEL_INPUTS})
+            reading = again
         raw.setdefault("engine", DEFAULT_ENGINE)    # nothing named one: as the page sizes, the newest vLLM
         if reading is not None and not any(name in raw for name in MODEL_INPUTS):
             refusal = log_flow.cli_refusal(reading)     # never sized as a model the log did not run

@@ -18,8 +18,8 @@ from pyscript import document
 
 from kvcalc.inputs import log_flow
 from kvcalc.errors import InputError
-from kvcalc.inputs.options import MANUAL_FIELDS
-from kvcalc.inputs.startup_log import LogReader
+from kvcalc.inputs.options import MANUAL_FIELDS, MODEL_INPUTS
+from kvcalc.inputs.startup_log import LogReader, implied
 
 from web import errors, files, form, log_check, model_picker, state, strip
 from web.dom import el, lines_of, put, view
@@ -171,6 +171,8 @@ def _apply(reading) -> None:
         model_picker.parse_config()
     _set_by_log.clear()
     _set_by_log.update({name: reading.values[name] for name in MEASURED if name in reading.values})
+    _applied.clear()
+    _applied.update(form.read())
     state.reading = reading
     log_check.remember()
     empty = log_flow.no_cache(reading)       # the log's engine did not start: no figure is what it ran
@@ -181,6 +183,40 @@ def _apply(reading) -> None:
     else:
         errors.release()
     _render(reading)
+
+
+_applied = {}                     # the inputs as the log left them, to tell the user's later edits
+LAYOUT_AND_DTYPE = ("tp", "gpus", "pp", "dp", "kv-dtype")
+
+
+def model_given() -> None:
+    """A model given over a log naming none (a preset, a config.json, dimensions): what the log's
+    figures imply for it (its tp, its KV dtype) is read now, as `kvcalc --from-log` with --model
+    reads it; an input the user changed from the log's stays theirs (startup_log.implied)."""
+    reading = state.reading
+    if reading is None or reading.values.get("model"):
+        return
+    current = form.read()
+    if not any(name in current for name in MODEL_INPUTS):
+        return
+    # The form holds every field: a layout or KV dtype the user has not touched since the paste is
+    # the log's (unsaid), not theirs.
+    values = dict(current)
+    for name in LAYOUT_AND_DTYPE:
+        if current.get(name) == _applied.get(name):
+            if name in reading.values:
+                values[name] = reading.values[name]
+            else:
+                values.pop(name, None)
+    again = implied(reading, values)
+    if again is reading:
+        return
+    taken = {k: v for k, v in again.values.items() if k not in MODEL_INPUTS and current.get(k) != v}
+    if taken:
+        form.write(dict(current, **taken))
+        form.sync()
+    state.reading = again
+    _render(again)
 
 
 def _render(reading) -> None:

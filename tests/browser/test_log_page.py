@@ -208,7 +208,7 @@ def test_the_qwen25_72b_log_never_leaves_llama_on_screen(page, site):
     assert page.inner_text('[data-metric="engine_max_concurrency"] .figure') == "8.18x"
 
 
-def test_a_log_naming_no_model_withholds_the_figures_and_asks_for_its_layout(page, site):
+def test_a_log_naming_no_model_withholds_the_figures_then_reads_its_layout_from_them(page, site):
     open_page(page, site + "#model=Qwen/Qwen3-32B&engine=vllm")
     # Without its model's lines, nor the second worker's: the log says neither its model nor its tp.
     paste_log(page, "".join(line + "\n" for line in NO_MODEL.splitlines() if "Worker_TP1" not in line))
@@ -221,17 +221,15 @@ def test_a_log_naming_no_model_withholds_the_figures_and_asks_for_its_layout(pag
     choose_model(page, "Qwen/Qwen3-30B-A3B")
     page.wait_for_function(CURRENT)
     settle(page)
-    # At tp 1 (the page's) the log's 41.68 GiB holds half the tokens it printed at tp 2: said at the
-    # top, with the layout the log does not give asked for.
-    check = page.inner_text("#log-check")
-    assert page.is_visible("#log-check")
-    assert check.startswith("Not as the log printed: KV cache tokens 910,464 (line 6), these inputs 455,248")
-    assert "maximum concurrency 22.23x (line 7), these inputs 11.11x" in check
-    assert "The log does not say its layout: these figures assume Tensor parallel 1" in check
-    page.fill("#gpus", "2")                     # tp = GPUs / (pp x dp): the layout the server ran
-    page.wait_for_function("document.getElementById('log-check').hidden")
-    settle(page)
+    # Given the model, the log's 41.68 GiB holds the 910,464 tokens it printed only at tp 2 (at tp 1
+    # half of them): the page takes tp 2 from those lines, as `kvcalc --from-log --model` does.
+    assert page.input_value("#gpus") == "2"
+    assert read_rows(page)["tp"][0].startswith("2 implied: 41.68 GiB of KV memory (line 5) holds 910,464 tokens")
+    assert page.is_hidden("#log-check")
     assert compare_rows(page)["Maximum concurrency"][:2] == ("22.23x", "22.23x")
+    # 41.68 GiB is the KV memory to 2 decimals: 48 tokens more than the log's, inside that rounding
+    # (the log check stays hidden), and what `kvcalc --from-log --model` gives too.
+    assert compare_rows(page)["KV cache tokens"][:2] == ("910,464", "910,512")
 
 
 def test_an_sglang_log_of_a_local_path_takes_its_preset_or_withholds(page, site):
