@@ -94,6 +94,8 @@ def _preset_shapes(model) -> ConfigShapes | None:
     """The config's tensors of the preset this model is (by its repo, with the same layers and
     counts): its own where it was read from a config of the preset's shape (a pasted one, a
     checkpoint of the preset's shape without the preset's quantization), else the preset's."""
+    if model.config_weights_typed and model.shapes is not None and model.shapes.tensor_bytes is not None:
+        return model.shapes          # priced for a typed weights-dtype (readers/quantized_bytes.with_typed_weights)
     entry = presets.find_model_entry(model.hf_repo) if model.hf_repo else None
     if entry is None:
         return None
@@ -153,7 +155,8 @@ def _pricing(model, weights: int, shapes: ConfigShapes):
 
         def price(groups) -> Fraction:
             return Fraction(sum(each[g] for g in groups))
-        how = f"the config's {{what}} as its quantization_config stores them ({shapes.quantized_rule})"
+        stored = f"weights-dtype {model.config_weights_typed}" if model.config_weights_typed else "its quantization_config"
+        how = f"the config's {{what}} as {stored} stores them ({shapes.quantized_rule})"
         if weights != computed:
             how += f"; the rest of the checkpoint's {weights:,} bytes is read every step"
         return (price, how), None

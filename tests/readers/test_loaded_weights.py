@@ -87,3 +87,52 @@ def test_the_rule_is_said_where_the_answer_is_shown():
     assert evaluation.ok, evaluation.errors
     notes = [n for n in evaluation.scenario.warnings if n.startswith("weights-dtype nvfp4 prices")]
     assert len(notes) == 1 and "embeddings, head, norms, routers and vision tower 16-bit" in notes[0]
+
+
+# gpt-oss's mxfp4 experts as vLLM's Marlin kernel holds them (engines/vllm/release.mxfp4_marlin,
+# readers/quantized_bytes.mxfp4_padding_bytes): hidden 2,880 padded to 3,072, the expert width
+# 2,880 to 2,944, per layer w13 (E, 5,888, 1,536) + w2 (E, 3,072, 1,472) values, their one-byte
+# scales and 16-bit biases. What is left (0.07 and 0.05 GiB) is vLLM's rotary cos/sin cache
+# (131,072 positions x 64 x float32 = 0.03 GiB) and allocator rounding, not counted here.
+MXFP4 = [
+    # vLLM 0.10.1 on an H100 (torch 2.7.1: Marlin): 65,248,815,744 + 36 x 152,993,792 B = 65.8972 GiB.
+    ("vllm-gpt-oss-120b-h100-default-negative-kv.log", "Model loading took 65.9651 GiB", 65.9651,
+     {"engine": "vllm", "engine-version": "0.10.1", "model": "openai/gpt-oss-120b", "gpu": "h100-sxm-80gb",
+      "context": "131072"}, 65_248_815_744 + 36 * 152_993_792),
+    # vLLM 0.13.0 (NVIDIA 26.01) on a DGX Spark, capability 12.1 (Marlin): 13,761,264,768 + 24 x
+    # 38,248,448 B (32 experts) = 13.6711 GiB.
+    ("vllm-gpt-oss-20b-dgx-spark-util025-8k-v0.13.0-nv26.01.log", "Model loading took 13.7193 GiB", 13.7193,
+     {"engine": "vllm", "engine-version": "0.13.0", "model": "openai/gpt-oss-20b", "gpu": "dgx-spark-128gb",
+      "context": "8192", "memory-utilization": "0.25"}, 13_761_264_768 + 24 * 38_248_448),
+]
+
+
+@pytest.mark.parametrize("log, line, printed, inputs, loaded", MXFP4, ids=[c[0] for c in MXFP4])
+def test_mxfp4_experts_as_the_marlin_kernel_pads_them(log, line, printed, inputs, loaded):
+    assert line in (LOGS / log).read_text(encoding="utf-8", errors="replace")
+    evaluation = evaluate(inputs)
+    assert evaluation.ok, evaluation.errors
+    assert evaluation.engine.weights_bytes_per_gpu == loaded
+    assert 0 < printed - loaded / GIB < 0.08          # the rotary cache and rounding, never more
+    assert any("Marlin kernel" in note for note in evaluation.engine.notes)
+
+
+def test_mxfp4_on_a_release_or_gpu_without_marlin_keeps_the_checkpoint():
+    # 0.13.0 on an H100 runs triton_kernels (capability 9.0): the checkpoint's bytes, no padding.
+    evaluation = evaluate({"engine": "vllm", "engine-version": "0.13.0", "model": "openai/gpt-oss-120b",
+                           "gpu": "h100-sxm-80gb", "context": "8192"})
+    assert evaluation.ok and evaluation.engine.weights_bytes_per_gpu is None
+    assert evaluation.result.weights_bytes_per_gpu == 65_248_815_744
+    # Tensor parallelism splits the expert width: 2,880 / 2 = 1,440 -> 1,536 per rank.
+    evaluation = evaluate({"engine": "vllm", "engine-version": "0.10.1", "model": "openai/gpt-oss-120b",
+                           "gpu": "h100-sxm-80gb", "gpus": "2", "context": "8192"})
+    per_layer = 128 * ((2 * 1536 * 3072 - 2 * 1440 * 2880) * 17 // 32 + (3072 * 1536 - 2880 * 1440) * 17 // 32
+                       + 2 * (2 * 1536 - 2 * 1440) + 2 * (3072 - 2880))
+    assert evaluation.engine.weights_bytes_per_gpu == evaluation.result.weights_bytes_per_gpu + 36 * per_layer
+
+
+def test_weights_given_are_not_padded_again():
+    # weights-gib is what a log measured (already as loaded): vLLM 0.10.1's padding is not added to it.
+    evaluation = evaluate({"engine": "vllm", "engine-version": "0.10.1", "model": "openai/gpt-oss-120b",
+                           "gpu": "h100-sxm-80gb", "context": "8192", "weights-gib": "65.9651"})
+    assert evaluation.ok and evaluation.engine.weights_bytes_per_gpu is None

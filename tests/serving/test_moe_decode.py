@@ -139,19 +139,23 @@ def test_deepseek_v3_architecture_batch_1_and_64_on_8_h200():
 
 
 def test_deepseek_v3_config_json_at_one_byte_a_weight():
-    """The verbatim DeepSeek-V3 config.json with its weights priced at fp8, a byte each (weights-dtype):
-    the routed experts from its counts, 256 x (total - active) / (256 - 8)."""
+    """The verbatim DeepSeek-V3 config.json with weights-dtype fp8: its linear layers and experts a
+    byte a weight plus a float32 scale per tensor, the embedding, head and norms 16-bit, as vLLM
+    loads such a checkpoint (readers/quantized_bytes.typed_weights): 672,987,439,008 B; the routed
+    experts from its tensors, 58 MoE layers x 256 x 3 x (2,048 x 7,168 + 4) B."""
     cfg = hf_fixture("deepseek-ai__DeepSeek-V3.json")
     total, active = 671_026_419_200, 37_552_297_472          # counted from its shapes (test_weights_2026)
     assert V3_E * (total - active) // (V3_E - V3_K) == V3_ROUTED_PARAMS == 653_908_770_816
+    typed, routed = 672_987_439_008, V3_MOE_LAYERS * V3_E * 3 * (2048 * 7168 + 4)
     for batch in (1, 64):
         e, t = timing(hf_config=cfg, weights_dtype="fp8", gpu="h200-141gb", gpus=8, context=2048, batch=batch)
-        weights = ceil((total - V3_ROUTED_PARAMS * Fraction(248, 256) ** batch) / 8)
+        assert e.result.weights_bytes == typed
+        weights = ceil((typed - routed * Fraction(248, 256) ** batch) / 8)
         assert t.decode_weights_bytes_per_gpu == weights
         assert t.decode_bytes_per_gpu == weights + batch * 2048 * V3_KV_PER_TOKEN
-        if batch == 1:
-            assert weights == ceil(Fraction(active, 8))       # one token reads its active parameters
-        assert "from the parameter counts" in t.routed.how
+        if batch == 1:       # one token reads all but the routed experts, and 8 of their 256
+            assert weights == ceil(Fraction(typed - routed + routed * 8 // 256, 8))
+        assert "as weights-dtype fp8 stores them" in t.routed.how
 
 
 def test_a_share_that_cannot_be_known_reads_every_weight_and_says_so():

@@ -194,6 +194,9 @@ def _fp8(quant: dict):
          "routers 16-bit"), skip
 
 
+MXFP4_RULE = "mxfp4 experts (4 bits plus a uint8 scale per 32, 4.25 bits); the rest 16-bit"
+
+
 def _mxfp4(quant: dict):
     skip = _skip_list(quant, "modules_to_not_convert")
 
@@ -201,7 +204,61 @@ def _mxfp4(quant: dict):
         if role != "expert":
             return rows * cols * 2           # only the experts are stored in mxfp4 (transformers Mxfp4)
         return None if cols % 32 else rows * cols // 2 + rows * cols // 32
-    return price, "mxfp4 experts (4 bits plus a uint8 scale per 32, 4.25 bits); the rest 16-bit", skip
+    return price, MXFP4_RULE, skip
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return ceil_div(n, multiple) * multiple
+
+
+def mxfp4_padding_bytes(model, hidden_multiple: int, intermediate_multiple: int, tp: int = 1,
+                        expert_ranks: int = 1, stages: int = 1) -> int | None:
+    """The bytes one GPU holds beyond the checkpoint's mxfp4 experts when a kernel pads them:
+    vLLM's Mxfp4MoEMethod.create_weights (vllm/model_executor/layers/quantization/mxfp4.py,
+    v0.10.1) sizes w13 (experts, 2 x I', H' / 2), w2 (experts, H', I' / 2), their uint8 scales
+    (one per 32 of the last dimension) and 16-bit biases with H' the hidden size rounded up to
+    `hidden_multiple` and I' each rank's expert width rounded up to `intermediate_multiple`
+    (Marlin: 256 and 128, "n % 256 == 0 and k % 128 == 0"), and keeps those shapes after
+    prepare_moe_fp4_layer_for_marlin repacks them (marlin_utils_fp4.py: scales back to one byte
+    each). gpt-oss-120b: H = I = 2,880 -> H' = 3,072, I' = 2,944, 152,993,792 B a layer more.
+    `tp` splits the width, `expert_ranks` the experts (expert parallelism), `stages` the layers.
+    None where the model is not an mxfp4 checkpoint read by tensor (nothing to pad)."""
+    shapes = model.shapes
+    hidden = model.hidden_size
+    if shapes is None or shapes.quantized_rule != MXFP4_RULE or not hidden:
+        return None
+    routed = [g for g in shapes.tensors if g.active < g.copies]
+    down = [g for g in routed if g.role == "expert" and g.rows == hidden and g.cols != hidden]
+    width = down[0].cols if down else hidden            # the expert's intermediate size (I)
+    layers = {g.name.rsplit(".mlp.", 1)[0] for g in routed if g.role == "expert"}
+    if not layers or width % tp:
+        return None
+    each = _round_up(width // tp, intermediate_multiple)
+
+    def inner(n: int) -> tuple[int, int]:
+        """An expert-width dimension (I, or 2 x I fused) as one rank holds it: (stored, padded)."""
+        if n % width:
+            raise InputError("quantization_config", f"an mxfp4 expert dimension of {n:,} is not a multiple of "
+                                                    f"the expert width {width:,}")
+        return n // width * (width // tp), n // width * each
+    outer = (hidden, _round_up(hidden, hidden_multiple))
+    extra = 0
+    for g in routed:
+        experts = ceil_div(g.copies, expert_ranks)
+        # A tensor writing the hidden size (down_proj, w2, and its bias) reads the expert width;
+        # the others (gate_up_proj, w13) write the expert width and read the hidden size. Told
+        # apart by the rows, as gpt-oss's expert width equals its hidden size.
+        if g.rows == hidden:
+            (rows, rows_padded), (cols, cols_padded) = outer, inner(g.cols) if g.cols > 1 else (1, 1)
+        else:
+            (rows, rows_padded), (cols, cols_padded) = inner(g.rows), outer if g.cols > 1 else (1, 1)
+        if g.role == "expert":
+            before = rows * cols // 2 + rows * cols // 32
+            after = rows_padded * cols_padded // 2 + rows_padded * cols_padded // 32
+        else:                                          # the experts' biases, 16-bit
+            before, after = 2 * rows * cols, 2 * rows_padded * cols_padded
+        extra += (after - before) * experts
+    return extra * ceil_div(len(layers), stages) // len(layers)
 
 
 def _nvfp4(quant: dict):

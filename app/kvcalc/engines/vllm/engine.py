@@ -20,7 +20,29 @@ from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
-from .pooling import loaded_weights  # noqa: F401  the pooling runner loads no lm_head (engines._budget asks)
+from .pooling import loaded_weights as _pooling_weights
+from ...readers.quantized_bytes import mxfp4_padding_bytes
+
+def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
+    """(the weights per GPU vLLM holds after loading, the note), engines._budget asks: the pooling
+    runner's (no lm_head, pooling.py), and an mxfp4 MoE padded for the Marlin kernel where vLLM
+    picks it (rules.mxfp4_marlin)."""
+    weights, words = _pooling_weights(scenario, weights)
+    dep = scenario.deployment
+    model = scenario.model
+    if weights is None or dep.weights_bytes not in (model.checkpoint_bytes, model.config_weights_bytes) \
+            or not rules.mxfp4_marlin(scenario.settings.release, dep.gpu):
+        return weights, words         # weights given (weights-gib: as loaded) are not padded again
+    ranks = dep.tp * dep.dp if dep.expert_parallel else 1
+    extra = mxfp4_padding_bytes(model, 256, 128, tp=1 if dep.expert_parallel else dep.tp,
+                                expert_ranks=ranks, stages=dep.pp)
+    if not extra:
+        return weights, words
+    padded = (f"vLLM {scenario.settings.release} runs this GPU's mxfp4 experts on the Marlin kernel, which pads "
+              f"the hidden size to a multiple of 256 and each rank's expert width to 128 (mxfp4.py): {extra:,} B "
+              "per GPU beyond the checkpoint")
+    return weights + extra, "; ".join(w for w in (words, padded) if w)
+
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"

@@ -112,3 +112,26 @@ def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bo
 def kv_cache_memory_flag(release) -> bool:
     """--kv-cache-memory-bytes pins the KV memory from 0.10.2 (CacheConfig.kv_cache_memory_bytes)."""
     return release.at_least(0, 10, 2)
+
+
+def mxfp4_marlin(release, gpu) -> bool:
+    """Whether vLLM runs an mxfp4 MoE (gpt-oss) on the Marlin kernel, whose padding the loaded
+    weights carry (readers/quantized_bytes.mxfp4_padding_bytes), in the releases whose
+    vllm/model_executor/layers/quantization/mxfp4.py was read:
+    - 0.10.1 (Mxfp4MoEMethod._should_use_marlin): on CUDA but compute capability 10.0, Marlin
+      below 9.0, and from 9.0 unless triton_kernels and torch >= 2.8.0 are installed; its wheel
+      pins torch 2.7.1, so Marlin on every CUDA GPU but a B200 (the gpt-oss-120b H100 log: 65.9651
+      GiB loaded, the checkpoint's 60.77 plus 5.13 of padding);
+    - 0.13.0 (get_mxfp4_backend): triton_kernels only for capability 9.0 to 10.x and FlashInfer
+      on the 10.x family, so Marlin below 9.0 and from 11.0 (the gpt-oss-20b DGX Spark log, 12.1:
+      13.7193 GiB loaded, the checkpoint's 12.82 plus 0.85).
+    Other releases are not read: the checkpoint's bytes are kept there, as is Hopper's triton
+    layout, which is not modelled."""
+    if release is None or gpu is None or gpu.platform != "cuda" or gpu.compute_capability is None:
+        return False
+    capability = gpu.compute_capability
+    if release.at_least(0, 10, 1) and not release.at_least(0, 10, 2):
+        return capability != (10, 0)
+    if release.at_least(0, 13, 0) and not release.at_least(0, 14, 0):
+        return capability < (9, 0) or capability >= (11, 0)
+    return False
