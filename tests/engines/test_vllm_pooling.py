@@ -134,3 +134,42 @@ def test_launch_before_0_10_2_says_task_embedding():
     # --runner came in 0.10.2; before it --task, whose "embedding" every release from 0.6.4 takes
     e = evaluate({**TYPED, "engine-version": "0.9.2", "vllm-runner": "pooling"})
     assert "--task embedding" in launch(e.scenario, e).command
+
+
+LOGS = LOG.parent
+# Two earlier versions of the same public output file (SOURCES.md): the same launch on other H100 nodes.
+RUNNER_AUTO = LOGS / "vllm-qwen3-embedding-8b-h100-8k-runner-auto-v0.12.0.log"        # gpuh07: 55.74 GiB
+V011 = LOGS / "vllm-qwen3-embedding-8b-h100-8k-v0.11.0rc2.dev113.log"                  # gpuh13: 56.18 GiB
+
+
+def test_resolved_runner_auto_line_says_pooling():
+    # "Resolved `--runner auto` to `--runner pooling`" (vllm/config/model.py _get_runner_type) and the engine
+    # line's pooler_config agree; the non-default args name no runner.
+    for path in (RUNNER_AUTO, V011):
+        reading = read_log(path.read_text())
+        assert reading.values["vllm-runner"] == "pooling", path.name
+    assert read_log(V011.read_text()).values["engine-version"] == "0.11.0rc2.dev113+gf9e714813"
+
+
+def test_the_0_11_dev_log_typed_and_pasted():
+    # 56.18 GiB, "num_gpu_blocks is: 25566" (409,056 tokens), 49.93x at 8,192 tokens.
+    typed = evaluate({**TYPED, "engine-version": "0.11.0rc2.dev113+gf9e714813", "vllm-runner": "pooling"}).engine
+    assert abs(typed.kv_budget_bytes_per_gpu / GIB - 56.18) / 56.18 < 0.001
+    assert abs(typed.kv_tokens - 409_056) / 409_056 < 0.001
+    pasted = evaluate({**read_log(V011.read_text()).values, "model": "Qwen/Qwen3-8B", "gpu": "h100-sxm-80gb"}).engine
+    assert pasted.kv_budget_bytes_per_gpu == int(Fraction("56.18") * GIB)
+    low, high = pasted.kv_tokens_range                      # what 56.175-56.185 GiB holds
+    assert low <= 409_056 <= high
+
+
+def test_the_same_launch_on_gpuh07_left_half_a_gib_less():
+    # The log's 55.74 GiB is 0.50 GiB under the other nodes' 56.24 with the same weights (14.1062 GiB):
+    # typed, we stay at 56.21 (+0.8%), well inside the band; pasted, its own figure is kept.
+    e = evaluate({**TYPED, "vllm-runner": "pooling"})
+    assert abs(e.engine.kv_budget_bytes_per_gpu / GIB - 55.74) / 55.74 < 0.01
+    low, high = e.engine.band[0].kv_bytes_per_gpu, e.engine.band[1].kv_bytes_per_gpu
+    assert low <= int(Fraction("55.74") * GIB) <= high
+    pasted = evaluate({**read_log(RUNNER_AUTO.read_text()).values, "model": "Qwen/Qwen3-8B",
+                       "gpu": "h100-sxm-80gb"}).engine
+    low, high = pasted.kv_tokens_range
+    assert low <= 405_856 <= high
