@@ -18,8 +18,8 @@ from pyscript import document
 
 from kvcalc.inputs import log_flow
 from kvcalc.errors import InputError
-from kvcalc.inputs.options import MANUAL_FIELDS, MODEL_INPUTS
-from kvcalc.inputs.startup_log import LogReader, implied
+from kvcalc.inputs.options import MANUAL_FIELDS
+from kvcalc.inputs.startup_log import LogReader
 
 from web import errors, files, form, log_check, model_picker, state, strip
 from web.dom import el, lines_of, put, view
@@ -34,6 +34,7 @@ MEASURED = log_check.MEASURED
 
 _generation = [0]                # the latest read: an older one still reading stops
 _set_by_log = log_check.set_by_log
+_applied = {}                     # the inputs as the log left them, to tell the user's later edits
 # How a user gives the model here, in log_flow's sentences.
 CONFIG_WORDS, CHOOSE_WORDS = "paste its config.json", "choose a model {what}"
 
@@ -130,20 +131,11 @@ def _withheld(reading) -> str | None:
     nobody chose for it. A config or dimensions the user gave stand for a log naming no model."""
     choice = form.model_choice()
     text = log_flow.unresolved(reading, CONFIG_WORDS, CHOOSE_WORDS)
-    if text is not None and choice == "config" and _same_model(state.config, log_flow.named_model(reading)):
+    if text is not None and choice == "config" and log_flow.same_model(state.config, log_flow.named_model(reading)):
         return None
     if text is None and choice not in ("config", "custom"):
         text = log_flow.no_model(reading, CONFIG_WORDS, CHOOSE_WORDS)
     return text
-
-
-def _same_model(config, name: str) -> bool:
-    """Whether the pasted config.json is the model a log names: the last part of its
-    `_name_or_path`, the way a local copy keeps the repo's name."""
-    path = config.get("_name_or_path") if isinstance(config, dict) else None
-    if not isinstance(path, str) or not path.strip() or not name:
-        return False
-    return path.strip().rstrip("/").rsplit("/", 1)[-1].lower() == name.strip().rstrip("/").rsplit("/", 1)[-1].lower()
 
 
 def _apply(reading) -> None:
@@ -185,33 +177,15 @@ def _apply(reading) -> None:
     _render(reading)
 
 
-_applied = {}                     # the inputs as the log left them, to tell the user's later edits
-LAYOUT_AND_DTYPE = ("tp", "gpus", "pp", "dp", "kv-dtype")
-
-
 def model_given() -> None:
-    """A model given over a log naming none (a preset, a config.json, dimensions): what the log's
-    figures imply for it (its tp, its KV dtype) is read now, as `kvcalc --from-log` with --model
-    reads it; an input the user changed from the log's stays theirs (startup_log.implied)."""
-    reading = state.reading
-    if reading is None or reading.values.get("model"):
+    """A model given over a log naming none: what the log's figures imply for it, as `kvcalc
+    --from-log` with --model reads it (log_flow.implied_for_model)."""
+    if state.reading is None:
         return
     current = form.read()
-    if not any(name in current for name in MODEL_INPUTS):
+    again, taken = log_flow.implied_for_model(state.reading, current, _applied)
+    if again is state.reading:
         return
-    # The form holds every field: a layout or KV dtype the user has not touched since the paste is
-    # the log's (unsaid), not theirs.
-    values = dict(current)
-    for name in LAYOUT_AND_DTYPE:
-        if current.get(name) == _applied.get(name):
-            if name in reading.values:
-                values[name] = reading.values[name]
-            else:
-                values.pop(name, None)
-    again = implied(reading, values)
-    if again is reading:
-        return
-    taken = {k: v for k, v in again.values.items() if k not in MODEL_INPUTS and current.get(k) != v}
     if taken:
         form.write(dict(current, **taken))
         form.sync()

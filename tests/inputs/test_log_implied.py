@@ -126,3 +126,23 @@ def test_the_cli_reads_the_implied_layout_with_the_model_given():
     assert "tp = 2 (implied: 7.71 GiB of KV memory (line 5) holds 3,947 GPU blocks" in err.getvalue()
     assert "the log does not say its layout" not in err.getvalue()
     assert json.loads(out.getvalue())["engine_kv_tokens"] == 63_152
+
+
+def test_a_model_chosen_over_a_log_naming_none_reads_its_layout_unless_the_user_set_it():
+    """The page's path (log_flow.implied_for_model): vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log
+    without the lines naming its model and its second worker. The form holds gpus 1 whether or not
+    the log said so; given Qwen3-30B-A3B, its 41.68 GiB holding 910,464 tokens implies tp 2. Once
+    the user sets 4 GPUs after the paste, the layout is theirs and nothing is taken."""
+    text = "".join(line for line in _log("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log").splitlines(keepends=True)
+                   if "non-default args" not in line and "Initializing" not in line and "Worker_TP1" not in line)
+    reading = read_log(text)
+    assert "model" not in reading.values and "tp" not in reading.values
+    applied = dict(reading.values, gpus="1", model="")
+    current = dict(applied, model="Qwen/Qwen3-30B-A3B")
+    again, taken = log_flow.implied_for_model(reading, current, applied)
+    # measured-with: the deployment the log's figures were measured on, now at tp 2 too.
+    assert (taken["tp"], taken["gpus"]) == ("2", "2") and "gpus:2,tp:2" in taken["measured-with"]
+    assert _read(again, "tp").how.startswith("implied: 41.68 GiB of KV memory (line 5) holds 910,464 tokens")
+    mine = dict(current, gpus="4")
+    again, taken = log_flow.implied_for_model(reading, mine, applied)
+    assert again is reading and taken == {}

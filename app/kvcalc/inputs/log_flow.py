@@ -12,7 +12,7 @@ from .. import engines
 from . import startup_log
 from ..errors import InputError
 from ..readers.log_rules import unread_gpu
-from .options import MANUAL_FIELDS
+from .options import MANUAL_FIELDS, MODEL_INPUTS
 
 # The inputs that set the layout a log ran with, where its engine's reader expects them.
 LAYOUT = ("tp", "pp", "gpus")
@@ -49,6 +49,15 @@ def unresolved(reading, config: str, choose: str) -> str | None:
         return None
     return (f"the log names the model {name!r}, which is no preset here: {config}, "
             f"or {choose.format(what='of its shape')}")
+
+
+def same_model(config, name: str) -> bool:
+    """Whether the pasted config.json is the model a log names: the last part of its
+    `_name_or_path`, the way a local copy keeps the repo's name."""
+    path = config.get("_name_or_path") if isinstance(config, dict) else None
+    if not isinstance(path, str) or not path.strip() or not name:
+        return False
+    return path.strip().rstrip("/").rsplit("/", 1)[-1].lower() == name.strip().rstrip("/").rsplit("/", 1)[-1].lower()
 
 
 def no_model(reading, config: str, choose: str) -> str | None:
@@ -218,3 +227,27 @@ def mismatch_text(rows) -> str:
         return ""
     parts = [f"{what} {printed} (line {line:,}), these inputs {ours}" for what, printed, ours, line in rows]
     return "Not as the log printed: " + "; ".join(parts)
+
+
+# The inputs a form holds whether or not the log gave them: while the user has not touched one since
+# the paste, it is the log's (unsaid there), not the user's.
+LAYOUT_AND_DTYPE = ("tp", "gpus", "pp", "dp", "kv-dtype")
+
+
+def implied_for_model(reading, current: dict, applied: dict):
+    """(reading, inputs taken) once a model is given over a log naming none (a preset, a
+    config.json, dimensions): what the log's figures imply for it (startup_log.implied), as
+    `kvcalc --from-log --model` reads it. `current` is the form's inputs, `applied` the form as
+    the log left it: a layout or KV dtype changed since is the user's and stays."""
+    if reading.values.get("model") or not any(name in current for name in MODEL_INPUTS):
+        return reading, {}
+    values = dict(current)
+    for name in LAYOUT_AND_DTYPE:
+        if current.get(name) == applied.get(name):
+            if name in reading.values:
+                values[name] = reading.values[name]
+            else:
+                values.pop(name, None)
+    again = startup_log.implied(reading, values)
+    taken = {k: v for k, v in again.values.items() if k not in MODEL_INPUTS and current.get(k) != v}
+    return again, taken if again is not reading else {}
