@@ -185,6 +185,12 @@ def _load_end(match, sink, n, line):
     if usage is not None:
         # Ranks print their own; the busiest rank's weights bind.
         sink.take("loaded-weights-gib", match["usage"], n, line, "mem usage at Load weight end", keep="max")
+    if usage is None and getattr(sink, "cut_line", 0) == n:
+        # The paste's last line, with no line end: its "mem usage" may have followed the cut, so the
+        # weights are not derived from the avail mem it kept (44.11 - 37.97 = 6.14 where the whole
+        # line prints 6.13).
+        sink.notes.append(f"line {n:,} ends the paste without a line end: the weights it may print are not read")
+        return
     if avail is not None:
         sink.show("avail_after_weights_gib", avail, n, line, keep="min")
         if usage is not None:
