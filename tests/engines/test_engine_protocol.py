@@ -110,7 +110,8 @@ def test_the_options_only_one_engine_takes_are_its_own():
     assert engines.option_owners() == {
         "vllm-runner": "vllm", "vllm-entry": "vllm", "vllm-engine": "vllm", "enforce-eager": "vllm", "prefix-caching": "vllm",
         "memory-in-use-gib": "sglang",
-        "flash-attn": "llama.cpp", "n-gpu-layers": "llama.cpp", "n-cpu-moe": "llama.cpp"}
+        "flash-attn": "llama.cpp", "n-gpu-layers": "llama.cpp", "n-cpu-moe": "llama.cpp",
+            "tensor-split": "llama.cpp"}
     out = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "sglang",
                     "n-gpu-layers": "10"})
     assert [(e.field, e.message) for e in out.errors] == [

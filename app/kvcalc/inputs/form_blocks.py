@@ -134,6 +134,7 @@ FIELDS = (
           choices=(("", "Its default"), ("on", "On"), ("off", "Off"))),
     Field("n-gpu-layers", "advanced", "Layers on the GPU (llama.cpp -ngl)", placeholder="all"),
     Field("n-cpu-moe", "advanced", "MoE layers with experts on the CPU (llama.cpp)", placeholder="0"),
+    Field("tensor-split", "advanced", "Layer split over the GPUs (llama.cpp -ts)", placeholder="by free memory: even"),
     Field("gpu-memory-gib", "advanced", "GPU memory (GiB, optional)", placeholder="from the GPU"),
     Field("weights-dtype", "advanced", "Weights precision", "select", choices=(("", "Model's dtype"),),
           listed=weight_precision_choices),

@@ -68,6 +68,21 @@ def _one_of(*allowed: str):
     return parse
 
 
+MAX_SPLIT_DEVICES = 16       # llama.cpp's LLAMA_MAX_DEVICES (-ts takes one proportion a device)
+
+
+def _tensor_split(text: str, name: str) -> str:
+    """llama.cpp -ts / --tensor-split: proportions, one a GPU, split at commas or slashes as
+    common/arg.cpp splits them ("10,6", "3/1"); canonical with commas."""
+    parts = [p.strip() for p in re.split(r"[,/]+", text.strip())]
+    if not parts or len(parts) > MAX_SPLIT_DEVICES or not all(_DECIMAL.fullmatch(p) for p in parts):
+        raise InputError(name, f"expected proportions, one a GPU, like 10,6 or 3/1 (at most {MAX_SPLIT_DEVICES}), "
+                               f"got {_clip(text)!r}")
+    if not any(Fraction(p) for p in parts):
+        raise InputError(name, "all proportions are 0: leave it empty for llama.cpp's split by each GPU's free memory")
+    return ",".join(parts)
+
+
 def _gpu_id(text: str, name: str) -> str:
     return gpu_presets.gpu(text, field=name).id
 
@@ -238,6 +253,9 @@ OPTIONS = (
            "their KV cache, stay on the CPU (default: all).", 0, 100_000),
     Option("n-cpu-moe", "int", "engine", "llama.cpp: keep the MoE experts of the first N layers on the CPU "
            "(--n-cpu-moe).", 0, 100_000),
+    Option("tensor-split", "text", "engine", "llama.cpp: how its layers are split over the GPUs (-ts / "
+           "--tensor-split), one proportion a GPU, e.g. 10,6 (default: by each GPU's free memory, even over "
+           "identical GPUs).", choice=_tensor_split),
     Option("rate", "decimal", "plan", "Requests arriving per second: the concurrency needed comes from Little's law "
            "(rate x (time to first token + output tokens x decode step)), a lower bound.", Fraction(1, 1000), 10 ** 6),
     Option("output-tokens", "int", "plan", "Mean tokens generated per request, with rate (the prompt is "

@@ -19,6 +19,8 @@ of K and as much of V, so K = V = 4,096 x 2 x 65,536 B = 512.00 MiB, 1,024.00 Mi
 sequence's buffer is 536,870,912 B.
 """
 
+import bisect
+import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -119,15 +121,55 @@ def allocate(model, k_precision, v_precision, context: int, seqs: int, unified: 
                 sum(c.k_bytes + c.v_bytes for c in caches))
 
 
-def bytes_on_busiest_gpu(model, pool: Pool, gpus: int) -> int:
-    """llama.cpp splits layers over GPUs (--split-mode layer, an even split by default): the
-    cache on the GPU that holds the most."""
-    busiest, start = 0, 0
-    for stage in model.stages(gpus):
-        size = sum(stage.values())
-        busiest = max(busiest, sum(pool.layer_bytes[start:start + size]))
-        start += size
-    return busiest
+def bytes_on_busiest_gpu(model, pool: Pool, gpus: int, proportions: tuple | None = None) -> int:
+    """The cache on the GPU that holds the most, the layers split as llama.cpp splits them (split())."""
+    place = split(Offload(len(model.layers), len(model.layers), True), gpus, proportions)
+    return max(sum(pool.layer_bytes[i] for i in layers) for layers in place.layers)
+
+
+def _f32(x: float) -> float:
+    """x rounded to a C float (IEEE binary32), as llama.cpp's split points are computed: one
+    operation of two floats done in a double and rounded once is the float operation's result."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which GPU holds which layer (--split-mode layer): each GPU's repeating layers, in model
+    order, and the GPU holding the output layer (None: it stays on the CPU)."""
+    layers: tuple[tuple[int, ...], ...]
+    output: int | None
+
+
+def split(place: "Offload", gpus: int, proportions: tuple | None = None) -> Split:
+    """llama.cpp's placement of the offloaded layers over its GPUs, src/llama-model.cpp
+    llama_model::load_tensors (b4462 to b9272 alike): the split points are the proportions' running
+    sums over their total, in floats (-ts / --tensor-split, common/arg.cpp std::stof each; with none,
+    or all 0, each device's free memory: identical GPUs an even split); a layer slot il of
+    i_gpu_start..i_gpu_start + act_gpu_layers - 1 (slot n_layer is the output layer) goes to GPU
+    std::upper_bound(splits, float(il - i_gpu_start) / act_gpu_layers), the first point above its
+    fraction. So 64 layers and the output over -ts 10,6 are 41 on the first GPU and 23 with the
+    output on the second (tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log: CUDA0
+    2788.00 and CUDA1 1564.00 MiB of KV, 68 MiB a layer), and an even split of 80 layers is 41/39,
+    not 40/40 (the output layer is the 81st slot: llamacpp-llama31-70b-q4_0-rpc-2nodes-b6209.log,
+    656.00 and 624.00 MiB)."""
+    values = [1.0] * gpus if proportions is None or not any(proportions) else         [_f32(float(p)) for p in proportions] + [0.0] * (gpus - len(proportions))
+    points, total = [], 0.0
+    for value in values:
+        total = _f32(total + value)
+        points.append(total)
+    points = [_f32(point / total) for point in points]
+    start, act = place.first_gpu_layer, place.offloaded
+    held: list[list[int]] = [[] for _ in range(gpus)]
+    output = None
+    for il in range(start, start + act):
+        fraction = _f32(float(il - start) / float(act))
+        gpu = bisect.bisect_right(points, fraction)
+        if il == place.layers:
+            output = gpu
+        else:
+            held[gpu].append(il)
+    return Split(tuple(tuple(layers) for layers in held), output)
 
 
 # Where -ngl puts the layers, src/llama-model.cpp (llama_model::load_tensors, get_layer_buft_list):

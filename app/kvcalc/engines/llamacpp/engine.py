@@ -48,7 +48,7 @@ NAME, TITLE = "llama.cpp", "llama.cpp"
 KV_PRECISIONS = ("fp32", "fp16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")   # -ctk / -ctv
 ALIASES = ("llamacpp", "llama-cpp", "llama_cpp")     # as --engine also takes it
 LOG_READER = "log"           # its start-up log's reader: engines/llamacpp/log.py
-OWN_OPTIONS = ("flash-attn", "n-gpu-layers", "n-cpu-moe")     # options only llama.cpp takes
+OWN_OPTIONS = ("flash-attn", "n-gpu-layers", "n-cpu-moe", "tensor-split")     # options only llama.cpp takes
 USABLE_BY_GPU = True         # the memory utilization x the GPU's total: no layout moves it
 # No tensor parallelism: over several GPUs it splits the layers (--split-mode layer, the default),
 # so a layout of N GPUs is N stages of whole layers (scenario._deployment), whatever the heads.
@@ -258,6 +258,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     head = _output_head_bytes(model, settings, weights)
     per_param = Fraction(weights, model.params) if weights and model.params else None
     copies = []               # (bytes, what) the compute buffer peaks at when weights in CPU memory are copied in
+    slack = 0                 # over several GPUs: how much less than the busiest's the tightest GPU has spare
     if place.partial:
         on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
         if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
@@ -282,6 +283,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         if cpu_cache and compute_widths(model):
             copies.append((allocator.attention_bytes(model, pool, chunk, flash) + cpu_cache,
                            "a CPU layer's K and V copied in for its attention"))
+    elif dep.gpus > 1:
+        on_gpu, available, slack = _split_over_gpus(scenario, pool, place, budget, available, head, notes)
     else:
         on_gpu = allocator.bytes_on_busiest_gpu(model, pool, dep.gpus)
     moe_cpu, _ = experts_on_cpu(model, settings, weights, notes)
@@ -330,17 +333,15 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         notes.append(f"llama.cpp's compute buffer, estimated at {compute / MIB:,.0f} MiB "
                      f"({allocator.COMPUTE_BUFFER_ERROR}) for -ub {chunk:,} {attention}{staged}, comes out of the "
                      "memory beside the weights.")
-    starts = None if available is None else on_gpu <= available
-    if dep.gpus > 1:
-        notes.append(f"llama.cpp splits layers over the {dep.gpus} GPUs; the busiest holds "
-                     f"{on_gpu / GIB:.2f} GiB of the cache.")
+    starts = None if available is None else on_gpu + slack <= available
     refusal = None
     if starts is False:
         refusal = "the KV cache does not fit beside the weights: llama.cpp fails to allocate its buffers"
     band = None
     if compute is not None and available is not None and budget.source is BudgetSource.ESTIMATE:
         spread = int(compute * allocator.COMPUTE_BUFFER_BAND)
-        band = tuple(Band(compute + d, available - d, on_gpu <= available - d, pool.max_concurrency, pool.kv_tokens)
+        band = tuple(Band(compute + d, available - d, on_gpu + slack <= available - d, pool.max_concurrency,
+                          pool.kv_tokens)
                      for d in (spread, -spread))
     return EngineResult(
         engine=NAME, block_size=allocator.PAD, prefill_chunk=chunk, kv_budget_bytes_per_gpu=available,
@@ -350,6 +351,49 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         budget_source=budget.source, log=tuple(printing.log_lines(pool) + extra_log + (
             printing.log_lines(draft_pool) if draft_pool is not None else []) + ([refusal] if refusal else [])),
         notes=tuple(notes), band=band, kv_bytes_on_busiest_gpu=on_gpu)
+
+
+def _split_over_gpus(scenario, pool: allocator.Pool, place: allocator.Offload, budget: Budget,
+                     available: int | None, head: int | None, notes: list) -> tuple[int, int | None, int]:
+    """(the KV cache on the GPU holding the most, the memory left there for it, how much less the
+    tightest GPU has spare than that one): the layers split as llama.cpp splits them
+    (allocator.split, -ts or by free memory), each GPU's weights its layers' even share with the
+    output layer's weight on the GPU holding it, so a GPU's memory left moves from the budget's even
+    share of the weights by what its own layers weigh."""
+    model, dep, settings = scenario.model, scenario.deployment, scenario.settings
+    where = allocator.split(place, dep.gpus, settings.tensor_split)
+    kv = [sum(pool.layer_bytes[i] for i in layers) for layers in where.layers]
+    weights = dep.weights_bytes
+    if head is not None and weights is not None and head >= weights:
+        head = None
+    own = [None] * dep.gpus
+    if weights is not None and available is not None and not dep.stage_weights_bytes and \
+            budget.weights_bytes_per_gpu is None and budget.source in (BudgetSource.ESTIMATE, BudgetSource.GIVEN_OVERHEAD):
+        layer = (weights - (head or 0)) // place.layers
+        own = [layer * len(layers) + ((head or 0) if where.output == gpu else 0)
+               for gpu, layers in enumerate(where.layers)]
+    even = dep.weights_bytes_per_gpu
+    spare = [None if available is None else available + (even - w if w is not None else 0) for w in own]
+    busiest = max(range(dep.gpus), key=lambda gpu: (kv[gpu], -gpu))
+    slack = 0
+    if available is not None:
+        slack = (spare[busiest] - kv[busiest]) - min(s - k for s, k in zip(spare, kv))
+    how = f"-ts {','.join(f'{float(p):g}' for p in settings.tensor_split)}" if settings.tensor_split else \
+        "each GPU's free memory (-ts not given): identical GPUs split evenly, the output layer the last slot " \
+        "(a layer at an exact boundary may fall either side by the GPUs' free bytes)"
+    parts = []
+    for gpu, layers in enumerate(where.layers):
+        part = f"GPU {gpu}: {len(layers)} layers{' and the output layer' if where.output == gpu else ''}, " \
+               f"{kv[gpu] / MIB:,.2f} MiB of KV"
+        if own[gpu] is not None:
+            part += f", {own[gpu] / GIB:.2f} GiB of weights"
+        parts.append(part)
+    notes.append(f"llama.cpp splits the layers over the {dep.gpus} GPUs by {how} (src/llama-model.cpp load_tensors): "
+                 + "; ".join(parts) + f". GPU {busiest} holds the most cache"
+                 + (", each GPU's weights an even share per layer and the output layer's weight on its GPU"
+                    if own[busiest] is not None else ", the weights per GPU as the budget took them")
+                 + "; the compute buffer is counted on every GPU.")
+    return kv[busiest], spare[busiest], slack
 
 
 def _draft_pool(scenario, chunk: int) -> allocator.Pool | None:
