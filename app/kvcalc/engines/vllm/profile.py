@@ -75,7 +75,8 @@ KEEPS_GATE_UP = ("Qwen2", "Qwen3", "Gemma")
 # under PIECEWISE, every layer's kernels in a FULL graph. So the estimate is graphs x layers on the stage x a
 # cost per graph and layer: the logs put it at 0.03-0.85 MiB (median 0.24: Phi-3-mini 0.19, Qwen2.5-72B at tp 4
 # over PCIe 0.41, Qwen3-30B-A3B 0.10, Gemma 4 26B-A4B 0.25, Qwen3.8-27B int4 0.03, Laguna S 2.1 0.85).
-GRAPH_LAYER, GRAPH_LAYER_HIGH = 256 * 1024, 3 * MIB // 2
+# The band's top: 1 MiB per graph and layer, past the highest the logs show (Laguna S 2.1's 0.85).
+GRAPH_LAYER, GRAPH_LAYER_HIGH = 256 * 1024, MIB
 GRAPH_FLOOR = MIB                     # max(second capture, 1 << 20) per graph after the first of a mode
 # Hybrid GDN models from 0.26.0: the first FULL sample's warm-up runs max_num_batched_tokens of context and its
 # transient (about 128 KiB per batched token on Qwen3.5-122B-A10B, vllm-project/vllm#50780) is charged as graph
