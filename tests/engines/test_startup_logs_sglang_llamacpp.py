@@ -123,7 +123,9 @@ READS = {
     # two GPUs differ, so no gpu preset; flash attention did not exist in that build.
     "llamacpp-command-r-35b-class-4070ti-3090ti-4k-b2450.log": {
         "engine": "llama.cpp", "n-gpu-layers": "41", "loaded-weights-gib": "13.66165", "context": "4096",
-        "prefill-chunk": "512", "gpus": "2", "kv-dtype": "fp16"},
+        "prefill-chunk": "512", "gpus": "2", "kv-dtype": "fp16",
+        # CUDA0 1536.00 + CUDA1 3584.00 MiB of KV over 40 layers: 12 and 28, the output with CUDA1.
+        "tensor-split": "12/29"},
     # The cells per sequence of the non-SWA cache (120064, 1/1 seqs) are the context.
     "llamacpp-gemma4-31b-iswa-q5kv-b8643.log": {
         "engine": "llama.cpp", "engine-version": "b8643", "gpus": "2", "kv-dtype": "q5_0", "batch": "1",
@@ -143,13 +145,15 @@ READS = {
     # A plain llama architecture's GGUF metadata is the cache's whole shape.
     "llamacpp-llama3-70b-q3km-ollama-4k-2gpu.log": {
         "engine": "llama.cpp", "layers": "80", "attention-heads": "64", "kv-heads": "8", "head-dim": "128",
-        "kv-dtype": "fp16", "context": "4096", "gpus": "2"},
+        "kv-dtype": "fp16", "context": "4096", "gpus": "2",
+        # CUDA0 784.00 + CUDA1 496.00 MiB of KV over 80 layers: 49 and 31, the output with CUDA1.
+        "tensor-split": "49/32"},
     "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log": {
         "engine": "llama.cpp", "gpus": "1", "kv-dtype": "fp16"},
     # version: 4462; the llama-server command: -ub 256 -ngl 99 -c 32768 --flash-attn -ctk/-ctv q8_0.
     "llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log": {
         "engine": "llama.cpp", "engine-version": "b4462", "prefill-chunk": "256", "n-gpu-layers": "99",
-        "flash-attn": "on", "kv-dtype": "q8_0", "context": "32768", "gpus": "2"},
+        "flash-attn": "on", "kv-dtype": "q8_0", "context": "32768", "gpus": "2", "tensor-split": "10/6"},
     # build 5505's "llama_kv_cache_unified: size = 2720.00 MiB ( 32768 cells,  40 layers,  1 seqs),
     # K (q8_0): 1360.00 MiB, V (q8_0): ..." (no streams yet); a plain qwen3 GGUF's metadata is the shape.
     "llamacpp-qwen3-14b-q8kv-3090-32k-fa-b5505.log": {
@@ -169,7 +173,9 @@ READS = {
     # Two "NVIDIA GeForce RTX 4090" devices: the preset.
     "llamacpp-r1-distill-qwen-32b-class-ollama-2x4090-2k-nofa.log": {
         "engine": "llama.cpp", "gpu": "rtx-4090-24gb", "context": "2048", "prefill-chunk": "512",
-        "flash-attn": "off", "kv-dtype": "fp16", "gpus": "2"},
+        "flash-attn": "off", "kv-dtype": "fp16", "gpus": "2",
+        # CUDA0 264.00 + CUDA1 248.00 MiB of KV over 64 layers: 33 and 31, the output with CUDA1.
+        "tensor-split": "33/32"},
 }
 
 # Two start-ups in one paste: the PR run and the main run each allocate their pool.

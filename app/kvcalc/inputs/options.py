@@ -73,14 +73,15 @@ MAX_SPLIT_DEVICES = 16       # llama.cpp's LLAMA_MAX_DEVICES (-ts takes one prop
 
 def _tensor_split(text: str, name: str) -> str:
     """llama.cpp -ts / --tensor-split: proportions, one a GPU, split at commas or slashes as
-    common/arg.cpp splits them ("10,6", "3/1"); canonical with commas."""
+    common/arg.cpp splits them ("10,6", "3/1"); canonical with slashes ("10/6", as -ts also takes
+    it), so a measured-with pair or a list of pairs keeps its commas to itself."""
     parts = [p.strip() for p in re.split(r"[,/]+", text.strip())]
     if not parts or len(parts) > MAX_SPLIT_DEVICES or not all(_DECIMAL.fullmatch(p) for p in parts):
         raise InputError(name, f"expected proportions, one a GPU, like 10,6 or 3/1 (at most {MAX_SPLIT_DEVICES}), "
                                f"got {_clip(text)!r}")
     if not any(Fraction(p) for p in parts):
         raise InputError(name, "all proportions are 0: leave it empty for llama.cpp's split by each GPU's free memory")
-    return ",".join(parts)
+    return "/".join(parts)
 
 
 def _gpu_id(text: str, name: str) -> str:

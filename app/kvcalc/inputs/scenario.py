@@ -145,7 +145,7 @@ def settings_from(values: dict) -> Settings:
         weights_dtype=values.get("weights-dtype"), release=_release(values),
         release_given="engine-version" in values, memory_in_use_gib=values.get("memory-in-use-gib"),
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
-        tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split(",")) if "tensor-split" in values else None,
+        tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split("/")) if "tensor-split" in values else None,
         vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
         enforce_eager=values.get("enforce-eager") == "on",
         prefix_caching=values.get("prefix-caching"),

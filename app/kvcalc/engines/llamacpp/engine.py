@@ -286,6 +286,9 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     elif dep.gpus > 1:
         on_gpu, available, slack = _split_over_gpus(scenario, pool, place, budget, available, head, notes)
     else:
+        if settings.tensor_split and len(settings.tensor_split) > 1:
+            raise InputError("tensor-split", f"-ts gives {len(settings.tensor_split)} proportions for one GPU: "
+                                             "give a proportion a GPU, and the GPUs")
         on_gpu = allocator.bytes_on_busiest_gpu(model, pool, dep.gpus)
     moe_cpu, _ = experts_on_cpu(model, settings, weights, notes)
     if moe_cpu:
@@ -361,6 +364,9 @@ def _split_over_gpus(scenario, pool: allocator.Pool, place: allocator.Offload, b
     output layer's weight on the GPU holding it, so a GPU's memory left moves from the budget's even
     share of the weights by what its own layers weigh."""
     model, dep, settings = scenario.model, scenario.deployment, scenario.settings
+    if settings.tensor_split and len(settings.tensor_split) > dep.gpus:
+        raise InputError("tensor-split", f"-ts gives {len(settings.tensor_split)} proportions for {dep.gpus} GPUs: "
+                                         f"give one a GPU (llama.cpp reads the first {dep.gpus} and ignores the rest)")
     where = allocator.split(place, dep.gpus, settings.tensor_split)
     kv = [sum(pool.layer_bytes[i] for i in layers) for layers in where.layers]
     weights = dep.weights_bytes

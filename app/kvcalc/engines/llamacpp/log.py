@@ -127,7 +127,7 @@ _FLAGS = {"-c": "n_ctx", "--ctx-size": "n_ctx", "-np": "n_parallel", "--parallel
           "-hf": "model_repo", "--hf-repo": "model_repo", "-fa": "flash-attn", "--flash-attn": "flash-attn",
           "-md": "draft_file", "--model-draft": "draft_file", "-hfd": "draft_repo", "-hfrd": "draft_repo",
           "--hf-repo-draft": "draft_repo", "--draft-max": "draft_max", "--draft": "draft_max",
-          "--draft-n": "draft_max"}
+          "--draft-n": "draft_max", "-ts": "tensor-split", "--tensor-split": "tensor-split"}
 _ON_OFF = {"on": "on", "1": "on", "true": "on", "enabled": "on", "off": "off", "0": "off", "false": "off",
            "disabled": "off"}
 
@@ -180,6 +180,8 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             if target == "n-gpu-layers" and of is not None and old is not None and value.isdigit() and \
                     int(value) >= of.value and int(old.text) == of.value:
                 continue            # "offloaded 41/41" read first, and -ngl 99: both say every layer
+            if target == "tensor-split":
+                value = "/".join(p for p in re.split(r"[,/]+", value) if p)   # as the option writes it
             sink.take(target, value, n, line, flag)
 
 
@@ -672,6 +674,7 @@ def complete(sink) -> None:
     _types(sink)
     _sequences(sink)
     _gpus(sink)
+    _split(sink)
     _model(sink)
     _shape(sink)
     _draft_inputs(sink)
@@ -780,6 +783,52 @@ def _gpus(sink) -> None:
         else:
             sink.notes.append(f"gpu not read: the GPUs differ ({', '.join(sorted(distinct))}); choose the one that "
                               "binds")
+
+
+_DEVICE_INDEX = re.compile(r"([A-Za-z_]{1,40}?)(\d{1,4})")
+
+
+def _split(sink) -> None:
+    """Where no -ts is printed, the split the GPUs' KV buffer lines imply: a layer's cache is the
+    whole cache over n_layer (every layer full attention, no sliding cache), so each GPU's buffer
+    is a whole number of layers (CUDA0 784.00 + CUDA1 496.00 of 1,280.00 MiB over 80 layers: 49
+    and 31); taken as the tensor-split proportions that place them so (src/llama-model.cpp
+    load_tensors: a GPU's layer slots, the output layer the last GPU's slot when offloaded), only
+    where every buffer is a whole number of layers."""
+    printed, reads = sink.printed, sink.reads
+    kept = printed.get("kv_buffer_map")
+    if "tensor-split" in reads or kept is None or "swa_kv_cache_mib" in printed or "swa_cells" in printed:
+        return
+    buffers = list(kept.value.items())
+    gpus = [(device, mib) for device, mib in buffers if _device_kind(device) == "gpu"]
+    if len(gpus) < 2 or len(gpus) != len(buffers) or any(mib is None or mib <= 0 for _, mib in gpus):
+        return
+    # The devices in llama.cpp's order, by their index (CUDA0, CUDA1 ... CUDA10): interleaved lines
+    # may come in any order. Devices named without one (an RPC server's address) are not ordered.
+    indexed = [(_DEVICE_INDEX.fullmatch(device), device, mib) for device, mib in gpus]
+    if any(m is None for m, _, _ in indexed) or len({m[1] for m, _, _ in indexed}) != 1:
+        sink.notes.append("tensor-split not read: the devices holding the KV buffers ("
+                          + ", ".join(d for d, _ in gpus)[:120] + ") carry no index that orders them")
+        return
+    gpus = [(device, mib) for _, device, mib in sorted(indexed, key=lambda e: int(e[0][2]))]
+    layers = next((printed[k] for k in ("kv_layers", "info_layers", "gguf_layers") if k in printed), None)
+    of = printed.get("offloadable_layers")          # "offloaded N/(n_layer + 1) layers to GPU"
+    if layers is None and of is None:
+        return
+    n, total = layers.value if layers is not None else of.value - 1, sum(mib for _, mib in gpus)
+    counts = [mib * n / total for _, mib in gpus]
+    if any(c.denominator != 1 for c in counts) or sum(counts) != n:
+        sink.notes.append("tensor-split not read: the GPUs' KV buffers are not whole layers of the cache")
+        return
+    ngl = reads.get("n-gpu-layers")
+    output = ngl is None or not ngl.text.isdigit() or int(ngl.text) > n
+    slots = [int(c) for c in counts]
+    if output:
+        slots[-1] += 1
+    said = ", ".join(f"{device} {float(mib):,.2f} MiB" for device, mib in gpus)
+    sink.take("tensor-split", "/".join(map(str, slots)), kept.line_number, kept.line,
+              f"implied: {'/'.join(str(int(c)) for c in counts)} layers per GPU from the KV buffer lines ({said}; "
+              f"{float(total / n):,.2f} MiB a layer of {n}){', the output layer with the last' if output else ''}")
 
 
 def _device_facts(printed, name: str) -> Device:
