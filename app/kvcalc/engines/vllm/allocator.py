@@ -336,11 +336,16 @@ def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill
 
 def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
              block_size: int, available_bytes: int, state_precision=None,
-             state_pages: int = MAMBA_ALIGN_PAGES, spare_before_last: int = 0) -> tuple:
+             state_pages: int = MAMBA_ALIGN_PAGES, spare_before_last: int = 0, release=None,
+             mamba_none: bool = False) -> tuple:
     """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal. Under pipeline
     parallelism `available_bytes` is the last stage's and the stages before it have `spare_before_last`
     more (what the last one alone spends: profile.stage_surplus); vLLM's pool is the fewest blocks any
     worker holds.
+
+    `release` picks how "GPU KV cache size" is counted (printed_tokens; None: the current rule);
+    `mamba_none` says the state groups run mamba_cache_mode "none" (prefix caching off), whose spec
+    block is max_model_len.
 
     Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
     while it sizes a hybrid's pages)."""
@@ -386,13 +391,36 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
         per_request_blocks = sum(g.spec.pages(model_len, prefill_chunk) for g in groups)
         min_block = min(g.spec.block_size for g in groups)
     concurrency = Fraction(num_blocks, per_request_blocks)
+    has_state = any(isinstance(g.spec, MambaSpec) for g in groups)
     pool = Pool(block_size=min_block, num_blocks=num_blocks,
-                # Current vLLM (_report_kv_cache_config) logs max_concurrency x max_model_len as the
-                # KV cache size; releases before it logged num_blocks // groups x block_size.
-                kv_tokens=int(concurrency * model_len),
+                kv_tokens=printed_tokens(num_blocks, per_request_blocks, len(groups), min_block, model_len, release,
+                                         has_state and mamba_none),
                 max_concurrency=concurrency,
                 bytes_per_request=worst, groups=len(groups), padding=tuple(padding), block_bytes=block_bytes)
     return pool, None, model_len, config_lines
+
+
+def printed_tokens(num_blocks: int, per_request_blocks: int, groups: int, min_block: int, model_len: int,
+                   release=None, mamba_none: bool = False) -> int:
+    """vLLM's "GPU KV cache size: N tokens" (vllm/v1/core/kv_cache_utils.py _report_kv_cache_config).
+
+    0.20.1 on (read in the 0.20.1 wheel; release.logs_tokens_as_concurrency): int(max_concurrency x
+    max_model_len), max_concurrency being the Python float num_blocks / blocks one request needs
+    (get_max_concurrency_for_kv_cache_config), so the float's rounding is kept: 1 / 49 x 49 is
+    0.999..., printed 0. The Qwen3.6-27B FP8 H100 log (0.27.1): 857 blocks / 12 a request x 4,096 =
+    292,522 tokens.
+
+    Before (read in the 0.10.2, 0.12.0, 0.18.1, 0.19.0 and 0.20.0 wheels; 0.8.3 had one group): num_blocks // groups x the smallest block
+    size of any group, a Mamba group's being its spec's block: the attention block in "align" mode,
+    max_model_len in "none" (MambaModelConfig / HybridAttentionMambaModelConfig.verify_and_update_config,
+    vllm/model_executor/models/config.py: mamba_block_size = max_model_len without prefix caching). So
+    a hybrid printed far fewer tokens than its concurrency says (vllm-project/vllm#40691, fixed by
+    #40694): Qwen3.5-27B at 0.19.0, 1,487 blocks in 4 groups of 784-token pages, 371 x 784 = 290,864
+    tokens beside 1,487 / 45 = 33.04x for 32,768 tokens."""
+    if release is None or rules.logs_tokens_as_concurrency(release):
+        return int(num_blocks / per_request_blocks * model_len)
+    block = min(min_block, model_len) if mamba_none else min_block
+    return num_blocks // groups * block
 
 
 # The Mamba-cache-block ceiling: vllm/config/compilation.py CompilationConfig.

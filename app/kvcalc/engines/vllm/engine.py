@@ -10,7 +10,6 @@ command. Each member asks the piece that owns the rule:
 
 import math
 import sys
-from dataclasses import replace
 from fractions import Fraction
 
 from ...errors import InputError
@@ -171,9 +170,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     pool, refusal, longest, config_lines = allocator.allocate(
         model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, available, work.state_precision,
         pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
-        profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)))
-    if pool is not None and not rules.logs_tokens_as_concurrency(release):
-        pool = replace(pool, kv_tokens=pool.num_blocks // pool.groups * pool.block_size)
+        profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)), release,
+        rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1)
     # A hybrid's decode sequences each need a Mamba cache block (allocator.mamba_ceiling): it
     # prints the pool's lines, then refuses.
     ceiling, over_words = allocator.mamba_ceiling(model, pool, release, scenario.settings.enforce_eager), None
@@ -212,6 +210,11 @@ def _mamba_words(scenario, pool, budget: Budget, chunk: int, release) -> str:
             f"each decode sequence of its full CUDA graphs needs one block ({pool.block_bytes:,} B per GPU). Pass "
             f"--max-num-seqs {blocks} or fewer, or give it {more}, or --enforce-eager (no full graphs, no check); a "
             "shorter --max-model-len leaves the block count as it is")
+
+
+def _prefix_caching(scenario) -> bool | None:
+    given = scenario.settings.prefix_caching
+    return None if given is None else given == "on"
 
 
 def state_pages(scenario) -> int:

@@ -1,0 +1,141 @@
+"""The two figures vLLM prints for a hybrid (Gated DeltaNet / Mamba + full attention) model's pool,
+"GPU KV cache size: N tokens" and "Maximum concurrency for L tokens per request: C x", release by
+release, each worked from a real public log (tests/fixtures/logs, URLs in SOURCES.md).
+
+- The concurrency (vllm/v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config, the same
+  in every wheel read from 0.10.2 to 0.27.1): the pool's num_blocks over the blocks one request at
+  max_model_len needs, cdiv(L, attention block) for the full-attention group plus the state pages of
+  each Mamba group (1 with prefix caching off, mamba_cache_mode "none"; 2 in "align", which
+  --enable-prefix-caching turns on: vllm/model_executor/models/config.py MambaModelConfig).
+- The token count (_report_kv_cache_config): to 0.20.0, num_blocks // groups x the smallest group
+  block (a Mamba group's is max_model_len in "none" mode); from 0.20.1, int(concurrency x L)
+  (allocator.printed_tokens).
+- The attention block grows until one attention page holds a state page
+  (HybridAttentionMambaModelConfig.verify_and_update_config): 16 x cdiv(state page, 16 x one token).
+"""
+
+from fractions import Fraction
+from pathlib import Path
+
+from kvcalc.engines import releases
+from kvcalc.engines.vllm import allocator
+from kvcalc.evaluation import evaluate
+from kvcalc.inputs.startup_log import read_log
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+
+def sized(values: dict):
+    evaluation = evaluate(values)
+    assert evaluation.ok, evaluation.errors
+    return evaluation.engine
+
+
+def printed_concurrency(engine) -> str:
+    return f"{float(engine.max_concurrency):.2f}"      # "%.2fx" as vLLM logs it
+
+
+def pasted(name: str, model: dict) -> dict:
+    """The inputs the pasted log implies, its local checkpoint given as the preset of its geometry."""
+    reading = read_log((LOGS / name).read_text(encoding="utf-8"), "vllm")
+    return dict(reading.values) | model
+
+
+# --- vLLM 0.27.1: Qwen3.6-27B-FP8 on an H100, --enable-prefix-caching, 4,096 tokens -------------------
+H100_LOG = "vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log"
+H100 = {"engine": "vllm", "engine-version": "0.27.1", "model": "Qwen/Qwen3.5-27B", "weights-dtype": "fp8",
+        "gpu": "h100-sxm-80gb", "context": "4096", "memory-utilization": "0.88", "prefill-chunk": "4096",
+        "batch": "32", "enforce-eager": "on"}
+
+
+def test_h100_0_27_1_prefix_caching_keeps_two_state_pages():
+    """41.03 GiB of KV; a 784-token block (the log's "Setting attention block size to 784 tokens":
+    the fp32 state page, 3,207,168 B, over 16 x 4,096 B a token) is 16 layers x 3,211,264 B, so 857
+    blocks. A request at 4,096 tokens needs cdiv(4,096, 784) = 6 attention blocks and, prefix caching
+    on, 2 state pages in each of the 3 Gated DeltaNet groups: 12. 857 / 12 = 71.42x, and 0.27.1
+    prints int(857 / 12 x 4,096) = 292,522 tokens. Typed without --enable-prefix-caching (one state
+    page, 9 blocks a request) the same memory would print 390,030 and 95.22x."""
+    text = (LOGS / H100_LOG).read_text(encoding="utf-8")
+    assert "GPU KV cache size: 292,522 tokens" in text and "4,096 tokens per request: 71.42x" in text
+    assert "'enable_prefix_caching': True" in text
+    on = sized(H100 | {"prefix-caching": "on", "kv-memory-gib": "41.03"})
+    assert on.block_size == 784 and on.max_concurrency == Fraction(857, 12)
+    assert on.kv_tokens == 292_522 and printed_concurrency(on) == "71.42"
+    off = sized(H100 | {"kv-memory-gib": "41.03"})
+    assert off.max_concurrency == Fraction(857, 9) and off.kv_tokens == 390_030
+    log = sized(pasted(H100_LOG, {"model": "Qwen/Qwen3.5-27B"}))
+    assert (log.kv_tokens, printed_concurrency(log)) == (292_522, "71.42")
+
+
+# --- vLLM 0.24.0: Qwen3.6-35B-A3B NVFP4 on an RTX 5090, fp8 KV, prefix caching, 131,072 tokens ---------
+R5090_LOG = "vllm-qwen3.6-35b-a3b-nvfp4-5090-fp8kv.log"
+R5090 = {"engine": "vllm", "engine-version": "0.24.0", "model": "Qwen/Qwen3.6-35B-A3B", "weights-dtype": "nvfp4",
+         "kv-dtype": "fp8", "gpu": "rtx-5090-32gb", "context": "131072", "prefill-chunk": "8192", "batch": "1"}
+
+
+def test_rtx5090_0_24_0_counts_concurrency_times_length():
+    """2 KV heads x 256 x 2 x 1 B (fp8) = 1,024 B a token; the 2,146,304 B state page grows the block
+    to 16 x cdiv(2,146,304, 16,384) = 2,096. 5.98 GiB holds 299 blocks of 10 layers x 2,146,304 B; a
+    request needs cdiv(131,072, 2,096) = 63 + 3 groups x 2 state pages = 69 blocks: 299 / 69 = 4.33x,
+    and 0.24.0 (after 0.20.1) prints int(299 / 69 x 131,072) = 567,978 tokens, not 299 // 4 x 2,096."""
+    text = (LOGS / R5090_LOG).read_text(encoding="utf-8")
+    assert "GPU KV cache size: 567,978 tokens" in text and "131,072 tokens per request: 4.33x" in text
+    on = sized(R5090 | {"prefix-caching": "on", "kv-memory-gib": "5.98"})
+    assert on.block_size == 2096 and on.max_concurrency == Fraction(299, 69)
+    assert on.kv_tokens == 567_978 and printed_concurrency(on) == "4.33"
+    assert 299 // 4 * 2096 != 567_978
+    off = sized(R5090 | {"kv-memory-gib": "5.98"})
+    assert off.max_concurrency == Fraction(299, 66) and off.kv_tokens == 593_795
+    log = sized(pasted(R5090_LOG, {"model": "Qwen/Qwen3.6-35B-A3B", "weights-dtype": "nvfp4"}))
+    assert (log.kv_tokens, printed_concurrency(log)) == (567_978, "4.33")
+
+
+# --- vLLM 0.19.0: Qwen3.5-27B on an H20, 32,768 tokens (vllm-project/vllm#40691) ---------------------
+H20_LOG = "vllm-qwen3.5-27b-h20-hybrid.log"
+# The log prints no KV memory: 1,487 blocks is the one count both lines allow (371 x 784 = 290,864 and
+# 1,487 / 45 = 33.04), 1,487 x 16 x 3,211,264 B = 71.155 GiB, typed as 71.16 (the corpus row's notes).
+H20 = {"engine": "vllm", "engine-version": "0.19.0", "model": "Qwen/Qwen3.5-27B", "gpu": "h20-96gb",
+       "gpu-memory-gib": "139.81", "context": "32768", "batch": "16", "prefill-chunk": "16384",
+       "kv-memory-gib": "71.16"}
+
+
+def test_h20_0_19_0_counts_blocks_over_groups():
+    """Prefix caching off at 0.19.0 (the hybrid default): 4 groups (16 attention layers, 48 Gated
+    DeltaNet layers in 3 groups of 16), one state page a request each, so a request needs
+    cdiv(32,768, 784) = 42 + 3 = 45 blocks: 1,487 / 45 = 33.04x. 0.19.0 prints 1,487 // 4 x 784 =
+    290,864 tokens (the smallest group block: the attention's 784, the state groups' being
+    max_model_len); 0.20.0 still does; 0.20.1 prints int(1,487 / 45 x 32,768) = 1,082,800."""
+    text = (LOGS / H20_LOG).read_text(encoding="utf-8")
+    assert "GPU KV cache size: 290,864 tokens" in text and "32,768 tokens per request: 33.04x" in text
+    engine = sized(H20)
+    assert engine.block_size == 784 and engine.max_concurrency == Fraction(1487, 45)
+    assert engine.kv_tokens == 290_864 and printed_concurrency(engine) == "33.04"
+    assert sized(H20 | {"engine-version": "0.20.0"}).kv_tokens == 290_864
+    assert sized(H20 | {"engine-version": "0.20.1"}).kv_tokens == 1_082_800
+
+
+def test_h20_short_context_counts_the_state_groups_max_model_len():
+    """In "none" mode a state group's spec block is max_model_len (mamba_block_size, 0.19.0
+    model_executor/models/config.py), so below the 784-token attention block it is the smallest:
+    the H20 log's 1,487 blocks at 512 tokens print 1,487 // 4 x 512 = 189,952 tokens (one attention
+    block + 3 state pages a request, 1,487 / 4 = 371.75x). With prefix caching on (align) the state
+    block is the attention block's."""
+    engine = sized(H20 | {"context": "512"})
+    assert engine.max_concurrency == Fraction(1487, 4) and engine.kv_tokens == 371 * 512 == 189_952
+    version = releases.pep440("0.19.0")
+    assert allocator.printed_tokens(1487, 4, 4, 784, 512, version, mamba_none=False) == 371 * 784
+
+
+def test_h20_typed_on_the_141_gb_card():
+    """Typed as launched on the 141 GB H20 (the corpus row), the estimate overhead gives 1,511 blocks:
+    295,568 tokens (377 x 784) and 33.58x, 1.6% over the log's 290,864 and 33.04x."""
+    engine = sized({k: v for k, v in H20.items() if k != "kv-memory-gib"})
+    assert engine.max_concurrency == Fraction(1511, 45) and engine.kv_tokens == 1511 // 4 * 784 == 295_568
+
+
+def test_from_0_20_1_the_count_keeps_the_float_division():
+    """0.20.1's int(max_concurrency * max_model_len) multiplies a Python float: 1 block over 49 a
+    request at 49 tokens is 0.999..., printed 0, where exact arithmetic would give 49 / 49 = 1."""
+    version = releases.pep440("0.20.1")
+    assert allocator.printed_tokens(1, 49, 2, 16, 49, version) == 0
+    assert allocator.printed_tokens(857, 12, 4, 784, 4096, version) == 292_522
