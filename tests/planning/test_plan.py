@@ -283,8 +283,10 @@ def test_littles_law_concurrency_is_the_least_fixed_point(model, engine, gpu, ra
 
 
 def test_a_rate_past_what_the_deployment_decodes_does_not_fit():
+    # 1,000 requests/s of 512 tokens: ~15,000 at once. (At 100,000/s, 1.5 million: vLLM from 0.27.0
+    # keeps sampler statistics for every one of --max-num-seqs, which alone overflows the GPUs.)
     values = typed(model="meta-llama/Llama-3.1-8B", context=8192, engine="vllm", plan_gpus="l4-24gb",
-                   plan_max_gpus=2, rate=100000, output_tokens=512)
+                   plan_max_gpus=2, rate=1000, output_tokens=512)
     (row,) = planner.plan(values).rows
     assert not row.fits and row.limit == "rate" and row.batch > row.max_concurrency
     assert planner.plan(values).best is None
@@ -351,7 +353,7 @@ def test_curve_rises_with_the_gpus():
     points = planner.curve(ask, H100)
     assert [n for n, _ in points] == [1, 2, 4, 8, 16, 24, 32]
     held = [held for _, held in points]
-    assert held[0] == 0 and held == sorted(held) and held[3] == 172     # 8 GPUs: the row of the worked example
+    assert held[0] == 0 and held == sorted(held) and held[3] == 171     # 8 GPUs: the row of the worked example
 
 
 # Properties. Presets that every engine sizes, contexts and batches drawn at random.

@@ -10,7 +10,7 @@ of 128) at 8,192 tokens x 64 requests, sized as vLLM allocates:
   together                                                 = 312,906,104,832 B
 Four H100 SXM at vLLM's default --gpu-memory-utilization 0.92 of the 85,061,827,297 B PyTorch
 reports have 313,027,524,453 B: 121 MB over, on four GPUs, for activations and CUDA graphs. Too
-little, so the H100's row is 8 GPUs (the next count, tensor parallel 8), holding 172 requests.
+little, so the H100's row is 8 GPUs (the next count, tensor parallel 8), holding 171 requests.
 """
 
 import json
@@ -92,7 +92,7 @@ def test_plan_json_keys_types_and_the_h100_row(llama70b_plan):
     assert rows[:len(fitting)] == fitting and [r["gpus"] for r in fitting] == sorted(r["gpus"] for r in fitting)
     (h100,) = [row for row in rows if row["gpu"] == "h100-sxm-80gb"]
     assert (h100["gpus"], h100["tp"], h100["pp"], h100["dp"], h100["ep"]) == (8, 8, 1, 1, False)
-    assert (h100["fits"], h100["max_concurrency"], h100["max_context_tokens"]) == (True, 172, 22_080)
+    assert (h100["fits"], h100["max_concurrency"], h100["max_context_tokens"]) == (True, 171, 21_904)
     assert (h100["kv_dtype"], h100["weights_dtype"], h100["limit"]) == ("bf16", "bf16", "kv")
     # The smallest: four H100s do not fit (the module docstring's 121 MB), in the single view too.
     assert cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "4")["fits"] is False
@@ -161,7 +161,7 @@ def test_the_table_one_line_a_row_with_the_notes():
     assert lines[head].split() == ["GPU", "GPUs", "layout", "KV/weights", "fits", "needs", "holds", "context",
                                    "limit", "tok/s", "≤", "$/hour", "$/Mtok", "≥"]
     # 4 x H200 at 3.50 = 14.00 an hour; 8 x H100 at 2.50 = 20.00.
-    assert lines[head + 1].split() == ["h200-141gb", "4", "tp", "4", "bf16/bf16", "yes", "64", "148", "19,040", "kv",
+    assert lines[head + 1].split() == ["h200-141gb", "4", "tp", "4", "bf16/bf16", "yes", "64", "148", "19,008", "kv",
                                        "3,927", "14.00", "0.99"]
     assert lines[head + 2].split()[:2] == ["h100-sxm-80gb", "8"] and "20.00" in lines[head + 2]
     assert "best: 4 x NVIDIA H200 SXM 141GB (tp 4) fits 148 requests: --gpu h200-141gb --gpus 4" in out
@@ -223,14 +223,14 @@ def test_the_verdict_that_does_not_fit_names_the_best_row():
     assert code == 0, err
     first, second = out.splitlines()[:2]
     assert first.startswith("Verdict") and "Does not fit" in first
-    assert second.strip() == "What you need: 8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests; fewest GPUs: " \
-                             "2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests; kvcalc --plan for every GPU"
+    assert second.strip() == "What you need: 8 x NVIDIA H100 SXM 80GB (tp 8) fits 171 requests; fewest GPUs: " \
+                             "2 x AMD Instinct MI355X 288GB (tp 2) fits 157 requests; kvcalc --plan for every GPU"
     assert second.index("What") == first.index("Does")
     data = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2")
-    assert data["fits"] is False and data["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests; " \
-                                                          "fewest GPUs: 2 x AMD Instinct MI355X 288GB (tp 2) fits 156 requests"
+    assert data["fits"] is False and data["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 171 requests; " \
+                                                          "fewest GPUs: 2 x AMD Instinct MI355X 288GB (tp 2) fits 157 requests"
     own = cli_json(*L70, "--gpu", "h100-sxm-80gb", "--gpus", "2", "--plan-gpus", "h100-sxm-80gb")
-    assert own["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 172 requests"
+    assert own["plan_best"] == "8 x NVIDIA H100 SXM 80GB (tp 8) fits 171 requests"
 
 
 def test_a_verdict_nothing_fixes_up_to_the_largest_count_says_so():

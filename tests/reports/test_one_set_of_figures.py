@@ -106,9 +106,9 @@ def test_the_memory_bar_is_the_engines():
 def test_the_side_tables_follow_the_engine():
     ev = ok(dict(LLAMA_H100, engine="vllm"))
     current = next(row for row in attention_variants(ev.scenario) if row.current)
-    assert current.evaluation.capacity == ev.capacity == 55
+    assert current.evaluation.capacity == ev.capacity == 54
     precisions = {row.label: row for row in precision_rows(ev.scenario)}
-    assert precisions["bf16"].evaluation.capacity == 55
+    assert precisions["bf16"].evaluation.capacity == 54
     assert precisions["q4_0"].evaluation is None and "vllm cannot store" in precisions["q4_0"].refused
     exact = ok(dict(LLAMA_H100, engine="exact"))
     assert next(row for row in attention_variants(exact.scenario) if row.current).evaluation.capacity == 64

@@ -90,23 +90,23 @@ def test_an_edit_re_estimated_from_the_logs_parts_is_not_sized_by_the_plan():
 
 def test_the_pointer_never_names_the_deployment_the_verdict_refuses():
     # --gpu-memory-gib 16 on an H100: vLLM cannot start Llama 3.1 8B (14.96 GiB of weights). The
-    # plan drops gpu-memory-gib and finds the same 1 x H100 fits 55 requests at the card's own
-    # memory; the pointer named it ("1 x NVIDIA H100 SXM 80GB (tp 1) fits 55 requests; fewest
+    # plan drops gpu-memory-gib and finds the same 1 x H100 fits 54 requests at the card's own
+    # memory; the pointer named it ("1 x NVIDIA H100 SXM 80GB (tp 1) fits 54 requests; fewest
     # GPUs: ..."), the deployment the verdict had just refused. It names the next row instead.
     args = ("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--gpu-memory-gib", "16",
             "--engine", "vllm")
     verdict, needed = head(*args)
     assert verdict.endswith("Does not fit: vLLM will not start: the weights and its overhead leave no memory for "
-                            "the cache (1.41 GiB short per GPU).")
-    assert needed == ("What you need: 1 x AMD Instinct MI355X 288GB (tp 1) fits 247 requests; "
+                            "the cache (1.72 GiB short per GPU).")
+    assert needed == ("What you need: 1 x AMD Instinct MI355X 288GB (tp 1) fits 246 requests; "
                       "kvcalc --plan for every GPU")
     values, errors = parse_options({name[2:]: value for name, value in zip(args[::2], args[1::2])})
     assert not errors
     found = planner.plan(values)
     h100 = [row.words() for row in found.rows if row.gpu == "h100-sxm-80gb"]
-    assert h100 == ["1 x NVIDIA H100 SXM 80GB (tp 1) fits 55 requests"]       # what was named before
-    assert pointer(found, values) == "1 x AMD Instinct MI355X 288GB (tp 1) fits 247 requests"
+    assert h100 == ["1 x NVIDIA H100 SXM 80GB (tp 1) fits 54 requests"]       # what was named before
+    assert pointer(found, values) == "1 x AMD Instinct MI355X 288GB (tp 1) fits 246 requests"
     # Another deployment of the same GPU type is named as before (2 x H100 asked for).
     assert pointer(found, dict(values, gpus=2, tp=2)) == \
-        "1 x NVIDIA H100 SXM 80GB (tp 1) fits 55 requests; fewest GPUs: 1 x AMD Instinct MI355X 288GB (tp 1) fits " \
-        "247 requests"
+        "1 x NVIDIA H100 SXM 80GB (tp 1) fits 54 requests; fewest GPUs: 1 x AMD Instinct MI355X 288GB (tp 1) fits " \
+        "246 requests"

@@ -65,19 +65,19 @@ def test_unknown_without_a_gpu_or_weights():
 
 def test_engine_verdicts():
     # vLLM at 128K on one H100, launched with --max-num-seqs 8 (its sampler warm-up then covers 8
-    # rows): 3.53 requests at once; asking for 8 does not fit. With --max-num-seqs 2, 2 do.
+    # rows): 3.55 requests at once; asking for 8 does not fit. With --max-num-seqs 2, 2 do.
     base = ("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "131072", "--engine", "vllm")
     data = run(*base, "--batch", "8")
-    assert data["fits"] is False and "vLLM holds 3.53 requests of 131,072 tokens at once, not 8" in data["verdict"]
+    assert data["fits"] is False and "vLLM holds 3.55 requests of 131,072 tokens at once, not 8" in data["verdict"]
     data = run(*base, "--batch", "2")
     assert data["fits"] is True and data["verdict"] == ("Fits as vLLM allocates: 2 requests of 131,072 tokens "
-                                                        "(up to 3.53 at once).")
-    # At 0.83 utilization three requests fit at the estimate (1.48 GiB of overhead: 3.08 at once)
-    # and not at the top of its band (3.02 GiB: 2.99 at once): the verdict says so.
-    data = run(*base, "--batch", "3", "--memory-utilization", "0.83")
+                                                        "(up to 3.55 at once).")
+    # At 0.815 utilization three requests fit at the estimate (1.06 GiB of overhead: 3.03 at once)
+    # and not at the top of its band (1.91 GiB: 2.98 at once): the verdict says so.
+    data = run(*base, "--batch", "3", "--memory-utilization", "0.815")
     assert data["fits"] is True and data["verdict"].endswith(
-        "(up to 3.08 at once); that is at the estimate: at the top of its range (3.02 GiB overhead) it does not "
-        "fit, holding 2.99."), data["verdict"]
+        "(up to 3.03 at once); that is at the estimate: at the top of its range (1.91 GiB overhead) it does not "
+        "fit, holding 2.98."), data["verdict"]
     # vLLM refuses when one request at max_model_len does not fit: the verdict says so.
     data = run("--model", "meta-llama/Llama-3.1-8B", "--engine", "vllm", "--kv-memory-gib", "10", "--context", "131072")
     assert data["engine_starts"] is False and data["fits"] is False
