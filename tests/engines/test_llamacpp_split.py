@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from kvcalc.engines.llamacpp import allocator
 from kvcalc.evaluation import evaluate
-from kvcalc.inputs.startup_log import read_log
+from kvcalc.inputs.startup_log import implied, read_log
 from support import FIXTURES
 
 MIB = 1 << 20
@@ -130,3 +130,33 @@ def test_each_gpu_must_hold_its_own_share():
     fits = e.engine.starts
     tight = evaluate(dict(CODER_INPUTS, **{"tensor-split": "15,1"}))
     assert fits is True and tight.engine.starts is False
+
+
+# -- A log without n_ctx: LLamaSharp's bundled llama.cpp (~b4701), a Qwen2.5-3B-class GGUF on an
+# RTX 4080 SUPER (LLamaSharp#1099): "CUDA0 KV buffer size = 144.00 MiB", K (f16) 72.00 MiB.
+
+LLAMASHARP = "llamacpp-qwen2.5-3b-class-llamasharp-4080s-4k.log"
+QWEN25_3B_SHAPE = {"layers": "36", "kv-heads": "2", "head-dim": "128"}
+
+
+def test_the_context_a_log_leaves_unsaid_is_the_cells_its_k_bytes_hold():
+    text = log_text(LLAMASHARP)
+    assert "K (f16):   72.00 MiB" in text and "n_ctx" not in text and "kv_size" not in text
+    reading = read_log(text)
+    assert "context" not in reading.values
+    # 36 layers x 2 KV heads x 128 x 2 B = 18,432 B of K a cell: 72 MiB is 4,096 cells.
+    assert 72 * MIB == 4096 * 36 * 2 * 128 * 2
+    given = implied(reading, dict(reading.values, **QWEN25_3B_SHAPE))
+    assert given.values["context"] == "4096"
+    read = next(r for r in given.read if r.option == "context")
+    assert read.line_number == 5 and "18,432 B a cell" in read.how and "4,096 cells" in read.how
+    assert any(n.startswith("context 4,096 implied, not printed") for n in given.notes)
+    e = evaluate(dict(given.values, **QWEN25_3B_SHAPE, **{"gpu-memory-gib": "16"}))
+    assert e.ok, e.errors
+    assert e.engine.kv_bytes_on_busiest_gpu == 144 * MIB
+    # A model whose cell is not a whole share of 72 MiB implies nothing, and says so.
+    other = implied(reading, dict(reading.values, **{"layers": "35", "kv-heads": "2", "head-dim": "128"}))
+    assert "context" not in other.values and any("context not implied" in n for n in other.notes)
+    # A context the user typed stays theirs.
+    typed = implied(reading, dict(reading.values, **QWEN25_3B_SHAPE, context="2048"))
+    assert "context" not in typed.values

@@ -266,6 +266,8 @@ def implied(reading: Reading, values: dict) -> Reading:
     from. Where none fits, or they disagree (a 1-byte cache at tp 1 holds what a 2-byte one does
     at tp 2 where the heads allow both), nothing is taken and the layout stays as read (the
     summary's "assumed tp 1"). An input the user set (a value other than the log's) is theirs."""
+    reading = _engine_implied(reading, values)
+    values = {**values, **{k: v for k, v in reading.values.items() if k not in values}}
     printed = reading.printed
     figures = [printed[name] for name in ("kv_tokens", "max_concurrency") if name in printed]
     memory = printed.get("kv_memory_gib")
@@ -322,6 +324,32 @@ def implied(reading: Reading, values: dict) -> Reading:
     not_read = tuple(words for words in reading.not_read if words not in now_read)
     return replace(reading, values=new_values, read=tuple(sorted(reads, key=lambda r: r.line_number)),
                    not_read=not_read, notes=tuple(notes))
+
+
+def _engine_implied(reading: Reading, values: dict) -> Reading:
+    """What the engine's own reader says its figures imply given the model (its log module's
+    implied(printed, model, values) -> ([Read], [notes]), e.g. llama.cpp's context from its K and
+    V sizes), where the model is given; an input the user set stays theirs."""
+    module = next((m for m in _modules() if m.NAME == reading.engine), None)
+    hook = getattr(module, "implied", None)
+    if hook is None or values.get("engine") != reading.engine or not any(n in values for n in MODEL_INPUTS):
+        return reading
+    parsed, errors = parse_options(values)
+    if errors:
+        return reading
+    try:
+        model = build_scenario(parsed).model
+    except (InputError, ArithmeticError, ValueError):
+        return reading
+    reads, notes = hook(reading.printed, model, values)
+    reads = [r for r in reads if r.option not in values]
+    if not reads and not notes:
+        return reading
+    new_values = {**reading.values, **{r.option: r.text for r in reads}}
+    now_read = {words for option, words in module.EXPECTED if option in new_values}
+    return replace(reading, values=new_values, read=tuple(sorted((*reading.read, *reads), key=lambda r: r.line_number)),
+                   not_read=tuple(w for w in reading.not_read if w not in now_read),
+                   notes=tuple(dict.fromkeys((*reading.notes, *notes))))
 
 
 def _shown(figure) -> str:

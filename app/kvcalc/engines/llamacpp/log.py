@@ -12,12 +12,13 @@ Buffers are printed in MiB (2^20 bytes).
 import re
 from fractions import Fraction
 
-from . import engine
+from . import allocator, engine
 from .. import releases
 from ...errors import InputError
+from ...precision import precision
 from ...readers import presets
 from ...readers.log_rules import (
-    Device, Rule, capability, command_words, continuation, model_entry, model_match, take_gpu,
+    Device, Read, Rule, capability, command_words, continuation, model_entry, model_match, take_gpu,
     take_model)  # no cycle
 from ..sglang.log import cut
 
@@ -867,3 +868,59 @@ def _shape(sink) -> None:
     for option, figure in (("layers", layers), ("kv-heads", kv_heads), ("head-dim", head_dim), ("attention-heads", heads)):
         if figure is not None:
             sink.take(option, str(figure.value), figure.line_number, figure.line, f"GGUF {arch.value} metadata")
+
+
+# The smallest padding of the cells any build modelled uses (32 without flash attention before
+# PR #17046, else 256: allocator.PAD): a cache's cells are a multiple of it.
+_CELL_PAD = 32
+_HALF_CENT = Fraction(1, 200)        # a MiB figure printed to 2 decimals
+
+
+def implied(printed: dict, model, values: dict) -> tuple[list, list]:
+    """([Read], [notes]) of what this log's figures imply given the model (startup_log.implied asks
+    every engine's reader): the context, where no line prints n_ctx (nor -c, kv_size, the cells),
+    from the cache's K and V sizes ("KV self size = 144.00 MiB, K (f16): 72.00 MiB, V (f16): 72.00
+    MiB"): src/llama-kv-cache.cpp gives every layer ggml_row_size(type_k, n_embd_k_gqa) bytes of K a
+    cell and stream, so K over the model's bytes a cell is the cells (allocator.allocate sizes them),
+    taken only where one multiple of the padding fits K and V within their 2-decimal rounding, for
+    a model whose every layer is in the one cache (no sliding cache); the sequences (-np) as read,
+    else one. A context a little under the cells pads to the same cells: the cells are what
+    sizes alike."""
+    if "context" in values or any(k in printed for k in ("n_ctx", "n_ctx_per_seq", "kv_size", "arg_n_ctx",
+                                                         "kv_tokens", "swa_kv_cache_mib", "swa_cells")):
+        return [], []
+    k_mib, v_mib = printed.get("k_cache_mib"), printed.get("v_cache_mib")
+    k_type, v_type = printed.get("cache_type_k"), printed.get("cache_type_v")
+    if None in (k_mib, v_mib, k_type, v_type) or k_type.value not in _TYPES or v_type.value not in _TYPES:
+        return [], []
+    try:
+        pool = allocator.allocate(model, precision(_TYPES[k_type.value]), precision(_TYPES[v_type.value]),
+                                  allocator.PAD, 1)
+    except InputError:
+        return [], []
+    if len(pool.caches) != 1 or not pool.caches[0].k_bytes or not pool.caches[0].v_bytes:
+        return [], []
+    k_cell, v_cell = pool.caches[0].k_bytes // allocator.PAD, pool.caches[0].v_bytes // allocator.PAD
+    mib = 1 << 20
+
+    def cells_within(figure, per_cell):
+        low, high = (figure.value - _HALF_CENT) * mib, (figure.value + _HALF_CENT) * mib
+        first = -(-low // (per_cell * _CELL_PAD))
+        return {c * _CELL_PAD for c in range(max(1, int(first)), int(high // (per_cell * _CELL_PAD)) + 1)}
+
+    cells = cells_within(k_mib, k_cell) & cells_within(v_mib, v_cell)
+    seqs = int(values["batch"]) if str(values.get("batch", "")).isdigit() and int(values["batch"]) > 0 else 1
+    if len(cells) != 1:
+        return [], [f"context not implied: K {float(k_mib.value):,.2f} MiB (line {k_mib.line_number:,}) is "
+                    f"{'no' if not cells else 'more than one'} whole number of cells for this model"]
+    n = cells.pop()
+    if n % seqs:
+        return [], []
+    context = n // seqs
+    share = f" over {seqs} sequences" if seqs > 1 else " (one sequence: n_seq_max not printed)" \
+        if "batch" not in values else ""
+    how = (f"implied: K ({k_type.value}) {float(k_mib.value):,.2f} MiB over {k_cell:,} B a cell of this model is "
+           f"{n:,} cells{share}")
+    return [Read("context", str(context), k_mib.line_number, k_mib.line, how)], [
+        f"context {context:,} implied, not printed: the cache's K and V sizes (line {k_mib.line_number:,}) are "
+        f"{n:,} cells of this model; a context a little under it pads to the same cells; check it"]
