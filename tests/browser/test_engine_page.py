@@ -82,3 +82,23 @@ def test_the_engine_release_beside_size_as(page, site):
     page.fill("#engine-version", "0.99.0")
     assert "vLLM releases modelled: 0.6.4 to 0.33.0" in page.inner_text("#error-engine-version")
     assert page.get_attribute("#summary", "data-stale") == "true" and metrics(page) == before
+
+
+def test_llamacpp_tensor_split_field_moves_the_busiest_gpus_cache(page, site):
+    # tests/fixtures/logs/llamacpp-qwen25-coder-32b-q8kv-2gpu-b4462.log: -ts 10,6 puts 41 of Qwen2.5-32B's
+    # 64 layers on CUDA0, 2,788.00 MiB of q8_0 KV at 32,768 cells (an even split: 33 layers, 2,244 MiB).
+    open_page(page, site + "#model=Qwen/Qwen2.5-32B&gpu=rtx-3090-24gb&gpus=2&context=32768&engine=llama.cpp"
+                           "&engine-version=b4462&kv-dtype=q8_0&weights-dtype=q8_0")
+    settle(page)
+    why = page.inner_text("#engine-why")
+    assert "by each GPU's free memory" in why and "GPU 0: 33 layers" in why
+    page.evaluate("document.getElementById('advanced').open = true")
+    page.fill("#tensor-split", "10,6")
+    settle(page)
+    assert "tensor-split=10" in page.url
+    evaluation, ignored = evaluate_link(url_of(page).partition("#")[2])
+    assert evaluation.ok and not ignored
+    assert evaluation.engine.kv_bytes_on_busiest_gpu == 2788 << 20
+    assert "GPU 0: 41 layers" in page.inner_text("#engine-why") and "-ts 10,6" in page.inner_text("#engine-why")
+    page.fill("#tensor-split", "10,6,4")
+    assert "3 proportions for 2 GPUs" in page.inner_text("#error-tensor-split")

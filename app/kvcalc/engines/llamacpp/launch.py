@@ -64,6 +64,10 @@ def command(scenario, result, name: str, build: int, chunk: int) -> Launch:
         if build < N_CPU_MOE_BUILD:
             return Launch(name, None, (f"--n-cpu-moe came in llama.cpp b{N_CPU_MOE_BUILD} (PR #15077)",))
         args += ["--n-cpu-moe", str(settings.n_cpu_moe)]
+    if settings.tensor_split:
+        # common/arg.cpp -ts: one proportion a device, split at commas or slashes.
+        args += ["-ts", ",".join(f"{float(p):g}" if p.denominator != 1 else str(p.numerator)
+                                 for p in settings.tensor_split)]
     notes.append("point -m at a GGUF conversion of the model")
     if dep.gpus > 1:
         notes.append(f"llama.cpp has no tensor parallelism: over {dep.gpus} GPUs it splits layers "
