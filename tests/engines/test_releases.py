@@ -82,7 +82,10 @@ def test_default_utilization_is_0_9_then_0_92_from_0_20_0():
     ("0.27.1", 180, "b200-180gb", (8192, 1024)),
     ("0.28.0", 180, "b200-180gb", (16384, 1024)),      # 160 GiB and more: 16,384
     ("0.33.0", 128, "dgx-spark-128gb", (2048, 256)),   # GB10, compute capability 12.1: the small tier
-    ("0.32.0", 128, "dgx-spark-128gb", (8192, 1024))])
+    # Before 0.33.0 too: NVML's memory query fails on GB10 and get_batch_defaults takes 0 bytes (the 0.25.1
+    # Gemma 4 DGX Spark logs print max_num_batched_tokens=2496: 2,048 raised for its largest multimodal item).
+    ("0.32.0", 128, "dgx-spark-128gb", (2048, 256)),
+    ("0.25.1", 128, "dgx-spark-128gb", (2048, 256))])
 def test_batch_defaults_by_release_and_gpu(version, memory_gib, gpu, expected):
     assert rules.batch_defaults(r(version), memory_gib * GIB, gpus()[gpu], 8192) == expected
 

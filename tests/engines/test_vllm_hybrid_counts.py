@@ -139,3 +139,38 @@ def test_from_0_20_1_the_count_keeps_the_float_division():
     version = releases.pep440("0.20.1")
     assert allocator.printed_tokens(1, 49, 2, 16, 49, version) == 0
     assert allocator.printed_tokens(857, 12, 4, 784, 4096, version) == 292_522
+
+
+# --- vLLM 0.25.1: Gemma 4 26B-A4B (sliding + full) on a DGX Spark, 262,144 tokens -----------------------
+GEMMA4_LOG = "vllm-gemma4-26b-a4b-awq-int4-dgx-spark-util085-262k-v0.25.1.log"
+GEMMA4 = {"engine": "vllm", "engine-version": "0.25.1", "model": "google/gemma-4-26B-A4B", "weights-dtype": "int4",
+          "gpu": "dgx-spark-128gb", "context": "262144", "memory-utilization": "0.85", "batch": "32"}
+
+
+def test_gemma4_dgx_spark_batches_2496_tokens_a_step():
+    """The log gives no --max-num-batched-tokens and prints max_num_batched_tokens=2496: GB10's NVML
+    has no memory query, so vLLM's batch defaults put the 128 GB DGX Spark on the small tier (2,048;
+    release._big) and Gemma 4, whose multimodal items may not be chunked, raises it to its largest
+    item, a 32-frame video of 78 tokens a frame (release.mm_batch_floor). The step's size is what a
+    sliding layer's request holds (cdiv(1,023 + chunk, 16) + 1 pages of its 1,024-token window), so
+    with the log's 83.89 GiB it decides the count: 14.78x and 3,875,400 tokens within the range the
+    2-decimal GiB leaves, where the big tier's 8,192 would print 12.41x."""
+    text = (LOGS / GEMMA4_LOG).read_text(encoding="utf-8")
+    assert "max_num_batched_tokens=2496" in text and "'max_num_batched_tokens'" not in text
+    assert "GPU KV cache size: 3,875,400 tokens" in text and "262,144 tokens per request: 14.78x" in text
+    engine = sized(GEMMA4 | {"kv-memory-gib": "83.89"})
+    assert engine.prefill_chunk == 2496 == 32 * (70 + 2 + 6)
+    low, high = engine.kv_tokens_range
+    assert low <= 3_875_400 <= high and printed_concurrency(engine) == "14.78"
+    big = sized(GEMMA4 | {"kv-memory-gib": "83.89", "prefill-chunk": "8192"})
+    assert printed_concurrency(big) == "12.41"
+
+
+def test_dgx_spark_0_13_0_defaults_to_the_small_tier():
+    """vllm-gpt-oss-20b-dgx-spark-util025-8k-v0.13.0-nv26.01.log passes no batch flags and prints
+    max_num_batched_tokens=2048: the small tier, though GB10 has 128 GB."""
+    text = (LOGS / "vllm-gpt-oss-20b-dgx-spark-util025-8k-v0.13.0-nv26.01.log").read_text(encoding="utf-8")
+    assert "max_num_batched_tokens=2048" in text and "'max_num_batched_tokens'" not in text
+    engine = sized({"engine": "vllm", "engine-version": "0.13.0", "model": "openai/gpt-oss-20b",
+                    "gpu": "dgx-spark-128gb", "context": "8192", "memory-utilization": "0.25"})
+    assert engine.prefill_chunk == 2048

@@ -79,9 +79,11 @@ def release_of(scenario):
 
 
 def _batch_defaults(scenario) -> tuple[int, int]:
-    dep = scenario.deployment
-    return rules.batch_defaults(release_of(scenario), dep.gpu_memory_bytes, dep.gpu,
-                                scenario.workload.context_tokens, scenario.settings.vllm_entry)
+    dep, model, release = scenario.deployment, scenario.model, release_of(scenario)
+    vision = getattr(model.shapes, "vision", None) if model.shapes is not None else None
+    return rules.batch_defaults(release, dep.gpu_memory_bytes, dep.gpu, scenario.workload.context_tokens,
+                                scenario.settings.vllm_entry,
+                                rules.mm_batch_floor(release, vision.wrapper if vision is not None else ""))
 
 
 def default_chunk(scenario) -> int:

@@ -48,17 +48,41 @@ def _big(release, memory_bytes: int | None, gpu) -> bool:
         return "h100" in device or "h200" in device
     if memory_bytes is None or memory_bytes < BIG_GPU_BYTES:
         return False
-    if release.at_least(0, 33, 0) and gpu is not None and gpu.cuda_at((12, 1)):
-        return False               # 0.33.0: GB10 (DGX Spark, is_device_capability((12, 1))) stays on the small tier
+    if gpu is not None and gpu.cuda_at((12, 1)):
+        # GB10 (DGX Spark) is on the small tier in every release: to 0.32.x get_batch_defaults reads
+        # platforms/cuda.py get_device_total_memory, NVML's nvmlDeviceGetMemoryInfo, which GB10 does
+        # not implement (nvidia-smi's [N/A]; no fallback in the 0.13.0, 0.19.0 or 0.26.0 wheels), and
+        # its `except Exception` takes 0 bytes; 0.33.0 adds the fallback and keeps GB10 small by name
+        # (is_device_capability((12, 1))). The DGX Spark logs print it: 0.13.0's max_num_batched_tokens
+        # =2048, 0.25.1's Gemma 4 2,496 (2,048 raised for its largest multimodal item).
+        return False
     # 0.9.0 on: A100s are kept on the small tier ("a100" not in device_name, arg_utils.py _set_default_args_v1).
     return not (release.at_least(0, 9, 0) and "a100" in device)
 
 
+# Gemma 4's largest multimodal item, a video: 32 frames (_VIDEO_MAX_FRAMES) of 70 soft tokens
+# (_VIDEO_MAX_SOFT_TOKENS) + begin / end + 6 timestamp tokens (gemma4_mm.py get_mm_max_tokens_per_item,
+# the same in the 0.25.1, 0.26.0 and 0.33.0 wheels); its image (280) and audio (750) items are smaller.
+GEMMA4_VIDEO_TOKENS = 32 * (70 + 2 + 6)
+MM_FLOOR_FROM = (0, 22, 0)      # arg_utils.py _get_min_mm_batched_tokens: in 0.22.0, not in 0.21.0
+
+
+def mm_batch_floor(release, wrapper: str) -> int:
+    """The fewest max_num_batched_tokens vLLM defaults to for a multimodal prefix-LM model, which may
+    not chunk a multimodal item (arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args:
+    "Raising max_num_batched_tokens from %d to %d", read in the 0.25.1 wheel): Gemma 4 (its config's
+    model_type `wrapper`) from 0.22.0; 0 for the others (Gemma 3's processing info gives no per-item
+    ceiling, so nothing is raised). The Gemma 4 DGX Spark logs (0.25.1) print
+    max_num_batched_tokens=2496: the small tier's 2,048 raised to the video's 2,496."""
+    return GEMMA4_VIDEO_TOKENS if wrapper == "gemma4" and release.at_least(*MM_FLOOR_FROM) else 0
+
+
 def batch_defaults(release, memory_bytes: int | None, gpu, max_model_len: int,
-                   entry: str = "serve") -> tuple[int, int]:
+                   entry: str = "serve", mm_floor: int = 0) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
     (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger.
-    `gpu` is the GPU preset (readers/gpu_presets.GPU), None for a custom one."""
+    `gpu` is the GPU preset (readers/gpu_presets.GPU), None for a custom one; `mm_floor` the
+    model's mm_batch_floor, raised to before the rest bounds it."""
     if not v1(release):
         # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
         # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
@@ -69,6 +93,7 @@ def batch_defaults(release, memory_bytes: int | None, gpu, max_model_len: int,
         tokens = 16384 if big else 8192
     else:
         tokens = 16384 if huge else 8192 if big else 2048
+    tokens = max(tokens, mm_floor)
     if release.at_least(0, 8, 4):
         seqs = 1024 if big else 256
     else:
