@@ -202,8 +202,15 @@ def test_ngl_equal_to_the_layers_leaves_only_the_output_head_behind():
         336_068_608 - full.overhead_bytes_per_gpu)
 
 
-def test_partial_offload_over_several_gpus_is_refused():
-    assert refusal(n_gpu_layers="20", gpus="2").startswith("n-gpu-layers: -ngl 20 over 2 GPUs")
+def test_partial_offload_over_several_gpus_splits_the_offloaded_layers():
+    # -ngl 20 of Mistral 7B's 32 layers from b8299: the output and layers 13-31 (20 slots), split
+    # evenly by free memory: slots 13-22 on GPU 0, 23-31 and the output on GPU 1 (allocator.split;
+    # tests/engines/test_llamacpp_split.py holds it to the logs). 128 MiB a layer at 32,768 f16 cells.
+    out, _ = engine(n_gpu_layers="20", gpus="2")
+    assert "llama_kv_cache:      CUDA0 KV buffer size =  1280.00 MiB" in out.log
+    assert "llama_kv_cache:      CUDA1 KV buffer size =  1152.00 MiB" in out.log
+    assert "llama_kv_cache:        CPU KV buffer size =  1664.00 MiB" in out.log
+    assert out.kv_bytes_on_busiest_gpu == 10 * 128 * MIB
 
 
 def test_n_cpu_moe_moves_the_first_layers_experts_off_the_gpu():

@@ -249,19 +249,30 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     place = allocator.offload(model, settings, build_of(settings))
     if place.partial and draft_pool is not None:
         raise InputError("n-gpu-layers", "partial offload (-ngl) with a draft model is not modelled; offload every layer")
-    if place.partial and dep.gpus > 1:
-        raise InputError("n-gpu-layers", f"-ngl {settings.n_gpu_layers} over {dep.gpus} GPUs: llama.cpp splits "
-                                         "the offloaded layers by -ts or free memory, which is not modelled; "
-                                         "use one GPU or all layers")
+    if place.partial and dep.gpus > 1 and budget.weights_bytes_per_gpu is not None:
+        raise InputError("n-gpu-layers", f"-ngl {settings.n_gpu_layers} over {dep.gpus} GPUs with a log's model "
+                                         "buffer: which GPU's buffer it is, for the layers this -ngl moves, is not "
+                                         "known; use one GPU or all layers, or leave out the log's weights")
     available, activation, overhead = budget.kv_bytes_per_gpu, budget.activation_bytes_per_gpu, budget.overhead_bytes_per_gpu
     weights = dep.weights_bytes
     head = _output_head_bytes(model, settings, weights)
     per_param = Fraction(weights, model.params) if weights and model.params else None
     copies = []               # (bytes, what) the compute buffer peaks at when weights in CPU memory are copied in
     slack = 0                 # over several GPUs: how much less than the busiest's the tightest GPU has spare
+    per_gpu_kv = [None]       # partial offload over several GPUs: each GPU's KV buffer, for the log lines
     if place.partial:
         on_gpu = sum(pool.layer_bytes[place.first_gpu_layer:])
-        if available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
+        if dep.gpus > 1:
+            # The offloaded layers split over the GPUs (-ts or free memory): each GPU's own weights
+            # and cache; the CPU layers' weights are on none of them.
+            if weights is not None:
+                _weights_on_cpu(model, settings, weights, head, place, notes)
+            elif available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
+                raise InputError("n-gpu-layers", "partial offload needs the weights' size (params or weights-gib)")
+            on_gpu, available, slack = _split_over_gpus(scenario, pool, place, budget, available, head, notes)
+            per_gpu = allocator.split(place, dep.gpus, settings.tensor_split)
+            per_gpu_kv = [sum(pool.layer_bytes[i] for i in layers) for layers in per_gpu.layers]
+        elif available is not None and budget.source is not BudgetSource.GIVEN_KV_MEMORY:
             if budget.weights_bytes_per_gpu is not None:
                 # A log's own model buffer on the GPU: its -ngl's CPU weights are already out of it.
                 available += _cpu_weights_moved(scenario, weights, head, place, notes)
@@ -318,9 +329,11 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         extra_log.append(f"load_tensors: offloaded {place.offloaded}/{place.layers + 1} "
                          "layers to GPU")
     if place.partial:
-        extra_log.append(f"llama_kv_cache: {'CUDA0':>10s} KV buffer size = {on_gpu / MIB:8.2f} MiB")
-        if pool.bytes_total > on_gpu:
-            extra_log.append(f"llama_kv_cache: {'CPU':>10s} KV buffer size = {(pool.bytes_total - on_gpu) / MIB:8.2f} MiB")
+        held = [on_gpu] if per_gpu_kv == [None] else per_gpu_kv
+        extra_log += [f"llama_kv_cache: {f'CUDA{gpu}':>10s} KV buffer size = {kv / MIB:8.2f} MiB"
+                      for gpu, kv in enumerate(held)]
+        if pool.bytes_total > sum(held):
+            extra_log.append(f"llama_kv_cache: {'CPU':>10s} KV buffer size = {(pool.bytes_total - sum(held)) / MIB:8.2f} MiB")
     if compute is None:
         notes.append("llama.cpp's compute buffer (a few hundred MiB) is not counted: this model does not give "
                      "its vocabulary size and hidden size.")
