@@ -99,6 +99,8 @@ def tower(model) -> Tower | None:
         return None
     factor = patch * side
     grid = math.isqrt(MAX_PIXELS[wrapper]) // factor * factor // patch
+    if grid * grid // merge == 0:
+        return None             # a merge past the largest image: no token to profile, the tower not read
     deepstack = sum(1 for name in groups if name.startswith("visual.deepstack_merger_list.")
                     and name.endswith(".linear_fc2"))
     return Tower(wrapper, hidden, fc1[0], gated, values, "visual.pos_embed" in groups, merge, 1 + deepstack,
