@@ -174,3 +174,22 @@ def test_dgx_spark_0_13_0_defaults_to_the_small_tier():
     engine = sized({"engine": "vllm", "engine-version": "0.13.0", "model": "openai/gpt-oss-20b",
                     "gpu": "dgx-spark-128gb", "context": "8192", "memory-utilization": "0.25"})
     assert engine.prefill_chunk == 2048
+
+
+def test_a_log_without_its_release_reads_the_older_count_in_the_notes():
+    """vllm-qwen3-next-80b-awq-tp2-l40s-fp8-v0.13.log prints no release (its repository runs 0.13.0)
+    and 767,552 tokens beside 84.29x for 32,768 tokens. Pasted as it is, the newest release's count
+    (int(2,865 / 34 x 32,768) = 2,761,185) is the figure, and the notes give what a release before
+    0.20.1 prints for the same pool, the log's own: 2,865 blocks // 4 groups x 1,072 = 767,552. Given
+    0.13.0, that is the figure and the note goes."""
+    text = (LOGS / "vllm-qwen3-next-80b-awq-tp2-l40s-fp8-v0.13.log").read_text(encoding="utf-8")
+    assert "GPU KV cache size: 767,552 tokens" in text and "32,768 tokens per request: 84.29x" in text
+    values = pasted("vllm-qwen3-next-80b-awq-tp2-l40s-fp8-v0.13.log",
+                    {"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "tp": "2", "gpus": "2", "kv-dtype": "fp8"})
+    values.pop("measured-with")
+    newest = sized(values)
+    assert newest.block_size == 1072 and newest.max_concurrency == Fraction(2865, 34)
+    assert newest.kv_tokens == 2_761_185
+    assert any("2,865 // 4 x 1,072 = 767,552 tokens" in note for note in newest.notes)
+    given = sized(values | {"engine-version": "0.13.0"})
+    assert given.kv_tokens == 767_552 and not any("before 0.20.1" in note for note in given.notes)

@@ -423,6 +423,21 @@ def printed_tokens(num_blocks: int, per_request_blocks: int, groups: int, min_bl
     return num_blocks // groups * block
 
 
+def count_words(pool: Pool, model_len: int, mamba_none: bool) -> str | None:
+    """Where no release is given, what a release before 0.20.1 prints for this pool when its
+    count differs (a pool of several groups: hybrids, sliding windows), so that a log whose
+    "GPU KV cache size" is far from concurrency x max_model_len reads as one of those."""
+    if pool is None or pool.groups < 2:
+        return None
+    block = min(pool.block_size, model_len) if mamba_none else pool.block_size
+    older = pool.num_blocks // pool.groups * block
+    if older == pool.kv_tokens:
+        return None
+    return (f"vLLM before 0.20.1 prints \"GPU KV cache size\" as blocks // groups x block size: "
+            f"{pool.num_blocks:,} // {pool.groups} x {block:,} = {older:,} tokens for this pool, not {pool.kv_tokens:,} "
+            "(max concurrency x max_model_len); give the release for its own figure")
+
+
 # The Mamba-cache-block ceiling: vllm/config/compilation.py CompilationConfig.
 # resolve_cudagraph_mode_and_sizes, from 0.20.0 (PR #38270) to 0.33.0 unchanged, raises when the
 # KV cache config has Mamba layers, the CUDA-graph mode has full graphs (FULL_AND_PIECEWISE, V1's

@@ -174,6 +174,11 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
         profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)), release,
         rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1)
+    if not scenario.settings.release_given:
+        older = allocator.count_words(pool, work.context_tokens,
+                                      rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1)
+        if older:
+            notes.append(older)
     # A hybrid's decode sequences each need a Mamba cache block (allocator.mamba_ceiling): it
     # prints the pool's lines, then refuses.
     ceiling, over_words = allocator.mamba_ceiling(model, pool, release, scenario.settings.enforce_eager), None
