@@ -160,3 +160,24 @@ def test_the_context_a_log_leaves_unsaid_is_the_cells_its_k_bytes_hold():
     # A context the user typed stays theirs.
     typed = implied(reading, dict(reading.values, **QWEN25_3B_SHAPE, context="2048"))
     assert "context" not in typed.values
+
+
+def test_the_layer_assignment_lines_give_the_split_they_print():
+    # load_tensors' debug line, as src/llama-model.cpp formats it ("load_tensors: layer %3d assigned
+    # to device %s, is_swa = %d"), for the coder log's 64 layers and output under -ts 10,6: slots 0-40
+    # on CUDA0, 41-64 on CUDA1 (no public log in the fixtures prints them for several GPUs).
+    where = allocator.split(allocator.Offload(64, 64, True), 2, (Fraction(10), Fraction(6)))
+    device = {il: f"CUDA{gpu}" for gpu, held in enumerate(where.layers) for il in held}
+    device[64] = f"CUDA{where.output}"
+    lines = [f"load_tensors: layer {il:3d} assigned to device {device[il]}, is_swa = 0" for il in range(65)]
+    text = log_text(CODER).replace(" -ts 10,6", "")
+    reading = read_log("\n".join(lines) + "\n" + text)
+    assert reading.values["tensor-split"] == "41/24"
+    read = next(r for r in reading.read if r.option == "tensor-split")
+    assert "CUDA0 41, CUDA1 24 of slots 0-64" in read.how
+    again = allocator.split(allocator.Offload(64, 64, True), 2, (Fraction(41), Fraction(24)))
+    assert again == where
+    # A GPU whose slots are not one run was not placed by a split: not taken, and said.
+    lines[3] = lines[3].replace("CUDA0", "CUDA1")
+    broken = read_log("\n".join(lines) + "\n" + text)
+    assert "tensor-split" not in broken.values and any("not one run" in n for n in broken.notes)

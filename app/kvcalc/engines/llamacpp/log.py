@@ -588,6 +588,15 @@ def _copies(match, sink, n, line):
 
 
 @_target_only
+def _assigned(match, sink, n, line):
+    # src/llama-model.cpp load_tensors (debug level): "layer %3d assigned to device %s" for every
+    # slot, the output layer's (n_layer) last. One dict kept and added to, not copied per line.
+    slots = sink.printed["layer_devices"].value if "layer_devices" in sink.printed else {}
+    slots.setdefault(int(match["il"]), match["device"])
+    sink.show("layer_devices", slots, n, line, keep="last")
+
+
+@_target_only
 def _layer_line(match, sink, n, line):
     # LLamaSharp and debug builds print one line per layer: the highest index + 1 is the count.
     index = int(match[1])
@@ -644,6 +653,8 @@ RULES = (
     Rule(re.compile(r"load_model: loading model '([^']{1,300})'"), _model_file, True, "loading model '"),
     Rule(re.compile(r"pipeline parallelism enabled \(n_copies=(\d{1,3})\)"), _copies, True, "pipeline parallelism"),
     Rule(re.compile(r"llama_kv_cache\w{0,40}: layer\s{1,40}(\d{1,5}):"), _layer_line, True, ": layer"),
+    Rule(re.compile(r"load_tensors: layer\s{1,40}(?P<il>\d{1,6}) assigned to device (?P<device>" + _DEVICE + r")"),
+         _assigned, True, "assigned to device"),
     Rule(re.compile(r"loaded meta data with \d{1,9} key-value pairs and \d{1,9} tensors from (?P<path>\S.{0,999}?) "
                     r"\(version "), _gguf_path, True, "loaded meta data with"),
     Rule(re.compile(r"(?:print_info|llm_load_print_meta):\s{0,40}(?P<key>n_layer|n_head_kv|n_head|n_embd_head_k|"
@@ -797,8 +808,13 @@ def _split(sink) -> None:
     load_tensors: a GPU's layer slots, the output layer the last GPU's slot when offloaded), only
     where every buffer is a whole number of layers."""
     printed, reads = sink.printed, sink.reads
+    if "tensor-split" in reads:
+        return
+    if "layer_devices" in printed:
+        _split_from_assignments(sink, printed["layer_devices"])
+        return
     kept = printed.get("kv_buffer_map")
-    if "tensor-split" in reads or kept is None or "swa_kv_cache_mib" in printed or "swa_cells" in printed:
+    if kept is None or "swa_kv_cache_mib" in printed or "swa_cells" in printed:
         return
     buffers = list(kept.value.items())
     gpus = [(device, mib) for device, mib in buffers if _device_kind(device) == "gpu"]
@@ -830,6 +846,34 @@ def _split(sink) -> None:
     sink.take("tensor-split", "/".join(map(str, slots)), kept.line_number, kept.line,
               f"implied: {'/'.join(str(int(c)) for c in counts)} layers per GPU from the KV buffer lines ({said}; "
               f"{float(total / n):,.2f} MiB a layer of {n}){', the output layer with the last' if output else ''}")
+
+
+def _split_from_assignments(sink, figure) -> None:
+    """The split the "layer N assigned to device D" lines print: each GPU's slots (the output
+    layer's among them), in the order the slots fill the GPUs (load_tensors gives each GPU one run
+    of slots, std::upper_bound over the split points), as the tensor-split proportions that place
+    them so; CPU slots (-ngl) are on none. Not taken where a GPU's slots are not one run."""
+    slots = sorted(figure.value.items())
+    indexes = [il for il, _ in slots]
+    if indexes != list(range(indexes[0], indexes[0] + len(indexes))):
+        sink.notes.append("tensor-split not read: the 'assigned to device' lines skip layers")
+        return
+    gpu_slots = [(il, device) for il, device in slots if _device_kind(device) == "gpu"]
+    runs: list[list] = []
+    for il, device in gpu_slots:
+        if runs and runs[-1][0] == device:
+            runs[-1][1] += 1
+        else:
+            runs.append([device, 1])
+    if len(runs) < 2:
+        return
+    if len({device for device, _ in runs}) != len(runs):
+        sink.notes.append("tensor-split not read: a GPU's layers in the 'assigned to device' lines are not one run")
+        return
+    said = ", ".join(f"{device} {count}" for device, count in runs)
+    sink.take("tensor-split", "/".join(str(count) for _, count in runs), figure.line_number, figure.line,
+              f"implied: the layer slots each GPU was assigned ({said} of slots {indexes[0]}-{indexes[-1]}, "
+              "the output layer the last slot), from the 'assigned to device' lines")
 
 
 def _device_facts(printed, name: str) -> Device:
