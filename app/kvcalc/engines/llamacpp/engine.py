@@ -410,7 +410,8 @@ def _split_over_gpus(scenario, pool: allocator.Pool, place: allocator.Offload, b
     notes.append(f"llama.cpp splits the layers over the {dep.gpus} GPUs by {how} (src/llama-model.cpp load_tensors): "
                  + "; ".join(parts) + f". GPU {busiest} holds the most cache"
                  + (", each GPU's weights an even share per layer and the output layer's weight on its GPU"
-                    if own[busiest] is not None else ", the weights per GPU as the budget took them")
+                    if own[busiest] is not None else "" if weights is None or available is None
+                    else ", the weights per GPU as measured or given")
                  + "; the compute buffer is counted on every GPU.")
     return kv[busiest], spare[busiest], slack
 
