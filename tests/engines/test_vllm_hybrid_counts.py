@@ -193,3 +193,22 @@ def test_a_log_without_its_release_reads_the_older_count_in_the_notes():
     assert any("2,865 // 4 x 1,072 = 767,552 tokens" in note for note in newest.notes)
     given = sized(values | {"engine-version": "0.13.0"})
     assert given.kv_tokens == 767_552 and not any("before 0.20.1" in note for note in given.notes)
+
+
+def test_prefix_caching_align_mode_from_0_17_0_on_a_0_18_1_dev_build():
+    """vllm-qwen3.5-35b-a3b-fp8-dgx-spark-tp1-util08-262k-v0.18.1rc1.log (a 0.18.1rc1 dev build, between
+    0.18.0 and 0.18.1, whose MambaModelConfig is the same as in the 0.17.0 and 0.18.1 wheels) passes
+    --enable-prefix-caching: align mode, two state pages a request. 55.72 GiB holds 2,766 blocks of
+    1,056 tokens; a request at 262,144 tokens needs cdiv(262,144, 1,056) = 249 + 3 groups x 2 = 255:
+    10.85x (one page each, 252, would be 10.98x). The release counts tokens as 2,766 // 4 x 1,056 =
+    729,696, the same either way."""
+    name = "vllm-qwen3.5-35b-a3b-fp8-dgx-spark-tp1-util08-262k-v0.18.1rc1.log"
+    text = (LOGS / name).read_text(encoding="utf-8")
+    assert "GPU KV cache size: 729,696 tokens" in text and "262,144 tokens per request: 10.85x" in text
+    values = pasted(name, {})
+    assert values["prefix-caching"] == "on"
+    engine = sized(values)
+    assert engine.block_size == 1056 and engine.max_concurrency == Fraction(2766, 255)
+    assert (engine.kv_tokens, printed_concurrency(engine)) == (729_696, "10.85")
+    off = sized(values | {"prefix-caching": "off"})
+    assert (off.kv_tokens, printed_concurrency(off)) == (729_696, "10.98")

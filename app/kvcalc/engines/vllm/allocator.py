@@ -459,7 +459,7 @@ def mamba_ceiling(model, pool: Pool, release, eager: bool) -> int | None:
 
 
 # --enable-prefix-caching on a hybrid (vllm/model_executor/models/config.py MambaModelConfig): 0.28.0
-# on, mamba_cache_mode "align" (two state pages a request); 0.18.1-0.27.x, "all" (a state page per
+# on, mamba_cache_mode "align" (two state pages a request); 0.17.0-0.27.x, "all" (a state page per
 # block of the context) for the models that implement SupportsMambaPrefixCaching (as of 0.26.0), unless
 # a draft runs (0.20.0 on: align), and align for the others (Qwen3-Next / 3.5's Gated DeltaNet ...).
 MAMBA_ALL_MODE_ARCHS = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
@@ -468,9 +468,9 @@ MAMBA_ALL_MODE_ARCHS = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "J
 
 def check_prefix_caching(model, release, draft: bool) -> None:
     """Refuse --enable-prefix-caching on a hybrid where vLLM keeps what is not modelled."""
-    if not release.at_least(0, 18, 1):
+    if not release.at_least(*rules.MAMBA_ALIGN_FROM):
         raise InputError("prefix-caching", f"vLLM {release}'s prefix caching for hybrid models is not modelled "
-                                           "(read from 0.18.1 on)")
+                                           "(read from 0.17.0 on)")
     if release.at_least(0, 28, 0) or (draft and release.at_least(0, 20, 0)):
         return
     if (model.architecture or "") in MAMBA_ALL_MODE_ARCHS:

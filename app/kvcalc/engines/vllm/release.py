@@ -111,6 +111,9 @@ def logs_tokens_as_concurrency(release) -> bool:
     return release.at_least(0, 20, 1)
 
 
+MAMBA_ALIGN_FROM = (0, 17, 0)     # the first wheel read whose MambaModelConfig has mamba_cache_mode align
+
+
 def mamba_state_pages(release, prefix_caching: bool | None = None) -> int:
     """Pages of Mamba state one request keeps: prefix caching's "align" mode keeps two, vLLM's
     default for hybrids from 0.28.0; one before (every wheel 0.18.1-0.33.0 read: up to 0.25.x
@@ -120,8 +123,9 @@ def mamba_state_pages(release, prefix_caching: bool | None = None) -> int:
     caching now on by default)."""
     if prefix_caching is None:          # the release's default
         prefix_caching = release.at_least(0, 28, 0)
-    # --enable-prefix-caching given: MambaModelConfig sets mamba_cache_mode "align" (0.18.1 on).
-    return 2 if prefix_caching and release.at_least(0, 18, 1) else 1
+    # --enable-prefix-caching given: MambaModelConfig sets mamba_cache_mode "align" (0.17.0 on: its
+    # verify_and_update_config is the same in the 0.17.0, 0.18.0 and 0.18.1 wheels).
+    return 2 if prefix_caching and release.at_least(*MAMBA_ALIGN_FROM) else 1
 
 
 def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
