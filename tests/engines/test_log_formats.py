@@ -274,7 +274,7 @@ def test_a_llamacpp_log_over_three_gpus_is_its_layer_split_not_tensor_parallel()
     assert e.ok, e.errors
     dep = e.scenario.deployment
     assert (dep.tp, dep.pp, dep.gpus) == (1, 3, 3)
-    assert any("splits layers over the 3 GPUs" in n for n in e.engine.notes)
+    assert any("splits the layers over the 3 GPUs" in n for n in e.engine.notes)
     # The same three GPUs under vLLM are tensor parallel, and refused as vLLM refuses them.
     refused = evaluate({"model": "google/gemma-3-4b-it", "gpus": "3", "engine": "vllm", "gpu": "rtx-4090-24gb"})
     assert [err.field for err in refused.errors] == ["tp"]
