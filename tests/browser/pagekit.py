@@ -87,3 +87,13 @@ def choose_model(page, value: str) -> None:
     page.fill("#model-search", value)
     page.click(f'#model-list [role=option][data-value="{value}"]')
     page.wait_for_function("v => document.getElementById('model').value === v", arg=value)
+
+
+def fill_shown(page, selector: str, text: str) -> None:
+    """Fill a field once the page shows it, waiting on a timer: Playwright's own actionability
+    checks wait on animation frames, and a renderer that paints none for a while (both cores busy,
+    six browsers) left a fill of a shown config box waiting 30 s (CI, stop 43; tests/browser/
+    test_page.py, twice in three full runs). The check is the same: shown, enabled, editable."""
+    page.wait_for_function("""s => { const e = document.querySelector(s);
+        return e && e.offsetParent !== null && !e.disabled && !e.readOnly; }""", arg=selector, polling=POLL_MS)
+    page.fill(selector, text, force=True)

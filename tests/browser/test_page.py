@@ -7,7 +7,7 @@ import re
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import choose_model, metrics, open_page, url_of
+from pagekit import choose_model, fill_shown, metrics, open_page, url_of
 from support import ROOT
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu",
@@ -68,7 +68,7 @@ def test_config_json_paste_and_its_link(page, site, context):
     open_page(page, site)
     choose_model(page, "config")
     text = (ROOT / "tests" / "fixtures" / "hf" / "openai__gpt-oss-120b.json").read_text()
-    page.fill("#hf-config", text)
+    fill_shown(page, "#hf-config", text)
     page.fill("#context", "65536")
     page.select_option("#gpu", "")
     assert metrics(page)["kv_bytes_per_request"] == str(18 * 2048 * (65536 + 128))
@@ -83,7 +83,7 @@ def test_bad_config_json_says_why(page, site):
     open_page(page, site)
     before = metrics(page)
     choose_model(page, "config")
-    page.fill("#hf-config", '{"num_hidden_layers": 32, "num_attention_heads": 32,')
+    fill_shown(page, "#hf-config", '{"num_hidden_layers": 32, "num_attention_heads": 32,')
     assert "not valid JSON" in page.inner_text("#error-hf-config")
     assert page.get_attribute("#results", "data-stale") == "true"
     assert metrics(page) == before

@@ -63,6 +63,6 @@ def test_a_measured_kv_memory_beside_a_links_gpu_is_not_sized_by_the_plan(page, 
 
 def test_the_pointer_never_names_the_deployment_the_verdict_refuses(page, site):
     # 16 GiB given for an H100: vLLM cannot start Llama 3.1 8B on it; the plan, at the card's own
-    # memory, finds 1 x H100 fits 55, which the pointer named. It names the next row instead.
+    # memory, finds 1 x H100 fits 54, which the pointer named. It names the next row instead.
     open_page(page, site + "#model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm-80gb&gpu-memory-gib=16&engine=vllm")
-    pointer_says(page, "What you need: 1 x AMD Instinct MI355X 288GB (tp 1) fits 247 requests.")
+    pointer_says(page, "What you need: 1 x AMD Instinct MI355X 288GB (tp 1) fits 246 requests.")
