@@ -12,6 +12,7 @@ from kvcalc import engines
 from kvcalc.engines import releases
 from kvcalc.engines.sglang import engine as sglang
 from kvcalc.engines.vllm import engine as vllm, release as vllm_release
+from kvcalc.evaluation import evaluate
 from kvcalc.inputs import form_blocks
 from kvcalc.reports.link import encode
 from kvcalc.readers.gpu_presets import gpu
@@ -136,3 +137,16 @@ def test_a_kv_memory_the_card_cannot_hold_is_a_contradiction_not_a_fit():
     # Every engine: the rule is the card's, not one engine's.
     for engine in ("sglang", "llama.cpp"):
         assert run(*base, "--engine", engine, "--kv-memory-gib", "1048576")["fits"] is False, engine
+
+
+def test_llamacpp_over_two_gpus_is_two_stages_whether_or_not_pp_1_is_sent():
+    """The page sends its untouched pp field (1); the CLI sends none. llama.cpp has no tensor
+    parallelism (--split-mode layer): both are 2 stages of whole layers, tp 1. A pp that is neither
+    1 nor the GPU count is said, naming pp."""
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "llama.cpp", "gpus": "2"}
+    for values in (base, dict(base, pp="1"), dict(base, pp="2")):
+        e = evaluate(values)
+        assert e.ok, e.errors
+        assert (e.scenario.deployment.tp, e.scenario.deployment.pp) == (1, 2), values
+    e = evaluate(dict(base, gpus="4", pp="2"))
+    assert [err.field for err in e.errors] == ["pp"] and "give pp 4 or 1" in e.errors[0].message

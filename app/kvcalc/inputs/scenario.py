@@ -390,10 +390,15 @@ def _deployment(values: dict, model: Model) -> Deployment:
                                      f"use {tp * pp * dp} GPUs or change tp")
     else:
         gpus = values.get("gpus", 1)
-        if "pp" not in values and engines.member(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS"):
+        if engines.member(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS") and gpus % dp == 0:
             # An engine without tensor parallelism (llama.cpp's --split-mode layer) gives each GPU
-            # whole layers: its GPUs are stages, never a split a head count must divide.
-            pp = gpus // dp if gpus % dp == 0 else pp
+            # whole layers: its GPUs are stages, never a split a head count must divide. A pp of 1
+            # (the page's field, untouched) means no more than that; another pp is a mistake.
+            stages = gpus // dp
+            if pp not in (1, stages):
+                raise InputError("pp", f"pp={pp}: this engine splits whole layers over every one of the {gpus} "
+                                       f"GPUs (no tensor parallelism), so its stages are the GPUs: give pp {stages} or 1")
+            pp = stages
         if gpus % pp:
             raise InputError("pp", f"pp={pp} does not divide gpus={gpus}")
         if gpus % (pp * dp):
