@@ -68,10 +68,11 @@ READS = {
     # No command and no rank prefix (its server_args line is not kept): the memory lines only.
     "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {
         "engine": "sglang", "loaded-weights-gib": "6.13", "kv-dtype": "bf16", "kv-memory-gib": "2.68"},
-    # The 2026 pool line "KV Cache is allocated. dtype: torch.float16, #tokens: ..." gives no KV memory as read
-    # yet; the scheduler's summary line gives the tokens, chunk and context.
+    # The 2026 pool line "KV Cache is allocated. dtype: torch.float16, #tokens: ..." names the pool's dtype
+    # before its K and V sizes; the scheduler's summary line gives the chunk and context.
     "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log": {
-        "engine": "sglang", "loaded-weights-gib": "5.25", "prefill-chunk": "8192", "context": "32768"},
+        "engine": "sglang", "loaded-weights-gib": "5.25", "kv-dtype": "fp16", "kv-memory-gib": "7.1",
+        "prefill-chunk": "8192", "context": "32768"},
     # llama-cpp-python on the CPU: a qwen35moe GGUF (no preset by that file name), its context's lines.
     "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log": {
         "engine": "llama.cpp", "model": "Qwen3.6-35B-A3B-Q2_K.gguf", "batch": "1", "context": "8192",
@@ -300,7 +301,7 @@ def _sglang_ends(values: dict, half: Fraction):
 
 
 def _kv_line(text: str) -> str:
-    return re.search(r"KV Cache is allocated\. #tokens: \d+, (.*GB)", text)[1]
+    return re.search(r"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: \d+, (.*GB)", text)[1]
 
 
 def reproduce_sglang(name: str, added: dict, text: str | None = None):
@@ -382,6 +383,9 @@ REPRODUCED = {
     "sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log": {"model": "Qwen/Qwen2.5-32B", "gpu": "l4-24gb"},
     # GLM-5's MLA + DSA cell in fp8: 78 layers of 656 + the indexer's 132 B, 186.77 GiB on an MI355X.
     "sglang-glm-5-fp8-mi355x-tp8-fp8kv-rocm-v0.5.8.post1.log": {"gpu": "mi355x-288gb"},
+    # Qwen2.5-7B's attention (28 layers, 4 KV heads of 128) in fp16; the 16 GB card is not named, and
+    # the pool's 7.10 GiB sizes it without one.
+    "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log": {"model": "Qwen/Qwen2.5-7B"},
     # The server_args' model (not in the kept lines): Llama 3.2 3B, 28 layers of 8 KV heads of 128.
     "sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log": {"model": "meta-llama/Llama-3.2-3B", "gpu": "l40s-48gb"},
     # Gemma 4 31B: the NVFP4 checkpoint's preset has its attention (10 global layers of 2048 per cell).
@@ -399,9 +403,6 @@ NOT_REPRODUCED = {
     "sglang-r1-distill-qwen-7b-3090-wsl2-mfs088-v0.4.2.log":
         "0.4.2's pool line prints K and V without #tokens, so its tokens are the scheduler's max_total_num_tokens; "
         "tests/test_accuracy_corpus.py scores the row (105,531 tokens at 5.64 GiB)",
-    "sglang-qwen2.5-7b-awq-16gb-nocudagraph.log":
-        "the 2026 pool line 'KV Cache is allocated. dtype: torch.float16, #tokens: ...' is not read as a KV memory "
-        "yet, and the 16 GB card is not named",
     "llamacpp-qwen3.6-35b-a3b-q2k-cpu-hybrid-8k-llamacpppython.log":
         "llama.cpp's recurrent (Gated DeltaNet) state cache is not modelled: the engine refuses the hybrid model",
     "llamacpp-pr5104-kv-self-size-160mib.log":

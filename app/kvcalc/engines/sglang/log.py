@@ -198,11 +198,15 @@ def _load_end(match, sink, n, line):
 
 
 def _kv_dtype(match, sink, n, line):
-    name = _TORCH_DTYPES.get(match[1])
+    _take_kv_dtype(match[1], sink, n, line)
+
+
+def _take_kv_dtype(torch_name: str, sink, n, line):
+    name = _TORCH_DTYPES.get(torch_name)
     if name is None:
-        _bad(sink, "kv-dtype", match[1], n, "not a dtype the calculator names")
+        _bad(sink, "kv-dtype", torch_name, n, "not a dtype the calculator names")
         return
-    sink.take("kv-dtype", name, n, line, f"torch.{match[1]}")
+    sink.take("kv-dtype", name, n, line, f"torch.{torch_name}")
 
 
 def _swa_pool(match, sink, n, line):
@@ -216,6 +220,9 @@ def _swa_pool(match, sink, n, line):
 def _kv_pool(match, sink, n, line):
     """Every rank prints its pool; a hybrid model prints a full and a sliding-window pool. The
     pools are gathered by their #tokens and sorted out in complete(), whatever the lines' order."""
+    if match["dtype"] is not None:
+        # 2026 releases name the pool's dtype on this line ("dtype: torch.float16, #tokens: ...").
+        _take_kv_dtype(match["dtype"], sink, n, line)
     # Releases before 0.4.4 print no #tokens here (the summary line gives them): kept as 0.
     tokens = _count(sink, "#tokens", match["tokens"], n) if match["tokens"] is not None else 0
     if tokens is None:
@@ -324,7 +331,8 @@ RULES = (
     Rule(re.compile(r"Using KV cache dtype: torch\.(\w+)"), _kv_dtype, False, "Using KV cache dtype"),
     Rule(re.compile(r"Use sliding window memory pool\. full_layer_tokens=" + _VALUE + r", swa_layer_tokens="
                     + _VALUE + r"(?:$|\s|,(?!\d))"), _swa_pool, True, "sliding window memory pool"),
-    Rule(re.compile(r"KV Cache is allocated\. (?:#tokens: (?P<tokens>[^\s,]+), )?(?:K size: (?P<k>\S+?)\s*GB, "
+    Rule(re.compile(r"KV Cache is allocated\. (?:dtype: torch\.(?P<dtype>\w{1,40}), )?"
+                    r"(?:#tokens: (?P<tokens>[^\s,]+), )?(?:K size: (?P<k>\S+?)\s*GB, "
                     r"V size: (?P<v>\S+?)\s*GB|KV size: (?P<kv>\S+?)\s*GB)"), _kv_pool, True,
          "KV Cache is allocated"),
     Rule(re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: ([^\s,]+), conv_state size: ([^\s,]+?)\s*GB, "
