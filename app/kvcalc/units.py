@@ -2,6 +2,7 @@
 bisection every boundary search ends in."""
 
 GIB = 1 << 30
+MIB = 1 << 20
 GB = 10 ** 9
 
 

@@ -13,6 +13,7 @@ from . import startup_log
 from ..errors import InputError
 from ..readers.log_rules import unread_gpu
 from .options import MANUAL_FIELDS, MODEL_INPUTS
+from ..units import GIB
 
 # The inputs that set the layout a log ran with, where its engine's reader expects them.
 LAYOUT = ("tp", "pp", "gpus")
@@ -22,7 +23,6 @@ FIGURES = (("kv_tokens", "KV cache tokens", "kv_tokens"),
            ("max_concurrency", "maximum concurrency", "max_concurrency"),
            ("kv_memory_gib", "KV memory per GPU", "kv_budget_bytes_per_gpu"))
 PRINTED_HALF = Fraction(1, 200)      # vLLM prints its concurrency and memories to 2 decimals
-GIB = 1 << 30
 
 
 def model_given(reading) -> bool:

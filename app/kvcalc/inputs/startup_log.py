@@ -20,6 +20,7 @@ from .options import MODEL_INPUTS, OPTION_BY_NAME, OPTIONS, parse_options, parse
 from .scenario import build_scenario
 from ..readers.log_rules import Read, Sink
 from ..sizing import compute
+from ..units import GIB
 
 MAX_LOG_CHARS = 16 << 20      # a start-up is a few hundred lines; a server's whole day is not needed
 MAX_LINE_CHARS = 1 << 16      # a config line with a long --hf-overrides is a few thousand
@@ -247,7 +248,6 @@ def log_lines(reading: Reading, evaluation) -> list[str]:
 IMPLIED_TP = (1, 2, 4, 8, 16)
 IMPLIED_KV = (None, "fp8")          # the model's dtype, or one byte (fp8 and fp8_e5m2 alike in size)
 PRINTED_HALF = Fraction(1, 200)     # a concurrency printed to 2 decimals
-GIB = 1 << 30
 
 
 def implied(reading: Reading, values: dict) -> Reading:

@@ -26,9 +26,8 @@ from fractions import Fraction
 
 from ...errors import InputError
 from ...layers import IndexedAttention
-from ...units import ceil_div
+from ...units import MIB, ceil_div
 
-MIB = 1 << 20
 PAD = 256
 DEFAULT_UBATCH = 512
 LLAMA_MAX_SEQ = 256                  # src/llama-cparams.h

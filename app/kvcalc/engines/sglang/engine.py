@@ -20,7 +20,7 @@ from fractions import Fraction
 from ... import parallel
 from . import PLACEMENT
 from ...errors import InputError
-from ...units import GIB
+from ...units import GIB, MIB
 from .. import releases
 from . import allocator, launch as command, printing, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
@@ -60,7 +60,6 @@ ALLOCATES_WHOLE_BUDGET = True
 USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
                 "context); activations and CUDA graphs live in the share it leaves free.")
 
-MIB = 1 << 20
 # SGLang's "total" is the memory free when it starts (get_available_gpu_memory), after its CUDA
 # context: on the H100 of tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log, avail after load
 # 63.49 + weights 15.35 = 78.84 GiB, 0.38 GiB under the 79.22 GiB PyTorch reports. The pool is

@@ -38,7 +38,8 @@ Read from each release's own code (the wheels on PyPI):
 from dataclasses import dataclass
 from fractions import Fraction
 
-MIB = 1 << 20
+from ...units import MIB
+
 GIB_MIB = 1024
 
 # _handle_gpu_memory_settings (0.5.3 on): (below this many MiB, chunked_prefill_size,

@@ -36,9 +36,8 @@ L40S); the band's top covers NVLink-joined Hopper cards, and the words say which
 """
 
 from .printing import format_gib
+from ...units import GIB, MIB
 
-MIB = 1 << 20
-GIB = 1 << 30
 
 # (estimate, lowest, highest), from the real logs in tests/fixtures/logs (SOURCES.md gives each URL):
 # one discrete GPU: 0.02 (RTX 4080, 0.10.2), 0.07 (H100 PCIe, 0.10.2), 0.16 (80 GB, 0.9.1), 0.33 (A100,

@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ...errors import InputError
+from ...units import MIB
 from . import release as rules
 from .non_torch import non_torch_memory
 from . import encoder_profile
 from . import pooling as pooler
 
-MIB = 1 << 20
 NATIVE, FUSED = 38, 14                         # sampler bytes per row x vocabulary entry
 # The V2 runner's warm-up (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run, 0.22.0-0.32.0) samples a
 # dummy batch without top-k/top-p, and gumbel_sample's Triton kernel reads the logits in place. Its
