@@ -90,10 +90,14 @@ def choose_model(page, value: str) -> None:
 
 
 def fill_shown(page, selector: str, text: str) -> None:
-    """Fill a field once the page shows it, waiting on a timer: Playwright's own actionability
-    checks wait on animation frames, and a renderer that paints none for a while (both cores busy,
-    six browsers) left a fill of a shown config box waiting 30 s (CI, stop 43; tests/browser/
-    test_page.py, twice in three full runs). The check is the same: shown, enabled, editable."""
+    """Paste text into a field once the page shows it: its value set and one input event sent,
+    which is what a paste gives the page. Playwright's fill types through the browser's input
+    pipeline, which waits on frames a starved renderer does not paint: a fill of the shown config
+    box waited 30 s at "attempting fill action" even with force (CI, stops 43 and 44), while
+    timers and evaluations in the same page ran. The check is the same: shown, enabled, editable."""
     page.wait_for_function("""s => { const e = document.querySelector(s);
         return e && e.offsetParent !== null && !e.disabled && !e.readOnly; }""", arg=selector, polling=POLL_MS)
-    page.fill(selector, text, force=True)
+    page.evaluate("""([s, text]) => { const e = document.querySelector(s);
+        e.focus(); e.value = text;
+        e.dispatchEvent(new InputEvent('input', {bubbles: true, inputType: 'insertFromPaste'})); }""",
+                  [selector, text])

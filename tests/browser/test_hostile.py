@@ -9,7 +9,7 @@ import pytest
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import Recorder, choose_model, metrics, open_page, settle, url_of
+from pagekit import Recorder, choose_model, metrics, open_page, settle, url_of, fill_shown
 
 TRAP = "window.__pwned = (window.__pwned || 0) + 1"
 PAYLOADS = [
@@ -84,7 +84,7 @@ def test_bad_config_json_gets_one_clear_message(page, site, text, words):
     open_page(page, site)
     page.fill("#batch", "7")
     choose_model(page, "config")
-    page.fill("#hf-config", text)
+    fill_shown(page, "#hf-config", text)
     assert words in page.inner_text("#error-hf-config")
     assert page.input_value("#batch") == "7" and page.input_value("#hf-config") == text
     assert dialogs == [] and page.locator("main script").count() == 0

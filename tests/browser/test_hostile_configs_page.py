@@ -8,7 +8,7 @@ import json
 
 from kvcalc.reports import link
 from kvcalc.readers import presets
-from pagekit import choose_model, metrics, open_page, settle
+from pagekit import choose_model, metrics, open_page, settle, fill_shown
 
 QWEN_MOE = next(e for e in presets.model_entries() if e["id"].startswith("Qwen/Qwen3-30B-A3B"))["config"]
 HOSTILE = dict(QWEN_MOE, mlp_only_layers=5)
@@ -23,7 +23,7 @@ def test_a_pasted_config_that_is_refused_marks_every_figure_stale(page, site):
     before = metrics(page)
     assert before["verdict"] == "true" and stale(page) == "false"
     choose_model(page, "config")
-    page.fill("#hf-config", json.dumps(HOSTILE))
+    fill_shown(page, "#hf-config", json.dumps(HOSTILE))
     page.wait_for_function("document.documentElement.dataset.stale === 'true'")
     error = page.inner_text("#error-hf-config")
     assert "mlp_only_layers" in error and "list of layer indices" in error, error
@@ -34,7 +34,7 @@ def test_a_pasted_config_that_is_refused_marks_every_figure_stale(page, site):
     assert page.evaluate("getComputedStyle(document.querySelector('#h-timing'), '::after').content").startswith('" · stale')
     assert metrics(page)["max_concurrency"] == before["max_concurrency"]     # kept, and marked as the last valid
     # A valid config replaces them: the page is current again.
-    page.fill("#hf-config", json.dumps(QWEN_MOE))
+    fill_shown(page, "#hf-config", json.dumps(QWEN_MOE))
     page.wait_for_function("document.documentElement.dataset.stale === 'false'")
     settle(page)
     assert page.inner_text("#error-hf-config") == "" and page.get_attribute("#summary", "data-stale") == "false"

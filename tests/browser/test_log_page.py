@@ -9,7 +9,7 @@ import pytest
 
 from kvcalc.inputs.startup_log import MAX_LINE_CHARS
 from kvcalc.readers.log_rules import model_entry
-from pagekit import choose_model, metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of, fill_shown
 from support import ROOT
 from test_a11y import run_axe
 
@@ -25,7 +25,7 @@ LOGS = ROOT / "tests/fixtures/logs"
 def paste_log(page, text: str) -> None:
     if page.get_attribute("#source-log", "aria-pressed") != "true":
         page.click("#source-log")
-    page.fill("#startup-log", text)
+    fill_shown(page, "#startup-log", text)
 
 
 def table(page, selector: str) -> list[list[str]]:
@@ -137,7 +137,7 @@ def test_a_text_that_is_no_log_marks_the_figures_stale_and_changes_no_input(page
     assert metrics(page) == before and url_of(page) == link
     assert page.is_hidden("#log-reading") and page.input_value("#context") == "16384"
     # The box emptied: nothing is held back, the figures are current again.
-    page.fill("#startup-log", "")
+    fill_shown(page, "#startup-log", "")
     page.wait_for_function(CURRENT)
     assert page.inner_text("#error-log") == "" and page.inner_text("#error-summary") == ""
 
@@ -260,7 +260,7 @@ def test_a_config_pasted_after_a_withheld_log_brings_the_figures_back(page, site
     page.wait_for_function(STALE)
     assert "names no model" in page.inner_text("#error-summary")
     choose_model(page, "config")
-    page.fill("#hf-config", (ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json").read_text())
+    fill_shown(page, "#hf-config", (ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json").read_text())
     page.wait_for_function(CURRENT)
     settle(page)
     assert page.inner_text("#error-summary") == "" and page.inner_text("#error-log") == ""
@@ -272,7 +272,7 @@ def test_a_log_naming_no_model_over_a_pasted_config_keeps_it_and_says_so(page, s
     config = ROOT / "tests/fixtures/hf/Qwen__Qwen3-32B.json"
     open_page(page, site)
     choose_model(page, "config")
-    page.fill("#hf-config", config.read_text())
+    fill_shown(page, "#hf-config", config.read_text())
     settle(page)
     paste_log(page, NO_MODEL)
     page.wait_for_function(READ)

@@ -4,7 +4,7 @@ reserved share, and wide tables on a phone."""
 
 import json
 
-from pagekit import POLL_MS, choose_model, metrics, open_page, settle, url_of
+from pagekit import POLL_MS, choose_model, metrics, open_page, settle, url_of, fill_shown
 
 
 def test_typing_before_python_is_ready_is_kept_and_computed(page, site):
@@ -114,7 +114,7 @@ def test_pasted_config_reaches_capacity(page, site):
     open_page(page, site)
     choose_model(page, "config")
     cfg = {k: v for k, v in hf_fixture("Qwen__Qwen2.5-7B.json").items() if k != "_name_or_path"}
-    page.fill("#hf-config", json.dumps(cfg))
+    fill_shown(page, "#hf-config", json.dumps(cfg))
     page.wait_for_function("document.querySelector('[data-metric=weights_bytes]').dataset.value === '15231233024'")
     assert page.get_attribute('[data-metric="max_concurrency"]', "data-value") not in ("", "0")
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pagekit import POLL_MS, metrics, open_page, settle
+from pagekit import POLL_MS, metrics, open_page, settle, fill_shown
 from support import ROOT
 
 DIST = Path(os.environ.get("KVCALC_DIST") or ROOT / "dist")   # another build, for a second checkout at work
@@ -175,7 +175,7 @@ def test_a_pasted_log_never_leaves_the_tab(page, site):
     page.on("request", lambda r: sent.append((r.url, r.post_data or "")))
     recorder = open_page(page, site)
     page.click("#source-log")
-    page.fill("#startup-log", log)
+    fill_shown(page, "#startup-log", log)
     page.wait_for_function("!document.getElementById('log-reading').hidden")
     page.select_option("#kv-dtype", "fp8")
     settle(page)

@@ -3,7 +3,7 @@
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import choose_model, metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of, fill_shown
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
 
@@ -36,7 +36,7 @@ def test_custom_mla_link_from_the_cli(page, site):
 def test_config_missing_heads_is_shown_at_the_config_box(page, site):
     recorder = open_page(page, site)
     choose_model(page, "config")
-    page.fill("#hf-config", '{"model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072}')
+    fill_shown(page, "#hf-config", '{"model_type": "llama", "num_hidden_layers": 28, "hidden_size": 3072}')
     assert "num_attention_heads" in page.inner_text("#error-hf-config")
     assert recorder.problems == [] and page.locator(".py-error").count() == 0
 

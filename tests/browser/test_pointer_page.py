@@ -4,7 +4,7 @@ start-up log's measured KV memory is not the plan's estimate: the pointer is lef
 clause saying why, never naming the deployment the log shows refusing (the logs are public;
 tests/fixtures/logs/SOURCES.md gives each one's URL)."""
 
-from pagekit import open_page, settle
+from pagekit import open_page, settle, fill_shown
 from support import ROOT
 
 LOGS = ROOT / "tests/fixtures/logs"
@@ -16,7 +16,7 @@ SHOWN = "(want) => { const p = document.getElementById('plan-best'); " \
 def paste_log(page, name: str) -> None:
     if page.get_attribute("#source-log", "aria-pressed") != "true":
         page.click("#source-log")
-    page.fill("#startup-log", (LOGS / name).read_text())
+    fill_shown(page, "#startup-log", (LOGS / name).read_text())
     page.wait_for_function(READ)
     settle(page)
 
