@@ -151,6 +151,13 @@ def mxfp4_marlin(release, gpu) -> bool:
       below 9.0, and from 9.0 unless triton_kernels and torch >= 2.8.0 are installed; its wheel
       pins torch 2.7.1, so Marlin on every CUDA GPU but a B200 (the gpt-oss-120b H100 log: 65.9651
       GiB loaded, the checkpoint's 60.77 plus 5.13 of padding);
+    - 0.11.0 (get_mxfp4_backend): FlashInfer only where installed (the wheel's `flashinfer` extra;
+      Hopper also needs VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1), Triton only with the optional
+      triton_kernels package, which the wheel does not require, so Marlin on every CUDA GPU but a
+      B200 (taken as the docker image's, which ships FlashInfer), its padding as 0.10.1's
+      (create_weights: the expert width to 128, the hidden size to 256). The gpt-oss-120b H100
+      refusal log (its gpu_worker.py:298 and kv_cache_utils.py:716 are 0.11.0's lines): 1.71 GiB
+      left at utilization 0.95, the Marlin padding's 5.13 GiB less than the checkpoint alone leaves;
     - 0.13.0 (get_mxfp4_backend): triton_kernels only for capability 9.0 to 10.x and FlashInfer
       on the 10.x family, so Marlin below 9.0 and from 11.0 (the gpt-oss-20b DGX Spark log, 12.1:
       13.7193 GiB loaded, the checkpoint's 12.82 plus 0.85).
@@ -159,7 +166,8 @@ def mxfp4_marlin(release, gpu) -> bool:
     if release is None or gpu is None or gpu.platform != "cuda" or gpu.compute_capability is None:
         return False
     capability = gpu.compute_capability
-    if release.at_least(0, 10, 1) and not release.at_least(0, 10, 2):
+    if (release.at_least(0, 10, 1) and not release.at_least(0, 10, 2)) or \
+            (release.at_least(0, 11, 0) and not release.at_least(0, 11, 1)):
         return capability != (10, 0)
     if release.at_least(0, 13, 0) and not release.at_least(0, 14, 0):
         return capability < (9, 0) or capability >= (11, 0)
