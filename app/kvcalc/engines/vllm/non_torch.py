@@ -56,6 +56,14 @@ NVLINK = {2: (256 * MIB, 64 * MIB, 1024 * MIB), 4: (400 * MIB, 64 * MIB, 1280 * 
 # counted NCCL's whole set-up (vLLM PR #25359). The lowest is NVLink without NVLS (bridged H100 NVL pairs).
 NVLS = {2: (1024 * MIB, 200 * MIB, 2560 * MIB), 4: (1600 * MIB, 300 * MIB, 3072 * MIB),
         8: (1800 * MIB, 300 * MIB, 4608 * MIB)}
+# Before 0.11.0 the V1 worker took its first snapshot before NCCL was set up (0.10.0 wheel,
+# vllm/v1/worker/gpu_worker.py init_device: MemorySnapshot(), then init_worker_distributed_environment,
+# which also builds custom all-reduce and the KV connector; 0.11.0 moves the snapshot after it, "Now take
+# memory snapshot after NCCL is initialized"), so the communicators' whole set-up is non-torch memory:
+# 2.04 GiB at tp 4 on H200 (0.10.0, the PR #21429 debug log), where 0.11.0 on counts what the profiling run
+# connects. Only tp 3-4 is measured; tp 2 and past 4 keep the table's estimate.
+NVLS_WHOLE_SETUP = {4: 2089 * MIB}
+WHOLE_SETUP_UNTIL = (0, 11, 0)
 # What a unified-memory device counts of the host's memory (about 2.2 GiB on a DGX Spark), and Intel XPU's
 # non-torch allocation (about 1.5 GiB); each in place of ONE_GPU, with the interconnect's share on top.
 UNIFIED = (2250 * MIB, 512 * MIB, 4096 * MIB)
@@ -80,9 +88,10 @@ def _link(tp: int, gpu) -> tuple[tuple[int, int, int], str]:
     return _by_tp(NVLINK, tp), f"by {fabric} (NCCL and custom all-reduce buffers)"
 
 
-def non_torch_memory(tp: int, gpu) -> tuple[int, int, int, str]:
+def non_torch_memory(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
     """(estimate, lowest, highest, words) of the non-torch memory vLLM counts on one rank: by the
-    preset's facts and tp (the module's docstring gives the code it comes from). `gpu` None is a GPU
+    preset's facts and tp (the module's docstring gives the code it comes from), and by `release`
+    (None: 0.11.0's accounting) where NCCL's set-up counted whole (NVLS_WHOLE_SETUP). `gpu` None is a GPU
     given only by its memory: taken as a PCIe-joined workstation card, NVLink's top in the band."""
     if gpu is not None and gpu.unified_memory:
         base, where = UNIFIED, "unified memory counts what the process takes from the host's memory"
@@ -100,6 +109,10 @@ def non_torch_memory(tp: int, gpu) -> tuple[int, int, int, str]:
         return (estimate, low, high,
                 f"non-torch memory {format_gib(estimate)} GiB" + (f" ({where})" if where else "") + windows)
     (estimate, low, high), joined = _link(tp, gpu)
+    if release is not None and not release.at_least(*WHOLE_SETUP_UNTIL) and (estimate, low, high) == _by_tp(NVLS, tp) \
+            and 2 < tp <= 4:
+        estimate = NVLS_WHOLE_SETUP[4]
+        joined += f"; vLLM {release} counts NCCL's whole set-up (its first snapshot is taken before it)"
     if base is not None:
         # The device's own share in place of one discrete GPU's, the link's on top of it.
         estimate, low, high = (estimate + base[0] - ONE_GPU[0], low + base[1] - ONE_GPU[1],

@@ -380,7 +380,7 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     activation = max(forward, sampler) + workspace + encoder
     lowest = max(forward, sampler_low) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
-    non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu)
+    non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
     pooling = pooler.is_pooling(model, scenario.settings)
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
