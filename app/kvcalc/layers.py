@@ -239,8 +239,12 @@ class StateSpaceLayer:
         return 0
 
     def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
-        return (f"{self.label}: fixed state {self.conv_elements + self.ssm_elements:,} elements x "
-                f"{bytes_each(state)} = {self.state_bytes(state):,} B per request per layer; x {count} layers")
+        ssm = by_name(self.ssm_dtype) if self.ssm_dtype else state
+        elements = (f"{self.conv_elements + self.ssm_elements:,} elements x {bytes_each(state)}" if ssm == state else
+                    f"{self.conv_elements:,} conv elements x {bytes_each(state)} + {self.ssm_elements:,} SSM "
+                    f"elements x {bytes_each(ssm)} ({ssm.name})")
+        return (f"{self.label}: fixed state {elements} = {self.state_bytes(state):,} B per request per layer; "
+                f"x {count} layers")
 
     def window_held(self, context_tokens: int):
         return None

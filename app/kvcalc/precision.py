@@ -46,6 +46,10 @@ _ALL = (
 
 PRECISIONS: dict[str, Precision] = {p.name: p for p in _ALL}
 
+# The dtypes an engine keeps a recurrent (SSM) state in (vllm/config/cache.py MambaDType, SGLang's
+# --mamba-ssm-dtype): never 8 bits.
+STATE_DTYPES = ("fp32", "bf16", "fp16")
+
 # Spellings found in config.json (torch_dtype) and in engine flags.
 _ALIASES = {
     "float32": "fp32", "f32": "fp32", "float": "fp32",

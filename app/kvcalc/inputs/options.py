@@ -13,7 +13,7 @@ from fractions import Fraction
 from .. import engines
 from ..readers import gpu_presets, presets
 from ..errors import InputError
-from ..precision import precision
+from ..precision import STATE_DTYPES, precision
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,13 @@ def _version_text(text: str, name: str) -> str:
     if not re.fullmatch(r"[\w.+()\s:-]{1,100}", text):
         raise InputError(name, f"{_clip(text)!r} is not a version as an engine prints it, e.g. 0.10.2 or b5192")
     return text.strip()
+
+
+def _state_dtype(text: str, name: str) -> str:
+    value = precision(text, field=name).name
+    if value not in STATE_DTYPES:
+        raise InputError(name, f"a recurrent state is kept in float32, bfloat16 or float16, not {_clip(text)!r}")
+    return value
 
 
 def _one_of(*allowed: str):
@@ -244,6 +251,9 @@ OPTIONS = (
     Option("prefix-caching", "text", "engine", "vLLM: --enable-prefix-caching on or off; for a hybrid it sets the "
            "state pages a request keeps (on: align mode, two). Default: the release's, off for hybrids before "
            "0.28.0.", choice=_one_of("on", "off")),
+    Option("mamba-ssm-dtype", "text", "engine", "A hybrid's recurrent (SSM) state dtype: float32, bfloat16 or "
+           "float16 (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype). Default: the config's "
+           "mamba_ssm_dtype, else the model's dtype.", choice=_state_dtype),
     Option("vllm-engine", "text", "engine", "vLLM 0.8-0.10: the engine it ran, v1 (the default) or v0 "
            "(VLLM_USE_V1=0, or a fallback its log shows as \"Initializing an LLM engine\").", choice=_one_of("v0", "v1")),
     Option("memory-in-use-gib", "decimal", "engine", "SGLang: GPU memory already in use when it starts (other "

@@ -333,6 +333,11 @@ def build_scenario(values: dict) -> Scenario:
         # A quantized checkpoint of the model's shape: its linear layers in that format, the rest 16-bit.
         model = with_typed_weights(model, values["weights-dtype"])
     notes = list(model.notes) + notes
+    if "mamba-ssm-dtype" in values and any(layer.kind == "state" for layer in model.layers):
+        # The engine's flag overrides the config's mamba_ssm_dtype (vllm/model_executor/models/
+        # config.py: "auto" alone takes the config's): every recurrent state in that dtype.
+        model = replace(model, layers=tuple(replace(layer, ssm_dtype=values["mamba-ssm-dtype"])
+                                            if layer.kind == "state" else layer for layer in model.layers))
     if "block-size" in values and any(layer.kind == "state" for layer in model.layers):
         notes.append("vLLM enlarges attention blocks in hybrid models until a page holds one state, "
                      "so its real block size differs from block-size")

@@ -8,6 +8,7 @@ from fractions import Fraction
 from ...readers import presets
 from .. import releases
 from . import engine
+from .state_dtype import implied  # noqa: F401 - inputs/startup_log asks each engine's log module
 from ...errors import InputError
 from ...precision import precision
 from ...readers.log_rules import (
@@ -170,6 +171,8 @@ def _take_setting(sink, option, value, n, line, how=""):
         value = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"}.get(value, value)
     if option in ("enforce-eager", "prefix-caching"):
         value = "on" if value == "True" else "off"
+    if option == "mamba-ssm-dtype" and value == "auto":
+        return                              # the config's mamba_ssm_dtype, else the model's: the default
     sink.take(option, value, n, line, how)
 
 
@@ -178,7 +181,8 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
              "data_parallel_size": "dp", "gpu_memory_utilization": "memory-utilization",
              "max_num_seqs": "batch", "max_num_batched_tokens": "prefill-chunk", "kv_cache_dtype": "kv-dtype",
              "block_size": "block-size", "enforce_eager": "enforce-eager", "enable_expert_parallel": "ep",
-             "kv_cache_memory_bytes": "kv-memory-bytes", "enable_prefix_caching": "prefix-caching"}
+             "kv_cache_memory_bytes": "kv-memory-bytes", "enable_prefix_caching": "prefix-caching",
+             "mamba_ssm_cache_dtype": "mamba-ssm-dtype"}
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 
@@ -445,6 +449,13 @@ def _hybrid_block(match, sink, n, line):
     sink.show("attention_block_size", int(match[1]), n, line)
 
 
+def _backend_block(match, sink, n, line):
+    # The platform sets the block size its attention backend takes where none was given
+    # (vllm/platforms/interface.py, printed 0.20-0.28): 64 on XPU's FLASH_ATTN and ROCm's AITER
+    # unified attention; a hybrid's attention block grows in steps of it.
+    sink.take("block-size", match[1], n, line, f"the {match[2]} backend's block size", keep="last")
+
+
 def _refusal(match, sink, n, line):
     sink.show("refusal", line.strip()[:300], n, line)
     if "No available memory for the cache blocks" in match[0]:
@@ -462,7 +473,8 @@ def _refusal(match, sink, n, line):
 _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size": "pp", "-pp": "pp",
           "--data-parallel-size": "dp", "-dp": "dp", "--max-model-len": "context",
           "--gpu-memory-utilization": "memory-utilization", "--max-num-seqs": "batch",
-          "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size"}
+          "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size",
+          "--mamba-ssm-cache-dtype": "mamba-ssm-dtype"}
 _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on")}
 
 
@@ -600,6 +612,8 @@ RULES = (
          False, "GPU has compute capability"),
     Rule(re.compile(r"Enforce eager set|Cudagraph is disabled under eager mode"), _eager, True, "ager"),
     Rule(re.compile(r"Setting attention block size to (\d{1,9}) tokens"), _hybrid_block, True, "attention block size"),
+    Rule(re.compile(r"Setting kv cache block size to (\d{1,4}) for (\w{1,40}) backend"), _backend_block, True,
+         "kv cache block size to"),
     Rule(re.compile(r"Hybrid or mamba-based model detected without support for prefix caching: disabling"),
          _prefix_off, True, "without support for prefix caching"),
     # Each "ValueError: " scans only up to the next one: linear however often a line repeats it.
