@@ -208,7 +208,7 @@ def test_the_v2_samplers_penalty_statistics_count_from_0_27_0():
         assert e.ok, e.errors
         est = profile.estimate(e.scenario, e.scenario.settings.release, e.engine.prefill_chunk,
                                vllm.max_num_seqs(e.scenario))
-        assert est.total == est.activation + est.non_torch + est.cudagraph + est.buffers
+        assert est.total == est.activation + est.kept + est.non_torch + est.cudagraph + est.buffers
         return est.buffers
     assert buffers("0.26.0") == 0                          # V2, but nothing before profiling was counted
     assert buffers("0.27.0") == buffers("0.28.0") == 1024 * 4 * (128256 + 4008)

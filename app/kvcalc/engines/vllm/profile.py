@@ -12,7 +12,8 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   and Gemma-style MLPs keep gate_up alive through down_proj, a fourth, and a fifth for the
   out-of-place all-reduce under tp), and gate_up plus the activated output (3 x the MLP width /
   tp), in the model's dtype. Fused MoE holds top-k rows per token of max(2 x expert width / tp,
-  hidden) and expert width / tp, over at most its chunk of tokens.
+  hidden) and expert width / tp, over at most its chunk of tokens; from 0.22.0 (the modular Triton
+  experts) of max(expert width / tp, hidden) and max(2 x expert width / tp, hidden), kept (moe_workspace).
 - Sampler warm-up: bytes per row and vocabulary entry of the top-k/top-p path the release takes
   by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6 until 0.25.x and its
   model-dtype logits alone from 0.26.0), plus the hidden states it keeps (all of them from 0.9.2).
@@ -25,6 +26,9 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   statistics over the vocabulary (runner_buffers).
 - Pipeline parallelism: the last stage runs the sampler and keeps the intermediate tensors it
   receives (pipeline_buffers); the stages before it keep the difference (stage_surplus).
+- From 0.27.0 the printed peak activation is the transient above what the run leaves allocated
+  (Estimate.kept: cuBLAS and MoE workspaces, the Triton buffer, intermediate tensors), plus the
+  CUDA-graph estimate; the total is the same sum.
 
 What the GPU is comes from its preset's facts (readers/gpu_presets.GPU: compute capability, SMs,
 interconnect, platform), never from its display name; a custom GPU (given only by its memory) takes
@@ -92,6 +96,12 @@ ENCODER = (0, 0, 3584 * MIB)
 # (the eager live set is an upper bound) and what a log does not print.
 ACTIVATION_SLACK = 300 * MIB
 ACTIVATION_SHARE = Fraction(8, 100)
+# From 0.27.0 vLLM's peak activation is the profiling run's transient only: the torch peak less what is still
+# allocated after it (vllm/utils/mem_utils.py memory_profiling: transient_peak_headroom = torch_peak -
+# torch_allocated; gpu_worker.py determine_available_memory prints it plus the CUDA-graph estimate as "peak
+# activation", read in the 0.27.1 and 0.29.0 wheels). What the run leaves allocated is in "consumed memory
+# (weights + non-torch)" (total_consumed, from mem_get_info). Until 0.26.x it printed the torch peak increase.
+PEAK_IS_TRANSIENT = (0, 27, 0)
 
 
 @dataclass(frozen=True)
@@ -103,10 +113,11 @@ class Estimate:
     high: int
     words: str
     buffers: int = 0      # the runner's own buffers, outside the weights and the peak, that this release counts
+    kept: int = 0         # what the profiling run leaves allocated, counted apart from its peak (0.27.0 on)
 
     @property
     def total(self) -> int:
-        return self.activation + self.non_torch + self.cudagraph + self.buffers
+        return self.activation + self.kept + self.non_torch + self.cudagraph + self.buffers
 
 
 def _dtype_bytes(model) -> int:
@@ -134,6 +145,24 @@ def moe_chunk(release, tokens: int) -> int:
     return min(tokens, 16384 if release.at_least(0, 12, 0) else 32768)
 
 
+def moe_workspace(model, release, tokens: int, moe_tp: int) -> int:
+    """What the fused-MoE layer holds for the dummy run's tokens on one rank, in the model's dtype.
+    From 0.22.0 the Triton experts run as a modular kernel (TritonExperts, fused_moe/experts/triton_moe.py
+    workspace_shapes; read in the 0.22.0, 0.25.1, 0.26.0, 0.27.1 and 0.29.0 wheels): top-k rows per token
+    of max(N / 2, hidden) (the gemm outputs, which the layer's output shares: modular_kernel.py
+    _allocate_buffers) and of max(N, hidden) (the activation), N = 2 x expert width / tp, taken from the
+    worker's WorkspaceManager (vllm/v1/worker/workspace.py get_simultaneous), which keeps them allocated.
+    Before, fused_experts_impl (fused_moe.py) shares one cache of max(N, hidden) for the gemm outputs and
+    adds N / 2 for the activation, over at most its chunk of tokens, freed after each layer."""
+    if not (model.moe_mlp_size and model.experts_per_token):
+        return 0
+    b, hidden, k = _dtype_bytes(model), model.hidden_size, model.experts_per_token
+    n = 2 * model.moe_mlp_size // moe_tp
+    if release.at_least(0, 22, 0):
+        return b * tokens * k * (max(n // 2, hidden) + max(n, hidden))
+    return b * moe_chunk(release, tokens) * k * (max(n, hidden) + n // 2)
+
+
 def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None) -> tuple[int, str]:
     """The dummy forward pass's peak on one rank, and how the MLP width was known. `moe_tp` is
     what splits an expert's width: tp, tp x dp under data parallelism (FusedMoEParallelConfig
@@ -142,9 +171,8 @@ def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None
     keeps = any(tag in (model.architecture or "") for tag in KEEPS_GATE_UP)
     rows = 3 + (1 + (tp > 1) if keeps else 0)
     if model.moe_mlp_size and model.experts_per_token:
-        n = 2 * model.moe_mlp_size // (tp if moe_tp is None else moe_tp)
-        m = moe_chunk(release, tokens)
-        return tokens * b * (rows + 1) * hidden + b * m * model.experts_per_token * (max(n, hidden) + n // 2), how
+        return tokens * b * (rows + 1) * hidden + moe_workspace(model, release, tokens,
+                                                                tp if moe_tp is None else moe_tp), how
     mlp = model.mlp_size
     if not mlp:
         mlp, how = hidden * 7 // 2, "the MLP width taken as 3.5 x hidden (Llama's ratio)"
@@ -247,11 +275,18 @@ def sampler_peak(model, release, gpu, tokens: int, rows: int,
         kept = tokens * hidden * b + 2 * b * rows * hidden
     else:
         kept = 2 * b * rows * hidden
-    # _TRITON_BUFFER_CACHE: min(next power of two of min(SMs, rows), SMs) rows of the vocabulary in fp32.
-    sms = compute_units(gpu)
-    triton = 4 * min(1 << (min(sms, rows) - 1).bit_length(), sms) * vocab \
-        if per == FUSED and release.at_least(0, 17, 0) else 0
+    triton = triton_buffer(model, release, gpu, rows) if per == FUSED else 0
     return per * rows * vocab + kept + triton, lowest * rows * vocab + kept + triton, path
+
+
+def triton_buffer(model, release, gpu, rows: int) -> int:
+    """The Triton top-k/top-p kernel's cached buffer (_TRITON_BUFFER_CACHE, vllm/v1/sample/ops/
+    topk_topp_triton.py, 0.17.0 on): min(next power of two of min(SMs, rows), SMs) rows of the
+    vocabulary in fp32, kept for the process's life once the warm-up made it."""
+    if not release.at_least(0, 17, 0):
+        return 0
+    sms = compute_units(gpu)
+    return 4 * min(1 << (min(sms, rows) - 1).bit_length(), sms) * model.vocab_size
 
 
 def pipeline_buffers(model, pp: int, tokens: int) -> int:
@@ -377,12 +412,27 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
     encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler),
                                                uses_runner_v2(model, release, quantized, separate))
-    activation = max(forward, sampler) + workspace + encoder
-    lowest = max(forward, sampler_low) + workspace + e_low
-    spread = max(ACTIVATION_SLACK, int(activation * ACTIVATION_SHARE))
+    pooling = pooler.is_pooling(model, scenario.settings)
+    kept = 0
+    if release.at_least(*PEAK_IS_TRANSIENT):
+        # What stays allocated after the profiling run is consumed memory, not its peak: the cuBLAS workspace,
+        # the pipeline's intermediate tensors, the MoE workspace (made in the forward, still there for the
+        # sampler) and the Triton sampler's buffer (made in the sampler's phase, inside its peak).
+        moe = moe_workspace(model, release, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
+        fused = not pooling and sampler_bytes(model, release, rows, quantized, separate)[0] == FUSED
+        triton = triton_buffer(model, release, dep.gpu, rows) if fused else 0
+        kept = workspace + moe + triton
+        parts = ["the cuBLAS workspace"] + (["the MoE workspace"] if moe else []) + \
+            (["the Triton sampler's buffer"] if triton else []) + (["the pipeline's intermediate tensors"]
+                                                                    if dep.pp > 1 else [])
+        activation = max(forward - moe, sampler) - triton + encoder
+        lowest = max(forward - moe, sampler_low) - triton + e_low
+    else:
+        activation = max(forward, sampler) + workspace + encoder
+        lowest = max(forward, sampler_low) + workspace + e_low
+    spread = max(ACTIVATION_SLACK, int((activation + kept) * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
-    pooling = pooler.is_pooling(model, scenario.settings)
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
     # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
     # 0.22.0, 0.25.1 and 0.28.0 wheels; 0.29.0 measures, cudagraph_utils.py).
@@ -400,7 +450,11 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     if dep.dp > 1:
         words += (f"; each of the {dep.dp} data-parallel engine cores profiles its own rank (their all-to-all "
                   "buffers are not modelled)")
+    if kept:
+        words += (f"; {kept / (1 << 30):.2f} GiB of it stays allocated after the profiling run ({', '.join(parts)}): "
+                  "vLLM counts that as consumed memory, apart from its peak activation")
     words += f"; {e_words}" if e_words else ""
     words += f"; {nt_words}" if nt_words else ""
-    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + nt_low + g_low + buffers,
-                    activation - encoder + e_high + spread + nt_high + g_high + buffers, words, buffers)
+    return Estimate(activation, non_torch, graphs, max(0, lowest - spread) + kept + nt_low + g_low + buffers,
+                    activation - encoder + e_high + spread + kept + nt_high + g_high + buffers, words, buffers,
+                    kept)
