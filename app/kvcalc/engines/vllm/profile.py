@@ -13,7 +13,8 @@ The terms, each from vLLM's code (docs/research/vllm-profile-peak.md gives file 
   out-of-place all-reduce under tp), and gate_up plus the activated output (3 x the MLP width /
   tp), in the model's dtype. Fused MoE holds top-k rows per token of max(2 x expert width / tp,
   hidden) and expert width / tp, over at most its chunk of tokens; from 0.22.0 (the modular Triton
-  experts) of max(expert width / tp, hidden) and max(2 x expert width / tp, hidden), kept (moe_workspace).
+  experts) of max(expert width / tp, hidden) and max(2 x expert width / tp, hidden), held through the
+  sampler's warm-up too (moe_workspace).
 - Sampler warm-up: bytes per row and vocabulary entry of the top-k/top-p path the release takes
   by default (native sort 38, FlashInfer or Triton 14, the V2 runner's 6 until 0.25.x and its
   model-dtype logits alone from 0.26.0), plus the hidden states it keeps (all of them from 0.9.2).
@@ -428,8 +429,11 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
         activation = max(forward - moe, sampler) - triton + encoder
         lowest = max(forward - moe, sampler_low) - triton + e_low
     else:
-        activation = max(forward, sampler) + workspace + encoder
-        lowest = max(forward, sampler_low) + workspace + e_low
+        # From 0.22.0 the MoE workspace, made in the forward, is still held through the sampler's warm-up.
+        moe = moe_workspace(model, release, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp) \
+            if release.at_least(0, 22, 0) else 0
+        activation = max(forward, sampler + moe) + workspace + encoder
+        lowest = max(forward, sampler_low + moe) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int((activation + kept) * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release)
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
