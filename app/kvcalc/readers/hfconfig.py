@@ -18,6 +18,7 @@ from .config_fields import ConfigFields, show
 from .config_keys import refuse_unknown_keys
 from .config_layers import build_layer
 from .config_shapes import config_shapes
+from .params import with_text_defaults
 from ..errors import InputError
 from .layer_kinds import GEMMA4_ONLY, GEMMA4_TYPES, gemma4_kinds, layer_kinds
 from ..model import Model
@@ -118,6 +119,7 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
     """Turn a config.json dict into a Model. `extra` (params, hf_repo, source...) passes through."""
     if not isinstance(cfg, dict):
         raise InputError("hf-config", "config.json must be a JSON object")
+    cfg = with_text_defaults(cfg)       # a wrapper's text_config as its config class completes it (LLaVA)
     text, prefix = _text_config(cfg)
     f = ConfigFields(text, prefix)
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")

@@ -85,6 +85,8 @@ FAMILIES_2026 = {
     # transformers Qwen2_5_VLTextModel: Qwen2's layers (biased q, k, v; untied by default). The original
     # checkpoints' config.json is flat ("qwen2_5_vl" with the text keys beside vision_config).
     "qwen2_5_vl": Family(qkv_bias=True, bias_key=None),
+    # transformers Qwen2VLModel (vLLM 0.10.2 qwen2_vl.py builds Qwen2ForCausalLM): Qwen2's layers, a flat config
+    "qwen2_vl": Family(qkv_bias=True, bias_key=None),
     "qwen2_5_vl_text": Family(qkv_bias=True, bias_key=None),
 }
 FAMILIES_2026["qwen3_5"] = FAMILIES_2026["qwen3_5_text"]
@@ -94,7 +96,29 @@ FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 
 # Wrappers whose config.json may keep the language model's keys at the top, beside vision_config,
 # rather than under text_config: their tower is counted either way.
-FLAT_VISION_WRAPPERS = ("qwen2_5_vl",)
+FLAT_VISION_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
+# The keys a wrapper's text_config may leave out, filled as transformers fills them: LlavaConfig builds
+# text_config through CONFIG_MAPPING[text_config["model_type"]] (model_type "llama" when absent), so
+# LlamaConfig's defaults apply (llava-hf's LLaVA-1.5 configs give only vocab_size, max_position_embeddings
+# and rms_norm_eps). num_key_value_heads defaults to num_attention_heads in LlamaConfig.__init__.
+TEXT_CONFIG_DEFAULTS = {
+    ("llava", "llama"): {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                         "num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 2048},
+}
+
+
+def with_text_defaults(cfg: dict) -> dict:
+    """cfg with its wrapper's text_config completed by the text config class's defaults (TEXT_CONFIG_DEFAULTS);
+    cfg itself where none apply."""
+    inner = cfg.get("text_config") if isinstance(cfg, dict) else None
+    if not isinstance(inner, dict):
+        return cfg
+    wrapper = str(cfg.get("model_type") or "")
+    defaults = TEXT_CONFIG_DEFAULTS.get((wrapper, str(inner.get("model_type") or "llama")))
+    if defaults is None or all(key in inner for key in defaults):
+        return cfg
+    text = {**defaults, "model_type": inner.get("model_type") or "llama", **inner}
+    return {**cfg, "text_config": text}
 
 
 @dataclass(frozen=True)
@@ -156,6 +180,7 @@ class _Tally:
 def count_params(cfg: dict) -> ParamCount:
     """Total, active and embedding parameters of the model this config describes: the language
     model and, for a multimodal wrapper, its vision tower and projector (vision_params)."""
+    cfg = with_text_defaults(cfg)
     inner = cfg.get("text_config")
     text, prefix = (inner, "text_config.") if isinstance(inner, dict) else (cfg, "")
     model_type = str(text.get("model_type") or cfg.get("model_type") or "")

@@ -2,7 +2,7 @@
 transformers builds the modules.
 
 A wrapper config (architectures ...ForConditionalGeneration with a vision_config) loads the
-tower's weights beside the language model's, so they take GPU memory too. Three towers are known:
+tower's weights beside the language model's, so they take GPU memory too. These towers are known:
 - Qwen2.5-VL's (Qwen2_5_VisionTransformerPretrainedModel): a Conv3d patch embedding without bias,
   `depth` blocks of two RMSNorms (weight only), a biased fused qkv and proj, and a gated SiLU MLP
   (gate_proj, up_proj, down_proj, all biased), then the merger: an RMSNorm (ln_q) over one patch
@@ -14,6 +14,22 @@ tower's weights beside the language model's, so they take GPU memory too. Three 
   fused qkv, proj, a biased two-layer MLP), the patch merger (LayerNorm over one patch, then two
   biased linears on spatial_merge_size^2 patches side by side) and, for Qwen3-VL, one more merger
   per deepstack_visual_indexes entry with its LayerNorm over the merged width.
+- Qwen2-VL's (Qwen2VisionTransformerPretrainedModel; vLLM 0.10.2 qwen2_vl.py Qwen2VisionTransformer):
+  a Conv3d patch embedding without bias, `depth` blocks of two LayerNorms (weight and bias), a
+  biased fused qkv and proj, and a biased two-layer QuickGELU MLP of embed_dim x mlp_ratio, then
+  the merger: a LayerNorm (ln_q) over one patch and two biased linears on spatial_merge_size^2
+  patches side by side, the second to the text width (vision_config.hidden_size). Its config.json
+  is flat, as Qwen2.5-VL's original one.
+- CLIP's (LLaVA: a clip_vision_model vision_config), as vLLM builds it (0.10.2 llava.py
+  init_vision_tower_for_llava, clip.py CLIPVisionTransformer): the class embedding, a Conv2d patch
+  embedding without bias, a position table of (image_size / patch_size)^2 + 1 rows, the pre-LayerNorm,
+  and only the encoder layers up to vision_feature_layer (_get_num_hidden_layers: -2 of 24 builds
+  23), each two LayerNorms, a biased fused qkv and out_proj, a biased fc1 / fc2; no post-LayerNorm
+  (require_post_norm=False). Then LlavaMultiModalProjector: linear_1 (vision width to text width)
+  and linear_2 (text width to text width), biased where multimodal_projector_bias (LlavaConfig's
+  default true). A quantization_config leaves them in 16 bits where modules_to_not_convert names
+  them (AWQ: vllm/model_executor/layers/quantization/awq.py is_layer_skipped_awq), as every
+  "vision" group here is priced (readers/quantized_bytes).
 - SigLIP's (SiglipVisionModel, Gemma 3): a Conv2d patch embedding with bias, a position table of
   (image_size / patch_size)^2 rows, encoder layers (two LayerNorms, biased q, k, v, out and
   fc1, fc2), a post LayerNorm and, where vision_use_head, the attention-pooling head; Gemma 3's
@@ -33,6 +49,15 @@ QWEN3_VL_TOWER = {"qwen3_vl": True, "qwen3_vl_moe": True, "qwen3_5": False, "qwe
 # transformers Qwen2_5_VLVisionConfig's defaults for the keys the original config.json leaves out
 # (it spells the channels in_chans, which the class ignores: in_channels defaults to 3).
 QWEN2_5_VL_DEFAULTS = {"in_channels": 3, "patch_size": 14, "temporal_patch_size": 2, "spatial_merge_size": 2}
+# transformers Qwen2VLVisionConfig's defaults (the published config.json spells the channels in_chans,
+# which the class ignores: in_channels defaults to 3).
+QWEN2_VL_DEFAULTS = {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_channels": 3,
+                     "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
+# transformers CLIPVisionConfig's defaults, for a key a LLaVA vision_config leaves out (LlavaConfig
+# builds the dict through CONFIG_MAPPING[model_type]), and LlavaConfig's own defaults.
+CLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+                 "num_channels": 3, "image_size": 224, "patch_size": 32}
+LLAVA_FEATURE_LAYER = -2
 # transformers SiglipVisionConfig's defaults, which apply to a key Gemma 3's vision_config leaves out.
 SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
                    "image_size": 224, "patch_size": 16}
@@ -52,11 +77,15 @@ def vision_groups(cfg: dict, text_hidden: int) -> list:
         return _qwen3_vl(c, deepstack=QWEN3_VL_TOWER[wrapper])
     if wrapper == "qwen2_5_vl":
         return _qwen2_5_vl(c)
+    if wrapper == "qwen2_vl":
+        return _qwen2_vl(c)
     if wrapper == "gemma3":
         return _siglip(c) + _gemma3_projector(c, text_hidden)
+    if wrapper == "llava" and vision.get("model_type") == "clip_vision_model":
+        return _llava_clip(cfg, c, text_hidden)
     raise InputError("vision_config", f"the vision tower of a {wrapper or 'unnamed'!r} wrapper is not counted here "
-                                      "(only Qwen2.5-VL, Qwen3-VL, Qwen3.5 and Gemma 3 towers); give the parameter "
-                                      "count or the weights' size")
+                                      "(only Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3 and LLaVA's CLIP "
+                                      "towers); give the parameter count or the weights' size")
 
 
 # What vLLM splits over tp in each tower under mm_encoder_tp_mode "weights", each a divide() that
@@ -75,6 +104,8 @@ TP_SPLITS = {
     **{wrapper: (("num_heads", "attention heads", None), ("intermediate_size", "MLP channels", None))
        for wrapper in (*QWEN3_VL_TOWER, "qwen2_5_vl")},
 }
+# Qwen2-VL (0.10.2 qwen2_vl.py Qwen2VisionAttention): num_attention_heads_per_partition = divide(num_heads, tp).
+TP_SPLITS["qwen2_vl"] = (("num_heads", "attention heads", QWEN2_VL_DEFAULTS["num_heads"]),)
 UNSPLIT_ATTENTION = {"gemma3": ("num_attention_heads", "attention heads", 12)}   # SiglipVisionConfig's default
 
 
@@ -154,6 +185,66 @@ def _qwen2_5_vl(c: ConfigFields) -> list:
         groups += _linear(name + ".mlp.down_proj", hidden, width)
     groups.append(("visual.merger.ln_q.weight", hidden, 1))
     return groups + _linear("visual.merger.mlp.0", merged, merged) + _linear("visual.merger.mlp.2", out, merged)
+
+
+def _qwen2_vl(c: ConfigFields) -> list:
+    d = QWEN2_VL_DEFAULTS
+    embed = c.int("embed_dim", d["embed_dim"])
+    ratio = c.cfg.get("mlp_ratio", d["mlp_ratio"])
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 64:
+        raise InputError("vision_config.mlp_ratio", f"expected a positive number, got {ratio!r}")
+    width = int(embed * ratio)          # Qwen2VisionBlock: mlp_hidden_dim = int(dim * mlp_ratio)
+    depth = c.int("depth", d["depth"], maximum=MAX_DEPTH)
+    patch, frames = c.int("patch_size", d["patch_size"]), c.int("temporal_patch_size", d["temporal_patch_size"])
+    channels = c.int("in_channels", d["in_channels"])
+    merged = embed * c.int("spatial_merge_size", d["spatial_merge_size"]) ** 2
+    out = c.int("hidden_size")          # the merger's output: the language model's width
+    groups = [("visual.patch_embed.proj", embed, channels * frames * patch * patch)]   # Conv3d, bias=False
+    for i in range(depth):
+        name = f"visual.blocks.{i}"
+        groups += _layer_norm(name + ".norm1", embed) + _layer_norm(name + ".norm2", embed)
+        groups += _linear(name + ".attn.qkv", 3 * embed, embed) + _linear(name + ".attn.proj", embed, embed)
+        groups += _linear(name + ".mlp.fc1", width, embed) + _linear(name + ".mlp.fc2", embed, width)
+    groups += _layer_norm("visual.merger.ln_q", embed)
+    return groups + _linear("visual.merger.mlp.0", merged, merged) + _linear("visual.merger.mlp.2", out, merged)
+
+
+def llava_feature_layers(cfg: dict, layers: int) -> int:
+    """The CLIP encoder layers vLLM builds for a LLaVA wrapper: up to the deepest vision_feature_layer
+    (0.10.2 llava.py _get_num_hidden_layers / _get_layer_index: a negative index i builds layers + i + 1)."""
+    feature = cfg.get("vision_feature_layer", LLAVA_FEATURE_LAYER)
+    indexes = feature if isinstance(feature, list) else [feature]
+    if not indexes or not all(isinstance(i, int) and not isinstance(i, bool) and -layers <= i <= layers
+                              for i in indexes):
+        raise InputError("vision_feature_layer", f"expected a layer index of the {layers}-layer vision tower (or a "
+                                                 f"list of them), got {feature!r}")
+    return max(layers + i + 1 if i < 0 else i for i in indexes)
+
+
+def _llava_clip(cfg: dict, c: ConfigFields, text_hidden: int) -> list:
+    d = CLIP_DEFAULTS
+    hidden, width = c.int("hidden_size", d["hidden_size"]), c.int("intermediate_size", d["intermediate_size"])
+    layers = c.int("num_hidden_layers", d["num_hidden_layers"], maximum=MAX_DEPTH)
+    channels, patch = c.int("num_channels", d["num_channels"]), c.int("patch_size", d["patch_size"])
+    side = c.int("image_size", d["image_size"])
+    if side % patch:
+        raise InputError("vision_config.image_size", f"{side:,} is not a multiple of patch_size {patch:,}")
+    base = "vision_tower.vision_model"
+    groups = [(base + ".embeddings.class_embedding", hidden, 1),
+              (base + ".embeddings.patch_embedding", hidden, channels * patch * patch),      # Conv2d, bias=False
+              (base + ".embeddings.position_embedding", (side // patch) ** 2 + 1, hidden)]
+    groups += _layer_norm(base + ".pre_layrnorm", hidden)
+    for i in range(llava_feature_layers(cfg, layers)):
+        name = f"{base}.encoder.layers.{i}"
+        groups += _layer_norm(name + ".layer_norm1", hidden) + _layer_norm(name + ".layer_norm2", hidden)
+        groups += _linear(name + ".self_attn.qkv_proj", 3 * hidden, hidden)
+        groups += _linear(name + ".self_attn.out_proj", hidden, hidden)
+        groups += _linear(name + ".mlp.fc1", width, hidden) + _linear(name + ".mlp.fc2", hidden, width)
+    bias = cfg.get("multimodal_projector_bias", True) is not False
+    for name, rows, cols in (("multi_modal_projector.linear_1", text_hidden, hidden),
+                             ("multi_modal_projector.linear_2", text_hidden, text_hidden)):
+        groups += _linear(name, rows, cols) if bias else [(name, rows, cols)]
+    return groups
 
 
 def _merger(name, norm_width, merged, out):

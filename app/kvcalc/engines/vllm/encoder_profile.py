@@ -33,6 +33,12 @@ Qwen2_5_VisionAttention / Qwen2_5_VisionMLP:
 - then the larger of the attention's live set, 9 d (the fused qkv 3 d, the contiguous q/k copy 2 d, the
   rotated q/k 2 d, the context and its contiguous copy 2 d; the head-split parts / tp) and the MLP's, the
   normed input d and w / tp per output of fc1 and the activation (gate_up 2 w and the activation w gated).
+Qwen2-VL's tower (0.10.2 qwen2_vl.py, the Qwen2.5-VL tower's origin: the same processor, dummy image and
+video rules) differs in its blocks: LayerNorms, a plain fc1 / QuickGELU / fc2 MLP of embed_dim x mlp_ratio,
+and an attention that keeps the fused qkv bound while it copies q, k, v contiguous and rotates q and k in
+float32 (QWEN2_VL_ATTENTION_WIDTHS). LLaVA's CLIP tower (0.10.2 llava.py, clip.py) encodes images of its
+fixed image_size: the class token and (image_size / patch)^2 patches, each patch's features one token
+(the "default" feature strategy drops the class token); a batch of them is the same count per patch.
 The encoder outputs (tokens x the text width x (1 + deepstack mergers)) stay cached through the language
 model's run. The band's top is a quarter of the tower's peak above it (what the unit count leaves out:
 the rotary tables, allocator rounding, a platform's rotary and attention kernels); its bottom adds nothing,
@@ -50,8 +56,18 @@ from . import release as rules
 
 # preprocessor_config.json's largest image, by wrapper (model_type): max_pixels (Qwen2.5-VL) or
 # size.longest_edge (Qwen3-VL, Qwen3.5 / 3.6), as the published repositories give them.
-MAX_PIXELS = {"qwen2_5_vl": 12_845_056, "qwen3_vl": 16_777_216, "qwen3_vl_moe": 16_777_216,
+# Qwen2-VL's repositories give max_pixels 12,845,056 as Qwen2.5-VL's (the 0.10.2 logs' Qwen2-VL-2B-Instruct).
+MAX_PIXELS = {"qwen2_5_vl": 12_845_056, "qwen2_vl": 12_845_056, "qwen3_vl": 16_777_216, "qwen3_vl_moe": 16_777_216,
               "qwen3_5": 16_777_216, "qwen3_5_moe": 16_777_216}
+# Qwen2-VL's attention in 0.10.2 (qwen2_vl.py Qwen2VisionAttention.forward): the fused qkv 3 d stays bound
+# to `x` while the contiguous q, k, v copies (3 d) are made, and apply_rotary_pos_emb_vision rotates q, then
+# k, through a float32 copy and a float32 output (2 + 2 d in 16-bit widths) cast back to d (type_as) while
+# both are live: 11 widths.
+QWEN2_VL_ATTENTION_WIDTHS = 11
+# LLaVA's CLIP tower (0.10.2 clip.py CLIPAttention, vllm/attention/layer.py MultiHeadAttention): the fused
+# qkv 3 d, its q, k, v made contiguous for the kernel 3 d, the context d and out_proj's d.
+CLIP_ATTENTION_WIDTHS = 8
+CLIP = "vision_tower.vision_model"
 CHANNELS, FRAMES = 3, 2                 # RGB; an image is one temporal patch of 2 frames (temporal_patch_size)
 ITEMS_PER_PROMPT = 999                  # MultiModalConfig.get_limit_per_prompt's V1 default
 ATTENTION_WIDTHS = 9                    # qkv 3, q/k copy 2, rotated q/k 2, context 1 + its contiguous copy 1
@@ -63,13 +79,14 @@ class Tower:
     wrapper: str
     hidden: int          # the tower's width d
     width: int           # its MLP width w
-    gated: bool          # gate_up + SiLU (Qwen2.5-VL) or fc1 + GELU (Qwen3-VL, Qwen3.5)
+    gated: bool          # gate_up + SiLU (Qwen2.5-VL) or fc1 + GELU (Qwen2-VL, Qwen3-VL, Qwen3.5, CLIP)
     pixel_values: int    # values a patch carries in (channels x temporal patch x patch^2)
     positions: bool      # a learned position table (its interpolation is kept per patch)
     merge: int           # patches per token (spatial_merge_size^2)
     outputs: int         # merger outputs a token (1 + the deepstack mergers)
     patches: int         # patches of the largest image
     tokens: int          # its tokens
+    attention: int = ATTENTION_WIDTHS   # the attention's live widths of d
 
 
 def _groups(model) -> dict:
@@ -84,12 +101,16 @@ def tower(model) -> Tower | None:
     vision_config, or a tower other than Qwen2.5-VL's, Qwen3-VL's and Qwen3.5's)."""
     wrapper = model.shapes.vision.wrapper if model.shapes is not None else ""
     groups = _groups(model)
+    if wrapper == "llava":
+        return _clip(groups)
     if wrapper not in MAX_PIXELS or "visual.patch_embed.proj" not in groups:
         return None
     hidden, values = groups["visual.patch_embed.proj"]
     gated = "visual.blocks.0.mlp.gate_proj" in groups
-    fc1 = groups.get("visual.blocks.0.mlp.gate_proj" if gated else "visual.blocks.0.mlp.linear_fc1")
-    merged = groups.get("visual.merger.mlp.0" if gated else "visual.merger.linear_fc1")
+    qwen2 = wrapper == "qwen2_vl"       # fc1 / fc2 and merger.mlp.0 / .2 (0.10.2 qwen2_vl.py Qwen2VisionBlock)
+    fc1 = groups.get("visual.blocks.0.mlp.gate_proj" if gated else
+                     "visual.blocks.0.mlp.fc1" if qwen2 else "visual.blocks.0.mlp.linear_fc1")
+    merged = groups.get("visual.merger.mlp.0" if gated or qwen2 else "visual.merger.linear_fc1")
     if fc1 is None or merged is None or not hidden or merged[0] % hidden or values % (CHANNELS * FRAMES):
         return None
     patch = math.isqrt(values // (CHANNELS * FRAMES))
@@ -104,13 +125,25 @@ def tower(model) -> Tower | None:
     deepstack = sum(1 for name in groups if name.startswith("visual.deepstack_merger_list.")
                     and name.endswith(".linear_fc2"))
     return Tower(wrapper, hidden, fc1[0], gated, values, "visual.pos_embed" in groups, merge, 1 + deepstack,
-                 grid * grid, grid * grid // merge)
+                 grid * grid, grid * grid // merge, QWEN2_VL_ATTENTION_WIDTHS if qwen2 else ATTENTION_WIDTHS)
+
+
+def _clip(groups: dict) -> Tower | None:
+    """LLaVA's CLIP tower: one image at its fixed image_size (0.10.2 llava.py get_image_size_with_most_features),
+    the class token and (image_size / patch)^2 patches through the encoder, the patches' features to the
+    language model (vision_feature_select_strategy "default" drops the class token: get_num_image_tokens)."""
+    embed, table, fc1 = (groups.get(f"{CLIP}.{name}") for name in
+                         ("embeddings.patch_embedding", "embeddings.position_embedding", "encoder.layers.0.mlp.fc1"))
+    if embed is None or table is None or fc1 is None or table[0] < 2:
+        return None
+    hidden, values = embed
+    return Tower("llava", hidden, fc1[0], False, values, False, 1, 1, table[0], table[0] - 1, CLIP_ATTENTION_WIDTHS)
 
 
 def largest_item(t: Tower, release, max_model_len: int) -> tuple[str, int, int]:
     """(modality, patches, tokens) of the item profile_run encodes: Qwen2.5-VL's video where max_model_len
     holds more than one temporal patch of frames at the largest size, else the largest image."""
-    if t.wrapper != "qwen2_5_vl":
+    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl"):
         return "image", t.patches, t.tokens
     frames = 14 if release.at_least(0, 11, 0) else 16
     pairs = max(1, min(frames // FRAMES, max_model_len // t.tokens))
@@ -127,7 +160,7 @@ def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int) -> int
 def tower_peak(t: Tower, patches: int, b: int, tp: int) -> int:
     """The tower's live set at its peak over `patches` patches on one rank."""
     kept = b * (t.pixel_values + t.hidden * (1 + t.positions))
-    attention = b * (ATTENTION_WIDTHS * t.hidden // tp)
+    attention = b * (t.attention * t.hidden // tp)
     mlp = b * (t.hidden + (3 if t.gated else 2) * t.width // tp)
     return patches * (kept + max(attention, mlp))
 
