@@ -98,6 +98,42 @@ def cell_bytes(layers, precision, tp: int, draft=None) -> int:
     return cell + cell * l_draft // len(target)
 
 
+# What profile_max_num_token divides the rest memory by (get_cell_size_per_token) is not always the
+# row the pool then allocates, for DeepSeek's sparse attention (DSA / NSA: DeepSeek-V3.2, GLM-5):
+# - 0.5.3 (model_executor/model_runner.py profile_max_num_token): an MLA layer counts
+#   (kv_lora_rank + qk_rope_head_dim) x the KV dtype's size, without the indexer's key;
+# - 0.5.4-0.5.16 (model_runner.py, then model_runner_kv_cache_mixin.py get_cell_size_per_token and
+#   0.5.12 on model_executor/pool_configurator.py; sgl-project/sglang#11309 added the indexer): that
+#   plus the indexer's 128 + 128 / 128 x 4 = 132 B (NSATokenToKVPool.index_k_with_scale_buffer, uint8);
+# - 0.5.17 on (pool_configurator.py): calculate_mla_kv_cache_dim, the row as allocated.
+# NSATokenToKVPool (mem_cache/memory_pool.py, 0.5.3-0.5.16) allocates an fp8 latent as 512 + 16 B of
+# scales + 64 x 2 B of bf16 rope = 656 B and the indexer's 132 B beside it: 788 B a layer, where the
+# profile counted 576 (0.5.3) or 708. So the pool holds rest // 708 x L tokens and prints their
+# 788 x L: 8 x MI355X, GLM-5-FP8, fp8 KV, 0.5.8.post1 (tests/fixtures/logs/sglang-glm-5-fp8-mi355x-tp8-fp8kv-
+# rocm-v0.5.8.post1.log): #tokens 3,262,823 x 708 x 78 = 167.84 GiB = 0.908 x 283.50 - 89.58 (its
+# mem_fraction_static, avail mem before the load and the weights' mem usage), KV size 186.77 GB.
+PROFILE_WITHOUT_INDEXER_BEFORE = (0, 5, 4)
+PROFILE_AS_ALLOCATED_FROM = (0, 5, 17)
+
+
+def profile_cell_bytes(layers, precision, tp: int, release) -> int:
+    """The cell profile_max_num_token divides the rest memory by in this release (see above); the
+    allocated cell (cell_bytes) for every model but a sparse-attention MLA one."""
+    if release is None or release.at_least(*PROFILE_AS_ALLOCATED_FROM):
+        return cell_bytes(layers, precision, tp)
+    total = 0
+    for layer in layers:
+        if layer.held_range(1) is None:
+            continue
+        if layer.kind == "mla" and getattr(layer, "indexer_row_bytes", 0):
+            total += precision.bytes_for(layer.kv_lora_rank + layer.rope_dim)
+            if release.at_least(*PROFILE_WITHOUT_INDEXER_BEFORE):
+                total += layer.indexer_row_bytes
+        else:
+            total += sum(_kv_split(layer, precision, tp))
+    return total
+
+
 def request_bytes(model, precision, tp: int, pp: int, context: int, draft=None, hybrid=None) -> int:
     """What one request of `context` tokens takes in the first stage's pool: the model and the
     context decide it, not the memory (a hybrid's state slots aside)."""
@@ -121,10 +157,13 @@ def check_modelled(model, hybrid=None, pp: int = 1, draft=None) -> None:
 
 
 def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: int, page_size: int = 1,
-             draft=None, hybrid=None) -> Pool:
+             draft=None, hybrid=None, profiled=None) -> Pool:
     """The token pool; `draft` (see cell_bytes) when a draft's layers end the model (pp 1);
     `hybrid` (HybridRules) for a model with Mamba / linear-attention layers: their state pool is
-    taken from the memory first (mamba_pool) and the rest holds the full-attention tokens."""
+    taken from the memory first (mamba_pool) and the rest holds the full-attention tokens.
+    `profiled`: the release whose profile_max_num_token divided `available_bytes` (its rest memory)
+    by its own cell (profile_cell_bytes); None where `available_bytes` is a pool as allocated (a
+    log's K + V), divided by the allocated cell."""
     check_modelled(model, hybrid, pp, draft)
     mamba = None
     if any(layer.kind == "state" for layer in model.layers):
@@ -133,7 +172,8 @@ def allocate(model, precision, tp: int, pp: int, context: int, available_bytes: 
     stages = _stage_layers(model, pp)
     tokens = None
     for layers in stages:
-        cell = cell_bytes(layers, precision, tp, draft)
+        cell = cell_bytes(layers, precision, tp, draft) if profiled is None or draft is not None else \
+            profile_cell_bytes(layers, precision, tp, profiled)
         if cell == 0:
             continue
         stage_tokens = max(0, available_bytes) // cell // page_size * page_size

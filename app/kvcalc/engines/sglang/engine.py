@@ -25,6 +25,7 @@ from .. import releases
 from . import allocator, launch as command, printing, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
+from ...readers.quantized_bytes import vllm_loaded_extra
 
 # The releases read (docs/research/vllm-release-rules.md): a version outside them is refused.
 FIRST_RELEASE, NEWEST_RELEASE = "0.3.6", "0.5.23"
@@ -160,6 +161,67 @@ def tp_size(dep) -> int:
 def data_parallel(moe: bool) -> bool:
     """Its data-parallel ranks are DP attention, which it runs for a mixture of experts."""
     return moe
+
+
+# What "Load weight end. mem usage" counts beyond the checkpoint's tensors. SGLang measures it as
+# the fall of the free memory (model_runner.py load_model: get_available_gpu_memory, torch.cuda.
+# mem_get_info after empty_cache, 0.3.6-0.5.23), so it holds:
+# - what its layers add, the same rules as vLLM's (they are its ports: layers/vocab_parallel_embedding.py
+#   DEFAULT_VOCAB_PADDING_SIZE = 64, rotary_embedding.py's cos_sin_cache buffer) and the caching allocator's
+#   2 MiB segments around each fused 16-bit parameter (readers/quantized_bytes.py vllm_loaded_extra);
+# - what the load leaves on the GPU outside PyTorch's tensors (the CUDA kernels loaded lazily on first
+#   use), which no code states: the remainder on three 16-bit logs, tests/fixtures/logs
+#   sglang-qwen3-8b-tp1-mfs090.log (H100, 0.4.6: 15.35 GB printed, 15.26 GiB of tensors + 0.01 of rope
+#   cache, 0.08 left), sglang-llama3.2-3b-l40s-mfs02-hicache-35k.log (L40S, 0.5.8: 6.13, 5.98 + 0.03,
+#   0.11 left), sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log (L4 tp 4, 0.4.3.post4: 15.54, 15.26 +
+#   0.16, 0.13 left): their median.
+LOAD_REMAINDER = Fraction("0.11")
+
+
+def absorbed_mla_bytes(model, dep) -> tuple[int, str]:
+    """(bytes a GPU, words): the absorbed copies of MLA's kv_b_proj SGLang makes after loading.
+    models/deepseek_v2.py DeepseekV2ForCausalLM.post_load_weights (0.4-0.5.23; read in 0.5.4) splits
+    kv_b_proj into w_kc and w_vc and stores them as new contiguous tensors (bind_or_assign of
+    .contiguous()) beside kv_b_proj, which the prefill path keeps: one more copy of its
+    kv_lora_rank x heads on the rank x (qk_nope_head_dim + v_head_dim) elements, in bf16 where the
+    checkpoint is 16-bit or a 128 x 128 block fp8 on CUDA (block_quant_dequant to torch.bfloat16), in
+    fp8 on ROCm (block_quant_to_tensor_quant). Each rank holds its attention's heads: all of them
+    under DP attention at attn_tp_size 1 (DeepSeek-V3.2's 128 x 512 x 256 x 2 B x 61 layers = 1.91 GiB)."""
+    layers = [layer for layer in model.layers if layer.kind == "mla"]
+    if not layers or not model.attention_heads or model.mla_head_dims is None:
+        return 0, ""
+    qk, v = model.mla_head_dims
+    heads = -(-model.attention_heads // dep.tp)
+    fp8_rocm = model.weights_dtype == "fp8" and dep.gpu is not None and dep.gpu.platform == "rocm"
+    width = 1 if fp8_rocm else 2
+    count = -(-len(layers) // dep.pp)
+    total = sum(layer.kv_lora_rank * heads * (qk - layer.rope_dim + v) * width for layer in layers[:count])
+    return total, (f"MLA's absorbed w_kc and w_vc beside kv_b_proj, {total / GIB:.2f} GiB ({count} layers x "
+                   f"{layers[0].kv_lora_rank} x {heads} heads x {qk - layers[0].rope_dim + v} x {width} B; "
+                   "deepseek_v2.py post_load_weights)")
+
+
+def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
+    """(the weights per GPU SGLang's load takes, the note): the checkpoint's tensors as parallel.py
+    splits them, plus what its layers and the allocator add and what the load leaves outside
+    PyTorch (LOAD_REMAINDER), where the weights are the checkpoint's (not a measured size given)."""
+    dep, model = scenario.deployment, scenario.model
+    counted = dep.weights_bytes in (model.checkpoint_bytes, model.config_weights_bytes) or \
+        (model.params and dep.weights_bytes == 2 * model.params and model.weights_dtype in ("bf16", "fp16"))
+    if weights is None or not dep.weights_bytes or not counted:
+        return weights, ""
+    extra = vllm_loaded_extra(model, dep.tp, dep.tp * dep.dp if dep.expert_parallel else 1, dep.pp)
+    layers = extra[0] if extra else 0
+    absorbed, absorbed_words = absorbed_mla_bytes(model, dep)
+    remainder = int(LOAD_REMAINDER * GIB)
+    words = (f"SGLang's 'Load weight end. mem usage' is the fall of the free memory (mem_get_info): the checkpoint's "
+             f"{weights / GIB:.2f} GiB a GPU, " + (f"{layers / GIB:.3f} GiB of vocabulary padding, rotary cache and the "
+                                                   "allocator's 2 MiB segments (its layers are vLLM's ports), "
+                                                   if layers else "") +
+             (absorbed_words + ", " if absorbed else "") +
+             f"and about {float(LOAD_REMAINDER):.2f} GiB the load leaves outside PyTorch (CUDA kernels loaded on first "
+             "use; 0.08-0.13 GiB on three 16-bit logs).")
+    return weights + layers + absorbed + remainder, words
 
 
 def _free_at_start(dep, settings, notes: list) -> int:
@@ -347,9 +409,14 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         return without_budget(NAME, TITLE, page, chunk, budget, notes,
                               allocator.request_bytes(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens,
                                                       draft, hybrid))
+    release = releases.in_force(sys.modules[__name__], scenario.settings)
+    # The memory estimated is profile_max_num_token's rest memory, divided by this release's own
+    # cell; a log's K + V (given) is the pool as allocated (allocator.profile_cell_bytes).
+    profiled = None if budget.source is BudgetSource.GIVEN_KV_MEMORY else release
     pool = allocator.allocate(model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, budget.kv_bytes_per_gpu,
-                              page, draft, hybrid)
+                              page, draft, hybrid, profiled)
     notes += allocator.hybrid_notes(pool)
+    budget = _outgrown(model, work.kv_precision, dep, budget, pool, profiled, draft, notes)
     if draft is not None:
         target = allocator.cell_bytes(model.layers[:len(model.layers) - draft[0]], work.kv_precision, dep.tp)
         notes.append(f"The draft's pool (its worker's, #tokens as the target's): its cell is sized as "
@@ -374,6 +441,29 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, budget_source=budget.source,
         log=tuple(list(pool.mamba_lines) + printing.log_lines(pool) + ([refusal] if refusal else [])),
         notes=tuple(notes), weights_bytes_per_gpu=placed, refusal_words=allocator.hybrid_refusal_words(pool))
+
+
+def _outgrown(model, precision, dep, budget: Budget, pool, release, draft, notes: list) -> Budget:
+    """Where this release's profile counted a smaller cell than the pool allocates (sparse-attention
+    MLA before 0.5.17, allocator.profile_cell_bytes), the pool it prints (K size + V size) is more
+    than the rest memory it was sized from: that is its KV memory, taken from the 1 -
+    mem_fraction_static share."""
+    if release is None or draft is not None or pool.kv_tokens <= 0:
+        return budget
+    first = allocator._stage_layers(model, dep.pp)[0]
+    counted = allocator.profile_cell_bytes(first, precision, dep.tp, release)
+    allocated = allocator.cell_bytes(first, precision, dep.tp)
+    printed = pool.k_bytes + pool.v_bytes
+    if counted >= allocated or printed <= budget.kv_bytes_per_gpu:
+        return budget
+    notes.append(f"SGLang {release} sizes the pool by a cell of {counted:,} B (get_cell_size_per_token: the MLA latent "
+                 f"at the KV dtype's size" + (", the indexer's key beside it" if release.at_least(
+                     *allocator.PROFILE_WITHOUT_INDEXER_BEFORE) else ", no indexer key") +
+                 f") where NSATokenToKVPool allocates {allocated:,} B (the fp8 latent with its scales and bf16 rope, "
+                 f"the indexer's key): {pool.kv_tokens:,} tokens of the {budget.kv_bytes_per_gpu / GIB:.2f} GiB rest memory "
+                 f"take {printed / GIB:.2f} GiB, the excess out of the 1 - mem_fraction_static share "
+                 "(model_runner.py profile_max_num_token, mem_cache/memory_pool.py; 0.5.17 on counts the row as allocated).")
+    return replace(budget, kv_bytes_per_gpu=printed)
 
 
 def _dp_attention(scenario, chunk: int, budget: Budget, notes: list) -> tuple[Budget, int | None]:
