@@ -411,15 +411,17 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
                                                                                  max_num_seqs)
     draft = scenario.serving.draft
     workspace = cublas_workspace(dep.gpu) + pipeline_buffers(model, dep.pp, chunk)
-    encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler),
+    # From 0.22.0 the MoE workspace, made in the forward, is still held through the sampler's warm-up.
+    moe = moe_workspace(model, release, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp) \
+        if release.at_least(0, 22, 0) else 0
+    encoder, e_low, e_high, e_words = _encoder(scenario, release, chunk, max_num_seqs, max(forward, sampler + moe),
                                                uses_runner_v2(model, release, quantized, separate))
     pooling = pooler.is_pooling(model, scenario.settings)
     kept = 0
     if release.at_least(*PEAK_IS_TRANSIENT):
         # What stays allocated after the profiling run is consumed memory, not its peak: the cuBLAS workspace,
-        # the pipeline's intermediate tensors, the MoE workspace (made in the forward, still there for the
-        # sampler) and the Triton sampler's buffer (made in the sampler's phase, inside its peak).
-        moe = moe_workspace(model, release, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
+        # the pipeline's intermediate tensors, the MoE workspace and the Triton sampler's buffer (made in the
+        # sampler's phase, inside its peak).
         fused = not pooling and sampler_bytes(model, release, rows, quantized, separate)[0] == FUSED
         triton = triton_buffer(model, release, dep.gpu, rows) if fused else 0
         kept = workspace + moe + triton
@@ -429,9 +431,6 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
         activation = max(forward - moe, sampler) - triton + encoder
         lowest = max(forward - moe, sampler_low) - triton + e_low
     else:
-        # From 0.22.0 the MoE workspace, made in the forward, is still held through the sampler's warm-up.
-        moe = moe_workspace(model, release, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp) \
-            if release.at_least(0, 22, 0) else 0
         activation = max(forward, sampler + moe) + workspace + encoder
         lowest = max(forward, sampler_low + moe) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int((activation + kept) * ACTIVATION_SHARE))
