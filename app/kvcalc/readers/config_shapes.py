@@ -5,7 +5,7 @@ their quantized bytes (experts), its vision tower (serving/encoder) and its MTP 
 from ..errors import InputError
 from ..model import AddedLayers, ConfigShapes, MtpConfig, VisionTower
 from .params import count_params
-from .quantized_bytes import has_quantization, quantized_weights
+from .quantized_bytes import has_quantization, quantized_weights, rope_cache_elements
 from .vision_params import tp_splits, unsplit_attention_heads, vision_groups
 
 
@@ -28,7 +28,7 @@ def config_shapes(cfg: dict, text_hidden: int) -> ConfigShapes:
         except InputError as e:
             quantized_unread = e
     return ConfigShapes(tensors, tensors_unread, quantized, tensor_bytes, rule, quantized_unread,
-                        _vision_tower(cfg, text_hidden), _mtp_config(cfg, counted, priced))
+                        _vision_tower(cfg, text_hidden), _mtp_config(cfg, counted, priced), rope_cache_elements(cfg))
 
 
 def _vision_tower(cfg: dict, text_hidden: int) -> VisionTower:

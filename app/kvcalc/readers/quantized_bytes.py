@@ -452,3 +452,140 @@ def with_typed_weights(model, dtype: str):
                    config_weights_estimated=False, config_weights_typed=dtype, checkpoint_bytes=None,
                    shapes=replace(shapes, quantized=True, tensor_bytes=typed.group_bytes,
                                   quantized_rule=typed.rule, quantized_unread=None))
+
+
+# ---- what vLLM holds after loading beyond the checkpoint's tensors ------------------------------
+#
+# vLLM's "Model loading took X GiB" is DeviceMemoryProfiler.consumed_memory around load_model
+# (vllm/v1/worker/gpu_model_runner.py; vllm/worker/model_runner.py before V1): torch's allocated
+# bytes after loading less those before (platforms/cuda.py get_current_memory_usage: empty_cache,
+# reset_peak_memory_stats, max_memory_allocated; the same in the 0.7.0, 0.13.0 and 0.25.1 wheels).
+# So it counts, beside the checkpoint's tensors, what the model's modules build and what the
+# caching allocator rounds them to:
+# - the rotary cos/sin cache (rotary_embedding base.py RotaryEmbedding.__init__: max_position x
+#   rotary_dim, cast to the model dtype, one per distinct rope, shared by the layers through
+#   get_rope's _ROPE_DICT: 0.7.0, 0.13.0, 0.25.1);
+# - the vocabulary padded to a multiple of 64 (vocab_parallel_embedding.py pad_vocab_size,
+#   DEFAULT_VOCAB_PADDING_SIZE = 64, then divide(num_embeddings_padded, tp_size): the embedding
+#   and the lm_head both, in every release 0.7.0 to 0.27.0);
+# - each tensor's block: PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp,
+#   the torch 2.5-2.10 these releases pin) takes a request over 1 MiB from a segment of 20 MiB
+#   (under 10 MiB) or of the request rounded up to 2 MiB, and splits the segment only where more
+#   than 1 MiB would remain (should_split: remaining > kSmallSize), so a 36,700,160-byte qkv_proj
+#   (Qwen2.5-32B at tp 2) is allocated 37,748,736 bytes; requests are rounded to 512 bytes.
+ALLOC_MIN_BLOCK = 512
+ALLOC_SMALL = 1 << 20            # kSmallSize: the small pool's largest request; a split's least remainder
+ALLOC_MIN_LARGE = 10 << 20       # kMinLargeAlloc: below it a large request shares a 20 MiB segment
+ALLOC_ROUND_LARGE = 2 << 20      # kRoundLarge
+VOCAB_PADDING = 64               # vLLM DEFAULT_VOCAB_PADDING_SIZE
+
+
+def torch_block_bytes(size: int) -> int:
+    """The bytes torch's CUDA caching allocator counts as allocated for one request of `size`
+    bytes taken from a fresh segment (see above)."""
+    size = max(ALLOC_MIN_BLOCK, ceil_div(size, ALLOC_MIN_BLOCK) * ALLOC_MIN_BLOCK)
+    if size <= ALLOC_SMALL or size < ALLOC_MIN_LARGE:
+        return size        # the small pool splits to 512 B; a 20 MiB segment keeps over 10 MiB free
+    segment = ceil_div(size, ALLOC_ROUND_LARGE) * ALLOC_ROUND_LARGE
+    return segment if segment - size <= ALLOC_SMALL else size
+
+
+# vLLM fuses the checkpoint's projections into one parameter each (QKVParallelLinear,
+# MergedColumnParallelLinear, FusedMoE's w13 / w2): the allocator rounds the fused tensor.
+_FUSED = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "gate_up", "up_proj": "gate_up",
+          "w1": "gate_up", "w3": "gate_up"}
+
+
+def _rank_tensors(tensors, byte_sizes, tp: int, expert_ranks: int) -> list[tuple[str, int]]:
+    """(the layer a tensor belongs to, or "" for the embedding and head; its bytes on one rank)
+    for each parameter as vLLM allocates it: fused as above, split over tp (the routed experts
+    over `expert_ranks` where experts are split whole), the vocabulary padded to 64."""
+    fused: dict[tuple[str, str], list] = {}
+    for g, size in zip(tensors, byte_sizes):
+        module, _, last = g.name.rpartition(".")
+        if last == "bias":
+            continue                     # small: the 512-byte rounding of the small pool
+        kind = _FUSED.get(last, last)
+        key = (module, kind)
+        layer = g.name.split(".layers.")[1].split(".")[0] if ".layers." in g.name else ""
+        if g.role in ("embed", "head"):
+            rows = _round_up(g.rows, VOCAB_PADDING)
+            share = ceil_div(size * rows // g.rows, tp)
+        elif g.role == "expert":
+            share = size // g.copies * ceil_div(g.copies, expert_ranks) // (1 if expert_ranks > 1 else tp)
+        elif g.role in ("linear", "vision"):
+            share = size // tp
+        else:
+            share = size                 # norms, routers: replicated
+        entry = fused.setdefault(key, [layer, 0])
+        entry[1] += share
+    return [(layer, size) for layer, size in fused.values()]
+
+
+def rope_cache_elements(cfg: dict) -> int | None:
+    """The rotary cos/sin cache vLLM builds for a config, in elements (max_position x
+    rotary_dim, rotary_dim = head_dim x partial_rotary_factor): get_rope's default and llama3
+    ropes (rotary_embedding/__init__.py, base.py, llama3_rope.py: both size it from the
+    max_position they are given, the config's max_position_embeddings). None for the other
+    kinds (YaRN, long-rope, M-RoPE, a model without rope...), whose caches are not priced here."""
+    inner = cfg.get("text_config")
+    text = inner if isinstance(inner, dict) else cfg
+    scaling = text.get("rope_parameters") or text.get("rope_scaling") or {}
+    if not isinstance(scaling, dict):
+        return None
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ("default", "llama3") or "mrope_section" in scaling or text.get("mrope_section"):
+        return None
+    position, heads, hidden = (text.get(k) for k in ("max_position_embeddings", "num_attention_heads", "hidden_size"))
+    head_dim = text.get("head_dim") or (hidden // heads if isinstance(hidden, int) and isinstance(heads, int)
+                                        and heads > 0 else None)
+    factor = scaling.get("partial_rotary_factor", text.get("partial_rotary_factor", 1))
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_WIDTH * 16 for v in
+               (position, head_dim)) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        return None
+    if str(text.get("model_type", "")) not in _ROPE_FAMILIES:
+        return None
+    return position * int(head_dim * factor)
+
+
+# The families whose vLLM model builds one rope from the config's max_position_embeddings for all
+# its attention layers (llama.py, which also runs mistral / ministral, qwen2.py, qwen3.py,
+# qwen2_moe.py, qwen3_moe.py, phi3 through llama.py, mixtral.py, olmo2.py; 0.25.1). Gemma's two
+# ropes, M-RoPE towers and hybrids are left out.
+_ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "phi3", "mixtral",
+                  "olmo2")
+
+
+def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1) -> tuple[int, str] | None:
+    """(bytes, words): what vLLM's "Model loading took" counts on one GPU beyond the checkpoint's
+    tensors split as parallel.py splits them: the vocabulary's padding and the rotary cache (the
+    rules above) wherever the tensors are counted from a config; the allocator's blocks for a
+    16-bit checkpoint only (a quantized format repacks its tensors after loading, so which block
+    each ends in is not known). None where nothing is added."""
+    shapes = model.shapes
+    if shapes is None or not shapes.tensors:
+        return None
+    width = 4 if model.dtype == "fp32" else 2          # the model dtype: the rope cache's and the embedding's
+    rounding = embedding = 0
+    if not shapes.quantized and not model.config_weights_typed and model.weights_dtype in ("bf16", "fp16"):
+        rank = _rank_tensors(shapes.tensors, [g.elements * (4 if g.fp32 else 2) for g in shapes.tensors], tp,
+                             expert_ranks)
+        layers = sorted({layer for layer, _ in rank if layer})
+        for layer, size in rank:
+            if layer:
+                rounding += torch_block_bytes(size) - size
+            else:
+                embedding += torch_block_bytes(size) - size
+        rounding = rounding * ceil_div(len(layers), stages) // len(layers) if layers else 0
+    padding = sum(width * ceil_div((_round_up(g.rows, VOCAB_PADDING) - g.rows) * g.cols, tp)
+                  for g in shapes.tensors if g.role in ("embed", "head"))
+    rope = width * (shapes.rope_cache or 0)
+    extra = rounding + embedding + padding + rope
+    if not extra:
+        return None
+    parts = [f"{rope:,} B of rotary cos/sin cache" if rope else "",
+             f"{padding:,} B of vocabulary padded to a multiple of {VOCAB_PADDING}" if padding else "",
+             f"{rounding + embedding:,} B of the allocator's 2 MiB segment rounding" if rounding + embedding else ""]
+    return extra, ("vLLM's loaded weights count " + ", ".join(p for p in parts if p) +
+                   " per GPU beyond the checkpoint's tensors (vocab_parallel_embedding.py, rotary_embedding, "
+                   "torch's CUDA caching allocator)")

@@ -20,7 +20,7 @@ from . import allocator, launch as command, printing, profile as profile, releas
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 from .pooling import loaded_weights as _pooling_weights
-from ...readers.quantized_bytes import mxfp4_padding_bytes
+from ...readers.quantized_bytes import mxfp4_padding_bytes, vllm_loaded_extra
 
 def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
     """(the weights per GPU vLLM holds after loading, the note), engines._budget asks: the pooling
@@ -29,6 +29,14 @@ def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
     weights, words = _pooling_weights(scenario, weights)
     dep = scenario.deployment
     model = scenario.model
+    counted = dep.weights_bytes in (model.checkpoint_bytes, model.config_weights_bytes) or \
+        (model.params and dep.weights_bytes == 2 * model.params and model.weights_dtype in ("bf16", "fp16"))
+    if weights is not None and dep.weights_bytes and counted:
+        # what "Model loading took" counts beyond the checkpoint's tensors (quantized_bytes.vllm_loaded_extra)
+        ranks = dep.tp * dep.dp if dep.expert_parallel else 1
+        loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp)
+        if loaded:
+            weights, words = weights + loaded[0], "; ".join(w for w in (words, loaded[1]) if w)
     if weights is None or dep.weights_bytes not in (model.checkpoint_bytes, model.config_weights_bytes) \
             or not rules.mxfp4_marlin(scenario.settings.release, dep.gpu):
         return weights, words         # weights given (weights-gib: as loaded) are not padded again
