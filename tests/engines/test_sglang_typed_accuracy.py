@@ -150,3 +150,24 @@ def test_no_release_derives_0_82_for_a_16_gb_card_so_the_awq_log_typed_it():
             out = rules.defaults(releases.release(version), mib << 20, rules.Launch())
             assert out.fraction != Fraction(82, 100) and out.chunk != 8192, (version, mib)
     assert abs(Fraction("0.82") * Fraction("15.08") - Fraction("5.25") - Fraction("7.10")) <= Fraction(2, 100)
+
+
+# --- NCCL's set-up at tp 4 on NVLink SHARP (engine.communicators) ------------------------------------
+
+def test_nvls_set_up_at_tp_4_weighs_what_tp_8_prints():
+    """sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log: Qwen3-235B-A22B-FP8 on 4 x H100 at
+    --mem-fraction-static 0.93 holds 367,404 tokens (K 8.23 + V 8.23 GB). NCCL's NVLS buffers at tp 4
+    weigh about what SGLang prints at tp 8 (1.96 GiB, sglang#11716): vLLM 0.10.0, which measured
+    NCCL's whole set-up the same way, prints 2.04 GiB at tp 4 on H200 for the same model."""
+    assert "#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB" in text("sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log")
+    assert "non-torch forward increase memory: 2.04GiB" in text(
+        "vllm-qwen3-235b-a22b-fp8-tp4-h200-util05-debug-v0.10.0dev.log")
+    e = evaluate({"engine": "sglang", "engine-version": "0.4.9", "model": "Qwen/Qwen3-235B-A22B", "weights-dtype": "fp8",
+                  "gpu": "h100-sxm-80gb", "gpus": "4", "tp": "4", "memory-utilization": "0.93"})
+    estimate, low, high, words = sglang.communicators(e.scenario)
+    assert estimate == int(sglang.COMM_NVLS_TP8[0] * GIB) and "2.04 GiB" in words
+    assert e.engine.overhead_bytes_per_gpu == int(estimate * Fraction("0.93"))
+    assert abs(e.engine.kv_tokens / 367_404 - 1) < 0.01                             # 364,532: -0.8%
+    # tp 2 keeps half of it, its band up to it.
+    two = evaluate({"engine": "sglang", "model": "Qwen/Qwen3-32B", "gpu": "h100-sxm-80gb", "gpus": "2", "tp": "2"})
+    assert sglang.communicators(two.scenario)[0] == int(sglang.COMM_NVLS_TP8[0] / 2 * GIB)

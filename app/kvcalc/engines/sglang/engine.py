@@ -339,6 +339,12 @@ def count_words(scenario, out: EngineResult) -> str:
 COMM_NVLS_TP8 = (Fraction("1.96"), Fraction("1.77"), Fraction("2.01"))     # 8 x H200, sglang#11716
 COMM_NVLS_DP8 = (Fraction("2.38"), Fraction("1.88"), Fraction("2.50"))     # 8 x B200, DP attention, sglang#5390
 COMM_ROCM_TP8 = (Fraction("3.81"), Fraction("3.41"), Fraction("3.83"))     # 8 x MI355X, AITER all-reduce
+# NCCL's NVLS set-up weighs about as much at tp 4 as at tp 8: vLLM 0.10.0 (which measured NCCL's whole
+# set-up as SGLang does, before 0.11.0 took its snapshot after it) prints "non-torch forward increase
+# memory: 2.04GiB" at tp 4 on H200 (vllm-qwen3-235b-a22b-fp8-tp4-h200-util05-debug-v0.10.0dev.log), and
+# SGLang's Qwen3-235B-A22B-FP8 at tp 4 on H100 at 0.93 (sglang-qwen3-235b-a22b-fp8-tp4-mfs093.log) holds
+# 367,404 tokens, 0.93 x 1.96 GiB under what our pool gives without it: so from tp 4 the tp 8 figure.
+NVLS_WHOLE_FROM_TP = 4
 # NCCL without NVLS and the custom all-reduce's few MiB: 0.13 GiB at tp 4 over PCIe (4 x L4, 0.4.3.post4,
 # sglang-qwq-32b-4xl4-tp4-mfs085-v0.4.3.post4.log); the band up to 1 GiB holds vLLM's logs of the same
 # buffers (0.17-0.43 GiB at tp 2-4 over PCIe and A100 NVLink, engines/vllm/non_torch.py) and Windows'.
@@ -366,6 +372,10 @@ def communicators(scenario) -> tuple[int, int, int, str]:
     if top is not None and size >= 8:
         estimate, low, high = top
         said = f"as the tp 8 logs print it (ranks {float(low):.2f}-{float(high):.2f} GiB)"
+    elif top is not None and size >= NVLS_WHOLE_FROM_TP:
+        estimate, low, high = top[0], COMM_OTHER[1], top[2]
+        said = (f"the tp 8 logs' {float(top[0]):.2f} GiB, as vLLM 0.10.0 prints NCCL's set-up at tp 4 on H200 "
+                "(2.04 GiB); the band down to NCCL without NVLS")
     elif top is not None:
         estimate, low, high = top[0] / 2, COMM_OTHER[1], top[2]
         said = f"read at tp 8 only ({float(top[0]):.2f} GiB): half of it, the band up to it"
