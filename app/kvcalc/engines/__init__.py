@@ -210,7 +210,7 @@ def size(scenario, result) -> EngineResult:
     notes = []
     budget = _budget(engine, scenario, result, chunk, notes)
     out = _weighed(engine.size(scenario, chunk, budget, notes), budget)
-    spread = None
+    spread = concurrencies = None
     memory = settings.kv_memory_gib
     if budget.source is BudgetSource.GIVEN_KV_MEMORY and memory is not None and engine.KV_MEMORY_LOGGED and \
             (memory * 100).denominator == 1:
@@ -221,7 +221,10 @@ def size(scenario, result) -> EngineResult:
                 for d in (-half, half)]
         if all(e.kv_tokens is not None for e in ends):
             spread = (ends[0].kv_tokens, ends[1].kv_tokens)
-    return replace(out, kv_tokens_range=spread, band=out.band or _band(engine, scenario, chunk, budget))
+            if all(e.max_concurrency is not None for e in ends):
+                concurrencies = (ends[0].max_concurrency, ends[1].max_concurrency)
+    return replace(out, kv_tokens_range=spread, max_concurrency_range=concurrencies,
+                   band=out.band or _band(engine, scenario, chunk, budget))
 
 
 def _band(engine, scenario, chunk: int, budget: Budget):

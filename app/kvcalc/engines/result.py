@@ -34,6 +34,9 @@ class EngineResult:
     notes: tuple[str, ...]
     # A KV memory read from a log is rounded to 0.01 GiB: the token counts that rounding allows.
     kv_tokens_range: tuple[int, int] | None = None
+    # ... and the maximum concurrencies (a count of blocks // groups x block size may not move where
+    # the blocks, and so the concurrency, do).
+    max_concurrency_range: tuple | None = None
     # An estimated overhead's band: the engine's answer at its top (least KV memory) and bottom.
     band: tuple | None = None
     # The longest context at which it holds the batch at once, at this KV memory, and what limits

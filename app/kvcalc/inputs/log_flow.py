@@ -158,6 +158,9 @@ def mismatches(reading, evaluation) -> list[tuple[str, str, str, int]]:
             slack = PRINTED_HALF
             if spread and engine.kv_tokens:
                 slack += Fraction(ours) * abs(spread[1] - spread[0]) / engine.kv_tokens
+            if engine.max_concurrency_range:
+                slack = max(slack, PRINTED_HALF + max(abs(Fraction(end) - Fraction(ours))
+                                                      for end in engine.max_concurrency_range))
             differs = abs(Fraction(value) - Fraction(ours)) > slack
         else:
             differs = abs(Fraction(value) - Fraction(ours, GIB)) > half

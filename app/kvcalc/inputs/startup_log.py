@@ -435,6 +435,9 @@ def _matches(reading: Reading, out) -> bool:
             slack = PRINTED_HALF
             if spread and out.kv_tokens:
                 slack += Fraction(out.max_concurrency) * abs(spread[1] - spread[0]) / out.kv_tokens
+            if out.max_concurrency_range:
+                slack = max(slack, PRINTED_HALF + max(abs(Fraction(end) - Fraction(out.max_concurrency))
+                                                      for end in out.max_concurrency_range))
             if abs(Fraction(figure.value) - Fraction(out.max_concurrency)) > slack:
                 return False
     return True

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from ...readers import presets
 from .. import releases
-from . import engine
+from . import engine, release as rules
 from .state_dtype import implied  # noqa: F401 - inputs/startup_log asks each engine's log module
 from ...errors import InputError
 from ...precision import precision
@@ -456,6 +456,16 @@ def _backend_block(match, sink, n, line):
     sink.take("block-size", match[1], n, line, f"the {match[2]} backend's block size", keep="last")
 
 
+def _source_line(match, sink, n, line):
+    # "[kv_cache_utils.py:1291] GPU KV cache size" (or "[v1/core/kv_cache_utils.py:1291]"): where the
+    # release logs it from, which tells a release that is not printed (complete(): _release_from_lines).
+    sink.show("source_line " + _SOURCE_KINDS[match[3]], (match[1], int(match[2])), n, line, keep="first")
+
+
+_SOURCE_KINDS = {"GPU KV cache size": "kv_tokens", "Maximum concurrency for": "concurrency",
+                 "Available KV cache memory": "kv_memory"}
+
+
 def _refusal(match, sink, n, line):
     sink.show("refusal", line.strip()[:300], n, line)
     if "No available memory for the cache blocks" in match[0]:
@@ -612,6 +622,8 @@ RULES = (
          False, "GPU has compute capability"),
     Rule(re.compile(r"Enforce eager set|Cudagraph is disabled under eager mode"), _eager, True, "ager"),
     Rule(re.compile(r"Setting attention block size to (\d{1,9}) tokens"), _hybrid_block, True, "attention block size"),
+    Rule(re.compile(r"\[(?:[\w.\-]{1,40}/){0,6}(kv_cache_utils\.py|gpu_worker\.py):(\d{1,6})\]\s{1,4}"
+                    r"(GPU KV cache size|Maximum concurrency for|Available KV cache memory)"), _source_line, False, ".py:"),
     Rule(re.compile(r"Setting kv cache block size to (\d{1,4}) for (\w{1,40}) backend"), _backend_block, True,
          "kv cache block size to"),
     Rule(re.compile(r"Hybrid or mamba-based model detected without support for prefix caching: disabling"),
@@ -648,6 +660,7 @@ def complete(sink) -> None:
         total = Fraction(reads["gpu-memory-gib"].text) if "gpu-memory-gib" in reads else None
         cc = sink.printed.get("device_capability")
         take_gpu(sink, Device(device.value, total, capability=cc.value if cc else None), device.line_number, device.line)
+    _release_from_lines(sink)
     variant = sink.printed.get("engine_variant")
     version = reads.get("engine-version")
     if variant is not None and version is not None:
@@ -663,6 +676,59 @@ def complete(sink) -> None:
     anchor = reads.get("tp")
     if anchor is not None and "gpus" not in reads:
         sink.take("gpus", str(tp * pp * dp), anchor.line_number, anchor.line, "tp x pp x dp")
+
+
+# The release rules take where a log prints "GPU KV cache size" that is not int(concurrency x max_model_len)
+# and no source line names a release: the newest that counted blocks // groups x block size.
+BEFORE_TOKENS_AS_CONCURRENCY = "0.20.0"
+
+
+def _release_from_lines(sink) -> None:
+    """A log that prints no release (an excerpt, a source build's "dev") still shows which releases
+    could have printed it: the source line each KV-cache line names (release.SOURCE_LINES, every wheel
+    0.8.0-0.34.0 read), and whether its "GPU KV cache size" is concurrency x max_model_len (0.20.1 on)
+    or blocks // groups x block size (before). The newest release they allow is taken, said as
+    inferred; nothing where they allow none (a build between releases) or name no release."""
+    reads, printed = sink.reads, sink.printed
+    if "engine-version" in reads:
+        return
+    allowed, anchor, why = None, None, []
+    for kind in rules.SOURCE_LINES:
+        figure = printed.get("source_line " + kind)
+        if figure is None:
+            continue
+        file, number = figure.value
+        found = rules.releases_printing_at(kind, file, number)
+        if found is None:
+            continue
+        allowed = found if allowed is None else allowed & found
+        anchor = anchor or figure
+        why.append(f"{file}:{number}")
+    tokens, concurrency, context = printed.get("kv_tokens"), printed.get("max_concurrency"), reads.get("context")
+    counted = tokens is not None and concurrency is not None and context is not None \
+        and "GPU KV cache size" in tokens.line and concurrency.value > 0 \
+        and not rules.tokens_as_concurrency(tokens.value, concurrency.value, int(context.text))
+    if counted:
+        before = {v for v in (allowed if allowed is not None else ())
+                  if not rules.logs_tokens_as_concurrency(releases.pep440(v))}
+        if allowed is None:
+            before = {BEFORE_TOKENS_AS_CONCURRENCY}
+            anchor = tokens
+        allowed = before
+        why.append(f"GPU KV cache size {tokens.value:,} tokens, not {float(concurrency.value):.2f}x x "
+                   f"{int(context.text):,} (blocks // groups x block size: before 0.20.1)")
+    if not allowed:
+        if why:
+            sink.notes.append("release not inferred: no release read prints " + " and ".join(why))
+        return
+    ordered = sorted(allowed, key=lambda v: releases.pep440(v).key)
+    newest = ordered[-1]
+    words = (f"inferred from {', '.join(why)}: " + (f"vLLM {newest}" if len(ordered) == 1 else
+             f"vLLM {ordered[0]} to {newest} print these lines; {newest} is taken"))
+    before = len(sink.rejected)
+    _take_version(sink, newest, anchor.line_number, anchor.line, words)
+    if len(sink.rejected) == before:
+        sink.notes.append(f"release not printed; {words}: check it")
 
 
 # vLLM's block size where none is printed: 16 tokens (CacheConfig's default on CUDA, V0 and V1).

@@ -111,6 +111,55 @@ def logs_tokens_as_concurrency(release) -> bool:
     return release.at_least(0, 20, 1)
 
 
+# The source line of each KV-cache line a V1 log prints ("[kv_cache_utils.py:1291] GPU KV cache size: ..."),
+# by release: the line of the logger call (a log record's lineno) in every wheel from 0.8.0 to 0.34.0,
+# read with Python's ast (vllm/v1/core/kv_cache_utils.py _report_kv_cache_config, and
+# vllm/v1/worker/gpu_worker.py determine_available_memory / its successors). 0.28.0 on print the
+# concurrency, 0.30.0 on the token count, from other files. A log that prints no release shows which
+# releases printed its lines there (release_from_source_lines).
+SOURCE_LINES = {
+    "kv_tokens": ("kv_cache_utils.py", {
+    537: "0.8.0 0.8.1", 566: "0.8.2", 578: "0.8.3", 634: "0.8.4 0.8.5 0.8.5.post1", 637: "0.9.0 0.9.0.1",
+    715: "0.9.1", 716: "0.9.2", 833: "0.10.0", 849: "0.10.1 0.10.1.1", 864: "0.10.2", 870: "0.9.1", 873: "0.9.2",
+    997: "0.10.0", 1013: "0.10.1 0.10.1.1", 1028: "0.10.2", 1087: "0.11.0", 1229: "0.11.1 0.11.2", 1286: "0.12.0",
+    1291: "0.13.0", 1305: "0.14.0 0.14.1", 1307: "0.15.0 0.15.1 0.16.0", 1314: "0.17.0 0.17.1",
+    1316: "0.18.0 0.18.1", 1319: "0.19.0 0.19.1", 1708: "0.20.1 0.20.2", 1710: "0.21.0", 1711: "0.20.0",
+    1733: "0.22.0 0.22.1", 1744: "0.23.0", 1869: "0.28.0", 2032: "0.29.0", 2146: "0.24.0 0.25.0 0.25.1",
+    2177: "0.26.0", 2235: "0.27.0 0.27.1"}),
+    "concurrency": ("kv_cache_utils.py", {
+    540: "0.8.0 0.8.1", 569: "0.8.2", 581: "0.8.3", 637: "0.8.4 0.8.5 0.8.5.post1", 640: "0.9.0 0.9.0.1",
+    719: "0.9.1", 720: "0.9.2", 837: "0.10.0", 853: "0.10.1 0.10.1.1", 868: "0.10.2", 874: "0.9.1", 877: "0.9.2",
+    1001: "0.10.0", 1017: "0.10.1 0.10.1.1", 1032: "0.10.2", 1091: "0.11.0", 1234: "0.11.1 0.11.2", 1291: "0.12.0",
+    1296: "0.13.0", 1310: "0.14.0 0.14.1", 1312: "0.15.0 0.15.1 0.16.0", 1319: "0.17.0 0.17.1",
+    1321: "0.18.0 0.18.1", 1324: "0.19.0 0.19.1", 1709: "0.20.1 0.20.2", 1711: "0.21.0", 1716: "0.20.0",
+    1734: "0.22.0 0.22.1", 1745: "0.23.0", 2147: "0.24.0 0.25.0 0.25.1", 2178: "0.26.0", 2236: "0.27.0 0.27.1"}),
+    "kv_memory": ("gpu_worker.py", {
+    227: "0.9.1", 232: "0.9.2", 255: "0.10.0", 276: "0.10.1 0.10.1.1", 298: "0.10.2 0.11.0", 356: "0.15.0 0.15.1",
+    358: "0.14.0 0.14.1", 359: "0.11.1 0.11.2 0.12.0", 373: "0.16.0", 375: "0.13.0", 424: "0.17.0 0.17.1",
+    436: "0.19.0 0.19.1", 440: "0.20.0 0.20.1 0.20.2", 456: "0.18.0 0.18.1", 462: "0.21.0", 466: "0.22.0 0.22.1",
+    480: "0.23.0", 508: "0.24.0", 538: "0.25.0 0.25.1", 560: "0.26.0", 563: "0.27.0 0.27.1", 578: "0.28.0",
+    625: "0.29.0", 640: "0.30.0", 692: "0.31.0", 759: "0.32.0", 772: "0.33.0", 795: "0.34.0"}),
+}
+SOURCE_LINES_READ = ("0.8.0", "0.34.0")
+
+
+def releases_printing_at(kind: str, file: str, line: int) -> set[str] | None:
+    """The releases whose `kind` line ("kv_tokens", "concurrency", "kv_memory") is logged from
+    `file`:`line` (SOURCE_LINES), or None where that file never logs it in a release read."""
+    home, lines = SOURCE_LINES[kind]
+    if file != home:
+        return None
+    return set(lines.get(line, "").split())
+
+
+def tokens_as_concurrency(tokens: int, concurrency, model_len: int) -> bool:
+    """Whether a printed "GPU KV cache size" can be int(max_concurrency x max_model_len), as 0.20.1 on
+    print it (logs_tokens_as_concurrency), given the concurrency printed to two decimals ("%.2fx"): a
+    count outside that range is blocks // groups x block size, a release before 0.20.1."""
+    low, high = (concurrency - Fraction(1, 200)) * model_len, (concurrency + Fraction(1, 200)) * model_len
+    return int(low) - 1 <= tokens <= high
+
+
 MAMBA_ALIGN_FROM = (0, 17, 0)     # the first wheel read whose MambaModelConfig has mamba_cache_mode align
 
 
