@@ -98,7 +98,7 @@ def _groups(model) -> dict:
 
 def tower(model) -> Tower | None:
     """The tower as vLLM's profiling encodes it, or None where its shapes are not read (no config with a
-    vision_config, or a tower other than Qwen2.5-VL's, Qwen3-VL's and Qwen3.5's)."""
+    vision_config, or a tower other than Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's, Qwen3.5's and LLaVA's CLIP)."""
     wrapper = model.shapes.vision.wrapper if model.shapes is not None else ""
     groups = _groups(model)
     if wrapper == "llava":
