@@ -5,6 +5,7 @@ format leaves out (its skip list, embeddings, head, norms, routers) in the check
 dtype; any other method or setting refused with the reason."""
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 import fnmatch
 import re
 from functools import lru_cache
@@ -556,6 +557,37 @@ _ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe"
                   "olmo2")
 
 
+# Modules vLLM builds whole on every tensor-parallel rank, where parallel.py splits every weight
+# over tp: the norms (RMSNorm, q/k norms, MLA's latent norms), the MoE routers (qwen2_moe.py,
+# qwen3_moe.py, qwen3_next.py, mixtral.py, gpt_oss.py: ReplicatedLinear; deepseek_v2.py GateLinear,
+# a ReplicatedLinear, with its e_score_correction_bias; glm4_moe.py an nn.Linear), MLA's q_a_proj
+# and kv_a_proj_with_mqa (deepseek_v2.py: ReplicatedLinear, DeepSeekV2FusedQkvAProjLinear with
+# disable_tp=True), and the K and V heads where tp is more than their count (linear.py
+# QKVParallelLinear: num_kv_heads = 1, num_kv_head_replicas = tp / kv heads). Read in 0.25.1.
+_WHOLE_LINEARS = ("q_a_proj", "kv_a_proj_with_mqa")
+
+
+def replicated_bytes(model, tp: int) -> int:
+    """The bytes one rank holds beyond its even 1 / tp share of the tensors above."""
+    shapes = model.shapes
+    if tp == 1 or shapes is None or not shapes.tensors:
+        return 0
+    sizes = shapes.tensor_bytes or tuple(g.elements * (4 if g.fp32 else 2) for g in shapes.tensors)
+    head_dim = next((layer.head_dim for layer in model.layers if getattr(layer, "kv_heads", None)
+                     and getattr(layer, "head_dim", None)), None)
+    extra = Fraction(0)
+    for g, size in zip(shapes.tensors, sizes):
+        last = g.name.rpartition(".")[2]
+        whole = g.role == "router" or g.name.endswith("e_score_correction_bias") or last in _WHOLE_LINEARS or \
+            (g.role == "vector" and "norm" in last and not g.name.startswith("backbone."))
+        if whole:
+            extra += size - Fraction(size, tp)
+        elif last in ("k_proj", "v_proj") and head_dim and g.rows % head_dim == 0 and g.rows // head_dim < tp:
+            kv = g.rows // head_dim             # one head a rank, each head on tp / kv ranks
+            extra += Fraction(size, kv) - Fraction(size, tp)
+    return int(extra)
+
+
 def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1) -> tuple[int, str] | None:
     """(bytes, words): what vLLM's "Model loading took" counts on one GPU beyond the checkpoint's
     tensors split as parallel.py splits them: the vocabulary's padding and the rotary cache (the
@@ -580,11 +612,14 @@ def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1) ->
     padding = sum(width * ceil_div((_round_up(g.rows, VOCAB_PADDING) - g.rows) * g.cols, tp)
                   for g in shapes.tensors if g.role in ("embed", "head"))
     rope = width * (shapes.rope_cache or 0)
-    extra = rounding + embedding + padding + rope
+    whole = replicated_bytes(model, tp)
+    whole = whole * ceil_div(model_layers := max(1, len(model.layers)), stages) // model_layers
+    extra = rounding + embedding + padding + rope + whole
     if not extra:
         return None
     parts = [f"{rope:,} B of rotary cos/sin cache" if rope else "",
              f"{padding:,} B of vocabulary padded to a multiple of {VOCAB_PADDING}" if padding else "",
+             f"{whole:,} B of modules every rank holds whole (norms, routers, replicated KV heads)" if whole else "",
              f"{rounding + embedding:,} B of the allocator's 2 MiB segment rounding" if rounding + embedding else ""]
     return extra, ("vLLM's loaded weights count " + ", ".join(p for p in parts if p) +
                    " per GPU beyond the checkpoint's tensors (vocab_parallel_embedding.py, rotary_embedding, "
