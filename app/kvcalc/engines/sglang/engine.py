@@ -245,6 +245,12 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     release = releases.in_force(sys.modules[__name__], settings)
     chosen = _scenario_defaults(scenario, chunk, release)
     fraction = chosen.fraction
+    forced = _nsa_fraction(scenario.model, release)
+    if forced is not None:
+        notes.append(f"SGLang {release} sets mem_fraction_static {float(forced):g} for DeepSeek's sparse attention "
+                     "(NSA), given or not (server_args.py _handle_model_specific_adjustments; 0.5.4 drops it, "
+                     "sgl-project/sglang#11309).")
+        return int(memory * forced)
     if settings.utilization_given:
         notes.append(f"Your memory utilization {float(dep.memory_utilization):g} is SGLang's "
                      f"--mem-fraction-static; its own default here would be {float(fraction):.3g}.")
@@ -262,10 +268,30 @@ def memory_utilization(scenario, chunk: int) -> Fraction:
     release derives it, each times what a multimodal model keeps (as usable_memory applies it)."""
     dep, settings = scenario.deployment, scenario.settings
     release = releases.in_force(sys.modules[__name__], settings)
+    forced = _nsa_fraction(scenario.model, release)
+    if forced is not None:
+        return forced
     if settings.utilization_given:
         return dep.memory_utilization * _multimodal_share(scenario.model, release, [], False)
     fraction = _scenario_defaults(scenario, chunk, release).fraction
     return fraction * _multimodal_share(scenario.model, release, [], True)
+
+
+# 0.5.3 server_args.py _handle_model_specific_adjustments: for DeepSeek NSA (is_deepseek_nsa) on CUDA and
+# ROCm it sets mem_fraction_static = 0.8 whatever was given (with DP attention at dp = tp, pages of 64
+# and fp8 KV on SM 10+, which the inputs carry); 0.5.4 keeps the rest and drops the fraction
+# (sgl-project/sglang#11309: "main (hardcoded mem-fraction-static=0.8)",
+# tests/fixtures/logs/sglang-deepseek-v32-exp-mla-tp8-dp8.log).
+NSA_FRACTION_RELEASES = ((0, 5, 3), (0, 5, 4))
+NSA_FRACTION = Fraction(8, 10)
+
+
+def _nsa_fraction(model, release) -> Fraction | None:
+    first, until = NSA_FRACTION_RELEASES
+    if not release.at_least(*first) or release.at_least(*until):
+        return None
+    sparse = any(layer.kind == "mla" and getattr(layer, "indexer_row_bytes", 0) for layer in model.layers)
+    return NSA_FRACTION if sparse else None
 
 
 def _multimodal_share(model, release, notes: list, derived: bool) -> Fraction:
