@@ -88,15 +88,16 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     # Its communicators hold 1.96 GiB a GPU before the base is measured (8 x H200, sglang#11716):
     # the pool loses 0.886 x 2,104,533,975 B = 1,864,617,101 B of them.
     assert tp8.engine.overhead_bytes_per_gpu == int(2_104_533_975 * Fraction("0.886")) == 1_864_617_101
-    # Its load takes more than the tensors (engines/sglang/engine.py loaded_weights): MLA's absorbed
-    # w_kc and w_vc, a bf16 copy of each rank's kv_b_proj, 61 x 512 x 16 heads x 256 x 2 B =
-    # 255,852,544 B (deepseek_v2.py post_load_weights), and the 0.11 GiB the load leaves outside
-    # PyTorch (118,111,600 B).
-    pool = int(free * Fraction("0.886")) - 84_143_826_476 - 255_852_544 - 118_111_600 - 1_864_617_101
-    assert pool == 46_261_449_477 == tp8.engine.kv_budget_bytes_per_gpu
+    # Its load takes more than the tensors (engines/sglang/engine.py loaded_weights): the modules every
+    # rank holds whole (MLA's q_a_proj and kv_a_proj_with_mqa, the routers, the norms: 996,304,372 B,
+    # readers/quantized_bytes.replicated_bytes), MLA's absorbed w_kc and w_vc, a bf16 copy of each
+    # rank's kv_b_proj, 61 x 512 x 16 heads x 256 x 2 B = 255,852,544 B (deepseek_v2.py
+    # post_load_weights), and the 0.11 GiB the load leaves outside PyTorch (118,111,600 B).
+    pool = int(free * Fraction("0.886")) - 84_143_826_476 - 996_304_372 - 255_852_544 - 118_111_600 - 1_864_617_101
+    assert pool == 45_265_145_105 == tp8.engine.kv_budget_bytes_per_gpu
     # The MLA latent, 61 x (512 + 64) x 2 B = 70,272 B a token, replicated on all 8 GPUs.
-    assert tp8.engine.kv_tokens == pool // 70_272 == 658_319
-    assert tp8.capacity == 658_319 // 8192 == 80
+    assert tp8.engine.kv_tokens == pool // 70_272 == 644_141
+    assert tp8.capacity == 644_141 // 8192 == 78
 
     # dp 8 (--tp-size 8 --dp-size 8 --enable-dp-attention): attn_tp_size 1. Weights per GPU as
     # SGLang places them: attention and embedding whole, the rest and the experts over 8:
@@ -117,7 +118,7 @@ def test_deepseek_v3_sglang_tp8_against_dp8_attention_on_h200():
     # Each rank's pool holds its own requests' latents: 216,909 tokens a rank, printed by each.
     assert dp8.engine.kv_tokens == pool // 70_272 == 216_909
     assert "KV Cache is allocated. #tokens: 216909, KV size: 14.20 GB" in dp8.engine.log
-    # Requests of 8,192 tokens in total: 26 a rank x 8 ranks = 208, about two and a half times tp 8's 80.
+    # Requests of 8,192 tokens in total: 26 a rank x 8 ranks = 208, about two and a half times tp 8's 78.
     assert dp8.engine.max_concurrency == Fraction(216_909, 8192)
     assert dp8.capacity == 26 * 8 == 208
 
@@ -296,10 +297,10 @@ def test_charts_count_every_rank():
 
 def test_the_deepseek_v3_preset_splits_by_rank_as_its_config_does():
     # The preset now carries the real config.json (its experts' shapes): picking it, not pasting
-    # the file, gives the worked figures above: 658,319 tokens and 80 requests at tp 8, 216,909 a
+    # the file, gives the worked figures above: 644,141 tokens and 78 requests at tp 8, 216,909 a
     # rank and 26 x 8 = 208 requests at dp 8 with attention DP.
     raw = {"model": "deepseek-ai/DeepSeek-V3", "gpus": "8", "gpu": "h200-141gb", "engine": "sglang",
            "context": "8192"}
     tp8, dp8 = run(raw), run(dict(raw, dp="8"))
-    assert (tp8.engine.kv_tokens, tp8.capacity) == (658_319, 80)
+    assert (tp8.engine.kv_tokens, tp8.capacity) == (644_141, 78)
     assert (dp8.engine.kv_tokens, dp8.capacity) == (216_909, 208)
