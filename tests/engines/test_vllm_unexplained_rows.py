@@ -143,3 +143,21 @@ def test_source_lines_several_releases_share_take_the_newest_and_a_dev_build_non
     printed = read_log(log("vllm-qwen3-30b-a3b-h100-tp2-40k-seqs64-v0.12.0.log"), "vllm")
     assert printed.values["engine-version"] == "0.12.0"
     assert not any("inferred from" in note for note in printed.notes)
+
+
+def test_without_source_lines_a_count_that_is_not_concurrency_times_length_is_read_as_before_0_20_1():
+    """The same Qwen3-Next log pasted without its "[file:line]" prefixes (as some tools copy it): no
+    line names a release, but 767,552 tokens beside 84.29x for 32,768 tokens is a count of blocks //
+    groups x block size, which no release from 0.20.1 prints: 0.20.0, the newest that does, is taken
+    and said, and the count is the log's again."""
+    text = log("vllm-qwen3-next-80b-awq-tp2-l40s-fp8-v0.13.log")
+    bare = "\n".join(line.split("] ", 1)[-1] for line in text.splitlines())
+    assert "kv_cache_utils.py" not in bare and "GPU KV cache size: 767,552 tokens" in bare
+    reading = read_log(bare, "vllm")
+    assert reading.values["engine-version"] == "0.20.0"
+    assert any("GPU KV cache size 767,552 tokens, not 84.29x x 32,768 (blocks // groups x block size: before "
+               "0.20.1): vLLM 0.20.0" in note for note in reading.notes)
+    values = dict(reading.values) | {"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "tp": "2", "gpus": "2",
+                                     "kv-dtype": "fp8"}
+    values.pop("measured-with")
+    assert sized(values).engine.kv_tokens == 767_552
