@@ -432,7 +432,9 @@ def test_engines_multiply_the_total_pytorch_reports():
     engine = evaluation.engine
     # vllm/v1/worker/utils.py request_memory: math.ceil(total x util) from 0.14.0.
     assert engine.kv_budget_bytes_per_gpu == math.ceil(h100.torch_memory_bytes * Fraction(9, 10)) \
-        - evaluation.result.weights_bytes_per_gpu - 5 * GIB
+        - engine.weights_bytes_per_gpu - 5 * GIB
+    # the weights as vLLM loads them: the checkpoint's and its rope cache (131,072 x 128 x 2 B)
+    assert engine.weights_bytes_per_gpu == evaluation.result.weights_bytes_per_gpu + 131_072 * 128 * 2
     # A GPU without a recorded PyTorch total says it falls back to nvidia-smi's.
     notes = evaluate(dict(raw, gpu="h100-pcie-80gb")).engine.notes
     assert any("not on record" in note for note in notes)

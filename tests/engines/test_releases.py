@@ -66,7 +66,7 @@ def test_default_utilization_is_0_9_then_0_92_from_0_20_0():
         e = evaluate({"model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine-version": version,
                       "gpu": "h100-sxm-80gb"})
         engine = e.engine
-        usable = engine.kv_budget_bytes_per_gpu + e.result.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
+        usable = engine.kv_budget_bytes_per_gpu + engine.weights_bytes_per_gpu + engine.overhead_bytes_per_gpu
         assert usable == math.ceil(e.scenario.deployment.torch_memory_bytes * util)     # request_memory, 0.14 on
 
 

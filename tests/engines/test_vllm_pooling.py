@@ -70,11 +70,14 @@ def test_typed_as_a_pooling_model_the_kv_memory_is_the_logs_within_0_1_percent()
     # 0.9 x 79.19 GiB - weights - overhead; the log: 56.24 GiB, 409,504 tokens, 49.99x.
     assert abs(out.kv_budget_bytes_per_gpu / GIB - 56.24) / 56.24 < 0.001
     assert abs(out.kv_tokens - 409_504) / 409_504 < 0.001
-    assert out.kv_tokens == 409_312
+    assert out.kv_tokens == 409_232
     assert abs(float(out.max_concurrency) - 49.99) < 0.05
-    # No lm_head loaded: Qwen3-8B's 8,190,735,360 parameters x 2 B less 151,936 x 4,096 x 2 B; the log's
-    # "Model loading took 14.1062 GiB" (its extra 9 MiB are buffers the count does not know).
-    assert out.weights_bytes_per_gpu == 8_190_735_360 * 2 - 151_936 * 4096 * 2
+    # No lm_head loaded: Qwen3-8B's 8,190,735,360 parameters x 2 B less 151,936 x 4,096 x 2 B, plus what
+    # vLLM's load counts beside them (quantized_bytes.vllm_loaded_extra): the rope's 40,960 x 128 x 2 B,
+    # the embedding's 2 MiB block (593.5 segments: 1 MiB) and 72 q/k norms' 512-byte blocks (256 B
+    # each); the log's "Model loading took 14.1062 GiB", ours 14.1080.
+    assert out.weights_bytes_per_gpu == 8_190_735_360 * 2 - 151_936 * 4096 * 2 + 40_960 * 128 * 2 + (1 << 20) \
+        + 72 * 256
     assert abs(out.weights_bytes_per_gpu / GIB - 14.1062) < 0.01
     assert any("loads no lm_head" in note for note in out.notes)
     assert any("_dummy_pooler_run" in note for note in out.notes)
@@ -85,10 +88,10 @@ def test_the_generate_runner_on_the_same_inputs_takes_the_sampler_and_the_head()
     # 1,024 rows x 151,936 entries x 38 B) and the lm_head, 10.6% under the log's KV memory.
     generate = evaluate(TYPED)
     pooled = evaluate({**TYPED, "vllm-runner": "pooling"}).engine
-    assert generate.engine.weights_bytes_per_gpu is None          # the model's own weights, lm_head included
-    assert generate.result.weights_bytes_per_gpu - pooled.weights_bytes_per_gpu == 151_936 * 4096 * 2
+    # The model's own weights, lm_head included, with its 2 MiB block (593.5 segments: 1 MiB more).
+    assert generate.engine.weights_bytes_per_gpu - pooled.weights_bytes_per_gpu == 151_936 * 4096 * 2 + (1 << 20)
     assert round(generate.engine.overhead_bytes_per_gpu / GIB, 2) == 5.76
-    assert round(generate.engine.kv_budget_bytes_per_gpu / GIB, 2) == 50.28
+    assert round(generate.engine.kv_budget_bytes_per_gpu / GIB, 2) == 50.27
     assert pooled.overhead_bytes_per_gpu < GIB
 
 

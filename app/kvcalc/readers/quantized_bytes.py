@@ -588,20 +588,22 @@ def replicated_bytes(model, tp: int) -> int:
     return int(extra)
 
 
-def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1) -> tuple[int, str] | None:
+def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1,
+                      head: bool = True) -> tuple[int, str] | None:
     """(bytes, words): what vLLM's "Model loading took" counts on one GPU beyond the checkpoint's
     tensors split as parallel.py splits them: the vocabulary's padding and the rotary cache (the
     rules above) wherever the tensors are counted from a config; the allocator's blocks for a
     16-bit checkpoint only (a quantized format repacks its tensors after loading, so which block
-    each ends in is not known). None where nothing is added."""
+    each ends in is not known). `head`: whether the lm_head is loaded (vLLM's pooling runner
+    deletes it). None where nothing is added."""
     shapes = model.shapes
     if shapes is None or not shapes.tensors:
         return None
+    tensors = tuple(g for g in shapes.tensors if head or g.role != "head")
     width = 4 if model.dtype == "fp32" else 2          # the model dtype: the rope cache's and the embedding's
     rounding = embedding = 0
     if not shapes.quantized and not model.config_weights_typed and model.weights_dtype in ("bf16", "fp16"):
-        rank = _rank_tensors(shapes.tensors, [g.elements * (4 if g.fp32 else 2) for g in shapes.tensors], tp,
-                             expert_ranks)
+        rank = _rank_tensors(tensors, [g.elements * (4 if g.fp32 else 2) for g in tensors], tp, expert_ranks)
         layers = sorted({layer for layer, _ in rank if layer})
         for layer, size in rank:
             if layer:
@@ -610,7 +612,7 @@ def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1) ->
                 embedding += torch_block_bytes(size) - size
         rounding = rounding * ceil_div(len(layers), stages) // len(layers) if layers else 0
     padding = sum(width * ceil_div((_round_up(g.rows, VOCAB_PADDING) - g.rows) * g.cols, tp)
-                  for g in shapes.tensors if g.role in ("embed", "head"))
+                  for g in tensors if g.role in ("embed", "head"))
     rope = width * (shapes.rope_cache or 0)
     whole = replicated_bytes(model, tp)
     whole = whole * ceil_div(model_layers := max(1, len(model.layers)), stages) // model_layers

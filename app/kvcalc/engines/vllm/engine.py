@@ -19,7 +19,7 @@ from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
-from .pooling import loaded_weights as _pooling_weights
+from .pooling import is_pooling, loaded_weights as _pooling_weights
 from ...readers.quantized_bytes import mxfp4_padding_bytes, vllm_loaded_extra
 
 def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
@@ -34,7 +34,7 @@ def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
     if weights is not None and dep.weights_bytes and counted:
         # what "Model loading took" counts beyond the checkpoint's tensors (quantized_bytes.vllm_loaded_extra)
         ranks = dep.tp * dep.dp if dep.expert_parallel else 1
-        loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp)
+        loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp, head=not is_pooling(model, scenario.settings))
         if loaded:
             weights, words = weights + loaded[0], "; ".join(w for w in (words, loaded[1]) if w)
     if weights is None or dep.weights_bytes not in (model.checkpoint_bytes, model.config_weights_bytes) \
