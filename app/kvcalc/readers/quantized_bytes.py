@@ -562,9 +562,11 @@ _ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe"
 # qwen3_moe.py, qwen3_next.py, mixtral.py, gpt_oss.py: ReplicatedLinear; deepseek_v2.py GateLinear,
 # a ReplicatedLinear, with its e_score_correction_bias; glm4_moe.py an nn.Linear), MLA's q_a_proj
 # and kv_a_proj_with_mqa (deepseek_v2.py: ReplicatedLinear, DeepSeekV2FusedQkvAProjLinear with
-# disable_tp=True), and the K and V heads where tp is more than their count (linear.py
-# QKVParallelLinear: num_kv_heads = 1, num_kv_head_replicas = tp / kv heads). Read in 0.25.1.
-_WHOLE_LINEARS = ("q_a_proj", "kv_a_proj_with_mqa")
+# disable_tp=True) and DeepSeek-V3.2's indexer (wq_b a ReplicatedLinear, wk and weights_proj one
+# MergedColumnParallelLinear with disable_tp=True, its k_norm), and the K and V heads where tp is
+# more than their count (linear.py QKVParallelLinear: num_kv_heads = 1, num_kv_head_replicas =
+# tp / kv heads). Read in 0.25.1.
+_WHOLE_LINEARS = ("q_a_proj", "kv_a_proj_with_mqa", "wq_b", "wk", "weights_proj")
 
 
 def replicated_bytes(model, tp: int) -> int:
