@@ -77,7 +77,7 @@ class ConfigShapes:
     quantized_unread: InputError | None     # why the quantization_config does not price them
     vision: VisionTower
     mtp: MtpConfig
-    rope_cache: int | None = None           # vLLM's rotary cos/sin cache in elements (quantized_bytes.rope_cache_elements)
+    rope_cache: tuple[int, bool] | None = None   # vLLM's rotary cache: (elements, M-RoPE) (quantized_bytes.rope_cache_elements)
 
 
 class LayerCounts(Counter):

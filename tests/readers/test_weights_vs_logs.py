@@ -155,3 +155,22 @@ def test_kv_heads_fewer_than_tp_are_held_whole_on_every_rank():
     norms = (2 * 28 + 1) * 3584 * 2 * 7 // 8
     assert replicated_bytes(model, 8) == heads + norms
     assert replicated_bytes(model, 4) == norms * 6 // 7      # 4 KV heads over 4 ranks: split evenly
+
+
+def test_an_m_rope_cache_holds_four_times_max_position(monkeypatch):
+    # Qwen3.6-27B (the Qwen3.5-27B preset's shape) at tp 2 on A100s, vLLM 0.27.1, "Model loading took
+    # 25.69 GiB". Its rope is M-RoPE (rope_parameters' mrope_section) over a quarter of each 256-wide
+    # head: MRotaryEmbedding sizes its cache max_position_embeddings x 4 (rotary_embedding mrope.py,
+    # read in 0.7.3 to 0.27.0; 0.7.0 x 1): 262,144 x 4 x 64 x 2 B = 128 MiB on each rank.
+    from kvcalc.readers.quantized_bytes import vllm_loaded_extra
+    name = "vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log"
+    values = dict(corpus_row(name)["inputs"])
+    model = evaluate(values).scenario.model
+    assert model.shapes.rope_cache == (262_144 * 64, True)
+    four, once = (vllm_loaded_extra(model, 2, mrope_positions=n)[0] for n in (4, 1))
+    assert four - once == 3 * 262_144 * 64 * 2
+    # 25.666 GiB against the printed 25.69 (was 25.478, 0.83% under): 0.09% under, the 24 MiB left
+    # not known here.
+    printed, _ = printed_weights(name)
+    assert abs(weights(values) / GIB - printed) / printed < 0.001
+    assert (printed - without_rule(values, monkeypatch) / GIB) / printed > 0.008

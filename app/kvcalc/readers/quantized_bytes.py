@@ -523,19 +523,21 @@ def _rank_tensors(tensors, byte_sizes, tp: int, expert_ranks: int) -> list[tuple
     return [(layer, size) for layer, size in fused.values()]
 
 
-def rope_cache_elements(cfg: dict) -> int | None:
-    """The rotary cos/sin cache vLLM builds for a config, in elements (max_position x
-    rotary_dim, rotary_dim = head_dim x partial_rotary_factor): get_rope's default and llama3
-    ropes (rotary_embedding/__init__.py, base.py, llama3_rope.py: both size it from the
-    max_position they are given, the config's max_position_embeddings). None for the other
-    kinds (YaRN, long-rope, M-RoPE, a model without rope...), whose caches are not priced here."""
+def rope_cache_elements(cfg: dict) -> tuple[int, bool] | None:
+    """(elements, M-RoPE) of the rotary cos/sin cache vLLM builds for a config: max_position x
+    rotary_dim, rotary_dim = head_dim x partial_rotary_factor (get_rope, rotary_embedding/__init__.py,
+    base.py, llama3_rope.py: the default and llama3 ropes size it from the max_position they are
+    given, the config's max_position_embeddings); M-RoPE (an mrope_section, or Qwen2-VL's "mrope"
+    type) is MRotaryEmbedding, whose cache a release may enlarge (vllm_loaded_extra's
+    mrope_positions). None for the other kinds (YaRN, long-rope, dynamic, a model without rope...),
+    whose caches are not priced here."""
     inner = cfg.get("text_config")
     text = inner if isinstance(inner, dict) else cfg
     scaling = text.get("rope_parameters") or text.get("rope_scaling") or {}
     if not isinstance(scaling, dict):
         return None
     kind = scaling.get("rope_type", scaling.get("type", "default"))
-    if kind not in ("default", "llama3") or "mrope_section" in scaling or text.get("mrope_section"):
+    if kind not in ("default", "llama3", "mrope"):
         return None
     position, heads, hidden = (text.get(k) for k in ("max_position_embeddings", "num_attention_heads", "hidden_size"))
     head_dim = text.get("head_dim") or (hidden // heads if isinstance(hidden, int) and isinstance(heads, int)
@@ -546,15 +548,17 @@ def rope_cache_elements(cfg: dict) -> int | None:
         return None
     if str(text.get("model_type", "")) not in _ROPE_FAMILIES:
         return None
-    return position * int(head_dim * factor)
+    return position * int(head_dim * factor), kind == "mrope" or "mrope_section" in scaling
 
 
 # The families whose vLLM model builds one rope from the config's max_position_embeddings for all
 # its attention layers (llama.py, which also runs mistral / ministral, qwen2.py, qwen3.py,
-# qwen2_moe.py, qwen3_moe.py, phi3 through llama.py, mixtral.py, olmo2.py; 0.25.1). Gemma's two
-# ropes, M-RoPE towers and hybrids are left out.
+# qwen2_moe.py, qwen3_moe.py, qwen3_next.py, phi3 through llama.py, mixtral.py, olmo2.py; the
+# language models of qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py and qwen3_5.py with M-RoPE; 0.25.1).
+# Gemma's two ropes and the rest are left out.
 _ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "phi3", "mixtral",
-                  "olmo2")
+                  "olmo2", "qwen3_next", "qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_vl_text",
+                  "qwen3_vl_moe_text", "qwen3_5_text", "qwen3_5_moe_text")
 
 
 # Modules vLLM builds whole on every tensor-parallel rank, where parallel.py splits every weight
@@ -591,13 +595,14 @@ def replicated_bytes(model, tp: int) -> int:
 
 
 def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1,
-                      head: bool = True) -> tuple[int, str] | None:
+                      head: bool = True, mrope_positions: int = 4) -> tuple[int, str] | None:
     """(bytes, words): what vLLM's "Model loading took" counts on one GPU beyond the checkpoint's
     tensors split as parallel.py splits them: the vocabulary's padding and the rotary cache (the
     rules above) wherever the tensors are counted from a config; the allocator's blocks for a
     16-bit checkpoint only (a quantized format repacks its tensors after loading, so which block
     each ends in is not known). `head`: whether the lm_head is loaded (vLLM's pooling runner
-    deletes it). None where nothing is added."""
+    deletes it). `mrope_positions`: how many times max_position an M-RoPE cache holds (the
+    release's MRotaryEmbedding). None where nothing is added."""
     shapes = model.shapes
     if shapes is None or not shapes.tensors:
         return None
@@ -615,7 +620,10 @@ def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1,
         rounding = rounding * ceil_div(len(layers), stages) // len(layers) if layers else 0
     padding = sum(width * ceil_div((_round_up(g.rows, VOCAB_PADDING) - g.rows) * g.cols, tp)
                   for g in tensors if g.role in ("embed", "head"))
-    rope = width * (shapes.rope_cache or 0)
+    rope = 0
+    if shapes.rope_cache:
+        elements, mrope = shapes.rope_cache
+        rope = width * elements * (mrope_positions if mrope else 1)
     whole = replicated_bytes(model, tp)
     whole = whole * ceil_div(model_layers := max(1, len(model.layers)), stages) // model_layers
     extra = rounding + embedding + padding + rope + whole

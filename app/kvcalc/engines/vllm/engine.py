@@ -34,7 +34,11 @@ def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
     if weights is not None and dep.weights_bytes and counted:
         # what "Model loading took" counts beyond the checkpoint's tensors (quantized_bytes.vllm_loaded_extra)
         ranks = dep.tp * dep.dp if dep.expert_parallel else 1
-        loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp, head=not is_pooling(model, scenario.settings))
+        # MRotaryEmbedding's cache holds 4 x max_position from 0.7.3 (rotary_embedding.py; 0.7.0 holds 1 x)
+        release = scenario.settings.release
+        mrope = 4 if release is None or release.at_least(0, 7, 3) else 1
+        loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp, head=not is_pooling(model, scenario.settings),
+                                   mrope_positions=mrope)
         if loaded:
             weights, words = weights + loaded[0], "; ".join(w for w in (words, loaded[1]) if w)
     if weights is None or dep.weights_bytes not in (model.checkpoint_bytes, model.config_weights_bytes) \
