@@ -45,8 +45,8 @@ def test_the_cli_answers_as_the_page_does():
     newest = releases.newest(vllm)
     assert data["sized_as"] == f"vLLM {newest}" and data["engine"] == "vllm"
     assert data["fits"] is False
-    assert data["verdict"] == "Does not fit: vLLM holds 29.89 requests of 32,768 tokens at once, not 32: the rest wait."
-    assert data["engine_kv_tokens"] == 979_472 and data["max_concurrency"] == 29
+    assert data["verdict"] == "Does not fit: vLLM holds 29.86 requests of 32,768 tokens at once, not 32: the rest wait."
+    assert data["engine_kv_tokens"] == 978_544 and data["max_concurrency"] == 29
     ideal = run(*L70, "--engine", "exact")
     assert ideal["sized_as"] == "exact ideal" and ideal["fits"] is True and ideal["max_concurrency"] == 37
     assert ideal["verdict"] == ("Fits: 32 requests of 32,768 tokens take 40.00 GiB of the 46.79 GiB KV budget "

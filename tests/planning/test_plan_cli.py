@@ -277,7 +277,7 @@ def test_row_flags_give_the_row_back():
                                "engine": "vllm", "plan-gpus": "a100-pcie-40gb", "plan-kv-dtypes": "fp8"})
     (row,) = planner.plan(values).rows
     assert row_flags(row) == ["--gpu", "a100-pcie-40gb", "--gpus", "8", "--kv-dtype", "fp8"]
-    assert row.max_concurrency == 120
+    assert row.max_concurrency == 119        # 120 before the weights counted vLLM's rope cache and norms
     single = cli_json(*L70, *row_flags(row))
     assert (single["max_concurrency"], single["fits"]) == (row.max_concurrency, row.fits)
 

@@ -97,7 +97,7 @@ def test_the_pointer_never_names_the_deployment_the_verdict_refuses():
             "--engine", "vllm")
     verdict, needed = head(*args)
     assert verdict.endswith("Does not fit: vLLM will not start: the weights and its overhead leave no memory for "
-                            "the cache (1.72 GiB short per GPU).")
+                            "the cache (1.76 GiB short per GPU).")
     assert needed == ("What you need: 1 x AMD Instinct MI355X 288GB (tp 1) fits 246 requests; "
                       "kvcalc --plan for every GPU")
     values, errors = parse_options({name[2:]: value for name, value in zip(args[::2], args[1::2])})

@@ -278,7 +278,9 @@ def test_json_is_exact_integers():
     evaluation = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm"})
     data = json_of(evaluation.scenario, evaluation)
     assert data["source"]["bytes_per_request"] == GIB and data["source"]["requests"] == 64
-    assert [s["key"] for s in data["steps"]] == ["units", "utilization", "overhead"]
+    # vLLM's weights step: its load counts the rope cache (131,072 x 128 x 2 B) beyond the checkpoint
+    assert [s["key"] for s in data["steps"]] == ["units", "utilization", "weights", "overhead"]
+    assert data["steps"][2]["change_bytes"] == -131_072 * 128 * 2
     assert all(isinstance(s["change_bytes"], int) for s in data["steps"])
     assert data["requests"] == 54 and data["missing"] is None
 

@@ -250,7 +250,9 @@ def _memory(chain: _Chain, scenario: Scenario, evaluation: Evaluation, src: Sour
     weights = result.weights_bytes_per_gpu if engine is None else usable - overhead - engine.kv_budget_bytes_per_gpu
     why = "the most loaded GPU's share of the weights (the source spreads them evenly)"
     if engine is not None and weights != result.weights_bytes_per_gpu:
-        why = f"the weights {engines.title(engine.engine)} keeps on the most loaded GPU (some stay on the CPU)"
+        why = f"the weights {engines.title(engine.engine)} keeps on the most loaded GPU " + \
+            ("(some stay on the CPU)" if weights < result.weights_bytes_per_gpu else
+             "(its load counts more than the checkpoint's tensors: caches, padding, modules held whole)")
     chain.step("weights", "weights per GPU", "free", Fraction(dep.weights_bytes, gpus), weights, why,
                free=chain.free - (gpus * weights - dep.weights_bytes))
     chain.step("overhead", "overhead", "free", dep.overhead_bytes, overhead, _overhead_words(scenario, engine),
