@@ -497,10 +497,11 @@ _FUSED = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "gate_
           "w1": "gate_up", "w3": "gate_up"}
 
 
-def _rank_tensors(tensors, byte_sizes, tp: int, expert_ranks: int) -> list[tuple[str, int]]:
+def _rank_tensors(tensors, byte_sizes, tp: int, expert_ranks: int, expert_tp: int) -> list[tuple[str, int]]:
     """(the layer a tensor belongs to, or "" for the embedding and head; its bytes on one rank)
     for each parameter as vLLM allocates it: fused as above, split over tp (the routed experts
-    over `expert_ranks` where experts are split whole), the vocabulary padded to 64."""
+    over `expert_ranks` where experts are split whole, else their width over `expert_tp`: tp x dp, as
+    FusedMoE splits them, parallel.py's expert group), the vocabulary padded to 64."""
     fused: dict[tuple[str, str], list] = {}
     for g, size in zip(tensors, byte_sizes):
         module, _, last = g.name.rpartition(".")
@@ -513,7 +514,7 @@ def _rank_tensors(tensors, byte_sizes, tp: int, expert_ranks: int) -> list[tuple
             rows = _round_up(g.rows, VOCAB_PADDING)
             share = ceil_div(size * rows // g.rows, tp)
         elif g.role == "expert":
-            share = size // g.copies * ceil_div(g.copies, expert_ranks) // (1 if expert_ranks > 1 else tp)
+            share = size // g.copies * ceil_div(g.copies, expert_ranks) // (1 if expert_ranks > 1 else expert_tp)
         elif g.role in ("linear", "vision"):
             share = size // tp
         else:
@@ -595,7 +596,7 @@ def replicated_bytes(model, tp: int) -> int:
 
 
 def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1,
-                      head: bool = True, mrope_positions: int = 4) -> tuple[int, str] | None:
+                      head: bool = True, mrope_positions: int = 4, dp: int = 1) -> tuple[int, str] | None:
     """(bytes, words): what vLLM's "Model loading took" counts on one GPU beyond the checkpoint's
     tensors split as parallel.py splits them: the vocabulary's padding and the rotary cache (the
     rules above) wherever the tensors are counted from a config; the allocator's blocks for a
@@ -610,7 +611,8 @@ def vllm_loaded_extra(model, tp: int, expert_ranks: int = 1, stages: int = 1,
     width = 4 if model.dtype == "fp32" else 2          # the model dtype: the rope cache's and the embedding's
     rounding = embedding = 0
     if not shapes.quantized and not model.config_weights_typed and model.weights_dtype in ("bf16", "fp16"):
-        rank = _rank_tensors(tensors, [g.elements * (4 if g.fp32 else 2) for g in tensors], tp, expert_ranks)
+        rank = _rank_tensors(tensors, [g.elements * (4 if g.fp32 else 2) for g in tensors], tp, expert_ranks,
+                             tp * dp)
         layers = sorted({layer for layer, _ in rank if layer})
         for layer, size in rank:
             if layer:

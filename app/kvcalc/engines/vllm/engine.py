@@ -38,7 +38,7 @@ def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
         release = scenario.settings.release
         mrope = 4 if release is None or release.at_least(0, 7, 3) else 1
         loaded = vllm_loaded_extra(model, dep.tp, ranks, dep.pp, head=not is_pooling(model, scenario.settings),
-                                   mrope_positions=mrope)
+                                   mrope_positions=mrope, dp=dep.dp)
         if loaded:
             weights, words = weights + loaded[0], "; ".join(w for w in (words, loaded[1]) if w)
     if weights is None or dep.weights_bytes not in (model.checkpoint_bytes, model.config_weights_bytes) \
