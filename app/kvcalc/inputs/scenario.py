@@ -18,6 +18,7 @@ from ..layers import FullAttention, MLAAttention, SlidingWindowAttention
 from ..model import Model
 from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS
 from ..readers.params import count_params
+from ..readers.config_shapes import config_shapes
 from ..readers.quantized_bytes import with_typed_weights
 from ..precision import Precision, precision
 from ..sizing import Deployment, Workload
@@ -289,9 +290,13 @@ def _manual_model_of(fields: tuple) -> Model:
         layer = SlidingWindowAttention(heads, dim, window=values["sliding-window"])
     else:
         layer = FullAttention(heads, dim)
-    params, notes = _custom_params(values, n, heads, dim, q_heads)
+    params, notes, cfg = _custom_params(values, n, heads, dim, q_heads)
+    # Its tensors by name, as a config's are: a typed weights-dtype then prices the linear layers
+    # in it and leaves the embeddings and lm_head in 16 bits, as a quantized checkpoint keeps them.
+    shapes = config_shapes(cfg, cfg["hidden_size"]) if cfg is not None else None
     return Model(name="custom model", layers=(layer,) * n, attention_heads=q_heads, params=params,
-                 hidden_size=values.get("hidden-size"), vocab_size=values.get("vocab-size"), notes=notes)
+                 hidden_size=values.get("hidden-size"), vocab_size=values.get("vocab-size"), notes=notes,
+                 shapes=shapes)
 
 
 def _custom_params(values: dict, layers: int, kv_heads: int, head_dim: int, q_heads: int | None):
@@ -300,7 +305,7 @@ def _custom_params(values: dict, layers: int, kv_heads: int, head_dim: int, q_he
     given = [name for name in SHAPE_FIELDS if name in values]
     if not given:
         return None, ("the weights' size needs the hidden size, MLP size and vocabulary size, or the parameter "
-                      "count (params), or the weights' size (weights-gib)",)
+                      "count (params), or the weights' size (weights-gib)",), None
     missing = [name for name in SHAPE_FIELDS if name not in values]
     if missing:
         raise InputError(missing[0], "needed with " + " and ".join(given) + " to count the parameters "
@@ -311,12 +316,12 @@ def _custom_params(values: dict, layers: int, kv_heads: int, head_dim: int, q_he
             raise InputError("attention-heads", f"needed: hidden size {hidden:,} is not a multiple of the head "
                                                 f"dim {head_dim}, so the query heads cannot be derived")
         q_heads = hidden // head_dim
-    counted = count_params({"model_type": "llama", "hidden_size": hidden, "intermediate_size": values["mlp-size"],
-                            "num_hidden_layers": layers, "num_attention_heads": q_heads,
-                            "num_key_value_heads": kv_heads, "head_dim": head_dim,
-                            "vocab_size": values["vocab-size"], "tie_word_embeddings": False})
+    cfg = {"model_type": "llama", "hidden_size": hidden, "intermediate_size": values["mlp-size"],
+           "num_hidden_layers": layers, "num_attention_heads": q_heads, "num_key_value_heads": kv_heads,
+           "head_dim": head_dim, "vocab_size": values["vocab-size"], "tie_word_embeddings": False}
+    counted = count_params(cfg)
     return counted.total, (f"parameters counted as a Llama-style decoder (gated MLP, untied embeddings): "
-                           f"{counted.total:,}",)
+                           f"{counted.total:,}",), cfg
 
 
 def _required(values: dict, name: str):
