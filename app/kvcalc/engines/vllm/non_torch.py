@@ -26,6 +26,13 @@ Where the figure comes from (vLLM's code):
 - Intel XPU: vllm/v1/worker/xpu_worker.py determine_available_memory adds (total - free) - the torch
   allocation (an estimate on client GPUs, which cannot report their free memory): about 1.5 GiB.
 
+- 0.6.4 alone counted the whole of it: its determine_num_available_blocks (vllm/worker/worker.py, read in the
+  0.6.4.post1 wheel; PR #9352) takes everything in use on the GPU (mem_get_info's total - free, after
+  empty_cache) less what PyTorch has allocated, so the process's own CUDA context (and whatever else runs on
+  the GPU) is non-torch memory. 0.6.5 (PR #10511, read in the 0.6.5 wheel: memory_profiling's
+  baseline_memory_in_bytes, what was in use at init_device) and every later release count only the increase
+  since start-up. CUDA_CONTEXT is added for 0.6.4.
+
 Windows (native) and WSL2 keep more outside PyTorch through their drivers (0.56 GiB on WSL2 at tp 1,
 0.74 GiB on Windows at tp 2 in the logs issue 36 names): how a machine runs, not a fact of the GPU, so
 it is the band's top and said in the words, never the estimate.
@@ -69,6 +76,13 @@ WHOLE_SETUP_UNTIL = (0, 11, 0)
 UNIFIED = (2250 * MIB, 512 * MIB, 4096 * MIB)
 XPU = (1536 * MIB, 512 * MIB, 2560 * MIB)
 WINDOWS_TOP = 760 * MIB       # the most a Windows / WSL2 log shows outside PyTorch (0.74 GiB at tp 2)
+# The CUDA context a process holds before it loads anything (the runtime, its modules and the per-thread local
+# memory it reserves on every SM), which 0.6.4 counts as non-torch memory (WHOLE_GPU): 0.38 GiB on an H100 at
+# SGLang's start (engines/sglang/engine.py CONTEXT_BYTES, sglang-qwen3-8b-tp1-mfs090.log), 0.35 GiB context and
+# libraries together on an RTX 3090 after loading (vllm-llama3.1-8b-rtx3090-20k-profile-v0.6.4.log, 0.10 GiB of
+# them the increase ONE_GPU holds at least); it grows with the SMs, the band spans both cards.
+CUDA_CONTEXT = (256 * MIB, 128 * MIB, 512 * MIB)
+WHOLE_GPU = ((0, 6, 4), (0, 6, 5))     # the releases that count it: 0.6.4 to its post releases
 
 
 def _by_tp(table: dict, tp: int) -> tuple[int, int, int]:
@@ -91,8 +105,21 @@ def _link(tp: int, gpu) -> tuple[tuple[int, int, int], str]:
 def non_torch_memory(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
     """(estimate, lowest, highest, words) of the non-torch memory vLLM counts on one rank: by the
     preset's facts and tp (the module's docstring gives the code it comes from), and by `release`
-    (None: 0.11.0's accounting) where NCCL's set-up counted whole (NVLS_WHOLE_SETUP). `gpu` None is a GPU
-    given only by its memory: taken as a PCIe-joined workstation card, NVLink's top in the band."""
+    (None: 0.11.0's accounting) where NCCL's set-up counted whole (NVLS_WHOLE_SETUP) and where the CUDA
+    context counts (0.6.4: WHOLE_GPU). `gpu` None is a GPU given only by its memory: taken as a
+    PCIe-joined workstation card, NVLink's top in the band."""
+    estimate, low, high, words = _since_start_up(tp, gpu, release)
+    first, until = WHOLE_GPU
+    if release is None or not release.at_least(*first) or release.at_least(*until):
+        return estimate, low, high, words
+    context = (f"vLLM {release} counts everything on the GPU that PyTorch did not allocate, its CUDA context "
+               f"too (about {format_gib(CUDA_CONTEXT[0])} GiB more)")
+    return (estimate + CUDA_CONTEXT[0], low + CUDA_CONTEXT[1], high + CUDA_CONTEXT[2],
+            f"non-torch memory {format_gib(estimate + CUDA_CONTEXT[0])} GiB: {context}" + (f"; {words}" if words else ""))
+
+
+def _since_start_up(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
+    """What grows outside PyTorch from the first snapshot to after the profiling run (0.6.5 on)."""
     if gpu is not None and gpu.unified_memory:
         base, where = UNIFIED, "unified memory counts what the process takes from the host's memory"
     elif gpu is not None and gpu.platform == "xpu":
