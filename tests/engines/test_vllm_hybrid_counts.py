@@ -127,12 +127,12 @@ def test_h20_short_context_counts_the_state_groups_max_model_len():
 
 
 def test_h20_typed_on_the_141_gb_card():
-    """Typed as launched on the 141 GB H20 (the corpus row), the estimate overhead gives 1,508 blocks
+    """Typed as launched on the 141 GB H20 (the corpus row), the estimate overhead gives 1,504 blocks
     (1,511 before the weights counted their M-RoPE cache and allocator blocks, quantized_bytes.
-    vllm_loaded_extra): 295,568 tokens (377 x 784) and 33.51x, 1.6% and 1.4% over the log's 290,864
-    and 33.04x."""
+    vllm_loaded_extra; 1,508 before the encoder pass kept its image's pixel values, encoder_profile.py):
+    294,784 tokens (376 x 784) and 33.42x, 1.3% and 1.2% over the log's 290,864 and 33.04x."""
     engine = sized({k: v for k, v in H20.items() if k != "kv-memory-gib"})
-    assert engine.max_concurrency == Fraction(1508, 45) and engine.kv_tokens == 1508 // 4 * 784 == 295_568
+    assert engine.max_concurrency == Fraction(1504, 45) and engine.kv_tokens == 1504 // 4 * 784 == 294_784
 
 
 def test_from_0_20_1_the_count_keeps_the_float_division():

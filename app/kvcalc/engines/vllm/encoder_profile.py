@@ -40,7 +40,18 @@ float32 (QWEN2_VL_ATTENTION_WIDTHS). LLaVA's CLIP tower (0.10.2 llava.py, clip.p
 fixed image_size: the class token and (image_size / patch)^2 patches, each patch's features one token
 (the "default" feature strategy drops the class token); a batch of them is the same count per patch.
 The encoder outputs (tokens x the text width x (1 + deepstack mergers)) stay cached through the language
-model's run. The band's top is a quarter of the tower's peak above it (what the unit count leaves out:
+model's run. So, on the V1 runner, does the dummy batch itself: profile_run binds batched_dummy_mm_inputs (the
+items' pixel values stacked on the GPU by group_and_batch_mm_kwargs, in the model dtype) to a local that lives
+until the function returns, through _dummy_run and _dummy_sampler_run (vllm/v1/worker/gpu_model_runner.py, read
+in the 0.10.2, 0.20.0, 0.27.1 and 0.29.0 wheels). The V2 runner's encoder pass (0.27.0 on,
+vllm/v1/worker/gpu/mm/encoder_runner.py profile_encoder_cache) batches them inside execute_mm_encoder and keeps
+only the outputs. vllm-gemma3-4b-b200-bench-latency-kvmem-hint-v0.10.1dev.log (vLLM PR #21489) prints a 9.96
+GiB peak activation: the sampler's 9.62 GiB by profile.py plus its 64 images' pixel values (0.287 GiB) and
+their 256 tokens each in the encoder cache (0.078 GiB) is 9.99 GiB.
+Gemma 3's SigLIP tower (0.10.2 gemma3_mm.py, siglip.py) encodes one crop an image at its fixed image_size (pan
+and scan is off by default: get_num_crops returns 0 crops past the image), every patch of it through the
+tower with no class token, and its projector pools them to mm_tokens_per_image tokens (256 in every
+published Gemma 3 config: GEMMA3_TOKENS; image_seq_length in get_num_image_tokens). The band's top is a quarter of the tower's peak above it (what the unit count leaves out:
 the rotary tables, allocator rounding, a platform's rotary and attention kernels); its bottom adds nothing,
 since flags this calculator does not take skip the pass. The logs: on an AMD R9700 (ROCm, an out-of-tree
 build of 0.26.0) Qwen3.6-27B / 35B-A3B print a 2.1 GiB peak where the tower's is 1.73 GiB by this count
@@ -68,6 +79,7 @@ QWEN2_VL_ATTENTION_WIDTHS = 11
 # qkv 3 d, its q, k, v made contiguous for the kernel 3 d, the context d and out_proj's d.
 CLIP_ATTENTION_WIDTHS = 8
 CLIP = "vision_tower.vision_model"
+GEMMA3_TOKENS = 256                     # mm_tokens_per_image of the Gemma 3 4B, 12B and 27B configs
 CHANNELS, FRAMES = 3, 2                 # RGB; an image is one temporal patch of 2 frames (temporal_patch_size)
 ITEMS_PER_PROMPT = 999                  # MultiModalConfig.get_limit_per_prompt's V1 default
 ATTENTION_WIDTHS = 9                    # qkv 3, q/k copy 2, rotated q/k 2, context 1 + its contiguous copy 1
@@ -87,6 +99,7 @@ class Tower:
     patches: int         # patches of the largest image
     tokens: int          # its tokens
     attention: int = ATTENTION_WIDTHS   # the attention's live widths of d
+    cls: int = 0         # positions an item has without pixels (CLIP's class token)
 
 
 def _groups(model) -> dict:
@@ -103,6 +116,8 @@ def tower(model) -> Tower | None:
     groups = _groups(model)
     if wrapper == "llava":
         return _clip(groups)
+    if wrapper == "gemma3":
+        return _siglip(groups)
     if wrapper not in MAX_PIXELS or "visual.patch_embed.proj" not in groups:
         return None
     hidden, values = groups["visual.patch_embed.proj"]
@@ -137,7 +152,21 @@ def _clip(groups: dict) -> Tower | None:
     if embed is None or table is None or fc1 is None or table[0] < 2:
         return None
     hidden, values = embed
-    return Tower("llava", hidden, fc1[0], False, values, False, 1, 1, table[0], table[0] - 1, CLIP_ATTENTION_WIDTHS)
+    return Tower("llava", hidden, fc1[0], False, values, False, 1, 1, table[0], table[0] - 1, CLIP_ATTENTION_WIDTHS, 1)
+
+
+def _siglip(groups: dict) -> Tower | None:
+    """Gemma 3's SigLIP tower: one crop of its fixed image_size, (image_size / patch)^2 patches through the
+    encoder (no class token), pooled to GEMMA3_TOKENS tokens (Gemma3MultiModalProjector's avg_pool). Its
+    attention's live set is counted as CLIP's (the fused qkv, the kernel's contiguous q, k, v, the context and
+    out_proj's output)."""
+    embed, table, fc1 = (groups.get(f"{CLIP}.{name}") for name in
+                         ("embeddings.patch_embedding", "embeddings.position_embedding", "encoder.layers.0.mlp.fc1"))
+    if embed is None or table is None or fc1 is None or table[0] < GEMMA3_TOKENS:
+        return None
+    hidden, values = embed
+    return Tower("gemma3", hidden, fc1[0], False, values, False, table[0] // GEMMA3_TOKENS, 1, table[0],
+                 GEMMA3_TOKENS, CLIP_ATTENTION_WIDTHS)
 
 
 def largest_item(t: Tower, release, max_model_len: int) -> tuple[str, int, int]:
@@ -165,10 +194,17 @@ def tower_peak(t: Tower, patches: int, b: int, tp: int) -> int:
     return patches * (kept + max(attention, mlp))
 
 
-def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
+def inputs_bytes(t: Tower, items_: int, patches: int, b: int) -> int:
+    """The dummy batch's pixel values on the GPU: every patch's values (a class token has none), in the
+    model dtype, for `items_` items of `patches` patches."""
+    return items_ * (patches - t.cls) * t.pixel_values * b
+
+
+def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, inputs_kept: bool = True):
     """(added to the activation peak, its lowest, its highest, words), or None where the tower is not
     read (the caller then keeps the band's top for it). `lm_peak` is the language model's forward and
-    sampler peak that the encoder pass competes with."""
+    sampler peak that the encoder pass competes with; `inputs_kept`: the runner keeps the dummy batch's
+    pixel values through the language model's run (V1's profile_run; not V2's encoder runner)."""
     model, dep = scenario.model, scenario.deployment
     if not rules.v1(release):
         return None             # V0 runs the multimodal dummies inside its forward (model_runner.py): not modelled
@@ -187,7 +223,7 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int):
         peak = tower_peak(t, -(-n // dep.tp) * patches, b, 1)
     else:
         peak = tower_peak(t, n * patches, b, dep.tp)
-    kept = n * tokens * t.outputs * (model.hidden_size or 0) * b
+    kept = n * tokens * t.outputs * (model.hidden_size or 0) * b + (inputs_bytes(t, n, patches, b) if inputs_kept else 0)
     slack = int(peak * SLACK)
     added = max(peak, lm_peak + kept) - lm_peak
     high = max(peak + slack, lm_peak + kept) - lm_peak

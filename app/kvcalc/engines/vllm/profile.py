@@ -397,7 +397,9 @@ def _encoder(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, v2:
         return 0, 0, 0, ""
     if v2 and not release.at_least(0, 27, 0):
         return 0, 0, 0, "the V2 runner profiles no vision encoder pass before 0.27.0"
-    modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak)
+    # V1's profile_run keeps the dummy batch's pixel values through the language model's run; V2's encoder
+    # runner frees them after encoding (encoder_profile.py's docstring: 0.10.2-0.29.0 and 0.27.1 wheels).
+    modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak, inputs_kept=not v2)
     if modelled is not None:
         return modelled
     why = "V0's multimodal dummies" if not rules.v1(release) else "this tower's shapes (not read)"
