@@ -162,8 +162,8 @@ def _siglip(groups: dict) -> Tower | None:
     out_proj's output)."""
     embed, table, fc1 = (groups.get(f"{CLIP}.{name}") for name in
                          ("embeddings.patch_embedding", "embeddings.position_embedding", "encoder.layers.0.mlp.fc1"))
-    if embed is None or table is None or fc1 is None or table[0] < GEMMA3_TOKENS:
-        return None
+    if embed is None or table is None or fc1 is None or table[0] < GEMMA3_TOKENS or table[0] % GEMMA3_TOKENS:
+        return None             # a grid the projector's pool cannot make 256 tokens of: not read
     hidden, values = embed
     return Tower("gemma3", hidden, fc1[0], False, values, False, table[0] // GEMMA3_TOKENS, 1, table[0],
                  GEMMA3_TOKENS, CLIP_ATTENTION_WIDTHS)
