@@ -111,7 +111,8 @@ def _groups(model) -> dict:
 
 def tower(model) -> Tower | None:
     """The tower as vLLM's profiling encodes it, or None where its shapes are not read (no config with a
-    vision_config, or a tower other than Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's, Qwen3.5's and LLaVA's CLIP)."""
+    vision_config, or a tower other than Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's, Qwen3.5's, LLaVA's CLIP and
+    Gemma 3's SigLIP; Gemma 4's is not read by readers/vision_params, so its pass stays in the band)."""
     wrapper = model.shapes.vision.wrapper if model.shapes is not None else ""
     groups = _groups(model)
     if wrapper == "llava":
