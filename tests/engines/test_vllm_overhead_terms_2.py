@@ -55,3 +55,30 @@ def test_0_6_4_rtx3090_log_kv_memory_from_typed_inputs():
     assert abs(kv - gib("3.81")) / gib("3.81") < Fraction(2, 100)
     low, high = sorted(end.overhead_bytes_per_gpu for end in e.engine.band)[::len(e.engine.band) - 1]
     assert low <= gib("2.42") <= high
+
+
+def band(e) -> tuple[int, int]:
+    ends = sorted(end.overhead_bytes_per_gpu for end in e.engine.band)
+    return ends[0], ends[-1]
+
+
+def test_0_6_4_to_0_6_6_count_what_the_allocator_keeps_cached_as_non_torch_memory():
+    """0.6.5 subtracts what PyTorch has allocated, not what its allocator reserves (utils.py MemorySnapshot.measure:
+    allocated_bytes.all.current, 0.6.5 and 0.6.6.post1 wheels; 0.7.0 subtracts memory_reserved()), so segments it
+    cannot release after the profiling run count as non-torch memory. The H100 log of PR #10511 (Llama 3 8B,
+    max_model_len 8192) prints "non_torch_memory     1.79GiB" beside "PyTorch activation peak memory       1.26GiB":
+    its overhead 71.29 - 14.96 - 53.29 = 3.04 GiB lay past our band's top (2.14 GiB); the band now adds the peak
+    (1.26 GiB, ours exactly) for what may stay cached, and holds it. 0.7.0 does not."""
+    log = (LOGS / "vllm-llama3-8b-h100-tp1-breakdown-v0.6.5dev.log").read_text(encoding="utf-8")
+    assert "non_torch_memory     1.79GiB" in log and "PyTorch activation peak memory       1.26GiB" in log
+    typed = {"engine": "vllm", "engine-version": "0.6.5", "model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb",
+             "context": "8192"}
+    e = evaluate(typed)
+    assert round(e.engine.activation_bytes_per_gpu / GIB, 2) == 1.26
+    low, high = band(e)
+    assert low <= gib("3.04") <= high
+    assert any("keeps cached after the profiling run as non-torch memory" in n for n in e.engine.notes)
+    later = evaluate(dict(typed, **{"engine-version": "0.7.0"}))
+    assert band(later)[1] < gib("3.04") and band(later)[1] == high - e.engine.activation_bytes_per_gpu
+    assert non_torch.counts_cached(r("0.6.4.post1")) and non_torch.counts_cached(r("0.6.6.post1"))
+    assert not non_torch.counts_cached(r("0.7.0")) and not non_torch.counts_cached(None)

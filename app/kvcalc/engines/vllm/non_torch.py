@@ -83,6 +83,21 @@ WINDOWS_TOP = 760 * MIB       # the most a Windows / WSL2 log shows outside PyTo
 # them the increase ONE_GPU holds at least); it grows with the SMs, the band spans both cards.
 CUDA_CONTEXT = (256 * MIB, 128 * MIB, 512 * MIB)
 WHOLE_GPU = ((0, 6, 4), (0, 6, 5))     # the releases that count it: 0.6.4 to its post releases
+# 0.6.4 to 0.6.6.post1 subtract what PyTorch has allocated (allocated_bytes.all.current: 0.6.4 worker.py
+# determine_num_available_blocks; 0.6.5 and 0.6.6.post1 utils.py MemorySnapshot.measure, read in their wheels), not
+# what its caching allocator reserves, from the memory in use after the profiling run and empty_cache(): the
+# segments it cannot release (the run's freed blocks split from a segment a surviving tensor shares) are counted
+# as non-torch memory. 0.7.0 subtracts torch.cuda.memory_reserved() (utils.py MemorySnapshot.measure, 0.7.0
+# wheel). How much stays cached follows the order of allocations, not the inputs: none on the RTX 3090 0.6.4 log
+# (15.34 GiB in use before its profiling run, 15.35 after), 1.6 GiB on an H100 at 0.6.5 (1.79 GiB printed):
+# up to the profiling run's peak, the band's top (profile.estimate).
+ALLOCATED_ONLY = ((0, 6, 4), (0, 7, 0))
+
+
+def counts_cached(release) -> bool:
+    """Whether this release counts what PyTorch's allocator keeps cached as non-torch memory (ALLOCATED_ONLY)."""
+    first, until = ALLOCATED_ONLY
+    return release is not None and release.at_least(*first) and not release.at_least(*until)
 
 
 def _by_tp(table: dict, tp: int) -> tuple[int, int, int]:

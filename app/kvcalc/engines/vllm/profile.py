@@ -46,7 +46,7 @@ from fractions import Fraction
 from ...errors import InputError
 from ...units import MIB
 from . import release as rules
-from .non_torch import non_torch_memory
+from .non_torch import counts_cached, non_torch_memory
 from . import encoder_profile
 from . import pooling as pooler
 
@@ -437,6 +437,12 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
         lowest = max(forward, sampler_low + moe) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int((activation + kept) * ACTIVATION_SHARE))
     non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release)
+    if counts_cached(release):
+        # 0.6.4-0.6.6.post1: what the allocator keeps cached after the run is non-torch memory, up to its peak.
+        nt_high += activation
+        nt_words = (f"{nt_words}; " if nt_words else "") + (
+            f"vLLM {release} counts what PyTorch's allocator keeps cached after the profiling run as non-torch memory "
+            f"(up to its {activation / (1 << 30):.2f} GiB peak more, the band's top)")
     rocm = dep.gpu is not None and dep.gpu.platform == "rocm"
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
     # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
