@@ -82,3 +82,23 @@ def test_0_6_4_to_0_6_6_count_what_the_allocator_keeps_cached_as_non_torch_memor
     assert band(later)[1] < gib("3.04") and band(later)[1] == high - e.engine.activation_bytes_per_gpu
     assert non_torch.counts_cached(r("0.6.4.post1")) and non_torch.counts_cached(r("0.6.6.post1"))
     assert not non_torch.counts_cached(r("0.7.0")) and not non_torch.counts_cached(None)
+
+
+def test_speculative_capture_sizes_stay_within_the_largest_size_listed():
+    """vLLM 0.26.0 sets max_cudagraph_capture_size to the largest size it lists (vllm/config/vllm.py
+    _set_cudagraph_sizes: valid_max_size), and adjust_cudagraph_sizes_for_spec_decode (config/compilation.py) keeps
+    only the sizes that, rounded up to the decode step, stay within it. The R9700 log (Qwen3.6-27B int4, MTP 4,
+    max_num_seqs 2, max_num_batched_tokens 2560) prints "cudagraph_capture_sizes': [1, 2, 4, 8, 16]" and
+    "PIECEWISE=2 (largest=10), FULL=2 (largest=10)": 5 and 10, not 20 (the limit 2 x 2 x 5). We counted 3 PIECEWISE
+    graphs. Without speculation nothing changes: the H100 log's "PIECEWISE=19 (largest=128), FULL=11 (largest=64)"."""
+    from kvcalc.engines.vllm import profile
+    log = (LOGS / "vllm-qwen3.6-27b-int4-r9700-rocm-tp1-fp8kv-mtp4-131k-v0.26.0.log").read_text(encoding="utf-8")
+    assert "cudagraph_capture_sizes': [1, 2, 4, 8, 16]" in log and "PIECEWISE=2 (largest=10), FULL=2 (largest=10)" in log
+    assert profile.capture_sizes(r("0.26.0"), 2, 2560, None, 4) == (2, 2)
+    h100 = (LOGS / "vllm-qwen3-30b-a3b-2507-fp8-h100-8k-seqs64-v0.22.1.log").read_text(encoding="utf-8")
+    assert "PIECEWISE=19 (largest=128), FULL=11 (largest=64)" in h100
+    assert profile.capture_sizes(r("0.22.1"), 64, 8192, gpus()["h100-sxm-80gb"]) == (19, 11)
+    # MTP 3 over 32 sequences lists up to 256, a multiple of 4: all 33 kept (the DGX Spark 0.25.1 log).
+    spark = (LOGS / "vllm-qwen3.6-35b-a3b-nvfp4-dgx-spark-util085-262k-mtp-v0.25.1.log").read_text(encoding="utf-8")
+    assert "PIECEWISE=33 (largest=256), FULL=17 (largest=128)" in spark
+    assert profile.capture_sizes(r("0.25.1"), 32, 2048, None, 3) == (33, 17)

@@ -332,7 +332,12 @@ def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int 
     if release.at_least(0, 34, 0) and q == 1 and max_num_seqs <= largest:
         sizes = sorted(set(sizes) | {max_num_seqs})     # 0.34.0: the widest decode batch too
     if q > 1:
-        sizes = sorted({-(-n // q) * q for n in sizes if -(-n // q) * q <= largest}) or ([q] if q <= largest else [])
+        # Rounded up, a size is kept within max_cudagraph_capture_size, which _set_cudagraph_sizes has already set to
+        # the largest size listed (valid_max_size), not to the limit (0.26.0 wheel: vllm/config/vllm.py,
+        # compilation.py adjust_cudagraph_sizes_for_spec_decode): 2 sequences x 5 under MTP 4 list 1, 2, 4, 8, 16
+        # and capture 5 and 10, not 20.
+        listed = sizes[-1] if sizes else 0
+        sizes = sorted({-(-n // q) * q for n in sizes if -(-n // q) * q <= listed}) or ([q] if q <= listed else [])
     return len(sizes), sum(1 for n in sizes if n <= max_num_seqs * q)
 
 
