@@ -216,3 +216,13 @@ def test_vllm_command_names_the_block_it_uses():
     ev = ok(dict(DEEPSEEK_8_H200, engine="exact"))
     notes = launch(ev.scenario, "vllm", sized_as(ev, "vllm")).notes
     assert any("blocks of 64 tokens" in note for note in notes)         # FlashMLA on Hopper
+
+
+def test_a_start_the_engine_refuses_has_no_longest_context_on_the_page_as_in_the_cli():
+    """Qwen3.5-27B on one H100 under vLLM 0.33.0's defaults: max_num_seqs 1,024 over its Mamba cache
+    blocks, so vLLM refuses at any context. The page's card said "give the weights" (they were
+    known: 54,713,457,120 B); it says what the CLI's Max context row says."""
+    evaluation = ok({"model": "Qwen/Qwen3.5-27B", "engine": "vllm", "gpu": "h100-sxm-80gb"})
+    assert evaluation.engine.refusal_words and evaluation.result.weights_bytes_per_gpu == 54_713_457_120
+    text = page_texts(evaluation.scenario, evaluation)["metrics"]["max_context"][1]
+    assert text == "n/a: it does not start at any context (the verdict says why)"

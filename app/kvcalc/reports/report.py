@@ -419,7 +419,11 @@ def page_texts(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") ->
     metrics["max_concurrency"] = (data["max_concurrency"], no_budget if data["max_concurrency"] is None
                                   else f"{data['max_concurrency']:,}", "")
     ctx, limit = data["max_context"], data["max_context_limited_by"]
-    metrics["max_context"] = (ctx, no_budget if limit is None else "unbounded: every layer's cache is capped"
+    if limit is None and evaluation.engine is not None and evaluation.engine.refusal_words:
+        no_context = "n/a: it does not start at any context (the verdict says why)"   # as the CLI says it
+    else:
+        no_context = no_budget
+    metrics["max_context"] = (ctx, no_context if limit is None else "unbounded: every layer's cache is capped"
                               if ctx is None else plural(ctx, "token"), "the model's limit" if limit == "model" else "")
     cross = data["kv_equals_weights_context"]
     metrics["kv_equals_weights_context"] = (cross, "n/a" if cross is None else plural(cross, "token"), "")
