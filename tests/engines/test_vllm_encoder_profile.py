@@ -140,7 +140,9 @@ def test_qwen2_5_vl_s_tower_and_v0():
     """Qwen2.5-VL-7B-Instruct's config (tests/fixtures/hf): patch 14, spatial merge 2, a gated MLP of 3,420;
     its processor's max_pixels 12,845,056 is 3,584 x 3,584: a 256 x 256 grid, 65,536 patches, 16,384 tokens.
     V0 (0.7.3, vllm/worker/model_runner.py _dummy_run) runs its multimodal dummies inside the forward over
-    min(max_num_seqs, max_num_batched_tokens // the model's multimodal tokens) sequences: not modelled, said."""
+    min(max_num_seqs, max_num_batched_tokens // the model's multimodal tokens) sequences: at max_model_len 8,192
+    the image and video's 32,768 tokens do not fit its one sequence, and 0.7.3 profiles text only
+    (encoder_profile.term_v0; tests/engines/test_vllm_v0_multimodal.py), said."""
     values = {"engine": "vllm", "hf-config": hf_fixture("Qwen__Qwen2.5-VL-7B-Instruct.json"),
               "gpu": "h100-sxm-80gb", "context": "8192"}
     e = evaluate({**values, "engine-version": "0.10.2"})
@@ -148,7 +150,8 @@ def test_qwen2_5_vl_s_tower_and_v0():
     assert (tower.patches, tower.tokens, tower.hidden, tower.width, tower.gated, tower.positions) == (
         65_536, 16_384, 1_280, 3_420, True, False)
     v0 = evaluate({**values, "engine-version": "0.7.3"})
-    assert any("not modelled from V0's multimodal dummies" in n for n in v0.engine.notes)
+    assert any("V0's multimodal dummies do not fit its 1 profiling sequence of 8,192 tokens" in n
+               for n in v0.engine.notes)
 
 
 def test_the_v2_runner_profiles_no_encoder_before_0_27_0():

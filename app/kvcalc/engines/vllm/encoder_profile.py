@@ -236,3 +236,105 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, inputs_
     words = (f"the vision encoder's profiling pass: {n:,} {modality}{'s' if n > 1 else ''} of {tokens:,} tokens "
              f"({n * patches:,} patches of a {t.hidden:,}-wide tower) peak at {peak / (1 << 30):.2f} GiB")
     return added, low, high, words
+
+
+# --- V0's multimodal profiling (issue 36) -------------------------------------------------------------------
+# V0's profile_run (vllm/worker/model_runner.py _dummy_run, the same in the 0.7.0 and 0.8.3 wheels) runs no
+# separate encoder pass: it makes max_num_seqs = max(1, min(max_num_seqs, max_num_batched_tokens // max_mm_tokens))
+# dummy sequences (max_mm_tokens: MultiModalRegistry.get_max_multimodal_tokens, every modality's limit per prompt,
+# 1 by default, times its most tokens an item at seq_len = max_model_len), the i-th of seq_len = max_num_batched_tokens
+# // seqs (+1 for the first max_num_batched_tokens % seqs), each with the multimodal registry's dummy items for its
+# seq_len (MultiModalProfiler.get_dummy_data, vllm/multimodal/profiling.py), and runs them through one forward: the
+# model encodes the items inside it (Qwen2.5-VL's get_input_embeddings_v0: the images, merged into inputs_embeds,
+# then the videos). Where a sequence's items hold more tokens than its seq_len the profiler, up to 0.8.2 (read in
+# the 0.7.0, 0.7.3, 0.8.0, 0.8.1 and 0.8.2 wheels), drops them and profiles seq_len text tokens (a warning: "The context length
+# (%d) of the model is too short to hold the multi-modal embeddings in the worst case"); in 0.8.3 ("The sequence
+# length used for profiling (max_num_batched_tokens / max_num_seqs = %d) is too short ...", V0 only) it keeps
+# them, and the language model runs over the items' whole prompt (its text is the items' pad tokens only:
+# Qwen2VLDummyInputsBuilder.get_dummy_processor_inputs).
+V0_KEEPS_LONG_ITEMS = (0, 8, 3)         # the first release that keeps them (0.8.2 still drops them)
+V0_MAX_FRAMES = 16                      # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.7.0-0.8.3
+V0_PIXEL_BYTES = 4                      # 0.8.3 does not cast the processor's float32 pixel values before the
+                                        # model (qwen2_5_vl.py _process_image_input: .type(self.visual.dtype))
+
+
+@dataclass(frozen=True)
+class V0Dummy:
+    seqs: int            # dummy sequences
+    tokens: int          # the forward's tokens over all of them
+    images: int          # images encoded (one a sequence, or none where dropped)
+    videos: int          # videos encoded
+    video_patches: int   # patches of one video
+    dropped: bool        # the items did not fit a sequence and were dropped (text only)
+
+
+def _v0_video(t: Tower, max_tokens: int) -> tuple[int, int]:
+    """(patches, tokens) of the dummy video whose frames fit max_tokens (qwen2_vl.py _get_max_video_frames and
+    get_num_frames_with_most_features, 0.7.0-0.8.3): the most frames whose tokens fit, two frames a temporal
+    patch (an odd count padded), at most V0_MAX_FRAMES and at least one."""
+    frames = 2 * (max_tokens // t.tokens) if max_tokens >= t.tokens else 0
+    frames = max(1, min(frames, V0_MAX_FRAMES))
+    grid = max((frames + frames % FRAMES) // FRAMES, 1)
+    return grid * t.patches, grid * t.tokens
+
+
+def _v0_items(t: Tower, seq_len: int) -> tuple[int, int, int]:
+    """(item tokens, video patches, video tokens) of one dummy sequence of seq_len: the largest image and, for
+    the Qwen towers, a video whose frames fit what the image leaves (limit 1 each, V0's default)."""
+    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl"):
+        return t.tokens, 0, 0
+    patches, tokens = _v0_video(t, seq_len - t.tokens)
+    return t.tokens + tokens, patches, tokens
+
+
+def v0_dummy(t: Tower, release, chunk: int, max_num_seqs: int, max_model_len: int) -> V0Dummy:
+    """The dummy batch V0's _dummy_run builds (see above) for max_num_batched_tokens `chunk`."""
+    most = _v0_items(t, max_model_len)[0]
+    seqs = max(1, min(max_num_seqs, chunk // most))
+    keeps = release.at_least(*V0_KEEPS_LONG_ITEMS)
+    tokens = images = videos = 0
+    video_patches = 0
+    dropped = False
+    for i in range(seqs):
+        seq_len = chunk // seqs + (i < chunk % seqs)
+        item_tokens, video_patches, video_tokens = _v0_items(t, seq_len)
+        if item_tokens > seq_len and not keeps:
+            dropped = True
+            tokens += seq_len
+            continue
+        tokens += max(seq_len, item_tokens)
+        images += 1
+        videos += 1 if video_tokens else 0
+    return V0Dummy(seqs, tokens, images, videos, video_patches, dropped)
+
+
+def term_v0(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, forward):
+    """V0's profiling run for a read tower: (added to the activation peak, its lowest, its highest, words), or
+    None where the tower is not read. `forward(tokens)` is the language model's forward peak over that many
+    tokens (profile.forward_peak); `lm_peak` what the caller counts for the run over `chunk` tokens.
+    The encoder's batches run inside the forward while inputs_embeds (tokens x hidden) is held; the dummy
+    items' pixel values (float32, V0_PIXEL_BYTES) stay on the GPU in the model input through the forward."""
+    model, dep = scenario.model, scenario.deployment
+    t = tower(model)
+    if t is None:
+        return None
+    b = 4 if model.dtype == "fp32" else 2
+    d = v0_dummy(t, release, chunk, max_num_seqs, scenario.workload.context_tokens)
+    lm = forward(d.tokens)
+    pixels = (d.images * (t.patches - t.cls) + d.videos * d.video_patches) * t.pixel_values * V0_PIXEL_BYTES
+    embeds = d.tokens * (model.hidden_size or 0) * b
+    encoder = max(tower_peak(t, d.images * t.patches, b, dep.tp), tower_peak(t, d.videos * d.video_patches, b, dep.tp))
+    peak = max(lm, encoder + embeds) + pixels
+    added = max(0, peak - lm_peak)
+    # The band's bottom: --limit-mm-per-prompt (not an input here) can make the items fit or drop them.
+    slack = int(encoder * SLACK)
+    high = max(added, max(lm, encoder + slack + embeds) + pixels - lm_peak)
+    if d.dropped:
+        words = (f"V0's multimodal dummies do not fit its {d.seqs:,} profiling sequence{'s' if d.seqs > 1 else ''} "
+                 f"of {chunk:,} tokens: vLLM {release} profiles text only")
+    else:
+        words = (f"V0's profiling run: {d.seqs:,} dummy sequence{'s' if d.seqs > 1 else ''} of {d.tokens:,} tokens "
+                 f"with {d.images:,} image{'s' if d.images > 1 else ''}"
+                 + (f" and {d.videos:,} video{'s' if d.videos > 1 else ''}" if d.videos else "")
+                 + f" encoded inside the forward (peak {peak / (1 << 30):.2f} GiB)")
+    return added, 0, high, words

@@ -404,7 +404,15 @@ def _encoder(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, v2:
         return 0, 0, 0, "the V2 runner profiles no vision encoder pass before 0.27.0"
     # V1's profile_run keeps the dummy batch's pixel values through the language model's run; V2's encoder
     # runner frees them after encoding (encoder_profile.py's docstring: 0.10.2-0.29.0 and 0.27.1 wheels).
-    modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak, inputs_kept=not v2)
+    if not rules.v1(release):
+        # V0 encodes its dummy items inside the profiling forward (encoder_profile.term_v0: 0.7.0-0.8.3
+        # vllm/worker/model_runner.py _dummy_run): the language model runs over the dummy prompts' tokens.
+        dep = scenario.deployment
+        moe_tp = 1 if dep.expert_parallel else dep.tp * dep.dp
+        modelled = encoder_profile.term_v0(scenario, release, chunk, max_num_seqs, lm_peak,
+                                           lambda tokens: forward_peak(scenario.model, release, dep.tp, tokens, moe_tp)[0])
+    else:
+        modelled = encoder_profile.term(scenario, release, chunk, max_num_seqs, lm_peak, inputs_kept=not v2)
     if modelled is not None:
         return modelled
     why = "V0's multimodal dummies" if not rules.v1(release) else "this tower's shapes (not read)"
