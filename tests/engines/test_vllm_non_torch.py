@@ -126,8 +126,8 @@ def test_unified_memory_counts_the_hosts_share():
     assert est.non_torch == non_torch.UNIFIED[0] == 2250 << 20
     assert e.engine.prefill_chunk == 2496
     assert est.low <= implied * GIB <= est.high and abs(est.total - implied * GIB) < GIB * 4 // 10
-    assert "non-torch memory 2.2 GiB (unified memory counts what the process takes from the host's memory)" \
-        in est.words
+    assert "non-torch memory 2.2 GiB (unified memory: vLLM takes the host's available memory as the GPU's free " \
+           "memory, so what the host and this process hold while it starts moves the KV memory" in est.words
 
 
 def test_windows_and_wsl2_are_the_bands_top_on_consumer_cards():

@@ -38,6 +38,10 @@ class GPU:
     source: str
     torch_memory_bytes: int | None = None   # the total PyTorch reports (what vLLM and SGLang multiply)
     torch_memory_source: str | None = None
+    # Unified memory: the lowest total PyTorch reports where it follows the machine's kernel and firmware (DGX
+    # Spark: 119.70-121.69 GiB); torch_memory_bytes is the newest machines', the estimate's. None: one total.
+    torch_memory_low_bytes: int | None = None
+    torch_memory_low_source: str | None = None
     peak_flops: dict | None = None          # dense tensor FLOP/s per compute precision (bf16, fp8, fp4, int8)
     peak_flops_source: str | None = None
     unified_memory: bool = False            # memory shared with the CPU and OS (Apple M-series, DGX Spark GB10)
@@ -89,6 +93,11 @@ def gpu_from_row(row: dict) -> GPU:
         raise ValueError(f"GPU preset {name}: compute_units (its SMs or CUs) are read by engine rules on {platform}")
     if units is not None and not (type(units) is int and units > 0):
         raise ValueError(f"GPU preset {name}: compute_units is a positive count, got {units!r}")
+    low = row.get("torch_memory_low_bytes")
+    if low is not None and not (type(low) is int and 0 < low <= (row.get("torch_memory_bytes") or 0)
+                                and row.get("unified_memory") and row.get("torch_memory_low_source")):
+        raise ValueError(f"GPU preset {name}: torch_memory_low_bytes is a unified-memory GPU's lowest total, "
+                         "at most its torch_memory_bytes, with its torch_memory_low_source")
     fields = GPU.__dataclass_fields__
     values = {k: v for k, v in row.items() if k in fields}
     values["aliases"] = tuple(row.get("aliases", ()))

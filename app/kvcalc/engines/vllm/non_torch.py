@@ -20,9 +20,20 @@ Where the figure comes from (vLLM's code):
   so only what the profiling run connects counts; the band spans both.
 - Unified memory: on Orin (8.7), Thor (11.0) and DGX Spark's GB10 (12.1) MemorySnapshot.measure reads
   the host's available memory (psutil.virtual_memory().available) as the GPU's free memory
-  (vllm/utils/mem_utils.py, "On UMA (Orin, Thor and Spark) platform"; cudaMemGetInfo reports system
-  memory there before), so what the process takes from the host while it loads and profiles (Python,
-  compile workers, pinned buffers) is counted as non-torch memory: about 2.2 GiB on a DGX Spark.
+  (vllm/utils/mem_utils.py, "On UMA (Orin, Thor and Spark) platform" in 0.13.0; is_integrated_gpu from
+  0.22.0; device_memory_info in 0.34.0, read in their wheels; cudaMemGetInfo reports system memory there
+  before), so what the host and the process take while it loads and profiles (Python, compile workers,
+  pinned buffers, the page cache the OS does not count as available) is counted as non-torch memory: about
+  2.2 GiB on a DGX Spark, 1.3 to 4.0 GiB in its logs (the two vLLM 0.20.0 Gemma 4 26B-A4B runs, same flags,
+  eleven minutes apart, keep 40.61 and 44.03 GiB for the KV cache). The total stays cudaMemGetInfo's
+  (mem_utils.py: total_memory from torch.cuda.mem_get_info / torch.accelerator.get_memory_info), which on an
+  integrated GPU is the machine's memory as its kernel counts it, and vLLM requests ceil(total x utilization)
+  of it (vllm/v1/worker/utils.py request_memory, 0.25.1): on DGX Spark 119.70 to 121.69 GiB (the preset's
+  torch_memory_low_bytes and torch_memory_bytes, data/gpus.json, each from real logs). The estimate takes the
+  preset's total; the band's top adds what the lowest total takes away, (total - lowest) x utilization.
+  The host moves the CUDA-graph estimate too: profile_cudagraph_memory samples cudaMemGetInfo's own free
+  memory around each capture (vllm/v1/worker/gpu_model_runner.py, 0.25.1 wheel), MemFree on an integrated
+  GPU (the Gemma 4 twins: 1.69 and 0.91 GiB estimated, 0.66 and 0.28 taken); this band's top holds it.
 - Intel XPU: vllm/v1/worker/xpu_worker.py determine_available_memory adds (total - free) - the torch
   allocation (an estimate on client GPUs, which cannot report their free memory): about 1.5 GiB.
 
@@ -41,6 +52,8 @@ A GPU given only by its memory (no preset) is taken as a workstation's PCIe-join
 users run (the consumer and workstation logs: 0.20 GiB at tp 8 on 24 GB Ampere cards, 0.30 at tp 2 on
 L40S); the band's top covers NVLink-joined Hopper cards, and the words say which was assumed.
 """
+
+import math
 
 from .printing import format_gib
 from ...units import GIB, MIB
@@ -73,6 +86,9 @@ NVLS_WHOLE_SETUP = {4: 2089 * MIB}
 WHOLE_SETUP_UNTIL = (0, 11, 0)
 # What a unified-memory device counts of the host's memory (about 2.2 GiB on a DGX Spark), and Intel XPU's
 # non-torch allocation (about 1.5 GiB); each in place of ONE_GPU, with the interconnect's share on top.
+# DGX Spark logs (tests/fixtures/logs, SOURCES.md), requested - weights - KV - applied CUDA-graph estimate -
+# our activation peak: 3.96 and 1.32 GiB for the 0.20.0 Gemma 4 twins at their 119.70 GiB total, 0.67 (0.19.2rc1
+# Qwen3.6 at 0.95), 1.39-1.89 (0.13.0 gpt-oss-20b), 2.4 (0.25.1 Gemma 4 AWQ and NVFP4), 3.3 (0.25.1 Qwen3.6 NVFP4).
 UNIFIED = (2250 * MIB, 512 * MIB, 4096 * MIB)
 XPU = (1536 * MIB, 512 * MIB, 2560 * MIB)
 WINDOWS_TOP = 760 * MIB       # the most a Windows / WSL2 log shows outside PyTorch (0.74 GiB at tp 2)
@@ -117,13 +133,15 @@ def _link(tp: int, gpu) -> tuple[tuple[int, int, int], str]:
     return _by_tp(NVLINK, tp), f"by {fabric} (NCCL and custom all-reduce buffers)"
 
 
-def non_torch_memory(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
+def non_torch_memory(tp: int, gpu, release=None, share=None) -> tuple[int, int, int, str]:
     """(estimate, lowest, highest, words) of the non-torch memory vLLM counts on one rank: by the
     preset's facts and tp (the module's docstring gives the code it comes from), and by `release`
     (None: 0.11.0's accounting) where NCCL's set-up counted whole (NVLS_WHOLE_SETUP) and where the CUDA
     context counts (0.6.4: WHOLE_GPU). `gpu` None is a GPU given only by its memory: taken as a
-    PCIe-joined workstation card, NVLink's top in the band."""
-    estimate, low, high, words = _since_start_up(tp, gpu, release)
+    PCIe-joined workstation card, NVLink's top in the band. `share`: the --gpu-memory-utilization
+    applied to the preset's total (0 when the total is the user's; None: 1, the most), by which a
+    unified-memory preset's lowest total lowers the requested memory (_unified)."""
+    estimate, low, high, words = _since_start_up(tp, gpu, release, share)
     first, until = WHOLE_GPU
     if release is None or not release.at_least(*first) or release.at_least(*until):
         return estimate, low, high, words
@@ -133,10 +151,10 @@ def non_torch_memory(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
             f"non-torch memory {format_gib(estimate + CUDA_CONTEXT[0])} GiB: {context}" + (f"; {words}" if words else ""))
 
 
-def _since_start_up(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
+def _since_start_up(tp: int, gpu, release=None, share=None) -> tuple[int, int, int, str]:
     """What grows outside PyTorch from the first snapshot to after the profiling run (0.6.5 on)."""
     if gpu is not None and gpu.unified_memory:
-        base, where = UNIFIED, "unified memory counts what the process takes from the host's memory"
+        base, where = _unified(gpu, share)
     elif gpu is not None and gpu.platform == "xpu":
         base, where = XPU, "Intel XPU's non-torch allocation"
     else:
@@ -168,3 +186,21 @@ def _since_start_up(tp: int, gpu, release=None) -> tuple[int, int, int, str]:
         joined = f"{tp} GPUs joined {joined}"
     return (estimate, low, high, f"non-torch memory {format_gib(estimate)} GiB at tp {tp}: {joined}"
             + (f"; {where}" if where else "") + windows)
+
+
+def _unified(gpu, share=None) -> tuple[tuple[int, int, int], str]:
+    """A unified-memory GPU's share: UNIFIED, its top raised by what the preset's lowest total takes from the
+    requested memory, (total - lowest) x utilization (torch_memory_low_bytes; the module's docstring), in
+    words that say the host moves it."""
+    estimate, low, high = UNIFIED
+    words = (f"unified memory: vLLM takes the host's available memory as the GPU's free memory, so what the host "
+             f"and this process hold while it starts moves the KV memory (the band holds up to "
+             f"{format_gib(high)} GiB of it outside PyTorch)")
+    total, lowest = gpu.torch_memory_bytes, gpu.torch_memory_low_bytes
+    less = math.ceil((total - lowest) * (1 if share is None else share)) if total and lowest else 0
+    if less > 0:
+        high += less
+        words += (f"; the total it multiplies is the machine's memory as its kernel counts it, "
+                  f"{format_gib(lowest)}-{format_gib(total)} GiB on this GPU: {format_gib(total)} taken, "
+                  f"up to {format_gib(less)} GiB less requested in the band's top")
+    return (estimate, low, high), words

@@ -449,7 +449,10 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
         activation = max(forward, sampler + moe) + workspace + encoder
         lowest = max(forward, sampler_low + moe) + workspace + e_low
     spread = max(ACTIVATION_SLACK, int((activation + kept) * ACTIVATION_SHARE))
-    non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release)
+    # The share of the preset's total requested (none when the total is the user's: gpu-memory-gib).
+    share = (dep.memory_utilization if scenario.settings.utilization_given else rules.default_utilization(release)) \
+        if dep.torch_memory_bytes else 0
+    non_torch, nt_low, nt_high, nt_words = non_torch_memory(dep.tp, dep.gpu, release, share)
     if counts_cached(release):
         # 0.6.4-0.6.6.post1: what the allocator keeps cached after the run is non-torch memory, up to its peak.
         nt_high += activation
