@@ -107,3 +107,10 @@ def test_evaluating_a_v0_qwen2_5_vl_adds_the_items_forward_and_their_pixels():
     assert kept.engine.activation_bytes_per_gpu - dropped.engine.activation_bytes_per_gpu == forward + pixels - short
     assert any("1 dummy sequence of 32,768 tokens with 1 image and 1 video" in n for n in kept.engine.notes)
     assert any("profiles text only" in n for n in dropped.engine.notes)
+
+
+def test_before_0_7_0_the_v0_pass_stays_in_the_band():
+    """Releases before 0.7.0 (not read: their dummy data came from per-model functions, not
+    MultiModalProfiler) keep the band with words that say the pass is not modelled."""
+    e = evaluate({**QWEN25_VL, "context": "4096", "engine-version": "0.6.6"})
+    assert any("not modelled from V0's multimodal dummies" in n for n in e.engine.notes)

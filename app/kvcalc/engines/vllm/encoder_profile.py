@@ -252,6 +252,7 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, inputs_
 # length used for profiling (max_num_batched_tokens / max_num_seqs = %d) is too short ...", V0 only) it keeps
 # them, and the language model runs over the items' whole prompt (its text is the items' pad tokens only:
 # Qwen2VLDummyInputsBuilder.get_dummy_processor_inputs).
+V0_FIRST_READ = (0, 7, 0)               # the first release read (MultiModalProfiler); before it, the band
 V0_KEEPS_LONG_ITEMS = (0, 8, 3)         # the first release that keeps them (0.8.2 still drops them)
 V0_MAX_FRAMES = 16                      # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.7.0-0.8.3
 V0_PIXEL_BYTES = 4                      # 0.8.3 does not cast the processor's float32 pixel values before the
@@ -316,7 +317,7 @@ def term_v0(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, forw
     items' pixel values (float32, V0_PIXEL_BYTES) stay on the GPU in the model input through the forward."""
     model, dep = scenario.model, scenario.deployment
     t = tower(model)
-    if t is None:
+    if t is None or not release.at_least(*V0_FIRST_READ):
         return None
     b = 4 if model.dtype == "fp32" else 2
     d = v0_dummy(t, release, chunk, max_num_seqs, scenario.workload.context_tokens)
