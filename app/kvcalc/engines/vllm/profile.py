@@ -233,18 +233,42 @@ def uses_runner_v2(model, release, quantized: bool = False, draft_model: bool = 
 
 
 def sampler_bytes(model, release, rows: int = 8, quantized: bool = False,
-                  draft_model: bool = False) -> tuple[int, int, str]:
-    """(bytes per row x vocabulary entry, the lowest a default install may use, the path)."""
+                  draft_model: bool = False, gpu=None) -> tuple[int, int, str]:
+    """(bytes per row x vocabulary entry, the lowest a default install may use, the path) of the V1
+    runner's sampler warm-up (gpu_model_runner.py _dummy_sampler_run, 0.8.0-0.33.0: every row random,
+    temperature 0.5, top_p 0.9, top_k vocab - 1, no logprobs, no penalties: the top-k/top-p path always
+    runs). Which path the release takes by default, read in each wheel's
+    vllm/v1/sample/ops/topk_topp_sampler.py (TopKTopPSampler.__init__) and vllm/envs.py:
+    - 0.8.0-0.11.0: FlashInfer whenever it is importable on CUDA (VLLM_USE_FLASHINFER_SAMPLER None means
+      on in V1); the wheel does not require it (0.9.0's METADATA names none; 0.10.1, 0.10.2, 0.11.0 only as
+      the "flashinfer" extra), so pip installs sort natively while the docker image, which ships it,
+      samples with FlashInfer: the lowest (from 0.9.0, which takes FlashInfer >= 0.2.3; 0.8.0 and 0.8.3
+      skip it from 0.2.3). Only on CUDA (`current_platform.is_cuda()`).
+    - 0.11.1-0.20.x: FlashInfer is a dependency (0.11.1, 0.12.0 METADATA) but opt-in
+      (VLLM_USE_FLASHINFER_SAMPLER=1; unset is None, read as off): native. Its sort until 0.16.x; from
+      0.17.0 apply_top_k_top_p runs the Triton kernel from 8 rows (`HAS_TRITON and logits.shape[0] >= 8`;
+      0.16.0 has none), every row count from 0.30.0 (0.33.0; 0.29.0 still from 8).
+    - 0.21.0 on: VLLM_USE_FLASHINFER_SAMPLER defaults to True (envs.py 0.21.0, 0.22.0, 0.27.1, 0.34.0) and
+      CUDA GPUs FlashInfer supports sample with it, but _dummy_sampler_run then warms forward_native too,
+      with a generator (0.21.0-0.33.0: "Also warm forward_native"), which forward_cuda hands to the native
+      path: the Triton kernel (or the sort under 8 rows) runs on every GPU and its buffer is made
+      (triton_buffer). Both passes hold about the same bytes (FlashInfer's top_k_top_p_sampling_from_logits
+      masks and softmaxes the fp32 copy: 2 + 4 + 4 + 4), so the peak is the native pass's.
+    Elsewhere the native pass binds too: ROCm runs forward_native (aiter's sampler needs VLLM_ROCM_USE_AITER,
+    off by default), XPU's kernel (VLLM_XPU_USE_SAMPLER_KERNEL, on from 0.21.0) hands the generator pass to
+    forward_native (0.27.1 envs.py, topk_topp_sampler.py forward_xpu)."""
     if not rules.v1(release):
         return NATIVE, NATIVE, "V0's native sort on the driver"
     if uses_runner_v2(model, release, quantized, draft_model) and not release.at_least(0, 33, 0):
         per = RUNNER_V2 if release.at_least(0, 26, 0) else RUNNER_V2_COPY
         return per, per, "the V2 runner's sampler, without top-k/top-p"
+    cuda = gpu is None or gpu.platform in ("", "cuda")        # a custom GPU may be CUDA
     if release.at_least(0, 17, 0) and rows < TRITON_MIN_ROWS and not release.at_least(0, 30, 0):
         return NATIVE, NATIVE, "native top-k/top-p (under 8 rows)"
     if release.at_least(0, 17, 0):
-        return FUSED, FUSED, "Triton top-k/top-p" if not release.at_least(0, 21, 0) else "FlashInfer, then Triton"
-    if release.at_least(0, 9, 0) and not release.at_least(0, 11, 1):
+        return FUSED, FUSED, "Triton top-k/top-p" if not release.at_least(0, 21, 0) or not cuda \
+            else "FlashInfer, then Triton"
+    if release.at_least(0, 9, 0) and not release.at_least(0, 11, 1) and cuda:
         # The pip wheel samples natively; the docker image ships FlashInfer, which it then uses.
         return NATIVE, FUSED, "native top-k/top-p (FlashInfer in the docker image)"
     return NATIVE, NATIVE, "native top-k/top-p"
@@ -265,7 +289,7 @@ def sampler_peak(model, release, gpu, tokens: int, rows: int,
     if pooling:
         live = tokens * hidden * (b + 4 + 4)
         return live, live, "the pooler's warm-up (_dummy_pooler_run, no sampler)"
-    per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model)
+    per, lowest, path = sampler_bytes(model, release, rows, quantized, draft_model, gpu)
     if per in (RUNNER_V2, RUNNER_V2_COPY):
         logits = b * rows * vocab
         copy = 4 * rows * vocab if per == RUNNER_V2_COPY else 0
