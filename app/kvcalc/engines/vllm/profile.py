@@ -167,7 +167,14 @@ def moe_workspace(model, release, tokens: int, moe_tp: int) -> int:
 def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None) -> tuple[int, str]:
     """The dummy forward pass's peak on one rank, and how the MLP width was known. `moe_tp` is
     what splits an expert's width: tp, tp x dp under data parallelism (FusedMoEParallelConfig
-    flattens tp across dp), 1 with expert parallelism (whole experts)."""
+    flattens tp across dp), 1 with expert parallelism (whole experts).
+    What the eager code holds per token at the MLP (read in the 0.8.3 wheel, the same in 0.10.2 and 0.26.0): the
+    model loop's layer input (Qwen2Model.forward keeps it bound through the layer), the residual and the MLP
+    input, normalized in place (layers/layernorm.py fused_add_rms_norm): 3 hidden widths. Qwen2MLP (models/
+    qwen2.py) binds gate_up through down_proj, whose output RowParallelLinear (layers/linear.py) keeps while the
+    all-reduce fills a new tensor (device_communicators/pynccl.py all_reduce: torch.empty_like): 3 x MLP / tp + 4
+    hidden widths, 5 under tp (vllm-qwen2.5-32b-2xl40s-tp2-10k-v0-v0.8.2.log's worker rank prints it to 0.01
+    GiB). LlamaMLP (models/llama.py) frees gate_up once activated (tests/engines/test_vllm_forward_peak.py)."""
     b, hidden, how = _dtype_bytes(model), model.hidden_size, ""
     keeps = any(tag in (model.architecture or "") for tag in KEEPS_GATE_UP)
     rows = 3 + (1 + (tp > 1) if keeps else 0)
@@ -177,7 +184,12 @@ def forward_peak(model, release, tp: int, tokens: int, moe_tp: int | None = None
     mlp = model.mlp_size
     if not mlp:
         mlp, how = hidden * 7 // 2, "the MLP width taken as 3.5 x hidden (Llama's ratio)"
-    return tokens * b * (3 * mlp // tp + rows * hidden), how
+    if keeps or rules.v1(release):
+        return tokens * b * (3 * mlp // tp + rows * hidden), how
+    # V0 runs eagerly: LlamaMLP rebinds x, so gate_up is freed once activated, but the activated input stays
+    # bound through down_proj, whose output RowParallelLinear keeps while the all-reduce fills a new tensor
+    # (pynccl all_reduce: torch.empty_like). Either point may bind; the all-reduce's where hidden > MLP / tp.
+    return tokens * b * (3 * hidden + max(3 * mlp // tp, mlp // tp + (1 + (tp > 1)) * hidden)), how
 
 
 # vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, by release.
