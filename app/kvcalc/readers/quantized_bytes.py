@@ -399,6 +399,30 @@ _RULES = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _nvfp4, "awq": _awq, "gptq":
 #       vllm modelopt.py ModelOptNvFp4LinearMethod: weight_scale, weight_scale_2, input_scale).
 INT4_GROUP = 128
 
+# A Gated DeltaNet hybrid's linear-attention projections (Qwen3-Next, Qwen3.5, Qwen3.6: the decoder's
+# `linear_attn.in_proj_qkvz` / `in_proj_qkv` / `in_proj_z` / `out_proj`) are not stored at 4 bits by any
+# published NVFP4 recipe of these models: llm-compressor's (vllm-project/llm-compressor
+# examples/quantization_w4a4_fp4/qwen3_5_moe_example.py and qwen3_6_example.py: ignore "re:.*linear_attn.*",
+# so 16-bit) and NVIDIA ModelOpt's (nvidia/Qwen3.6-27B-NVFP4's quantization_config,
+# tests/fixtures/hf/nvidia__Qwen3.6-27B-NVFP4.json: quant_algo MIXED_PRECISION, every linear_attn projection
+# FP8, the MLPs NVFP4; vllm-project/recipes models/Qwen/Qwen3.6-27B.yaml: "attention linears ... in FP8").
+# A typed nvfp4 prices them as ModelOpt stores them, one byte a weight and a float32 per-tensor scale (the
+# fewer bytes of the two recipes; llm-compressor's 16 bits hold 1.35 GiB more on Qwen3.6-35B-A3B), and their
+# small in_proj_a / in_proj_b / in_proj_ba (in neither of ModelOpt's groups) in 16 bits. int4 recipes differ
+# (AutoRound and llm-compressor's AWQ quantize them, GPTQModel's Qwen3-Coder-Next keeps them 16-bit): no change.
+GDN_MODULE = ".linear_attn."
+GDN_UNQUANTIZED = ("in_proj_a", "in_proj_b", "in_proj_ba")
+GDN_AT_8_BITS = ("nvfp4",)
+
+
+def _gdn_price(g) -> int | None:
+    """A Gated DeltaNet projection's bytes under a typed nvfp4 (above), or None for any other tensor."""
+    if GDN_MODULE not in g.name or g.role not in QUANTIZABLE:
+        return None
+    if g.name.rsplit(".", 1)[-1] in GDN_UNQUANTIZED:
+        return g.elements * (4 if g.fp32 else 2)
+    return (g.rows * g.cols + 4) * g.copies
+
 
 def _typed_price(dtype: str):
     def fp8(rows, cols, role):
@@ -425,20 +449,27 @@ def typed_weights(tensors, dtype: str) -> QuantizedWeights | None:
     load it (the rule above): the decoder's linear layers and routed experts in that format, the
     embedding, head, norms, routers and vision tower in 16 bits. None for a precision that is not
     such a format (16-bit, llama.cpp's GGUF blocks) or without the tensors."""
-    typed = _typed_price(str(dtype).strip().lower().replace("-", "_"))
+    name = str(dtype).strip().lower().replace("-", "_")
+    typed = _typed_price(name)
     if typed is None or not tensors:
         return None
     price, words = typed
     total = routed = 0
     each = []
+    gdn = False
     for g in tensors:
-        cost = price(g.rows, g.cols, g.role) * g.copies if g.role in QUANTIZABLE else g.elements * (4 if g.fp32 else 2)
+        cost = _gdn_price(g) if name in GDN_AT_8_BITS else None
+        gdn = gdn or cost is not None
+        if cost is None:
+            cost = price(g.rows, g.cols, g.role) * g.copies if g.role in QUANTIZABLE else g.elements * (4 if g.fp32 else 2)
         total += cost
         each.append(cost)
         if g.active < g.copies:
             routed += cost
-    return QuantizedWeights(total, f"{words} in the linear layers and experts; embeddings, head, norms, routers "
-                                   "and vision tower 16-bit", routed, tuple(each))
+    return QuantizedWeights(total, f"{words} in the linear layers and experts"
+                                   + ("; the Gated DeltaNet projections fp8 (NVIDIA ModelOpt's recipe; llm-compressor's "
+                                      "keeps them 16-bit)" if gdn else "")
+                                   + "; embeddings, head, norms, routers and vision tower 16-bit", routed, tuple(each))
 
 
 def with_typed_weights(model, dtype: str):
