@@ -174,6 +174,8 @@ FIELDS = (
     Field("mm-encoder-tp-mode", "multimodal", "Vision encoder under tensor parallel", "select",
           choices=(("", "the engine's default"), ("weights", "weights: split over tp"),
                    ("data", "data: whole on every GPU"))),
+    Field("language-model-only", "multimodal", "Serve text-only (vLLM)", "select",
+          choices=(("", "with the vision tower (the default)"), ("on", "text-only: --language-model-only"))),
     Field("mmproj-bytes", "multimodal", "Projector (mmproj) bytes (llama.cpp, optional)",
           placeholder="from its GGUF header"),
     # What do I need? (the plan's own fieldset)

@@ -251,6 +251,9 @@ OPTIONS = (
     Option("prefix-caching", "text", "engine", "vLLM: --enable-prefix-caching on or off; for a hybrid it sets the "
            "state pages a request keeps (on: align mode, two). Default: the release's, off for hybrids before "
            "0.28.0.", choice=_one_of("on", "off")),
+    Option("language-model-only", "text", "engine", "vLLM: serve a multimodal checkpoint text-only, on or off "
+           "(--language-model-only from 0.17.0; --limit-mm-per-prompt 0 for every modality from 0.10.2): no vision "
+           "tower is loaded and no encoder pass is profiled (default off).", choice=_one_of("on", "off")),
     Option("mamba-ssm-dtype", "text", "engine", "A hybrid's recurrent (SSM) state dtype: float32, bfloat16 or "
            "float16 (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype). Default: the config's "
            "mamba_ssm_dtype, else the model's dtype.", choice=_state_dtype),

@@ -20,6 +20,7 @@ from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS
 from ..readers.params import count_params
 from ..readers.config_shapes import config_shapes
 from ..readers.quantized_bytes import with_typed_weights
+from ..readers.text_only import without_tower
 from ..precision import Precision, precision
 from ..sizing import Deployment, Workload
 from ..units import GIB, ceil_div
@@ -51,6 +52,7 @@ class Settings:
     vllm_runner: str = "auto"                  # vLLM --runner: auto, generate or pooling
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
     prefix_caching: str | None = None          # vLLM --enable-prefix-caching "on" / "off" (None: its default)
+    language_model_only: bool = False          # vLLM --language-model-only: a multimodal checkpoint served text-only
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
     serving: ServingSettings = ServingSettings()   # what runs beside the model (a draft, LoRA, offload...)
 
@@ -149,7 +151,7 @@ def settings_from(values: dict) -> Settings:
         tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split("/")) if "tensor-split" in values else None,
         vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
         enforce_eager=values.get("enforce-eager") == "on",
-        prefix_caching=values.get("prefix-caching"),
+        prefix_caching=values.get("prefix-caching"), language_model_only=values.get("language-model-only") == "on",
         measured=_measured(values), serving=serving_settings_from(values))
 
 
@@ -332,6 +334,9 @@ def _required(values: dict, name: str):
 
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
+    text_only = values.get("language-model-only") == "on" and model.multimodal
+    if text_only:
+        model = without_tower(model)        # before the weights are priced: what the engine builds
     if "params" in values and model.params is None:
         model = replace(model, params=values["params"])      # what compute needs, when the model has none
     if "weights-dtype" in values and "params" not in values:
@@ -357,6 +362,8 @@ def build_scenario(values: dict) -> Scenario:
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
     settings = settings_from(values)
+    if settings.language_model_only and not text_only:
+        settings = replace(settings, language_model_only=False)    # a text-only model: nothing to leave out
     serving = serving_from(settings, model, deployment)
     if serving is not NO_SERVING:
         deployment = replace(deployment, added_weights_bytes_per_gpu=serving.added_weights_bytes_per_gpu)

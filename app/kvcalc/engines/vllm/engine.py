@@ -67,7 +67,8 @@ VENDORS = ("NVIDIA", "AMD")
 # to start where tp does not divide their widths (serving/encoder.py check_tp).
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
-OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching")    # options only vLLM takes
+OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
+               "language-model-only")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -167,6 +168,8 @@ def estimate_overhead(scenario, chunk: int, notes: list) -> tuple[int, int, tupl
 def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     parallel.check(model, dep, PLACEMENT)
+    if scenario.settings.language_model_only:
+        rules.check_text_only(release_of(scenario))
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
     block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)

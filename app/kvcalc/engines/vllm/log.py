@@ -169,7 +169,7 @@ def _take_setting(sink, option, value, n, line, how=""):
             sink.show("kv_dtype_default", value, n, line)    # the model's dtype, printed: no inference
             return
         value = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"}.get(value, value)
-    if option in ("enforce-eager", "prefix-caching"):
+    if option in ("enforce-eager", "prefix-caching", "language-model-only"):
         value = "on" if value == "True" else "off"
     if option == "mamba-ssm-dtype" and value == "auto":
         return                              # the config's mamba_ssm_dtype, else the model's: the default
@@ -182,8 +182,12 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
              "max_num_seqs": "batch", "max_num_batched_tokens": "prefill-chunk", "kv_cache_dtype": "kv-dtype",
              "block_size": "block-size", "enforce_eager": "enforce-eager", "enable_expert_parallel": "ep",
              "kv_cache_memory_bytes": "kv-memory-bytes", "enable_prefix_caching": "prefix-caching",
-             "mamba_ssm_cache_dtype": "mamba-ssm-dtype"}
+             "mamba_ssm_cache_dtype": "mamba-ssm-dtype", "language_model_only": "language-model-only"}
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
+
+
+# 'limit_mm_per_prompt': {'image': 0, 'video': 0}: every modality at zero serves the model text-only.
+_LIMITS = re.compile(r"'limit_mm_per_prompt': \{([^{}]{0,200})\}")
 
 
 def _non_default(match, sink, n, line):
@@ -207,6 +211,9 @@ def _non_default(match, sink, n, line):
     model = re.search(r"'model': '([^']{1,300})'", match["args"])
     if model:
         sink.show("model_path", model[1], n, line)
+    limits = _LIMITS.search(match["args"])
+    if limits and not re.search(r"[1-9]", limits[1]) and ":" in limits[1]:
+        sink.take("language-model-only", "on", n, line, "--limit-mm-per-prompt 0 for every modality")
     if _POOLING_ARG.search(match["args"]):
         sink.take("vllm-runner", "pooling", n, line, "--runner pooling (or a pooling --convert / --task)")
     _speculative(match["args"], sink, n, line)
@@ -485,7 +492,8 @@ _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size
           "--gpu-memory-utilization": "memory-utilization", "--max-num-seqs": "batch",
           "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size",
           "--mamba-ssm-cache-dtype": "mamba-ssm-dtype"}
-_SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on")}
+_SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on"),
+             "--language-model-only": ("language-model-only", "on")}
 
 
 def _command(match, sink, n, line):

@@ -187,6 +187,29 @@ def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bo
     return release.at_least(0, 20, 0) and not eager and not (rocm and not release.at_least(0, 26, 0))
 
 
+TEXT_ONLY_FROM = (0, 10, 2)          # the first wheel read whose model files build no tower at zero limits
+LANGUAGE_MODEL_ONLY_FROM = (0, 17, 0)  # MultiModalConfig.language_model_only: not in 0.16.0, in 0.17.0
+
+
+def text_only_flags(release) -> list:
+    """The flags that serve a multimodal checkpoint text-only (readers/text_only.py): 0.17.0 on
+    --language-model-only (config/multimodal.py: get_limit_per_prompt answers 0 for every
+    modality); 0.10.2-0.16.x a zero limit for the image and video modalities, which the Qwen-VL,
+    LLaVA and (0.15 on) every tower's model file reads to build no tower."""
+    if release.at_least(*LANGUAGE_MODEL_ONLY_FROM):
+        return ["--language-model-only"]
+    return ["--limit-mm-per-prompt", '{"image": 0, "video": 0}']
+
+
+def check_text_only(release) -> None:
+    """Before 0.10.2 no wheel read skips the tower at zero limits (0.8.3's qwen2_5_vl.py builds it
+    whatever --limit-mm-per-prompt says): serving text-only is not sized there."""
+    if not release.at_least(*TEXT_ONLY_FROM):
+        raise InputError("language-model-only", f"vLLM {release} builds the vision tower whatever the "
+                                                "multimodal limits say; text-only serving (no tower loaded) is "
+                                                "read from 0.10.2: choose 0.10.2 or later, or leave it off")
+
+
 def kv_cache_memory_flag(release) -> bool:
     """--kv-cache-memory-bytes pins the KV memory from 0.10.2 (CacheConfig.kv_cache_memory_bytes)."""
     return release.at_least(0, 10, 2)
