@@ -115,26 +115,32 @@ def test_qwen2_vl_s_encoder_pass_is_one_image_of_65536_patches():
     """The largest image at max_pixels 12,845,056 is 3,584 x 3,584: 256 x 256 patches of 14, 16,384 tokens after
     the 2 x 2 merge; the budget max(2,048, 16,384) holds 1 (max_model_len 4,096 holds no second temporal patch,
     so no video). Per patch, bf16: the pixel values (3 x 2 x 14 x 14 = 1,176) and the residual (1,280) kept,
-    and the attention's 11 x 1,280 (the fused qkv and its contiguous q, k, v, q or k rotated through a float32
-    copy, its float32 output and the cast back: 0.10.2 qwen2_vl.py apply_rotary_pos_emb_vision), over the MLP's
-    1,280 + 2 x 5,120: 65,536 x 2 x (1,176 + 1,280 + 14,080) = 2,167,406,592 B, plus the 8,519,680 B cuBLAS
-    workspace. The log prints "2.65 GiB for peak activation" (ours 2.03: its conv and attention kernels' own
-    buffers are not counted); its overhead, 12.79 - 4.1513 - 5.97 = 2.67 GiB, lies inside the band, whose
-    top keeps a quarter of the tower's peak more. Available KV: 6.50 GiB against 5.97 (+8.9%; +33% before)."""
+    then the larger of the attention's 11 x 1,280 (the fused qkv and its contiguous q, k, v, q or k rotated
+    through a float32 copy, its float32 output and the cast back: 0.10.2 qwen2_vl.py apply_rotary_pos_emb_vision)
+    and the MLP's: the normed input 1,280, fc1's output 5,120 and QuickGELU's. V1 compiles the model with
+    Inductor, so custom ops run native (custom_op.py default_on): x * torch.sigmoid(1.702 * x) holds the
+    sigmoid and the product beside fc1's output, 1,280 + 3 x 5,120 = 16,640 (the fused kernel's would be
+    11,520, under the attention's 14,080). 65,536 x 2 x (1,176 + 1,280 + 16,640) = 2,502,950,912 B, plus the
+    8,519,680 B cuBLAS workspace. The log prints "2.65 GiB for peak activation" (ours 2.34: its conv and
+    attention kernels' own buffers are not counted); its overhead, 12.79 - 4.1513 - 5.97 = 2.67 GiB, lies inside
+    the band, whose top keeps a quarter of the tower's peak more. Available KV: 6.16 GiB against 5.97 (+3.2%;
+    +8.4% with the fused kernel's count, +33% before the tower was read). Eager (--enforce-eager) takes the
+    fused kernel: the attention binds there."""
     r = row(QWEN2_VL_LOG)
     e = evaluate(typed(QWEN2_VL_LOG))
     tower = encoder_profile.tower(e.scenario.model)
-    assert (tower.patches, tower.tokens, tower.hidden, tower.width, tower.gated, tower.attention) == \
-        (65_536, 16_384, 1_280, 5_120, False, 11)
+    assert (tower.patches, tower.tokens, tower.hidden, tower.width, tower.gated, tower.attention, tower.quick_gelu) \
+        == (65_536, 16_384, 1_280, 5_120, False, 11, True)
     assert encoder_profile.largest_item(tower, releases.pep440("0.10.2"), 4096) == ("image", 65_536, 16_384)
     assert encoder_profile.items(tower.tokens, 2048, 256, 4096) == 1
-    assert e.engine.activation_bytes_per_gpu == 65_536 * 2 * (1_176 + 1_280 + 14_080) + CUBLAS_BEFORE_HOPPER
+    assert e.engine.activation_bytes_per_gpu == 65_536 * 2 * (1_176 + 1_280 + 16_640) + CUBLAS_BEFORE_HOPPER
+    assert encoder_profile.tower_peak(tower, 65_536, 2, 1, compiled=False) == 65_536 * 2 * (1_176 + 1_280 + 14_080)
     assert "2.65 GiB for peak activation" in text(QWEN2_VL_LOG)
     printed = r["printed"]
     overhead = printed["requested_gib"] - printed["weights_gib"] - printed["kv_gib"]
     high, low = e.engine.band
     assert low.overhead_bytes_per_gpu <= overhead * GIB <= high.overhead_bytes_per_gpu
-    assert 0 < e.engine.kv_budget_bytes_per_gpu / GIB / printed["kv_gib"] - 1 < 0.10
+    assert 0 < e.engine.kv_budget_bytes_per_gpu / GIB / printed["kv_gib"] - 1 < 0.035
 
 
 def test_the_13b_log_served_no_tower():

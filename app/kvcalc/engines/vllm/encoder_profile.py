@@ -36,7 +36,12 @@ Qwen2_5_VisionAttention / Qwen2_5_VisionMLP:
 Qwen2-VL's tower (0.10.2 qwen2_vl.py, the Qwen2.5-VL tower's origin: the same processor, dummy image and
 video rules) differs in its blocks: LayerNorms, a plain fc1 / QuickGELU / fc2 MLP of embed_dim x mlp_ratio,
 and an attention that keeps the fused qkv bound while it copies q, k, v contiguous and rotates q and k in
-float32 (QWEN2_VL_ATTENTION_WIDTHS). LLaVA's CLIP tower (0.10.2 llava.py, clip.py) encodes images of its
+float32 (QWEN2_VL_ATTENTION_WIDTHS). Its QuickGELU (hard-coded in qwen2_vl.py Qwen2VisionMLP) is a CustomOp:
+where the model is compiled (V1 without --enforce-eager: compilation level 3 with Inductor) vLLM turns
+custom ops off by default (0.10.2 custom_op.py default_on; CompilationConfig custom_ops), so it runs
+forward_native, x * torch.sigmoid(1.702 * x): fc1's output, the sigmoid and the product live at once, one
+width more than the fused kernel's output (QUICK_GELU_NATIVE_WIDTHS); eager (V0, --enforce-eager) takes the
+fused gelu_quick kernel. LLaVA's CLIP tower (0.10.2 llava.py, clip.py) encodes images of its
 fixed image_size: the class token and (image_size / patch)^2 patches, each patch's features one token
 (the "default" feature strategy drops the class token); a batch of them is the same count per patch.
 The encoder outputs (tokens x the text width x (1 + deepstack mergers)) stay cached through the language
@@ -78,6 +83,9 @@ QWEN2_VL_ATTENTION_WIDTHS = 11
 # LLaVA's CLIP tower (0.10.2 clip.py CLIPAttention, vllm/attention/layer.py MultiHeadAttention): the fused
 # qkv 3 d, its q, k, v made contiguous for the kernel 3 d, the context d and out_proj's d.
 CLIP_ATTENTION_WIDTHS = 8
+# QuickGELU's forward_native (activation.py, 0.10.2-0.26.0): x * torch.sigmoid(1.702 * x) holds the sigmoid
+# and the product beside fc1's output: 2 widths of w, against the fused kernel's 1 (torch.empty_like out).
+QUICK_GELU_NATIVE_WIDTHS = 2
 CLIP = "vision_tower.vision_model"
 GEMMA3_TOKENS = 256                     # mm_tokens_per_image of the Gemma 3 4B, 12B and 27B configs
 CHANNELS, FRAMES = 3, 2                 # RGB; an image is one temporal patch of 2 frames (temporal_patch_size)
@@ -100,6 +108,7 @@ class Tower:
     tokens: int          # its tokens
     attention: int = ATTENTION_WIDTHS   # the attention's live widths of d
     cls: int = 0         # positions an item has without pixels (CLIP's class token)
+    quick_gelu: bool = False   # vLLM builds its MLP with the QuickGELU CustomOp (Qwen2-VL's, hard-coded)
 
 
 def _groups(model) -> dict:
@@ -141,7 +150,8 @@ def tower(model) -> Tower | None:
     deepstack = sum(1 for name in groups if name.startswith("visual.deepstack_merger_list.")
                     and name.endswith(".linear_fc2"))
     return Tower(wrapper, hidden, fc1[0], gated, values, "visual.pos_embed" in groups, merge, 1 + deepstack,
-                 grid * grid, grid * grid // merge, QWEN2_VL_ATTENTION_WIDTHS if qwen2 else ATTENTION_WIDTHS)
+                 grid * grid, grid * grid // merge, QWEN2_VL_ATTENTION_WIDTHS if qwen2 else ATTENTION_WIDTHS,
+                 quick_gelu=qwen2)
 
 
 def _clip(groups: dict) -> Tower | None:
@@ -187,11 +197,13 @@ def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int) -> int
     return max(1, min(budget // tokens, max_num_seqs * per_prompt))
 
 
-def tower_peak(t: Tower, patches: int, b: int, tp: int) -> int:
-    """The tower's live set at its peak over `patches` patches on one rank."""
+def tower_peak(t: Tower, patches: int, b: int, tp: int, compiled: bool = False) -> int:
+    """The tower's live set at its peak over `patches` patches on one rank. `compiled`: the model runs
+    compiled with Inductor, so custom ops take their native path (a QuickGELU holds one width more)."""
     kept = b * (t.pixel_values + t.hidden * (1 + t.positions))
     attention = b * (t.attention * t.hidden // tp)
-    mlp = b * (t.hidden + (3 if t.gated else 2) * t.width // tp)
+    act = QUICK_GELU_NATIVE_WIDTHS if t.quick_gelu and compiled else 1
+    mlp = b * (t.hidden + (3 if t.gated else 1 + act) * t.width // tp)
     return patches * (kept + max(attention, mlp))
 
 
@@ -217,21 +229,21 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, inputs_
     modality, patches, tokens = largest_item(t, release, context)
     n = items(tokens, chunk, max_num_seqs, context)
     encoder = scenario.serving.encoder
+    compiled = not scenario.settings.enforce_eager      # V1 compiles unless eager (V0 is handled apart)
     if encoder is not None and encoder.mode == "data" and dep.tp > 1:
         # --mm-encoder-tp-mode data: each rank runs the whole tower on its share of the items
         # (run_dp_sharded_mrope_vision_model, balanced by patches: 0.26.0 vllm/model_executor/models/vision.py); the
         # busiest rank binds.
-        peak = tower_peak(t, -(-n // dep.tp) * patches, b, 1)
+        peak = tower_peak(t, -(-n // dep.tp) * patches, b, 1, compiled)
     else:
-        peak = tower_peak(t, n * patches, b, dep.tp)
+        peak = tower_peak(t, n * patches, b, dep.tp, compiled)
     kept = n * tokens * t.outputs * (model.hidden_size or 0) * b + (inputs_bytes(t, n, patches, b) if inputs_kept else 0)
     slack = int(peak * SLACK)
     added = max(peak, lm_peak + kept) - lm_peak
     high = max(peak + slack, lm_peak + kept) - lm_peak
-    # The band's bottom adds nothing: --language-model-only, --limit-mm-per-prompt of 0 for every modality
-    # or --skip-mm-profiling (inputs this calculator does not take) skip the pass (profile_run:
-    # skip_mm_profiling, or get_encoder_budget() of 0); vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log
-    # starts so (language_model_only: True) and prints a 1.01 GiB overhead, the language model's alone.
+    # The band's bottom adds nothing: --skip-mm-profiling (not an input here) skips the pass (profile_run:
+    # skip_mm_profiling), as serving text-only does (the language-model-only input, which leaves no tower:
+    # vllm-qwen3.6-27b-fp8-h100-util088-4k-eager-v0.27.1.log prints a 1.01 GiB overhead, the language model's).
     low = 0
     words = (f"the vision encoder's profiling pass: {n:,} {modality}{'s' if n > 1 else ''} of {tokens:,} tokens "
              f"({n * patches:,} patches of a {t.hidden:,}-wide tower) peak at {peak / (1 << 30):.2f} GiB")
