@@ -93,9 +93,10 @@ def test_the_0_8_3_qwen2_5_vl_72b_log_runs_the_forward_over_the_items_prompt():
 
 
 def test_evaluating_a_v0_qwen2_5_vl_adds_the_items_forward_and_their_pixels():
-    """Qwen2.5-VL-7B-Instruct's config at V0 0.8.3, max_model_len 4,096, max_num_seqs 2 (chunk 4,096): the
+    """Qwen2.5-VL-7B-Instruct's config at V0 0.8.3, max_model_len 4,096, max_num_seqs 2 (chunk 5,120: V0 raises a
+    multimodal model's max_num_batched_tokens to 5,120, config.py _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS): the
     forward over 32,768 tokens (32,768 x 2 x (3 x 18,944 + 4 x 3,584) B) and the two items' float32 pixel values
-    (2 x 65,536 patches x 1,176 values x 4 B) replace the forward over 4,096 tokens; 0.8.2 profiles text only
+    (2 x 65,536 patches x 1,176 values x 4 B) replace the forward over 5,120 tokens; 0.8.2 profiles text only
     and adds nothing. Both say so in the overhead's notes."""
     values = {**QWEN25_VL, "context": "4096", "batch": "2"}
     kept = evaluate({**values, "engine-version": "0.8.3"})
@@ -103,7 +104,8 @@ def test_evaluating_a_v0_qwen2_5_vl_adds_the_items_forward_and_their_pixels():
     assert kept.ok and dropped.ok
     forward = 32_768 * 2 * (3 * 18_944 + 4 * 3_584)     # profile.forward_peak: a Qwen2 model at tp 1
     pixels = 2 * 65_536 * 1_176 * 4
-    short = 4_096 * 2 * (3 * 18_944 + 4 * 3_584)
+    short = 5_120 * 2 * (3 * 18_944 + 4 * 3_584)
+    assert kept.engine.prefill_chunk == dropped.engine.prefill_chunk == 5_120
     assert kept.engine.activation_bytes_per_gpu - dropped.engine.activation_bytes_per_gpu == forward + pixels - short
     assert any("1 dummy sequence of 32,768 tokens with 1 image and 1 video" in n for n in kept.engine.notes)
     assert any("profiles text only" in n for n in dropped.engine.notes)

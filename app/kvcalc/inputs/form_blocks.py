@@ -176,6 +176,8 @@ FIELDS = (
                    ("data", "data: whole on every GPU"))),
     Field("language-model-only", "multimodal", "Serve text-only (vLLM)", "select",
           choices=(("", "with the vision tower (the default)"), ("on", "text-only: --language-model-only"))),
+    Field("limit-mm-per-prompt", "multimodal", "Items a prompt (vLLM --limit-mm-per-prompt)",
+          placeholder="its default, such as image=1,video=0"),
     Field("mmproj-bytes", "multimodal", "Projector (mmproj) bytes (llama.cpp, optional)",
           placeholder="from its GGUF header"),
     # What do I need? (the plan's own fieldset)

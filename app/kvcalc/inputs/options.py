@@ -75,6 +75,37 @@ def _one_of(*allowed: str):
     return parse
 
 
+MM_MODALITIES = ("image", "video", "audio")
+MAX_MM_ITEMS = 999           # vLLM's default limit a modality (MultiModalConfig.get_limit_per_prompt)
+
+
+def _mm_limits(text: str, name: str) -> str:
+    """vLLM's --limit-mm-per-prompt: `image=1,video=0` (its 0.8 form) or `{"image": 1, "video": 0}` (JSON, and
+    the dict a log prints), made `image=1/video=0` in the modalities' order (slashes, as tensor-split's, so a
+    measured-with pair keeps its commas to itself)."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    found = {}
+    for item in filter(None, (part.strip() for part in re.split(r"[,/]", body))):
+        key, sep, value = item.replace(":", "=", 1).partition("=")
+        key, value = key.strip().strip("'\"").lower(), value.strip()
+        if not sep or key not in MM_MODALITIES or not value.isdigit() or int(value) > MAX_MM_ITEMS:
+            raise InputError(name, f"expected items a prompt per modality, such as image=1,video=0 (modalities "
+                                   f"{', '.join(MM_MODALITIES)}; 0 to {MAX_MM_ITEMS} each), got {_clip(text)!r}")
+        if key in found and found[key] != int(value):
+            raise InputError(name, f"{key} is given twice ({found[key]} and {int(value)})")
+        found[key] = int(value)
+    if not found:
+        raise InputError(name, f"expected items a prompt per modality, such as image=1,video=0, got {_clip(text)!r}")
+    return "/".join(f"{m}={found[m]}" for m in MM_MODALITIES if m in found)
+
+
+def mm_limits(text: str | None) -> dict:
+    """The canonical limits' text as {modality: items}; {} for none given."""
+    return {} if not text else {k: int(v) for k, v in (part.split("=") for part in text.split("/"))}
+
+
 MAX_SPLIT_DEVICES = 16       # llama.cpp's LLAMA_MAX_DEVICES (-ts takes one proportion a device)
 
 
@@ -254,6 +285,10 @@ OPTIONS = (
     Option("language-model-only", "text", "engine", "vLLM: serve a multimodal checkpoint text-only, on or off "
            "(--language-model-only from 0.17.0; --limit-mm-per-prompt 0 for every modality from 0.10.2): no vision "
            "tower is loaded and no encoder pass is profiled (default off).", choice=_one_of("on", "off")),
+    Option("limit-mm-per-prompt", "text", "engine", "vLLM --limit-mm-per-prompt: items a prompt per modality, "
+           "such as image=1,video=0; its profiling run encodes the largest items they allow (default: V0 one "
+           "image and one video, V1 999 of each). 0 for every modality serves the model text-only, as "
+           "language-model-only does.", choice=_mm_limits),
     Option("mamba-ssm-dtype", "text", "engine", "A hybrid's recurrent (SSM) state dtype: float32, bfloat16 or "
            "float16 (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype). Default: the config's "
            "mamba_ssm_dtype, else the model's dtype.", choice=_state_dtype),

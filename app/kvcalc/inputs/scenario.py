@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..readers.hfconfig import model_from_config
 from ..layers import FullAttention, MLAAttention, SlidingWindowAttention
 from ..model import Model
-from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS
+from .options import MANUAL_FIELDS, MODEL_INPUTS, SHAPE_FIELDS, mm_limits
 from ..readers.params import count_params
 from ..readers.config_shapes import config_shapes
 from ..readers.quantized_bytes import with_typed_weights
@@ -53,6 +53,7 @@ class Settings:
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
     prefix_caching: str | None = None          # vLLM --enable-prefix-caching "on" / "off" (None: its default)
     language_model_only: bool = False          # vLLM --language-model-only: a multimodal checkpoint served text-only
+    mm_limits: tuple = ()                      # vLLM --limit-mm-per-prompt as (modality, items) pairs; () its default
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
     serving: ServingSettings = ServingSettings()   # what runs beside the model (a draft, LoRA, offload...)
 
@@ -133,6 +134,12 @@ def _release(values: dict) -> Release | None:
     return release
 
 
+def _text_only_asked(values: dict) -> bool:
+    """language-model-only, or no image and no video a prompt: vLLM then builds no vision tower."""
+    limits = mm_limits(values.get("limit-mm-per-prompt"))
+    return values.get("language-model-only") == "on" or (limits.get("image") == 0 and limits.get("video") == 0)
+
+
 def settings_from(values: dict) -> Settings:
     # Inputs that belong to one engine's settings (each engine's OWN_OPTIONS), and that engine.
     for name, engine in engines.option_owners().items():
@@ -151,7 +158,8 @@ def settings_from(values: dict) -> Settings:
         tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split("/")) if "tensor-split" in values else None,
         vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
         enforce_eager=values.get("enforce-eager") == "on",
-        prefix_caching=values.get("prefix-caching"), language_model_only=values.get("language-model-only") == "on",
+        prefix_caching=values.get("prefix-caching"), language_model_only=_text_only_asked(values),
+        mm_limits=tuple(mm_limits(values.get("limit-mm-per-prompt")).items()),
         measured=_measured(values), serving=serving_settings_from(values))
 
 
@@ -334,7 +342,7 @@ def _required(values: dict, name: str):
 
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
-    text_only = values.get("language-model-only") == "on" and model.multimodal
+    text_only = _text_only_asked(values) and model.multimodal
     if text_only:
         model = without_tower(model)        # before the weights are priced: what the engine builds
     if "params" in values and model.params is None:

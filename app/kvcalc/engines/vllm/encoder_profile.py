@@ -180,20 +180,25 @@ def _siglip(groups: dict) -> Tower | None:
                  GEMMA3_TOKENS, CLIP_ATTENTION_WIDTHS)
 
 
-def largest_item(t: Tower, release, max_model_len: int) -> tuple[str, int, int]:
+def largest_item(t: Tower, release, max_model_len: int, limits: dict | None = None) -> tuple[str, int, int]:
     """(modality, patches, tokens) of the item profile_run encodes: Qwen2.5-VL's video where max_model_len
-    holds more than one temporal patch of frames at the largest size, else the largest image."""
-    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl"):
-        return "image", t.patches, t.tokens
+    holds more than one temporal patch of frames at the largest size, else the largest image; only
+    modalities --limit-mm-per-prompt allows (get_modality_with_max_tokens over the allowed ones)."""
+    limits = limits or {}
+    image = ("image", t.patches, t.tokens)
+    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl") or limits.get("video") == 0:
+        return image
     frames = 14 if release.at_least(0, 11, 0) else 16
     pairs = max(1, min(frames // FRAMES, max_model_len // t.tokens))
-    return ("video", pairs * t.patches, pairs * t.tokens) if pairs > 1 else ("image", t.patches, t.tokens)
+    video = ("video", pairs * t.patches, pairs * t.tokens)
+    return video if pairs > 1 or limits.get("image") == 0 else image
 
 
-def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int) -> int:
-    """The dummy batch's items (V1: MultiModalBudget._get_max_items with chunked prefill, the default)."""
+def items(tokens: int, chunk: int, max_num_seqs: int, max_model_len: int, limit: int = ITEMS_PER_PROMPT) -> int:
+    """The dummy batch's items (V1: MultiModalBudget._get_max_items with chunked prefill, the default), at most
+    `limit` a prompt (the modality's --limit-mm-per-prompt)."""
     budget = max(chunk, tokens)
-    per_prompt = max(1, min(ITEMS_PER_PROMPT, max_model_len // tokens))
+    per_prompt = max(1, min(limit, max_model_len // tokens))
     return max(1, min(budget // tokens, max_num_seqs * per_prompt))
 
 
@@ -226,8 +231,11 @@ def term(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, inputs_
         return None
     b = 4 if model.dtype == "fp32" else 2
     context = scenario.workload.context_tokens
-    modality, patches, tokens = largest_item(t, release, context)
-    n = items(tokens, chunk, max_num_seqs, context)
+    limits = dict(scenario.settings.mm_limits)
+    modality, patches, tokens = largest_item(t, release, context, limits)
+    if limits.get(modality) == 0:
+        return 0, 0, 0, f"--limit-mm-per-prompt allows no {modality}: no encoder pass is profiled"
+    n = items(tokens, chunk, max_num_seqs, context, limits.get(modality, ITEMS_PER_PROMPT))
     encoder = scenario.serving.encoder
     compiled = not scenario.settings.enforce_eager      # V1 compiles unless eager (V0 is handled apart)
     if encoder is not None and encoder.mode == "data" and dep.tp > 1:
@@ -281,43 +289,54 @@ class V0Dummy:
     dropped: bool        # the items did not fit a sequence and were dropped (text only)
 
 
-def _v0_video(t: Tower, max_tokens: int) -> tuple[int, int]:
-    """(patches, tokens) of the dummy video whose frames fit max_tokens (qwen2_vl.py _get_max_video_frames and
-    get_num_frames_with_most_features, 0.7.0-0.8.3): the most frames whose tokens fit, two frames a temporal
-    patch (an odd count padded), at most V0_MAX_FRAMES and at least one."""
-    frames = 2 * (max_tokens // t.tokens) if max_tokens >= t.tokens else 0
+def _v0_video(t: Tower, max_tokens: int, videos: int = 1) -> tuple[int, int]:
+    """(patches, tokens) of each dummy video whose frames fit max_tokens (qwen2_vl.py _get_max_video_frames and
+    get_num_frames_with_most_features, 0.7.0-0.8.3): the most frames whose tokens fit, shared by the `videos`,
+    two frames a temporal patch (an odd count padded), at most V0_MAX_FRAMES and at least one a video."""
+    frames = 2 * (max_tokens // t.tokens) // videos if max_tokens >= t.tokens else 0
     frames = max(1, min(frames, V0_MAX_FRAMES))
     grid = max((frames + frames % FRAMES) // FRAMES, 1)
     return grid * t.patches, grid * t.tokens
 
 
-def _v0_items(t: Tower, seq_len: int) -> tuple[int, int, int]:
-    """(item tokens, video patches, video tokens) of one dummy sequence of seq_len: the largest image and, for
-    the Qwen towers, a video whose frames fit what the image leaves (limit 1 each, V0's default)."""
-    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl"):
-        return t.tokens, 0, 0
-    patches, tokens = _v0_video(t, seq_len - t.tokens)
-    return t.tokens + tokens, patches, tokens
+def _v0_counts(t: Tower, limits: dict) -> tuple[int, int]:
+    """(images, videos) a dummy sequence carries: its --limit-mm-per-prompt, V0's default one of each (only the
+    Qwen towers take video)."""
+    videos = limits.get("video", 1) if t.wrapper in ("qwen2_5_vl", "qwen2_vl") else 0
+    return limits.get("image", 1), videos
 
 
-def v0_dummy(t: Tower, release, chunk: int, max_num_seqs: int, max_model_len: int) -> V0Dummy:
+def _v0_items(t: Tower, seq_len: int, limits: dict | None = None) -> tuple[int, int, int]:
+    """(item tokens, patches of a video, tokens of a video) of one dummy sequence of seq_len: the largest images
+    and, for the Qwen towers, videos whose frames fit what the images leave."""
+    images, videos = _v0_counts(t, limits or {})
+    if not videos:
+        return images * t.tokens, 0, 0
+    patches, tokens = _v0_video(t, seq_len - images * t.tokens, videos)
+    return images * t.tokens + videos * tokens, patches, tokens
+
+
+def v0_dummy(t: Tower, release, chunk: int, max_num_seqs: int, max_model_len: int,
+             limits: dict | None = None) -> V0Dummy:
     """The dummy batch V0's _dummy_run builds (see above) for max_num_batched_tokens `chunk`."""
-    most = _v0_items(t, max_model_len)[0]
-    seqs = max(1, min(max_num_seqs, chunk // most))
+    limits = limits or {}
+    most = _v0_items(t, max_model_len, limits)[0]
+    per_seq_images, per_seq_videos = _v0_counts(t, limits)
+    seqs = max(1, min(max_num_seqs, chunk // most)) if most else max(1, max_num_seqs)
     keeps = release.at_least(*V0_KEEPS_LONG_ITEMS)
     tokens = images = videos = 0
     video_patches = 0
     dropped = False
     for i in range(seqs):
         seq_len = chunk // seqs + (i < chunk % seqs)
-        item_tokens, video_patches, video_tokens = _v0_items(t, seq_len)
+        item_tokens, video_patches, video_tokens = _v0_items(t, seq_len, limits)
         if item_tokens > seq_len and not keeps:
             dropped = True
             tokens += seq_len
             continue
         tokens += max(seq_len, item_tokens)
-        images += 1
-        videos += 1 if video_tokens else 0
+        images += per_seq_images
+        videos += per_seq_videos if video_tokens else 0
     return V0Dummy(seqs, tokens, images, videos, video_patches, dropped)
 
 
@@ -332,14 +351,14 @@ def term_v0(scenario, release, chunk: int, max_num_seqs: int, lm_peak: int, forw
     if t is None or not release.at_least(*V0_FIRST_READ):
         return None
     b = 4 if model.dtype == "fp32" else 2
-    d = v0_dummy(t, release, chunk, max_num_seqs, scenario.workload.context_tokens)
+    d = v0_dummy(t, release, chunk, max_num_seqs, scenario.workload.context_tokens, dict(scenario.settings.mm_limits))
     lm = forward(d.tokens)
     pixels = (d.images * (t.patches - t.cls) + d.videos * d.video_patches) * t.pixel_values * V0_PIXEL_BYTES
     embeds = d.tokens * (model.hidden_size or 0) * b
     encoder = max(tower_peak(t, d.images * t.patches, b, dep.tp), tower_peak(t, d.videos * d.video_patches, b, dep.tp))
     peak = max(lm, encoder + embeds) + pixels
     added = max(0, peak - lm_peak)
-    # The band's bottom: --limit-mm-per-prompt (not an input here) can make the items fit or drop them.
+    # The band's bottom: where the items are dropped, the text's run alone.
     slack = int(encoder * SLACK)
     high = max(added, max(lm, encoder + slack + embeds) + pixels - lm_peak)
     if d.dropped:

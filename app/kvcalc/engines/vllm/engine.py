@@ -68,7 +68,7 @@ VENDORS = ("NVIDIA", "AMD")
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
 OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
-               "language-model-only")    # options only vLLM takes
+               "language-model-only", "limit-mm-per-prompt")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -96,7 +96,8 @@ def _batch_defaults(scenario) -> tuple[int, int]:
     vision = getattr(model.shapes, "vision", None) if model.shapes is not None else None
     return rules.batch_defaults(release, dep.gpu_memory_bytes, dep.gpu, scenario.workload.context_tokens,
                                 scenario.settings.vllm_entry,
-                                rules.mm_batch_floor(release, vision.wrapper if vision is not None else ""))
+                                rules.mm_batch_floor(release, vision.wrapper if vision is not None else ""),
+                                model.multimodal)
 
 
 def default_chunk(scenario) -> int:
@@ -169,7 +170,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     model, work, dep = scenario.model, scenario.workload, scenario.deployment
     parallel.check(model, dep, PLACEMENT)
     if scenario.settings.language_model_only:
-        rules.check_text_only(release_of(scenario))
+        rules.check_text_only(release_of(scenario), dict(scenario.settings.mm_limits))
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
     block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)

@@ -54,7 +54,11 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
                                          ["--task", "embedding" if runner == "pooling" else "generate"])
     prefix = scenario.settings.prefix_caching
     args += [] if prefix is None else ["--enable-prefix-caching" if prefix == "on" else "--no-enable-prefix-caching"]
-    args += rules.text_only_flags(release) if scenario.settings.language_model_only else []
+    limits = dict(scenario.settings.mm_limits)
+    if scenario.settings.language_model_only:
+        args += rules.text_only_flags(release)
+    elif limits:
+        args += rules.limits_flags(release, limits)
     args += _pin(own, release, notes)
     if scenario.settings.vllm_entry == "llm":
         notes.append(f"sized for the LLM() class; `vllm serve` batches fewer tokens by default: pass "

@@ -214,6 +214,9 @@ def _non_default(match, sink, n, line):
     limits = _LIMITS.search(match["args"])
     if limits and not re.search(r"[1-9]", limits[1]) and ":" in limits[1]:
         sink.take("language-model-only", "on", n, line, "--limit-mm-per-prompt 0 for every modality")
+    elif limits:
+        pairs = re.findall(r"'(\w{1,20})': (\d{1,4})", limits[1])
+        sink.take("limit-mm-per-prompt", "/".join(f"{k}={v}" for k, v in pairs), n, line)
     if _POOLING_ARG.search(match["args"]):
         sink.take("vllm-runner", "pooling", n, line, "--runner pooling (or a pooling --convert / --task)")
     _speculative(match["args"], sink, n, line)
@@ -491,7 +494,7 @@ _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size
           "--data-parallel-size": "dp", "-dp": "dp", "--max-model-len": "context",
           "--gpu-memory-utilization": "memory-utilization", "--max-num-seqs": "batch",
           "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size",
-          "--mamba-ssm-cache-dtype": "mamba-ssm-dtype"}
+          "--mamba-ssm-cache-dtype": "mamba-ssm-dtype", "--limit-mm-per-prompt": "limit-mm-per-prompt"}
 _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on"),
              "--language-model-only": ("language-model-only", "on")}
 

@@ -77,16 +77,21 @@ def mm_batch_floor(release, wrapper: str) -> int:
     return GEMMA4_VIDEO_TOKENS if wrapper == "gemma4" and release.at_least(*MM_FLOOR_FROM) else 0
 
 
+V0_MULTIMODAL_TOKENS = 5120    # config.py _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS (the 0.7.0 and 0.8.3 wheels)
+
+
 def batch_defaults(release, memory_bytes: int | None, gpu, max_model_len: int,
-                   entry: str = "serve", mm_floor: int = 0) -> tuple[int, int]:
+                   entry: str = "serve", mm_floor: int = 0, multimodal: bool = False) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given: `vllm serve`
     (UsageContext.OPENAI_API_SERVER) or the LLM() class (LLM_CLASS), whose batches are larger.
     `gpu` is the GPU preset (readers/gpu_presets.GPU), None for a custom one; `mm_floor` the
     model's mm_batch_floor, raised to before the rest bounds it."""
     if not v1(release):
         # V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32K on CUDA, and then
-        # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len.
-        return (2048 if max_model_len > 32768 else max(max_model_len, 2048)), 256
+        # 2048 tokens a step; otherwise a step holds a whole prompt of max_model_len. A multimodal
+        # model's step holds at least 5,120 tokens ("at least the number of multimodal tokens").
+        tokens = 2048 if max_model_len > 32768 else max(max_model_len, 2048)
+        return (max(tokens, V0_MULTIMODAL_TOKENS) if multimodal else tokens), 256
     big = _big(release, memory_bytes, gpu)
     huge = release.at_least(0, 28, 0) and memory_bytes is not None and memory_bytes >= HUGE_GPU_BYTES and big
     if entry == "llm":
@@ -201,13 +206,25 @@ def text_only_flags(release) -> list:
     return ["--limit-mm-per-prompt", '{"image": 0, "video": 0}']
 
 
-def check_text_only(release) -> None:
+def check_text_only(release, limits: dict) -> None:
     """Before 0.10.2 no wheel read skips the tower at zero limits (0.8.3's qwen2_5_vl.py builds it
     whatever --limit-mm-per-prompt says): serving text-only is not sized there."""
     if not release.at_least(*TEXT_ONLY_FROM):
-        raise InputError("language-model-only", f"vLLM {release} builds the vision tower whatever the "
-                                                "multimodal limits say; text-only serving (no tower loaded) is "
-                                                "read from 0.10.2: choose 0.10.2 or later, or leave it off")
+        field = "limit-mm-per-prompt" if limits else "language-model-only"
+        raise InputError(field, f"vLLM {release} builds the vision tower whatever the multimodal limits say; "
+                                "text-only serving (no tower loaded) is read from 0.10.2: choose 0.10.2 or "
+                                "later, or allow an image")
+
+
+LIMITS_AS_JSON_FROM = (0, 9, 0)     # EngineArgs parses dict fields with json.loads (0.10.2); 0.8.3 KEY=VALUE
+
+
+def limits_flags(release, limits: dict) -> list:
+    """--limit-mm-per-prompt as the release parses it: JSON from 0.9.0 (json.loads in 0.10.2's
+    arg_utils.py), `image=1,video=0` before (0.8.3's nullable_kvs)."""
+    if release.at_least(*LIMITS_AS_JSON_FROM):
+        return ["--limit-mm-per-prompt", "{" + ", ".join(f'"{k}": {v}' for k, v in limits.items()) + "}"]
+    return ["--limit-mm-per-prompt", ",".join(f"{k}={v}" for k, v in limits.items())]
 
 
 def kv_cache_memory_flag(release) -> bool:
