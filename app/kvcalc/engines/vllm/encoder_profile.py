@@ -88,6 +88,8 @@ CLIP_ATTENTION_WIDTHS = 8
 QUICK_GELU_NATIVE_WIDTHS = 2
 CLIP = "vision_tower.vision_model"
 GEMMA3_TOKENS = 256                     # mm_tokens_per_image of the Gemma 3 4B, 12B and 27B configs
+# The towers whose dummy video profile_run sizes (qwen2_vl.py's processing info, which Qwen2.5-VL's inherits).
+VIDEO_TOWERS = ("qwen2_5_vl", "qwen2_vl")
 CHANNELS, FRAMES = 3, 2                 # RGB; an image is one temporal patch of 2 frames (temporal_patch_size)
 ITEMS_PER_PROMPT = 999                  # MultiModalConfig.get_limit_per_prompt's V1 default
 ATTENTION_WIDTHS = 9                    # qkv 3, q/k copy 2, rotated q/k 2, context 1 + its contiguous copy 1
@@ -186,7 +188,7 @@ def largest_item(t: Tower, release, max_model_len: int, limits: dict | None = No
     modalities --limit-mm-per-prompt allows (get_modality_with_max_tokens over the allowed ones)."""
     limits = limits or {}
     image = ("image", t.patches, t.tokens)
-    if t.wrapper not in ("qwen2_5_vl", "qwen2_vl") or limits.get("video") == 0:
+    if t.wrapper not in VIDEO_TOWERS or limits.get("video") == 0:
         return image
     frames = 14 if release.at_least(0, 11, 0) else 16
     pairs = max(1, min(frames // FRAMES, max_model_len // t.tokens))
@@ -302,7 +304,7 @@ def _v0_video(t: Tower, max_tokens: int, videos: int = 1) -> tuple[int, int]:
 def _v0_counts(t: Tower, limits: dict) -> tuple[int, int]:
     """(images, videos) a dummy sequence carries: its --limit-mm-per-prompt, V0's default one of each (only the
     Qwen towers take video)."""
-    videos = limits.get("video", 1) if t.wrapper in ("qwen2_5_vl", "qwen2_vl") else 0
+    videos = limits.get("video", 1) if t.wrapper in VIDEO_TOWERS else 0
     return limits.get("image", 1), videos
 
 

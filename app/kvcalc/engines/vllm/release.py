@@ -203,7 +203,7 @@ def text_only_flags(release) -> list:
     LLaVA and (0.15 on) every tower's model file reads to build no tower."""
     if release.at_least(*LANGUAGE_MODEL_ONLY_FROM):
         return ["--language-model-only"]
-    return ["--limit-mm-per-prompt", '{"image": 0, "video": 0}']
+    return limits_flags(release, {"image": 0, "video": 0})
 
 
 def check_text_only(release, limits: dict) -> None:
@@ -216,12 +216,13 @@ def check_text_only(release, limits: dict) -> None:
                                 "later, or allow an image")
 
 
-LIMITS_AS_JSON_FROM = (0, 9, 0)     # EngineArgs parses dict fields with json.loads (0.10.2); 0.8.3 KEY=VALUE
+LIMITS_AS_JSON_FROM = (0, 9, 0)     # EngineArgs parses dict fields with json.loads (0.9.0, 0.10.2); 0.8.3 KEY=VALUE
 
 
 def limits_flags(release, limits: dict) -> list:
-    """--limit-mm-per-prompt as the release parses it: JSON from 0.9.0 (json.loads in 0.10.2's
-    arg_utils.py), `image=1,video=0` before (0.8.3's nullable_kvs)."""
+    """--limit-mm-per-prompt as the release parses it: JSON from 0.9.0 (arg_utils.py parse_type's
+    json.loads, which 0.9.0 still falls back from to KEY=VALUE; 0.10.2 takes JSON only),
+    `image=1,video=0` before (0.8.3's nullable_kvs)."""
     if release.at_least(*LIMITS_AS_JSON_FROM):
         return ["--limit-mm-per-prompt", "{" + ", ".join(f'"{k}": {v}' for k, v in limits.items()) + "}"]
     return ["--limit-mm-per-prompt", ",".join(f"{k}={v}" for k, v in limits.items())]
