@@ -288,7 +288,8 @@ def headline(scored: list[dict]) -> str:
             values = [abs(s[how]["errors"][metric]) for s in rows if metric in s[how]["errors"]]
             if not values:
                 return "-"
-            return f"{statistics.fmean(values):.1f}% ({statistics.median(values):.1f}%) over {len(values)} logs"
+            # Two decimals: the bars are whole percents, and 1.97% must not read as 2.0%.
+            return f"{statistics.fmean(values):.2f}% ({statistics.median(values):.2f}%) over {len(values)} logs"
         text = (f"available KV memory {mean('kv', counted)}; concurrency {mean('concurrency', counted)}; "
                 f"KV tokens {mean('tokens', counted)}")
         if len(counted) < len(sized):
