@@ -42,8 +42,14 @@ def check(architecture: str | None, field: str = "architectures") -> None:
     if row["status"] == "refused":
         raise InputError(field, f"{architecture}: {row['why']}; no number rather than a wrong one")
     if row["status"] != "exact":
-        raise InputError(field, f"{architecture} (vLLM {row['module']}.py) is not read yet: its cache layout "
-                                "has not been checked against vLLM's code, so no number is given")
+        raise InputError(field, f"{architecture} (vLLM {module_file(row['module'])}) is not read yet: its cache "
+                                "layout has not been checked against vLLM's code, so no number is given")
+
+
+def module_file(module: str) -> str:
+    """Where vLLM keeps a registry module: model_executor/models/<name>.py, or a package of its own
+    (`vllm.models.beam`, 0.3x) given by its dotted path."""
+    return module.replace(".", "/") + "/" if "." in module else f"{module}.py"
 
 
 def rows() -> list[tuple[str, dict]]:
