@@ -112,5 +112,5 @@ def test_the_table_lists_the_newest_registry_read(tmp_path):
     assert table["source"].endswith("checked against vLLM 0.34.0's registry by tools/vllm_registry.py")
     # A 0.34.0 name the table did not hold before is refused by its reason now, not as unknown.
     with pytest.raises(Exception) as refused:
-        architectures.check("KimiK3ForConditionalGeneration")
-    assert "not read yet" in str(refused.value) and "vllm/models/kimi_k3/" in str(refused.value)
+        architectures.check("Glm5NextForCausalLM")
+    assert "not read yet" in str(refused.value) and "vllm/models/glm5next/" in str(refused.value)

@@ -7,10 +7,11 @@ import re
 from .config_fields import ConfigFields
 from ..errors import InputError
 
-# Keys shaped like a cache dimension (a head dim, a head count, a window, a layer list): one the
-# reader below does not know may change the cache, so a config carrying it is refused, naming it.
+# Keys shaped like a cache dimension (a head dim, a head count, a window, a layer list, a sparse
+# attention's own config such as Kimi K3's dsa_config): one the reader below does not know may change
+# the cache, so a config carrying it is refused, naming it.
 CACHE_SHAPED = re.compile(r"head_dim|^num_.*heads$|_heads$|window|_layers$|layer_types$|kv_lora|_kv_|kv_heads"
-                          r"|^index_|^indexer|_types$|_pattern$|sparse_attention|compress")
+                          r"|^index_|^indexer|_types$|_pattern$|sparse_attention|compress|dsa")
 # Cache-shaped keys this reader reads (or checks) itself.
 READ_KEYS = {
     "head_dim", "attention_head_dim", "hidden_size_per_head", "v_head_dim", "qk_nope_head_dim",
