@@ -8,7 +8,7 @@ from .config_keys import refuse_unknown_keys
 from ..errors import InputError
 
 # Model types whose sliding_window, with no per-layer pattern, applies to every layer.
-UNIFORM_WINDOW_TYPES = {"mistral", "mixtral", "phi3", "phimoe", "starcoder2", "mistral3", "ministral"}
+UNIFORM_WINDOW_TYPES = {"mistral", "mixtral", "phi3", "phi4-siglip", "phimoe", "starcoder2", "mistral3", "ministral"}
 # transformers' default sliding_window_pattern where the config may leave it out.
 DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4, "gemma4": 6, "gemma4_text": 6}
 # Gemma 4 (vLLM gemma4.py, Gemma4Attention; transformers Gemma4TextConfig): full-attention layers

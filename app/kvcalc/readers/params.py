@@ -43,6 +43,7 @@ FAMILIES = {
     "qwen2": Family(qkv_bias=True, bias_key=None),
     "qwen3": Family(qk_norm=True),
     "phi3": Family(bias_key=None),
+    "phi4-siglip": Family(bias_key=None),    # Phi-4-reasoning-vision: vLLM builds Phi3ForCausalLM over this config
     "gemma": Family(tied_default=True),
     "gemma2": Family(tied_default=True, norms_per_layer=4),
     "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True),
@@ -96,7 +97,7 @@ FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 
 # Wrappers whose config.json may keep the language model's keys at the top, beside vision_config,
 # rather than under text_config: their tower is counted either way.
-FLAT_VISION_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
+FLAT_VISION_WRAPPERS = ("qwen2_5_vl", "qwen2_vl", "phi4-siglip")
 # The keys a wrapper's text_config may leave out, filled as transformers fills them: LlavaConfig builds
 # text_config through CONFIG_MAPPING[text_config["model_type"]] (model_type "llama" when absent), so
 # LlamaConfig's defaults apply (llava-hf's LLaVA-1.5 configs give only vocab_size, max_position_embeddings

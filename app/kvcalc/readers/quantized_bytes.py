@@ -588,7 +588,7 @@ def rope_cache_elements(cfg: dict) -> tuple[int, bool] | None:
 # qwen2_moe.py, qwen3_moe.py, qwen3_next.py, phi3 through llama.py, mixtral.py, olmo2.py; the
 # language models of qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py and qwen3_5.py with M-RoPE; 0.25.1).
 # Gemma's two ropes and the rest are left out.
-_ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "phi3", "mixtral",
+_ROPE_FAMILIES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "phi3", "phi4-siglip", "mixtral",
                   "olmo2", "qwen3_next", "qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_vl_text",
                   "qwen3_vl_moe_text", "qwen3_5_text", "qwen3_5_moe_text")
 

@@ -58,6 +58,9 @@ QWEN2_VL_DEFAULTS = {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads"
 CLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
                  "num_channels": 3, "image_size": 224, "patch_size": 32}
 LLAVA_FEATURE_LAYER = -2
+# transformers Siglip2VisionConfig's defaults (NaFlex: num_patches positions, no image_size).
+SIGLIP2_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
+                    "num_attention_heads": 12, "num_patches": 256}
 # transformers SiglipVisionConfig's defaults, which apply to a key Gemma 3's vision_config leaves out.
 SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
                    "image_size": 224, "patch_size": 16}
@@ -83,9 +86,11 @@ def vision_groups(cfg: dict, text_hidden: int) -> list:
         return _siglip(c) + _gemma3_projector(c, text_hidden)
     if wrapper == "llava" and vision.get("model_type") == "clip_vision_model":
         return _llava_clip(cfg, c, text_hidden)
+    if wrapper == "phi4-siglip":
+        return _phi4_siglip2(cfg, c, text_hidden)
     raise InputError("vision_config", f"the vision tower of a {wrapper or 'unnamed'!r} wrapper is not counted here "
-                                      "(only Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3 and LLaVA's CLIP "
-                                      "towers); give the parameter count or the weights' size")
+                                      "(only Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3's and Phi-4's SigLIP "
+                                      "and LLaVA's CLIP towers); give the parameter count or the weights' size")
 
 
 # What vLLM splits over tp in each tower under mm_encoder_tp_mode "weights", each a divide() that
@@ -106,6 +111,9 @@ TP_SPLITS = {
 }
 # Qwen2-VL (0.10.2 qwen2_vl.py Qwen2VisionAttention): num_attention_heads_per_partition = divide(num_heads, tp).
 TP_SPLITS["qwen2_vl"] = (("num_heads", "attention heads", QWEN2_VL_DEFAULTS["num_heads"]),)
+# Phi-4-reasoning-vision (0.34.0 phi4siglip.py builds lfm2_siglip2.py's Siglip2Model, whose attention asserts
+# num_heads % tp == 0 before it splits them: Siglip2VisionConfig's default 12).
+TP_SPLITS["phi4-siglip"] = (("num_attention_heads", "attention heads", SIGLIP2_DEFAULTS["num_attention_heads"]),)
 UNSPLIT_ATTENTION = {"gemma3": ("num_attention_heads", "attention heads", 12)}   # SiglipVisionConfig's default
 
 
@@ -275,6 +283,27 @@ def _siglip(c: ConfigFields) -> list:
         groups += _layer_norm(head + ".layernorm", hidden)
         groups += _linear(head + ".mlp.fc1", width, hidden) + _linear(head + ".mlp.fc2", hidden, width)
     return groups
+
+
+def _phi4_siglip2(cfg: dict, c: ConfigFields, text_hidden: int) -> list:
+    """Phi-4-reasoning-vision's tower as vLLM 0.34.0 builds it (phi4siglip.py): a NaFlex SigLIP2
+    (lfm2_siglip2.py Siglip2Model) cut at its second-to-last layer (num_hidden_layers_override =
+    layers - 1), no post-norm, its patches a linear of channels x patch^2 (patch_size 16 where the
+    config leaves it out) and a table of num_patches positions; then LLaVA's two-layer projector from
+    mm_hidden_size to the text width."""
+    d = SIGLIP2_DEFAULTS
+    hidden, width = c.int("hidden_size", d["hidden_size"]), c.int("intermediate_size", d["intermediate_size"])
+    layers = c.int("num_hidden_layers", d["num_hidden_layers"], maximum=MAX_DEPTH)
+    channels, patch = c.int("num_channels", d["num_channels"]), c.int("patch_size", 16)
+    positions = c.int("num_patches", d["num_patches"])
+    base = "vision_tower.vision_model"
+    groups = _linear(base + ".embeddings.patch_embedding", hidden, channels * patch * patch)
+    groups.append((base + ".embeddings.position_embedding", positions, hidden))
+    for i in range(max(0, layers - 1)):
+        groups += _siglip_layer(f"{base}.encoder.layers.{i}", hidden, width)
+    mm_hidden = ConfigFields(cfg, "", maximum=MAX_WIDTH, missing="").int("mm_hidden_size", hidden)
+    return groups + _linear("multi_modal_projector.linear_1", text_hidden, mm_hidden) + \
+        _linear("multi_modal_projector.linear_2", text_hidden, text_hidden)
 
 
 def _siglip_layer(name, hidden, width):
