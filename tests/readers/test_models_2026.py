@@ -342,3 +342,18 @@ def test_gemma4_without_layer_types_takes_its_config_class_defaults():
         assert {layer.window for layer in model.layers if layer.kind == "sliding"} == {window or 512}
         # Full layers: global_head_dim's default 512, num_key_value_heads (no attention_k_eq_v).
         assert {(layer.kv_heads, layer.head_dim) for layer in model.layers if layer.kind == "full"} == {(4, 512)}
+
+
+@pytest.mark.parametrize("key", ["_mtp_num_hidden_layers", "_num_nextn_predict_layers", "__mlp_only_layers"])
+def test_a_harmless_key_under_a_private_spelling_is_harmless(key):
+    """Issue 37: an exporter's underscore spelling of a draft's layer count (or a weights-only list) changes no
+    cache, as the key it spells does not: the config is sized as without it. A cache-shaped private key that is
+    not such a spelling is still refused."""
+    cfg = hf_fixture("meta-llama__Llama-3.1-8B.json")
+    plain = model_from_config(cfg)
+    cfg[key] = 1 if "layers" in key and "only" not in key else []
+    assert model_from_config(cfg).layers == plain.layers
+    cfg["_kv_lora_rank"] = 8
+    with pytest.raises(InputError) as e:
+        model_from_config(cfg)
+    assert e.value.field == "_kv_lora_rank"

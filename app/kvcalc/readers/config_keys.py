@@ -53,8 +53,10 @@ def refuse_unknown_keys(f: ConfigFields) -> None:
     """A cache-shaped key this reader does not know could change the cache: refuse, naming it."""
     _refuse_unread_values(f)
     for key in f.cfg:
+        # A harmless key under a private spelling ("_mtp_num_hidden_layers", as some exporters save a
+        # draft's layer count) means what it means without the underscores: no cache either way.
         if isinstance(key, str) and CACHE_SHAPED.search(key) and key not in READ_KEYS \
-                and key not in HARMLESS_KEYS and f.cfg[key] is not None:
+                and key not in HARMLESS_KEYS and key.lstrip("_") not in HARMLESS_KEYS and f.cfg[key] is not None:
             raise InputError(f.prefix + key, "a cache-shaped key this calculator does not read: it may change "
                                              "the KV cache, so no number is given rather than a wrong one")
 
