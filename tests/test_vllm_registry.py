@@ -62,17 +62,20 @@ def test_new_moved_and_gone_rows_are_told_apart():
         "NewCoderForCausalLM": ("llama", "LlamaForCausalLM", "LlamaForCausalLM"),
         "PlainVLForConditionalGeneration": ("plain_vl", "PlainVL", None)}
     assert diff["moved"] == {"MovedForCausalLM": ("moved", "vllm.models.moved")}
+    assert diff["unread_aliases"] == {}
     assert diff["gone"] == {"OldTransformersForCausalLM": "served by the Transformers backend",
                             "RetiredForCausalLM": "previously supported (last in vLLM 0.23.0)",
                             "VanishedForCausalLM": "not in the registry"}
 
 
 def test_an_alias_is_exact_only_where_no_rule_names_the_row_it_shares_its_class_with(monkeypatch):
-    # LlamaForCausalLM is named by the calculator's own rules (vLLM's V2 runner list, the GGUF map), so an
-    # architecture vLLM maps to its class is left "not yet" with those files named.
+    # A rule of the calculator keyed by the row's name (as the allocator's Mamba prefix-caching list names
+    # NemotronHForCausalLM, which vLLM matches by class) would not meet the alias: it is left "not yet", the
+    # files named. Modules that key names as vLLM does (its V2 runner list, matched by the config's names) pass.
+    monkeypatch.setattr(vllm_registry, "keyed_by_name", lambda name: ["engines/vllm/allocator.py"])
     written = vllm_registry.write(TABLE, _diff(), "0.99.0")["architectures"]
     coder = written["NewCoderForCausalLM"]
-    assert coder["status"] == "not yet" and "engines/vllm/profile.py" in coder["why"]
+    assert coder["status"] == "not yet" and "engines/vllm/allocator.py" in coder["why"]
     monkeypatch.setattr(vllm_registry, "keyed_by_name", lambda name: [])
     written = vllm_registry.write(TABLE, _diff(), "0.99.0")["architectures"]
     assert written["NewCoderForCausalLM"] == {"module": "llama", "source": "vLLM 0.99.0 registry (llama)",
@@ -80,6 +83,21 @@ def test_an_alias_is_exact_only_where_no_rule_names_the_row_it_shares_its_class_
                                               "layout": "as LlamaForCausalLM: vLLM maps both to LlamaForCausalLM"}
     assert written["FreshForCausalLM"]["status"] == "not yet"
     assert written["RetiredForCausalLM"] == TABLE["architectures"]["RetiredForCausalLM"]   # older releases still
+
+
+def test_a_row_left_not_yet_is_made_exact_once_nothing_holds_it_back(monkeypatch):
+    table = json.loads(json.dumps(TABLE))
+    table["architectures"]["NewCoderForCausalLM"] = {"module": "llama", "source": "t", "status": "not yet",
+                                                     "why": "rules keyed by name"}
+    diff = vllm_registry.compare(table, vllm_registry.registry_dicts(REGISTRY))
+    assert diff["unread_aliases"] == {"NewCoderForCausalLM": ("llama", "LlamaForCausalLM", "LlamaForCausalLM")}
+    monkeypatch.setattr(vllm_registry, "keyed_by_name", lambda name: [])
+    assert vllm_registry.write(table, diff, "0.99.0")["architectures"]["NewCoderForCausalLM"]["status"] == "exact"
+
+
+def test_the_modules_that_key_names_as_vllm_does_are_the_ones_named():
+    assert vllm_registry.keyed_by_name("LlamaForCausalLM") == []          # profile.py's V2 list and the GGUF map
+    assert "engines/vllm/allocator.py" in vllm_registry.keyed_by_name("NemotronHForCausalLM")
 
 
 def test_a_wheel_and_a_tree_give_the_release_they_are(tmp_path):
