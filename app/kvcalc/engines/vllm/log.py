@@ -186,13 +186,35 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 
+def _closed(args: str) -> bool:
+    """Whether a printed dict is whole: its braces close where the line ends (a paste or a log
+    collector may cut a long line, leaving out keys that were given). Braces inside its repr'd
+    strings are text; a string left open is a cut line."""
+    body = _STRINGS.sub("", args.rstrip())
+    if "'" in body or '"' in body:
+        return False
+    depth = 0
+    for part in re.split(r"([{}])", body):
+        depth += (part == "{") - (part == "}")
+        if depth < 0:
+            return False
+    return depth == 0 and body.endswith("}")
+
+
+_STRINGS = re.compile(r"'(?:[^'\\\n]|\\.){0,100000}'|\"(?:[^\"\\\n]|\\.){0,100000}\"")
+
+
 # 'limit_mm_per_prompt': {'image': 0, 'video': 0}: every modality at zero serves the model text-only.
 _LIMITS = re.compile(r"'limit_mm_per_prompt': \{([^{}]{0,200})\}")
 
 
 def _non_default(match, sink, n, line):
     begin(sink, "non-default args " + _process(line), n, line)
-    sink.show("args_line", n, n, line)
+    if _closed(match["args"]):
+        sink.show("args_line", n, n, line)      # whole: a size it leaves out is its default
+    else:
+        sink.notes.append(f"line {n:,}: the non-default args are cut short, so a size they do not show is not "
+                          "taken as its default (1)")
     quantization = re.search(r"'quantization': '([\w.\-]{1,40})'", match["args"])
     if quantization:
         sink.show("quantization", quantization[1], n, line)
