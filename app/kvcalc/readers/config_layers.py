@@ -103,3 +103,40 @@ def _state_layer(f: ConfigFields, model_type: str = "", ssm_dtype: str | None = 
                                ssm_dtype=ssm_dtype)
     raise InputError(f.prefix + "layer_types", "linear or state-space layers whose state size this "
                      "config does not give (no linear_* or mamba_* fields)")
+
+
+# Keys of a Nemotron-NAS block's attention that vLLM's nemotron_nas.py does not read: any value but
+# these defaults means a cache the config asks for and vLLM does not build.
+NAS_UNREAD_ATTENTION = {"replace_with_linear": False, "sparsify": None, "num_sink_tokens": None,
+                        "unshifted_sink": False, "use_prefill_window_in_sink_attention": False, "window_length": None}
+
+
+def block_config_layers(f: ConfigFields, attention: dict, n_layers: int) -> tuple:
+    """Nemotron-NAS (DeciLM) layers from block_configs, as vLLM builds them (nemotron_nas.py
+    DeciLMDecoderLayer, 0.13.0 and 0.34.0): a block whose attention is a no-op keeps no cache; every
+    other one num_attention_heads // n_heads_in_group KV heads of the model's head_dim."""
+    blocks = f.cfg.get("block_configs")
+    field = f.prefix + "block_configs"
+    if not isinstance(blocks, list) or len(blocks) != n_layers:
+        raise InputError(field, f"expected a list of {n_layers:,} blocks (one per layer), got "
+                                f"{len(blocks) if isinstance(blocks, list) else type(blocks).__name__}")
+    q_heads, dim = attention["q_heads"], attention["head_dim"]
+    layers = []
+    for i, block in enumerate(blocks):
+        where = f"{field}[{i}].attention"
+        att = block.get("attention") if isinstance(block, dict) else None
+        if not isinstance(att, dict):
+            raise InputError(where, "expected an object with no_op and n_heads_in_group")
+        if att.get("no_op") is True:
+            layers.append(NoCache())
+            continue
+        for key, default in NAS_UNREAD_ATTENTION.items():
+            if att.get(key, default) != default:
+                raise InputError(f"{where}.{key}", f"{att[key]!r} is not read by vLLM's nemotron_nas.py, which "
+                                                   "builds full attention; what the config means is not modelled")
+        group = att.get("n_heads_in_group")
+        if isinstance(group, bool) or not isinstance(group, int) or group < 1 or q_heads % group:
+            raise InputError(f"{where}.n_heads_in_group", f"expected a whole number that divides the "
+                                                          f"{q_heads} attention heads, got {group!r}")
+        layers.append(FullAttention(q_heads // group, dim))
+    return tuple(layers)

@@ -16,7 +16,7 @@ from .attention_dims import attention_dims, mpt_attention
 from .config_dtypes import kv_cache_scheme, read_weights_dtype, state_dtype
 from .config_fields import ConfigFields, show
 from .config_keys import refuse_unknown_keys
-from .config_layers import build_layer
+from .config_layers import block_config_layers, build_layer
 from .config_shapes import config_shapes
 from .params import with_text_defaults
 from ..errors import InputError
@@ -174,6 +174,8 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         else None
     built = {kind: build_layer(kind, f, per_kind.get(kind, attention), model_type, ssm_dtype) for kind in set(kinds)}
     layers = tuple(built[kind] for kind in kinds)
+    if model_type == "nemotron-nas" and f.has("block_configs"):
+        layers = block_config_layers(f, attention, n_layers)   # each block's own heads, or no cache
 
     notes = []
     dtype_name = text.get("torch_dtype") or text.get("dtype") or "bfloat16"
