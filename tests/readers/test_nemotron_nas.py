@@ -60,3 +60,11 @@ def test_a_group_that_does_not_divide_the_heads_is_refused(group):
     config["block_configs"][0]["attention"]["n_heads_in_group"] = group
     out = _eval(config)
     assert [e.field for e in out.errors] == ["block_configs[0].attention.n_heads_in_group"]
+
+
+def test_block_configs_on_another_model_type_are_refused():
+    config = copy.deepcopy(SUPER)
+    config["model_type"] = "llama"
+    config["architectures"] = ["LlamaForCausalLM"]
+    out = _eval(config)
+    assert [e.field for e in out.errors] == ["block_configs"]

@@ -174,7 +174,10 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         else None
     built = {kind: build_layer(kind, f, per_kind.get(kind, attention), model_type, ssm_dtype) for kind in set(kinds)}
     layers = tuple(built[kind] for kind in kinds)
-    if model_type == "nemotron-nas" and f.has("block_configs"):
+    if f.has("block_configs"):
+        if model_type != "nemotron-nas":
+            raise InputError(prefix + "block_configs", f"per-layer blocks are read for Nemotron-NAS (model_type "
+                                                       f"nemotron-nas) only, not {show(model_type)}")
         layers = block_config_layers(f, attention, n_layers)   # each block's own heads, or no cache
 
     notes = []
