@@ -78,14 +78,15 @@ def test_qwen35_tp2_splits_heads_and_state():
 
 
 def test_mamba_ssm_dtype_on_another_architecture_is_refused():
-    """vLLM reads mamba_ssm_dtype only for the two Qwen3.5 architectures; elsewhere it is unknown."""
+    """vLLM reads mamba_ssm_dtype only for the Qwen3.5 architectures (the wrappers and, in 0.34.0's
+    MODELS_CONFIG_MAP, their text-only twins: tests/readers/test_qwen35_text_only.py); elsewhere it is unknown."""
     cfg = qwen35_moe()
     cfg["architectures"] = ["Qwen3NextForCausalLM"]
     with pytest.raises(InputError) as e:
         model_from_config(cfg)
     assert e.value.field == "text_config.mamba_ssm_dtype"
     # A name outside vLLM's registry is refused by the architecture itself.
-    cfg["architectures"] = ["Qwen3_5MoeForCausalLM"]
+    cfg["architectures"] = ["Qwen9MoeForCausalLM"]
     with pytest.raises(InputError) as e:
         model_from_config(cfg)
     assert e.value.field == "architectures"

@@ -7,8 +7,10 @@ from ..errors import InputError
 from ..precision import precision
 
 # vLLM MODELS_CONFIG_MAP (vllm/model_executor/models/config.py): Qwen3_5ForConditionalGenerationConfig
-# copies text_config.mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype for these only.
-SSM_DTYPE_ARCHITECTURES = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+# copies text_config.mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype for these only; the
+# text-only twins' Qwen3_5ForCausalLMConfig calls it too (0.34.0).
+SSM_DTYPE_ARCHITECTURES = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                           "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"}
 
 
 def state_dtype(f: ConfigFields, model_type: str, architecture: str | None = None) -> str | None:

@@ -580,7 +580,15 @@ def rope_cache_elements(cfg: dict) -> tuple[int, bool] | None:
         return None
     if str(text.get("model_type", "")) not in _ROPE_FAMILIES:
         return None
+    architectures = cfg.get("architectures")
+    if isinstance(architectures, list) and architectures and architectures[0] in MROPE_STRIPPED:
+        return position * int(head_dim * factor), False
     return position * int(head_dim * factor), kind == "mrope" or "mrope_section" in scaling
+
+
+# Text-only Qwen3.5 checkpoints: vLLM's Qwen3_5ForCausalLMConfig drops the M-RoPE fields the
+# multimodal config carries (vllm/model_executor/models/config.py, 0.34.0): one-dimensional positions.
+MROPE_STRIPPED = ("Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 
 
 # The families whose vLLM model builds one rope from the config's max_position_embeddings for all
