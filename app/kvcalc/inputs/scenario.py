@@ -134,17 +134,12 @@ def _release(values: dict) -> Release | None:
     return release
 
 
-def _text_only_asked(values: dict) -> bool:
-    """language-model-only, or no image and no video a prompt: vLLM then builds no vision tower."""
-    limits = mm_limits(values.get("limit-mm-per-prompt"))
-    return values.get("language-model-only") == "on" or (limits.get("image") == 0 and limits.get("video") == 0)
-
-
 def settings_from(values: dict) -> Settings:
     # Inputs that belong to one engine's settings (each engine's OWN_OPTIONS), and that engine.
     for name, engine in engines.option_owners().items():
         if name in values and values.get("engine") != engine:
             raise InputError(name, f"applies to {engines.title(engine)} only; choose engine {engine} to use it")
+    limits = mm_limits(values.get("limit-mm-per-prompt"))
     return Settings(
         engine=values.get("engine"), prefill_chunk=values.get("prefill-chunk"),
         kv_memory_gib=values.get("kv-memory-gib"), overhead_given=values.get("overhead-gib", 0) > 0,
@@ -158,8 +153,11 @@ def settings_from(values: dict) -> Settings:
         tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split("/")) if "tensor-split" in values else None,
         vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
         enforce_eager=values.get("enforce-eager") == "on",
-        prefix_caching=values.get("prefix-caching"), language_model_only=_text_only_asked(values),
-        mm_limits=tuple(mm_limits(values.get("limit-mm-per-prompt")).items()),
+        prefix_caching=values.get("prefix-caching"),
+        # language-model-only, or no image and no video a prompt: vLLM then builds no vision tower.
+        language_model_only=values.get("language-model-only") == "on" or (
+            limits.get("image") == 0 and limits.get("video") == 0),
+        mm_limits=tuple(limits.items()),
         measured=_measured(values), serving=serving_settings_from(values))
 
 
@@ -342,7 +340,8 @@ def _required(values: dict, name: str):
 
 def build_scenario(values: dict) -> Scenario:
     model, notes = resolve_model(values)
-    text_only = _text_only_asked(values) and model.multimodal
+    settings = settings_from(values)
+    text_only = settings.language_model_only and model.multimodal
     if text_only:
         model = without_tower(model)        # before the weights are priced: what the engine builds
     if "params" in values and model.params is None:
@@ -369,7 +368,6 @@ def build_scenario(values: dict) -> Scenario:
                         batch=values.get("batch", 1), block_size_tokens=values.get("block-size", 1),
                         prefix_tokens=values.get("prefix-tokens", 0))
     deployment = _deployment(values, model)
-    settings = settings_from(values)
     if settings.language_model_only and not text_only:
         settings = replace(settings, language_model_only=False)    # a text-only model: nothing to leave out
     serving = serving_from(settings, model, deployment)
