@@ -115,7 +115,8 @@ def _uniform_bits(model, weights: int) -> Fraction | None:
     if not params:
         return None
     names = [model.weights_dtype] if model.weights_dtype else []
-    for bits in [precision(n).bits_per_element for n in names] + [p.bits_per_element for p in PRECISIONS.values()]:
+    for bits in [precision(n).bits_per_element for n in names] + [p.bits_per_element for p in PRECISIONS.values()
+                                                                  if not p.packed]:
         if ceil_div(params * bits.numerator, bits.denominator * 8) == weights:
             return bits
     return None

@@ -10,7 +10,7 @@ positions the layer still holds when a request has reached `context_tokens`; Non
 that keeps no per-token cache. `state_bytes` is a fixed per-sequence state (Mamba, DeltaNet).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .errors import InputError
@@ -74,19 +74,29 @@ class FullAttention:
     kv_heads: int
     head_dim: int
     v_head_dim: int | None = None  # when V is narrower or wider than K
+    # This layer's own KV dtype where it is not the run's (vLLM --kv-cache-dtype-skip-layers and
+    # TurboQuant's boundary layers keep the model's dtype): a precision name, None for the run's.
+    kv_dtype: str | None = field(default=None, kw_only=True)
 
     kind = "full"
     title = "full attention"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
         heads = _split_heads(self.kv_heads, tp)
-        return precision.bytes_for(heads * (self.head_dim + (self.v_head_dim or self.head_dim)))
+        own = by_name(self.kv_dtype) if self.kv_dtype else precision
+        return own.kv_row_bytes(heads, self.head_dim, self.v_head_dim or self.head_dim)
 
     def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
+        own = by_name(self.kv_dtype) if self.kv_dtype else kv
         row = self.row_bytes(kv)
+        kept = f" (kept in {own.name})" if self.kv_dtype else ""
+        packed = own.kv_head_words(self.head_dim, self.v_head_dim or self.head_dim)
+        if packed:
+            return (f"{self.title}{kept}: {own.name} slot: {packed} x {self.kv_heads} kv heads"
+                    f" = {row:,} B per token per layer; x {count} layers = {row * count:,} B")
         dims = self.head_dim + (self.v_head_dim or self.head_dim)
         factor = f"2 x {self.head_dim}" if dims == 2 * self.head_dim else f"({self.head_dim} + {self.v_head_dim})"
-        return (f"{self.title}: {factor} x {self.kv_heads} kv heads x {bytes_each(kv)}"
+        return (f"{self.title}{kept}: {factor} x {self.kv_heads} kv heads x {bytes_each(own)}"
                 f" = {row:,} B per token per layer; x {count} layers = {row * count:,} B")
 
     def window_held(self, context_tokens: int):
@@ -179,13 +189,16 @@ class MLAAttention:
     kv_lora_rank: int
     rope_dim: int
     indexer_row_bytes: int = 0   # DeepSeek-V3.2's fp8 indexer key, whatever the KV precision
+    kv_dtype: str | None = field(default=None, kw_only=True)   # as FullAttention's
 
     kind = "mla"
     title = "MLA latent"
 
     def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
         row = self.row_bytes(kv)
-        return (f"MLA latent: ({self.kv_lora_rank} + {self.rope_dim}) x {bytes_each(kv)} = {row:,} B per token"
+        own = by_name(self.kv_dtype) if self.kv_dtype else kv
+        kept = f" (kept in {own.name})" if self.kv_dtype else ""
+        return (f"MLA latent{kept}: ({self.kv_lora_rank} + {self.rope_dim}) x {bytes_each(own)} = {row:,} B per token"
                 f" per layer (one latent, no factor 2); x {count} layers = {row * count:,} B")
 
     def window_held(self, context_tokens: int):
@@ -195,6 +208,11 @@ class MLAAttention:
         return "the MLA latent is replicated on every tensor-parallel GPU"
 
     def row_bytes(self, precision: Precision, tp: int = 1) -> int:
+        if self.kv_dtype:
+            precision = by_name(self.kv_dtype)
+        if precision.packed:
+            raise InputError("kv-dtype", f"{precision.name} packs the K and V of attention heads; an MLA latent "
+                                         "has none (vLLM's TurboQuant backend runs no MLA): choose another kv-dtype")
         if self.indexer_row_bytes and precision.name.startswith("fp8"):
             # Sparse MLA (DeepSeek-V3.2) in fp8 is stored as "fp8_ds_mla": the latent in fp8 with
             # an fp32 scale per 128 elements, the rope part kept in 16 bits, 512 + 16 + 128 = 656

@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..sizing import CONTEXT_SEARCH_LIMIT, _largest_fitting, _linear_guess
 from ..units import GIB, ceil_div
 from .llamacpp import engine as llamacpp
-from . import measured
+from . import measured, releases
 from .sglang import engine as sglang
 from .vllm import engine as vllm
 from .result import Band, Budget, BudgetSource, EngineResult
@@ -325,3 +325,18 @@ def request_bytes_all_gpus(scenario, out: EngineResult) -> int | None:
     if own is not None:
         return own(scenario, out)
     return None if out.kv_bytes_per_request is None else scenario.deployment.gpus * out.kv_bytes_per_request
+
+
+def kv_layers(name: str | None, model, kv_precision, skip: tuple, settings):
+    """The model with each attention layer's KV dtype as the engine `name` places them (its
+    kv_layers rule, for the release in force); the model as it is where the engine has no such
+    rule, and a packed format refused without an engine that stores it."""
+    engine = REGISTRY.get(name or "")
+    own = getattr(engine, "kv_layers", None) if engine is not None else None
+    if own is not None:
+        return own(model, kv_precision, skip, releases.in_force(engine, settings))
+    if kv_precision.packed:
+        owners = [n for n, e in REGISTRY.items() if e.stores(kv_precision)]
+        raise InputError("kv-dtype", f"{kv_precision.name} is a packed format whose layers the engine places; choose "
+                                     f"engine {' or '.join(owners) or 'one that stores it'} to size it")
+    return model

@@ -142,6 +142,11 @@ class OptionalMembers(Protocol):
         """Bytes one request reserves on all GPUs together, or None; default the GPUs x
         out.kv_bytes_per_request. The source formula."""
 
+    def kv_layers(self, model, kv_precision, skip, release):
+        """The model with each attention layer's own KV dtype where it keeps some apart from the
+        run's (vLLM's --kv-cache-dtype-skip-layers, TurboQuant's boundary layers); `skip` the
+        kv-dtype-skip-layers entries. Default None: every layer in the run's. inputs.scenario."""
+
 
 class Releases(Protocol):
     """A release-keyed engine's members, given together (engines/releases.py reads them)."""

@@ -43,7 +43,8 @@ def engine_choices() -> list[tuple[str, str]]:
 
 
 def _precision_choices(names) -> list[tuple[str, str]]:
-    return [(n, f"{n} ({float(PRECISIONS[n].bits_per_element):g} bits)") for n in names]
+    return [(n, f"{n} (vLLM, packed)" if PRECISIONS[n].packed else f"{n} ({float(PRECISIONS[n].bits_per_element):g} bits)")
+            for n in names]
 
 
 def kv_precision_choices() -> list[tuple[str, str]]:
@@ -152,6 +153,8 @@ FIELDS = (
     Field("prefill-chunk", "advanced", "Prefill chunk (tokens, optional)", placeholder="the engine's default"),
     Field("kv-dtype-v", "advanced", "V cache precision (llama.cpp)", "select", choices=(("", "Same as KV precision"),),
           listed=kv_precision_choices),
+    Field("kv-dtype-skip-layers", "advanced", "Layers kept in the model's dtype (vLLM)",
+          placeholder="none, e.g. 0,1,sliding_window"),
     Field("prefix-tokens", "advanced", "Shared prefix (tokens)"),
     Field("block-size", "advanced", "PagedAttention block (tokens, optional)", placeholder="off"),
     # Production, one place per part (each under its own heading in index.html).

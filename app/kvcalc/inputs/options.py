@@ -106,6 +106,30 @@ def mm_limits(text: str | None) -> dict:
     return {} if not text else {k: int(v) for k, v in (part.split("=") for part in text.split("/"))}
 
 
+SKIP_SLIDING = "sliding_window"   # vLLM's attention-type entry: every sliding-window layer
+MAX_SKIP_ENTRIES = 1024
+
+
+def _kv_skip_layers(text: str, name: str) -> str:
+    """vLLM's --kv-cache-dtype-skip-layers: layer indices and `sliding_window`, separated by commas, spaces
+    or slashes (as a log prints the list: ['0', '1']), made `0/1/sliding_window`: indices ascending, each
+    once. Which layers exist is the model's to say (engines/vllm/kv_layers.py)."""
+    parts = [p.strip().strip("'\"") for p in re.split(r"[,/\s]+", text.strip().strip("[]")) if p.strip()]
+    indices, sliding = set(), False
+    for part in parts:
+        if part.lower() == SKIP_SLIDING:
+            sliding = True
+        elif part.isdigit() and len(part) <= 6:
+            indices.add(int(part))
+        else:
+            raise InputError(name, f"expected layer indices (0, 1, ...) or sliding_window, separated by commas, "
+                                   f"got {_clip(part)!r} in {_clip(text)!r}")
+    if not parts or len(parts) > MAX_SKIP_ENTRIES:
+        raise InputError(name, f"expected 1 to {MAX_SKIP_ENTRIES:,} layer indices or sliding_window, got "
+                               f"{len(parts):,}")
+    return "/".join([str(i) for i in sorted(indices)] + ([SKIP_SLIDING] if sliding else []))
+
+
 MAX_SPLIT_DEVICES = 16       # llama.cpp's LLAMA_MAX_DEVICES (-ts takes one proportion a device)
 
 
@@ -289,6 +313,10 @@ OPTIONS = (
            "such as image=1,video=0; its profiling run encodes the largest items they allow (default: V0 one "
            "image and one video, V1 999 of each). 0 for every modality serves the model text-only, as "
            "language-model-only does.", choice=_mm_limits),
+    Option("kv-dtype-skip-layers", "text", "engine", "vLLM --kv-cache-dtype-skip-layers: layers whose KV cache "
+           "stays in the model's dtype under a quantized kv-dtype, by index (0, 1, ...) or sliding_window for every "
+           "sliding-window layer. TurboQuant kv-dtypes add a dense model's first two and last two layers.",
+           choice=_kv_skip_layers),
     Option("mamba-ssm-dtype", "text", "engine", "A hybrid's recurrent (SSM) state dtype: float32, bfloat16 or "
            "float16 (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype). Default: the config's "
            "mamba_ssm_dtype, else the model's dtype.", choice=_state_dtype),

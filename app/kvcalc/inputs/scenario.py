@@ -54,6 +54,7 @@ class Settings:
     prefix_caching: str | None = None          # vLLM --enable-prefix-caching "on" / "off" (None: its default)
     language_model_only: bool = False          # vLLM --language-model-only: a multimodal checkpoint served text-only
     mm_limits: tuple = ()                      # vLLM --limit-mm-per-prompt as (modality, items) pairs; () its default
+    kv_skip_layers: tuple = ()                 # vLLM --kv-cache-dtype-skip-layers: "3", "sliding_window"
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
     serving: ServingSettings = ServingSettings()   # what runs beside the model (a draft, LoRA, offload...)
 
@@ -158,6 +159,7 @@ def settings_from(values: dict) -> Settings:
         language_model_only=values.get("language-model-only") == "on" or (
             limits.get("image") == 0 and limits.get("video") == 0),
         mm_limits=tuple(limits.items()),
+        kv_skip_layers=tuple(values["kv-dtype-skip-layers"].split("/")) if "kv-dtype-skip-layers" in values else (),
         measured=_measured(values), serving=serving_settings_from(values))
 
 
@@ -360,6 +362,9 @@ def build_scenario(values: dict) -> Scenario:
                      "so its real block size differs from block-size")
     kv = precision(values["kv-dtype"]) if "kv-dtype" in values else precision(model.kv_dtype or model.dtype)
     state = precision(model.dtype)
+    kept = engines.kv_layers(settings.engine, model, kv, settings.kv_skip_layers, settings)
+    notes += list(kept.notes[len(model.notes):])
+    model = kept
     context = values.get("context", 8192)
     if model.past_limit(context):
         notes.append(f"context {context:,} is beyond the model's max_position_embeddings "

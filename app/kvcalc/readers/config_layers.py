@@ -2,7 +2,7 @@
 sliding, chunked, indexed, MiMo-V2's window layers), an MLA latent with its indexer, and the
 recurrent states (Mamba-1 and 2, Gated DeltaNet, short convolutions, Kimi Delta, lightning)."""
 
-from .config_fields import ConfigFields
+from .config_fields import ConfigFields, show
 from ..errors import InputError
 from ..layers import (
     ChunkedLocalAttention, FullAttention, IndexedAttention, MLAAttention, NoCache, SlidingWindowAttention,
@@ -132,11 +132,11 @@ def block_config_layers(f: ConfigFields, attention: dict, n_layers: int) -> tupl
             continue
         for key, default in NAS_UNREAD_ATTENTION.items():
             if att.get(key, default) != default:
-                raise InputError(f"{where}.{key}", f"{att[key]!r} is not read by vLLM's nemotron_nas.py, which "
+                raise InputError(f"{where}.{key}", f"{show(att[key])} is not read by vLLM's nemotron_nas.py, which "
                                                    "builds full attention; what the config means is not modelled")
         group = att.get("n_heads_in_group")
         if isinstance(group, bool) or not isinstance(group, int) or group < 1 or q_heads % group:
             raise InputError(f"{where}.n_heads_in_group", f"expected a whole number that divides the "
-                                                          f"{q_heads} attention heads, got {group!r}")
+                                                          f"{q_heads} attention heads, got {show(group)}")
         layers.append(FullAttention(q_heads // group, dim))
     return tuple(layers)

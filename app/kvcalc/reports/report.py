@@ -135,6 +135,11 @@ def engine_json(engine) -> dict:
     }
 
 
+def _precision_words(kv) -> str:
+    # A packed format's bits are a nominal mean; its description says what a head's slot holds.
+    return f"{kv.name} ({kv.description})" if kv.packed else f"{kv.name} ({_plain(kv.bits_per_element)} bits)"
+
+
 def _plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
 
@@ -264,7 +269,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
     rows = [
         ("Verdict", judged.sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
-        ("KV precision", f"{scenario.workload.kv_precision.name} ({_plain(scenario.workload.kv_precision.bits_per_element)} bits)"),
+        ("KV precision", _precision_words(scenario.workload.kv_precision)),
     ]
     work = scenario.workload
     requests = plural(work.batch, "request")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ...errors import InputError
+from ...precision import precision
 from ...units import GIB, ceil_div
 from . import printing, release as rules
 
@@ -35,6 +36,7 @@ BLOCK_SIZES = (8, 16, 32, 64, 128, 256)      # vllm/config/cache.py BlockSize (1
 MAMBA_ALIGN_PAGES = 2
 MAMBA_NONE_PAGES = 1
 KERNEL_BLOCK_ALIGNMENT = 16       # the smallest kernel block of the CUDA attention backends
+BYTE = precision("int8")           # a uint8 cache's element
 SWAP_SPACE_BYTES = 4 * GIB        # V0's --swap-space default: CPU blocks for preempted sequences
 
 
@@ -176,7 +178,7 @@ def _flash_mla_gpu(gpu) -> bool:
 
 
 def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
-             state_pages: int = MAMBA_ALIGN_PAGES) -> tuple[list, int, list]:
+             state_pages: int = MAMBA_ALIGN_PAGES, release=None) -> tuple[list, int, list]:
     """Each layer's spec (None for a layer without a KV cache) in model order, the block size,
     and the lines vLLM logs when a hybrid's state page moves it.
 
@@ -200,6 +202,8 @@ def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
         padded = block_size * token_bytes
         if padded != state_page:
             lines.append(printing.mamba_padding_line(padded, state_page))
+    if rules.aligns_kept_block(release):
+        block_size = _kept_layers_block(attention, kv_precision, tp, block_size, lines)
     out = []
     for layer in model.layers:
         if layer.kind == "state":
@@ -211,6 +215,28 @@ def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
         else:
             out.append(ATTENTION_SPECS[layer.kind](block_size, layer.row_bytes(kv_precision, tp)))
     return out, block_size, lines
+
+
+def _kept_layers_block(attention: list, kv_precision, tp: int, block_size: int, lines: list) -> int:
+    """Where some layers keep another KV dtype (kv_layers.py), the quantized layers' block grows in
+    steps of max(16, block) until their page covers 16 tokens of the widest kept layer
+    (vllm/platforms/interface.py _align_heterogeneous_kv_block_size, 0.25.0-0.34.0); the kept
+    layers take that block too, each its own page size in one group (UniformTypeKVCacheSpecs).
+    The quantized page it measures is a FullAttentionSpec's in the cache dtype's torch dtype,
+    uint8 for TurboQuant (the first layer's backend, a kept layer's, packs nothing): a byte an element."""
+    kept = [layer.row_bytes(kv_precision, tp) for layer in attention if getattr(layer, "kv_dtype", None)]
+    quantized = [layer for layer in attention if not getattr(layer, "kv_dtype", None)]
+    if not kept or not quantized:
+        return block_size
+    measured = quantized[0].row_bytes(BYTE if kv_precision.packed else kv_precision, tp)
+    if max(kept) <= measured:
+        return block_size
+    align = max(KERNEL_BLOCK_ALIGNMENT, block_size)
+    needed = align * ceil_div(max(kept) * KERNEL_BLOCK_ALIGNMENT, align * measured)
+    if block_size < needed:
+        lines.append(printing.kept_layers_block_line(needed))
+        return needed
+    return block_size
 
 
 def kv_groups(specs: list) -> tuple[list, list]:
@@ -299,20 +325,23 @@ def _stage_specs(groups, specs, stage: set) -> tuple:
     return tuple(held.items())
 
 
-def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
+def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int,
+            release=None):
     """(specs, block size, config lines, groups, padding, each worker's cached layers), kept in
     the model's memo: the longest-context search and the charts ask for the same layout many
     times per update, and it depends on none of the numbers they vary."""
-    key = ("vllm-layout", kv_precision.name, (state_precision or kv_precision).name, tp, pp, block_size, state_pages)
+    key = ("vllm-layout", kv_precision.name, (state_precision or kv_precision).name, tp, pp, block_size, state_pages,
+           rules.aligns_kept_block(release))
     memo = model.memo
     if key not in memo:
-        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages, release)
     return memo[key]
 
 
-def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int):
+def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int,
+                 release=None):
     specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
-                                               state_pages)
+                                               state_pages, release)
     groups, padding = kv_groups(specs)
     stages, start = [], 0
     for stage in model.stages(pp):
@@ -327,10 +356,11 @@ def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_s
 
 
 def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int, block_size: int,
-                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES) -> int:
+                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES, release=None) -> int:
     """What one request at max_model_len reserves on the fullest worker ("X GiB KV cache is
     needed"): it depends on the model and the context, not on the memory."""
-    specs, _, _, groups, _, stages = _layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+    specs, _, _, groups, _, stages = _layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages,
+                                             release)
     return max(_worker_need(groups, specs, stage, model_len, prefill_chunk)[2] for stage in stages)
 
 
@@ -350,7 +380,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
     Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
     while it sizes a hybrid's pages)."""
     specs, block_size, config_lines, groups, padding, stages = _layout(
-        model, kv_precision, state_precision, tp, pp, block_size, state_pages)
+        model, kv_precision, state_precision, tp, pp, block_size, state_pages, release)
     last_layer = len(specs) - 1
 
     def avail(stage) -> int:

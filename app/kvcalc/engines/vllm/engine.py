@@ -19,6 +19,7 @@ from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
 from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
+from .kv_layers import kv_layers  # noqa: F401  each layer's KV dtype, asked by inputs/ through the registry
 from .pooling import is_pooling, loaded_weights as _pooling_weights
 from ...readers.quantized_bytes import mxfp4_padding_bytes, vllm_loaded_extra
 
@@ -60,7 +61,8 @@ FIRST_RELEASE, NEWEST_RELEASE = "0.6.4", "0.33.0"
 VERSION_EXAMPLE, VERSIONS_BY_BUILD = "0.10.2 or v0.19.1", False
 parse_version = releases.pep440
 NAME, TITLE = "vllm", "vLLM"
-KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")   # --kv-cache-dtype (fp8 is e4m3)
+KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4",   # --kv-cache-dtype (fp8 is e4m3)
+                 "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")
 # It builds a vision tower's linears split over tp under --mm-encoder-tp-mode weights, and refuses
@@ -68,7 +70,7 @@ VENDORS = ("NVIDIA", "AMD")
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
 OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
-               "language-model-only", "limit-mm-per-prompt")    # options only vLLM takes
+               "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -181,7 +183,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, allocator.request_bytes(
             model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
-            state_pages(scenario)))
+            state_pages(scenario), release_of(scenario)))
     available = budget.kv_bytes_per_gpu
     release = release_of(scenario)
     pages = state_pages(scenario)
@@ -203,7 +205,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         over_words = _mamba_words(scenario, pool, budget, chunk, release)
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else allocator.request_bytes(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages)
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages,
+        release)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
         kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,

@@ -10,7 +10,9 @@ from . import release as rules
 from .allocator import BLOCK_SIZES, block_size_for
 
 # --kv-cache-dtype choices (vllm/config/cache.py CacheDType) by our precision name.
-LAUNCH_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16"}
+LAUNCH_KV = {"fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
+             **{name: name for name in ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
+                                        "turboquant_3bit_nc")}}
 # What lets it take a context past the model's max_position_embeddings: _get_and_verify_max_len
 # raises unless it is set (vllm/envs.py).
 LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
@@ -41,6 +43,7 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
         seqs = _per_rank(scenario, own is not None, seqs, notes)
     args += ["--max-num-seqs", str(seqs)] if seqs else []
     args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
+    args += ["--kv-cache-dtype-skip-layers", *scenario.settings.kv_skip_layers] if scenario.settings.kv_skip_layers else []
     args += ["--data-parallel-size", str(dep.dp)] if dep.dp > 1 else []
     args += ["--enable-expert-parallel"] if dep.expert_parallel else []
     args += utilization(scenario, "--gpu-memory-utilization", notes,

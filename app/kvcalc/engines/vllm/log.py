@@ -2,6 +2,7 @@
 the KV cache it allocates (vllm/v1/worker/gpu_worker.py, vllm/v1/core/kv_cache_utils.py,
 vllm/worker/worker.py and vllm/executor/executor_base.py for V0)."""
 
+import itertools
 import re
 from fractions import Fraction
 
@@ -206,6 +207,8 @@ _STRINGS = re.compile(r"'(?:[^'\\\n]|\\.){0,100000}'|\"(?:[^\"\\\n]|\\.){0,10000
 
 # 'limit_mm_per_prompt': {'image': 0, 'video': 0}: every modality at zero serves the model text-only.
 _LIMITS = re.compile(r"'limit_mm_per_prompt': \{([^{}]{0,200})\}")
+# 'kv_cache_dtype_skip_layers': ['0', 'sliding_window']: the layers kept in the model's dtype.
+_SKIP_LAYERS = re.compile(r"'kv_cache_dtype_skip_layers': \[([^\[\]]{0,4000})\]")
 
 
 def _non_default(match, sink, n, line):
@@ -239,6 +242,10 @@ def _non_default(match, sink, n, line):
     elif limits:
         pairs = re.findall(r"'(\w{1,20})': (\d{1,4})", limits[1])
         sink.take("limit-mm-per-prompt", "/".join(f"{k}={v}" for k, v in pairs), n, line)
+    skip = _SKIP_LAYERS.search(match["args"])
+    if skip and skip[1].strip():
+        entries = re.findall(r"'([\w]{1,20})'", skip[1])
+        sink.take("kv-dtype-skip-layers", "/".join(entries), n, line)
     if _POOLING_ARG.search(match["args"]):
         sink.take("vllm-runner", "pooling", n, line, "--runner pooling (or a pooling --convert / --task)")
     _speculative(match["args"], sink, n, line)
@@ -516,7 +523,9 @@ _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size
           "--data-parallel-size": "dp", "-dp": "dp", "--max-model-len": "context",
           "--gpu-memory-utilization": "memory-utilization", "--max-num-seqs": "batch",
           "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size",
-          "--mamba-ssm-cache-dtype": "mamba-ssm-dtype", "--limit-mm-per-prompt": "limit-mm-per-prompt"}
+          "--mamba-ssm-cache-dtype": "mamba-ssm-dtype", "--limit-mm-per-prompt": "limit-mm-per-prompt",
+          "--kv-cache-dtype-skip-layers": "kv-dtype-skip-layers"}
+_LIST_FLAGS = ("--kv-cache-dtype-skip-layers",)
 _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on"),
              "--language-model-only": ("language-model-only", "on")}
 
@@ -552,6 +561,9 @@ def _flags(sink, args: str, n: int, line: str) -> None:
             sink.take(*_SWITCHES[flag], n, line)
         elif flag in _FLAGS:
             value = value if equals else (words[i + 1] if i + 1 < len(words) else "")
+            if flag in _LIST_FLAGS and not equals:
+                # nargs="+" (arg_utils.py: a list[str] field): every word up to the next flag.
+                value = "/".join(itertools.takewhile(lambda w: not w.startswith("-"), words[i + 1:]))
             if flag == "--max-model-len" and value[-1:] in "kK":
                 value = str(int(value[:-1]) * 1024) if re.fullmatch(r"[0-9]{1,12}", value[:-1]) else value
             _take_setting(sink, _FLAGS[flag], value, n, line)

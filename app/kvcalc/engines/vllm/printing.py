@@ -32,6 +32,12 @@ def attention_block_line(block_size: int) -> str:
             "size is >= mamba page size.")
 
 
+def kept_layers_block_line(block_size: int) -> str:
+    # vllm/platforms/interface.py _align_heterogeneous_kv_block_size's logger.info (0.34.0).
+    return (f"Setting attention block size to {block_size} tokens so the quantized primary KV page covers the "
+            "higher-precision padded-spec page.")
+
+
 def mamba_padding_line(padded: int, state_page: int) -> str:
     return (f"Padding mamba page size by {100 * (padded - state_page) / state_page:.2f}% to ensure "
             "that mamba page size and attention page size are exactly equal.")

@@ -262,3 +262,32 @@ def mxfp4_marlin(release, gpu) -> bool:
     if release.at_least(0, 13, 0) and not release.at_least(0, 14, 0):
         return capability < (9, 0) or capability >= (11, 0)
     return False
+
+
+SKIP_LAYERS_FROM = (0, 19, 0)       # CacheConfig.kv_cache_dtype_skip_layers (absent in 0.18.1)
+TURBOQUANT_FROM = (0, 20, 0)        # the turboquant_* CacheDType presets (no turboquant/ in 0.19.1)
+TURBOQUANT_HYBRID_FROM = (0, 21, 0)  # 0.20.0's create_engine_config raises NotImplementedError for hybrids
+KEPT_BLOCK_FROM = (0, 25, 0)        # platforms/interface.py _align_heterogeneous_kv_block_size
+
+
+def check_turboquant(release, name: str, hybrid: bool) -> None:
+    """TurboQuant's presets from 0.20.0 (vllm/model_executor/layers/quantization/turboquant), on
+    models with state layers from 0.21.0 (get_boundary_skip_layers takes the model config and
+    keeps none of a hybrid's layers)."""
+    if not release.at_least(*TURBOQUANT_FROM):
+        raise InputError("kv-dtype", f"vLLM {release} has no {name} cache dtype; TurboQuant's presets came in "
+                                     "0.20.0: choose 0.20.0 or later, or another kv-dtype")
+    if hybrid and not release.at_least(*TURBOQUANT_HYBRID_FROM):
+        raise InputError("kv-dtype", f"vLLM {release} refuses TurboQuant on a model with state layers "
+                                     "(NotImplementedError); 0.21.0 runs it: choose 0.21.0 or later")
+
+
+def check_skip_layers(release) -> None:
+    if not release.at_least(*SKIP_LAYERS_FROM):
+        raise InputError("kv-dtype-skip-layers", f"vLLM {release} has no --kv-cache-dtype-skip-layers; it came in "
+                                                 "0.19.0: choose 0.19.0 or later, or leave it out")
+
+
+def aligns_kept_block(release) -> bool:
+    """Whether the quantized layers' block grows to cover a kept layer's page (0.25.0 on)."""
+    return release is None or release.at_least(*KEPT_BLOCK_FROM)
