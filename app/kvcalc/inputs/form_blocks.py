@@ -155,6 +155,10 @@ FIELDS = (
           listed=kv_precision_choices),
     Field("kv-dtype-skip-layers", "advanced", "Layers kept in the model's dtype (vLLM)",
           placeholder="none, e.g. 0,1,sliding_window"),
+    Field("hybrid-kv-cache-manager", "advanced", "Hybrid KV cache manager (vLLM)", "select",
+          choices=(("", "vLLM's rule (the default)"), ("off", "off: --disable-hybrid-kv-cache-manager"),
+                   ("on", "on (chunked attention: its environment variable)"))),
+    Field("kv-connector", "advanced", "KV connector (vLLM --kv-transfer-config)", placeholder="none, e.g. NixlConnector"),
     Field("prefix-tokens", "advanced", "Shared prefix (tokens)"),
     Field("block-size", "advanced", "PagedAttention block (tokens, optional)", placeholder="off"),
     # Production, one place per part (each under its own heading in index.html).

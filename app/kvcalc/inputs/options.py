@@ -130,6 +130,15 @@ def _kv_skip_layers(text: str, name: str) -> str:
     return "/".join([str(i) for i in sorted(indices)] + ([SKIP_SLIDING] if sliding else []))
 
 
+def _connector(text: str, name: str) -> str:
+    """A KV connector's class name as --kv-transfer-config's kv_connector gives it."""
+    value = text.strip().strip("'\"")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,79}", value):
+        raise InputError(name, f"expected a KV connector's class name, such as NixlConnector or LMCacheConnectorV1, "
+                               f"got {_clip(text)!r}")
+    return value
+
+
 MAX_SPLIT_DEVICES = 16       # llama.cpp's LLAMA_MAX_DEVICES (-ts takes one proportion a device)
 
 
@@ -317,6 +326,13 @@ OPTIONS = (
            "stays in the model's dtype under a quantized kv-dtype, by index (0, 1, ...) or sliding_window for every "
            "sliding-window layer. TurboQuant kv-dtypes add a dense model's first two and last two layers.",
            choice=_kv_skip_layers),
+    Option("hybrid-kv-cache-manager", "text", "engine", "vLLM's hybrid KV cache manager, on or off "
+           "(--disable-hybrid-kv-cache-manager; for chunked local attention, on is "
+           "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1). Off, sliding-window and chunked layers keep the "
+           "whole context. Default: vLLM's rule for the release, model and connector.", choice=_one_of("on", "off")),
+    Option("kv-connector", "text", "engine", "vLLM --kv-transfer-config's kv_connector (NixlConnector, "
+           "LMCacheConnectorV1, ...): one that does not support the hybrid KV cache manager in the release turns it "
+           "off.", choice=_connector),
     Option("mamba-ssm-dtype", "text", "engine", "A hybrid's recurrent (SSM) state dtype: float32, bfloat16 or "
            "float16 (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype). Default: the config's "
            "mamba_ssm_dtype, else the model's dtype.", choice=_state_dtype),

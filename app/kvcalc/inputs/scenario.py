@@ -55,6 +55,8 @@ class Settings:
     language_model_only: bool = False          # vLLM --language-model-only: a multimodal checkpoint served text-only
     mm_limits: tuple = ()                      # vLLM --limit-mm-per-prompt as (modality, items) pairs; () its default
     kv_skip_layers: tuple = ()                 # vLLM --kv-cache-dtype-skip-layers: "3", "sliding_window"
+    hybrid_kv_manager: str | None = None       # vLLM's hybrid KV cache manager "on" / "off" (None: its rule)
+    kv_connector: str | None = None            # vLLM --kv-transfer-config's kv_connector
     measured: "Measured | None" = None         # the deployment a pasted log measured, for a what-if
     serving: ServingSettings = ServingSettings()   # what runs beside the model (a draft, LoRA, offload...)
 
@@ -160,6 +162,7 @@ def settings_from(values: dict) -> Settings:
             limits.get("image") == 0 and limits.get("video") == 0),
         mm_limits=tuple(limits.items()),
         kv_skip_layers=tuple(values["kv-dtype-skip-layers"].split("/")) if "kv-dtype-skip-layers" in values else (),
+        hybrid_kv_manager=values.get("hybrid-kv-cache-manager"), kv_connector=values.get("kv-connector"),
         measured=_measured(values), serving=serving_settings_from(values))
 
 

@@ -178,7 +178,7 @@ def _flash_mla_gpu(gpu) -> bool:
 
 
 def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
-             state_pages: int = MAMBA_ALIGN_PAGES, release=None) -> tuple[list, int, list]:
+             state_pages: int = MAMBA_ALIGN_PAGES, release=None, hma: bool = True) -> tuple[list, int, list]:
     """Each layer's spec (None for a layer without a KV cache) in model order, the block size,
     and the lines vLLM logs when a hybrid's state page moves it.
 
@@ -204,12 +204,18 @@ def specs_of(model, kv_precision, state_precision, tp: int, block_size: int,
             lines.append(printing.mamba_padding_line(padded, state_page))
     if rules.aligns_kept_block(release):
         block_size = _kept_layers_block(attention, kv_precision, tp, block_size, lines)
+    if not hma and any(layer.kind in ("sliding", "chunked") for layer in attention):
+        lines.append(printing.HMA_DISABLED_LINE)
     out = []
     for layer in model.layers:
         if layer.kind == "state":
             out.append(MambaSpec(block_size, padded, state_pages))
         elif layer.kind == "none" or layer.held_range(1) is None:
             out.append(None)
+        elif layer.kind in ("sliding", "chunked") and not hma:
+            # The hybrid KV cache manager off (release.hybrid_manager): unify_hybrid_kv_cache_specs makes a
+            # local layer a FullAttentionSpec that records its window, charged for the whole max_model_len.
+            out.append(FullAttentionSpec(block_size, layer.row_bytes(kv_precision, tp)))
         elif layer.kind in ("sliding", "chunked"):
             out.append(ATTENTION_SPECS[layer.kind](block_size, layer.row_bytes(kv_precision, tp), layer.window))
         else:
@@ -326,22 +332,22 @@ def _stage_specs(groups, specs, stage: set) -> tuple:
 
 
 def _layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int,
-            release=None):
+            release=None, hma: bool = True):
     """(specs, block size, config lines, groups, padding, each worker's cached layers), kept in
     the model's memo: the longest-context search and the charts ask for the same layout many
     times per update, and it depends on none of the numbers they vary."""
     key = ("vllm-layout", kv_precision.name, (state_precision or kv_precision).name, tp, pp, block_size, state_pages,
-           rules.aligns_kept_block(release))
+           rules.aligns_kept_block(release), hma)
     memo = model.memo
     if key not in memo:
-        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages, release)
+        memo[key] = _make_layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages, release, hma)
     return memo[key]
 
 
 def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_size: int, state_pages: int,
-                 release=None):
+                 release=None, hma: bool = True):
     specs, block_size, config_lines = specs_of(model, kv_precision, state_precision or kv_precision, tp, block_size,
-                                               state_pages, release)
+                                               state_pages, release, hma)
     groups, padding = kv_groups(specs)
     stages, start = [], 0
     for stage in model.stages(pp):
@@ -356,18 +362,18 @@ def _make_layout(model, kv_precision, state_precision, tp: int, pp: int, block_s
 
 
 def request_bytes(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int, block_size: int,
-                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES, release=None) -> int:
+                  state_precision=None, state_pages: int = MAMBA_ALIGN_PAGES, release=None, hma: bool = True) -> int:
     """What one request at max_model_len reserves on the fullest worker ("X GiB KV cache is
     needed"): it depends on the model and the context, not on the memory."""
     specs, _, _, groups, _, stages = _layout(model, kv_precision, state_precision, tp, pp, block_size, state_pages,
-                                             release)
+                                             release, hma)
     return max(_worker_need(groups, specs, stage, model_len, prefill_chunk)[2] for stage in stages)
 
 
 def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chunk: int,
              block_size: int, available_bytes: int, state_precision=None,
              state_pages: int = MAMBA_ALIGN_PAGES, spare_before_last: int = 0, release=None,
-             mamba_none: bool = False) -> tuple:
+             mamba_none: bool = False, hma: bool = True) -> tuple:
     """The pool for `available_bytes` of KV memory on every worker, or vLLM's refusal. Under pipeline
     parallelism `available_bytes` is the last stage's and the stages before it have `spare_before_last`
     more (what the last one alone spends: profile.stage_surplus); vLLM's pool is the fewest blocks any
@@ -380,7 +386,7 @@ def allocate(model, kv_precision, tp: int, pp: int, model_len: int, prefill_chun
     Returns (pool, refusal message, the longest max_model_len that fits, the lines vLLM logs
     while it sizes a hybrid's pages)."""
     specs, block_size, config_lines, groups, padding, stages = _layout(
-        model, kv_precision, state_precision, tp, pp, block_size, state_pages, release)
+        model, kv_precision, state_precision, tp, pp, block_size, state_pages, release, hma)
     last_layer = len(specs) - 1
 
     def avail(stage) -> int:

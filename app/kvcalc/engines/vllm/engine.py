@@ -70,7 +70,8 @@ VENDORS = ("NVIDIA", "AMD")
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
 OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
-               "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers")    # options only vLLM takes
+               "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers", "hybrid-kv-cache-manager",
+               "kv-connector")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -183,15 +184,16 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, allocator.request_bytes(
             model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
-            state_pages(scenario), release_of(scenario)))
+            state_pages(scenario), release_of(scenario), hybrid_manager_on(scenario, notes)))
     available = budget.kv_bytes_per_gpu
     release = release_of(scenario)
     pages = state_pages(scenario)
+    hma = hybrid_manager_on(scenario, notes)
     pool, refusal, longest, config_lines = allocator.allocate(
         model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, available, work.state_precision,
         pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
         profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)), release,
-        rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1)
+        rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1, hma)
     if not scenario.settings.release_given:
         older = allocator.count_words(pool, work.context_tokens,
                                       rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1)
@@ -206,7 +208,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else allocator.request_bytes(
         model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages,
-        release)
+        release, hma)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
         kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,
@@ -236,6 +238,41 @@ def _mamba_words(scenario, pool, budget: Budget, chunk: int, release) -> str:
             f"each decode sequence of its full CUDA graphs needs one block ({pool.block_bytes:,} B per GPU). Pass "
             f"--max-num-seqs {blocks} or fewer, or give it {more}, or --enforce-eager (no full graphs, no check); a "
             "shorter --max-model-len leaves the block count as it is")
+
+
+# The connector an offload backend puts in kv_transfer_config (config/vllm.py _post_init_kv_transfer_config).
+OFFLOAD_CONNECTORS = {None: "OffloadingConnector", "native": "OffloadingConnector", "lmcache": "LMCacheConnectorV1"}
+
+
+def kv_connector(scenario) -> str | None:
+    """The KV connector a start runs: the one given, else the one --kv-offloading-size sets."""
+    settings = scenario.settings
+    if settings.kv_connector:
+        return settings.kv_connector
+    if settings.serving.offload_gib:
+        return OFFLOAD_CONNECTORS.get(settings.serving.offload_backend, "OffloadingConnector")
+    return None
+
+
+def hybrid_manager_on(scenario, notes: list) -> bool:
+    """Whether vLLM's hybrid KV cache manager runs (release.hybrid_manager); off, every sliding or
+    chunked layer is charged for the whole context, and a model with state layers does not start."""
+    model = scenario.model
+    local = any(layer.kind in ("sliding", "chunked") for layer in model.layers)
+    on, why = rules.hybrid_manager(release_of(scenario), scenario.settings.hybrid_kv_manager, kv_connector(scenario),
+                                   any(layer.kind == "chunked" for layer in model.layers))
+    if on:
+        return True
+    if any(layer.kind == "state" for layer in model.layers):
+        field = ("hybrid-kv-cache-manager" if scenario.settings.hybrid_kv_manager == "off" else
+                 "kv-connector" if scenario.settings.kv_connector else "offload-gib")
+        raise InputError(field, f"{rules.hma_refusal(release_of(scenario))} (vLLM): the hybrid "
+                                                    f"KV cache manager is off ({why}), and a model with state layers "
+                                                    "needs it; leave it on or choose a connector that supports it")
+    if local:
+        notes.append(f"vLLM's hybrid KV cache manager is off ({why}): every sliding-window and chunked layer keeps "
+                     "the whole context, as a full-attention layer does")
+    return False
 
 
 def _prefix_caching(scenario) -> bool | None:
@@ -291,7 +328,7 @@ def explain(scenario, out: EngineResult) -> list[str]:
     kinds = {layer.kind for layer in scenario.model.layers}
     line = (f"vLLM hands out blocks of {out.block_size} tokens per layer; a request at "
             f"{work.context_tokens:,} tokens reserves whole blocks")
-    if "sliding" in kinds:
+    if "sliding" in kinds and hybrid_manager_on(scenario, []):
         line += (f", and sliding-window layers reserve window - 1 + the prefill chunk ({out.prefill_chunk:,}) "
                  "tokens plus one block")
     why = [line + "."]

@@ -20,6 +20,18 @@ LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
 MLA_KV = {"fp8", "fp8_e4m3", "bf16"}
 
 
+def _hybrid_manager_flags(scenario) -> list:
+    """The connector and the manager as asked: --kv-transfer-config with the connector, and
+    --disable-hybrid-kv-cache-manager for off (on is vLLM's rule, or for chunked local attention
+    its environment variable, written before the command)."""
+    settings, args = scenario.settings, []
+    if settings.kv_connector:
+        args += ["--kv-transfer-config", '{"kv_connector": "%s", "kv_role": "kv_both"}' % settings.kv_connector]
+    if settings.hybrid_kv_manager == "off":
+        args += ["--disable-hybrid-kv-cache-manager"]
+    return args
+
+
 def command(scenario, result, name: str, release, chunk: int) -> Launch:
     """`vllm serve` for vLLM `release` (the one in force) whose default --max-num-batched-tokens
     here is `chunk`; `result` is the evaluation sized (None for a command alone); `name` is the
@@ -31,8 +43,10 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
     if kv != "auto" and any(layer.kind == "mla" for layer in scenario.model.layers) and \
             scenario.workload.kv_precision.name not in MLA_KV:
         return Launch(name, None, (f"vLLM's MLA backends cannot store the latent as {kv}; use fp8 (e4m3)",))
-    args = env(scenario, LONG_CONTEXT_ENV) + ["vllm", "serve", repo(scenario, notes), "--max-model-len",
-                                      str(work.context_tokens)]
+    args = env(scenario, LONG_CONTEXT_ENV)
+    if scenario.settings.hybrid_kv_manager == "on" and any(layer.kind == "chunked" for layer in scenario.model.layers):
+        args = (args or ["env"]) + [rules.CHUNKED_HMA_ENV]
+    args += ["vllm", "serve", repo(scenario, notes), "--max-model-len", str(work.context_tokens)]
     try:
         parallel.check(scenario.model, dep, PLACEMENT)
     except InputError as e:
@@ -44,6 +58,7 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
     args += ["--max-num-seqs", str(seqs)] if seqs else []
     args += ["--kv-cache-dtype", kv, "--tensor-parallel-size", str(dep.tp), "--pipeline-parallel-size", str(dep.pp)]
     args += ["--kv-cache-dtype-skip-layers", *scenario.settings.kv_skip_layers] if scenario.settings.kv_skip_layers else []
+    args += _hybrid_manager_flags(scenario)
     args += ["--data-parallel-size", str(dep.dp)] if dep.dp > 1 else []
     args += ["--enable-expert-parallel"] if dep.expert_parallel else []
     args += utilization(scenario, "--gpu-memory-utilization", notes,

@@ -207,6 +207,12 @@ _STRINGS = re.compile(r"'(?:[^'\\\n]|\\.){0,100000}'|\"(?:[^\"\\\n]|\\.){0,10000
 
 # 'limit_mm_per_prompt': {'image': 0, 'video': 0}: every modality at zero serves the model text-only.
 _LIMITS = re.compile(r"'limit_mm_per_prompt': \{([^{}]{0,200})\}")
+# The KV connector of --kv-transfer-config: the args' dict ('kv_transfer_config': {'kv_connector': 'X', ...}
+# or KVTransferConfig(kv_connector='X', ...)), the command's JSON ("kv_connector": "X").
+_CONNECTOR = re.compile(r"""kv_transfer_config['"]?[:=]\s*(?:KVTransferConfig\(|\{)[^{}()]{0,400}?kv_connector['"]?\s*[:=]"""
+                        r"""\s*['"](\w{1,80})['"]""")
+_CONNECTOR_FLAG = re.compile(r"""--kv-transfer-config[=\s]+['"]?\{[^{}]{0,400}?['"]kv_connector['"]\s*:\s*['"](\w{1,80})['"]""")
+_HMA_ARG = re.compile(r"'disable_hybrid_kv_cache_manager': (True|False)")
 # 'kv_cache_dtype_skip_layers': ['0', 'sliding_window']: the layers kept in the model's dtype.
 _SKIP_LAYERS = re.compile(r"'kv_cache_dtype_skip_layers': \[([^\[\]]{0,4000})\]")
 
@@ -242,6 +248,12 @@ def _non_default(match, sink, n, line):
     elif limits:
         pairs = re.findall(r"'(\w{1,20})': (\d{1,4})", limits[1])
         sink.take("limit-mm-per-prompt", "/".join(f"{k}={v}" for k, v in pairs), n, line)
+    connector = _CONNECTOR.search(match["args"])
+    if connector:
+        sink.take("kv-connector", connector[1], n, line)
+    hma = _HMA_ARG.search(match["args"])
+    if hma:
+        sink.take("hybrid-kv-cache-manager", "off" if hma[1] == "True" else "on", n, line)
     skip = _SKIP_LAYERS.search(match["args"])
     if skip and skip[1].strip():
         entries = re.findall(r"'([\w]{1,20})'", skip[1])
@@ -527,7 +539,10 @@ _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size
           "--kv-cache-dtype-skip-layers": "kv-dtype-skip-layers"}
 _LIST_FLAGS = ("--kv-cache-dtype-skip-layers",)
 _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on"),
-             "--language-model-only": ("language-model-only", "on")}
+             "--language-model-only": ("language-model-only", "on"),
+             "--disable-hybrid-kv-cache-manager": ("hybrid-kv-cache-manager", "off"),
+             "--no-disable-hybrid-kv-cache-manager": ("hybrid-kv-cache-manager", "on"),
+             "--enable-hybrid-kv-cache-manager": ("hybrid-kv-cache-manager", "on")}
 
 
 def _command(match, sink, n, line):
@@ -549,6 +564,9 @@ def _json_part(key: str, text: str, value: str):
 
 
 def _flags(sink, args: str, n: int, line: str) -> None:
+    connector = _CONNECTOR_FLAG.search(args)
+    if connector:
+        sink.take("kv-connector", connector[1], n, line)
     spec = _SPEC_FLAG.search(args)
     if spec:
         _spec_parts(sink, _json_part("method", spec[1], r"[\"']([\w.\-]{1,40})[\"']"),
@@ -586,6 +604,11 @@ def _kv_in_use(match, sink, n, line):
     else:
         sink.take("kv-memory-gib", match["gib"], n, line, "kv cache memory in use", keep="min")
         sink.show("kv_memory_gib", Fraction(match["gib"]), n, line, keep="min", text=f"{match['gib']} GiB")
+
+
+def _hma_off(match, sink, n, line):
+    # kv_cache_utils.py unify_hybrid_kv_cache_specs warns once it has made every local layer full.
+    sink.take("hybrid-kv-cache-manager", "off", n, line, "vLLM turned it off", keep="last")
 
 
 def _prefix_off(match, sink, n, line):
@@ -671,6 +694,8 @@ RULES = (
                     r"(GPU KV cache size|Maximum concurrency for|Available KV cache memory)"), _source_line, False, ".py:"),
     Rule(re.compile(r"Setting kv cache block size to (\d{1,4}) for (\w{1,40}) backend"), _backend_block, True,
          "kv cache block size to"),
+    Rule(re.compile(r"Hybrid KV cache manager is disabled for this hybrid model"), _hma_off, True,
+         "Hybrid KV cache manager is disabled"),
     Rule(re.compile(r"Hybrid or mamba-based model detected without support for prefix caching: disabling"),
          _prefix_off, True, "without support for prefix caching"),
     # Each "ValueError: " scans only up to the next one: linear however often a line repeats it.

@@ -32,6 +32,12 @@ def attention_block_line(block_size: int) -> str:
             "size is >= mamba page size.")
 
 
+# kv_cache_utils.py unify_hybrid_kv_cache_specs (0.10.2-0.32.x; kv_cache_planning.py from 0.33.0), verbatim.
+HMA_DISABLED_LINE = ("Hybrid KV cache manager is disabled for this hybrid model, This means we do not enable any "
+                     "optimizations for saving KV cache memory (e.g., dropping the KV cache outside the sliding "
+                     "window). The compute of layers like sliding window is still saved.")
+
+
 def kept_layers_block_line(block_size: int) -> str:
     # vllm/platforms/interface.py _align_heterogeneous_kv_block_size's logger.info (0.34.0).
     return (f"Setting attention block size to {block_size} tokens so the quantized primary KV page covers the "

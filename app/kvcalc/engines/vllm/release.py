@@ -291,3 +291,61 @@ def check_skip_layers(release) -> None:
 def aligns_kept_block(release) -> bool:
     """Whether the quantized layers' block grows to cover a kept layer's page (0.25.0 on)."""
     return release is None or release.at_least(*KEPT_BLOCK_FROM)
+
+
+HMA_READ_FROM = (0, 10, 2)          # the first wheel whose VllmConfig.__post_init__ was read for it
+HMA_CONNECTORS_FROM = (0, 22, 0)    # before, any --kv-transfer-config turned the manager off
+HMA_TRISTATE_FROM = (0, 13, 0)      # the flag None by default; an explicit enable that cannot hold raises
+HMA_PROMOTE_WORDS_FROM = (0, 27, 0)
+# Connectors that subclass SupportsHMA, and the first release each does (kv_connector/v1/*.py, read in
+# the wheels 0.18.0-0.34.0); a connector not listed (LMCacheConnectorV1, LMCacheMPConnector, FlexKV, a
+# custom class) turns the manager off.
+HMA_CONNECTORS = {"NixlConnector": (0, 18, 0), "SimpleCPUOffloadConnector": (0, 19, 0),
+                  "MooncakeConnector": (0, 20, 0), "OffloadingConnector": (0, 21, 0),
+                  "DecodeBenchConnector": (0, 21, 0), "MooncakeStoreConnector": (0, 22, 0),
+                  "ExampleHiddenStatesConnector": (0, 22, 0), "MoRIIOConnector": (0, 30, 0),
+                  "HiSparseConnector": (0, 30, 0), "UMBPStoreConnector": (0, 34, 0)}
+CHUNKED_HMA_ENV = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1"
+
+
+def _connector_keeps_hma(release, connector: str) -> bool:
+    first = HMA_CONNECTORS.get(connector)
+    return release.at_least(*HMA_CONNECTORS_FROM) and first is not None and release.at_least(*first)
+
+
+def hybrid_manager(release, asked: str | None, connector: str | None, chunked: bool) -> tuple[bool, str | None]:
+    """(whether the hybrid KV cache manager runs, why not in words) as VllmConfig.__post_init__
+    decides (vllm/config/vllm.py, 0.10.2-0.34.0): off when asked (--disable-hybrid-kv-cache-manager),
+    for chunked local attention unless its environment variable allows it (the on asked here), and
+    for a --kv-transfer-config connector that does not support it (any connector before 0.22.0).
+    An enable asked where it cannot hold is vLLM's ValueError (0.13.0 on)."""
+    if asked is None and connector is None and not chunked:
+        return True, None
+    if not release.at_least(*HMA_READ_FROM) or not v1(release):
+        field = "hybrid-kv-cache-manager" if asked is not None else "kv-connector"
+        if asked is None and connector is None:
+            return True, None           # a release whose chunked-attention rule is not read: as before
+        raise InputError(field, f"vLLM {release}'s hybrid KV cache manager rules are read from 0.10.2 (V1): "
+                                "choose 0.10.2 or later, or leave it out")
+    if asked == "off":
+        return False, "--disable-hybrid-kv-cache-manager"
+    if connector is not None and not _connector_keeps_hma(release, connector):
+        why = (f"--kv-transfer-config's {connector} does not support it in vLLM {release}"
+               if release.at_least(*HMA_CONNECTORS_FROM) else
+               f"vLLM {release} turns it off for any --kv-transfer-config")
+        if asked == "on" and release.at_least(*HMA_TRISTATE_FROM):
+            raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was "
+                                                        f"explicitly enabled but is not supported in this "
+                                                        f"configuration\": {why}; leave it to vLLM or off")
+        return False, why
+    if chunked and asked != "on":
+        return False, (f"chunked local attention turns it off unless {CHUNKED_HMA_ENV} is set "
+                       "(hybrid-kv-cache-manager on)")
+    return True, None
+
+
+def hma_refusal(release) -> str:
+    """What vLLM raises when the manager is off and a state layer cannot be made full attention."""
+    if release.at_least(*HMA_PROMOTE_WORDS_FROM):
+        return "Failed to promote local KV cache specs to one unified type."
+    return "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
