@@ -183,14 +183,16 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         notes.append(_dp_words(dep, work))
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, allocator.request_bytes(
-            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision,
+            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
+            work.state_precision,
             state_pages(scenario), release_of(scenario), hybrid_manager_on(scenario, notes)))
     available = budget.kv_bytes_per_gpu
     release = release_of(scenario)
     pages = state_pages(scenario)
     hma = hybrid_manager_on(scenario, notes)
     pool, refusal, longest, config_lines = allocator.allocate(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, available, work.state_precision,
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
+        available, work.state_precision,
         pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
         profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)), release,
         rules.mamba_state_pages(release, _prefix_caching(scenario)) == 1, hma)
@@ -207,8 +209,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         over_words = _mamba_words(scenario, pool, budget, chunk, release)
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else allocator.request_bytes(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, chunk, block, work.state_precision, pages,
-        release, hma)
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
+        work.state_precision, pages, release, hma)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,
         kv_budget_bytes_per_gpu=available, kv_bytes_per_request=needed,
@@ -252,6 +254,20 @@ def kv_connector(scenario) -> str | None:
     if settings.serving.offload_gib:
         return OFFLOAD_CONNECTORS.get(settings.serving.offload_backend, "OffloadingConnector")
     return None
+
+
+def reserved_chunk(scenario, chunk: int) -> int:
+    """The new tokens a sliding or chunked layer reserves a request beside its window
+    (release.in_flight_tokens): from 0.26.0 every concurrent batch's max_num_batched_tokens."""
+    release, dep, model = release_of(scenario), scenario.deployment, scenario.model
+    if not release.at_least(*rules.IN_FLIGHT_FROM) or not rules.v1(release):
+        return chunk
+    pooling = is_pooling(model, scenario.settings)
+    draft = scenario.serving.draft
+    separate = draft is not None and draft.kind == "draft"
+    quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
+    v2 = profile.uses_runner_v2(model, release, quantized, separate, pooling)
+    return rules.in_flight_tokens(release, chunk, rules.concurrent_batches(release, dep.pp, pooling, separate, v2))
 
 
 def hybrid_manager_on(scenario, notes: list) -> bool:
@@ -329,8 +345,11 @@ def explain(scenario, out: EngineResult) -> list[str]:
     line = (f"vLLM hands out blocks of {out.block_size} tokens per layer; a request at "
             f"{work.context_tokens:,} tokens reserves whole blocks")
     if "sliding" in kinds and hybrid_manager_on(scenario, []):
+        reserved = reserved_chunk(scenario, out.prefill_chunk)
         line += (f", and sliding-window layers reserve window - 1 + the prefill chunk ({out.prefill_chunk:,}) "
-                 "tokens plus one block")
+                 "tokens plus one block" if reserved == out.prefill_chunk else
+                 f", and sliding-window layers reserve window - 1 + the tokens in flight ({reserved // out.prefill_chunk}"
+                 f" concurrent batches x the prefill chunk {out.prefill_chunk:,} = {reserved:,}) plus one block")
     why = [line + "."]
     if "state" in kinds:
         pages = state_pages(scenario)

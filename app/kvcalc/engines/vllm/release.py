@@ -349,3 +349,27 @@ def hma_refusal(release) -> str:
     if release.at_least(*HMA_PROMOTE_WORDS_FROM):
         return "Failed to promote local KV cache specs to one unified type."
     return "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+
+
+IN_FLIGHT_FROM = (0, 26, 0)         # SlidingWindowSpec.max_admission_blocks_per_request takes max_in_flight_tokens
+ASYNC_SPEC_CHECK_UNTIL = (0, 33, 0)  # 0.26.0-0.32.x turn async scheduling off for a draft model's speculation
+
+
+def concurrent_batches(release, pp: int, pooling: bool, draft_model: bool, runner_v2: bool) -> int:
+    """VllmConfig.max_concurrent_batches (vllm/config/vllm.py, 0.26.0-0.34.0): with async
+    scheduling 2 at pp 1, pp + 1 on the V2 runner, else pp; without it pp. Async scheduling is on by
+    default except for a pooling model and, 0.26.0-0.32.x, speculation by a separate draft model
+    (its method is none of the eagle, MTP, DFlash or GPU n-gram kinds)."""
+    asynchronous = not pooling and not (draft_model and not release.at_least(*ASYNC_SPEC_CHECK_UNTIL))
+    if not asynchronous:
+        return pp
+    if runner_v2:
+        return pp + 1
+    return 2 if pp <= 1 else pp
+
+
+def in_flight_tokens(release, chunk: int, batches: int) -> int:
+    """The new tokens a sliding-window or chunked layer reserves beside its window: the prefill chunk
+    (max_num_batched_tokens) before 0.26.0; from it max_in_flight_tokens = the concurrent batches x
+    that chunk (out-of-window blocks are freed on the processed tokens)."""
+    return chunk * batches if release.at_least(*IN_FLIGHT_FROM) else chunk
