@@ -120,6 +120,9 @@ class Model:
     # For MLA models: (qk_nope + qk_rope, v_head_dim) per head, the decompressed K and V that
     # HF transformers caches instead of the latent.
     mla_head_dims: tuple[int, int] | None = None
+    # A looped model's caches per physical layer (IQuest LoopCoder's loop_num): `layers` holds every
+    # loop's, in vLLM's order (loop x num_hidden_layers + layer), so they are not pipeline stages.
+    loop_caches: int = 1
     # What its config.json says beyond its layers (None for a model not read from one). Not
     # compared: a model is its shape and figures; the record rides along.
     shapes: ConfigShapes | None = field(default=None, compare=False, repr=False)
@@ -147,6 +150,9 @@ class Model:
         return {}
 
     def check_parallel(self, tp: int, pp: int) -> None:
+        if pp > 1 and self.loop_caches > 1:
+            raise InputError("pp", f"each of this looped model's layers keeps {self.loop_caches} caches on its own "
+                                   "stage; pipeline stages of a looped model are not modelled: use pp 1")
         if pp > len(self.layers):
             raise InputError("pp", f"pp={pp} is more than the model's {len(self.layers)} layers")
         try:

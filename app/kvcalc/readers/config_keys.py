@@ -24,6 +24,7 @@ READ_KEYS = {
     "global_head_dim", "num_global_key_value_heads", "hybrid_override_pattern", "hybrid_layer_pattern",
     "layers_block_type", "qk_head_dim", "pruned_heads", "indexer_types", "index_topk_freq",
     "index_skip_topk_offset", "index_topk_pattern", "sparse_attention_config",
+    "prefix_dense_sliding_window_pattern", "loop_num", "loop_window_size",
 }
 # Cache-shaped keys that change no cache, each for a reason.
 HARMLESS_KEYS = {

@@ -140,3 +140,23 @@ def block_config_layers(f: ConfigFields, attention: dict, n_layers: int) -> tupl
                                                           f"{q_heads} attention heads, got {show(group)}")
         layers.append(FullAttention(q_heads // group, dim))
     return tuple(layers)
+
+
+MAX_LOOPS = 16
+
+
+def loop_layers(f: ConfigFields, attention: dict, layers: tuple) -> tuple[tuple, int]:
+    """IQuest LoopCoder's caches (vLLM 0.34.0 iquest_loopcoder.py LoopCoderAttention): every physical layer
+    runs loop_num times; loop 0 keeps a full cache, each later loop its own cache of the same heads sliding over
+    loop_window_size tokens (a copy of cache_config with that sliding_window), named layers.{loop x L + i}: the
+    model's caches in that order. The head dim is hidden_size // num_attention_heads whatever head_dim says."""
+    loops = f.int("loop_num", minimum=1, maximum=MAX_LOOPS) if f.has("loop_num") else 2
+    window = f.int("loop_window_size", minimum=1, maximum=1 << 40) if f.has("loop_window_size") else 64
+    hidden, q_heads = f.int("hidden_size"), attention["q_heads"]
+    if hidden % q_heads or hidden // q_heads != attention["head_dim"]:
+        raise InputError(f.prefix + "head_dim", f"vLLM's LoopCoder takes hidden_size // num_attention_heads = "
+                                                f"{hidden // q_heads} as the head dim, not {attention['head_dim']}")
+    if any(layer.kind != "full" for layer in layers):
+        raise InputError(f.prefix + "layer_types", "LoopCoder's loop 0 is full attention in every layer")
+    heads, dim = attention["kv_heads"], attention["head_dim"]
+    return layers + (SlidingWindowAttention(heads, dim, window=window),) * (len(layers) * (loops - 1)), loops

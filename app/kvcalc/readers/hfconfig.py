@@ -16,11 +16,11 @@ from .attention_dims import attention_dims, mpt_attention
 from .config_dtypes import kv_cache_scheme, read_weights_dtype, state_dtype
 from .config_fields import ConfigFields, show
 from .config_keys import refuse_unknown_keys
-from .config_layers import block_config_layers, build_layer
+from .config_layers import block_config_layers, build_layer, loop_layers
 from .config_shapes import config_shapes
 from .params import with_text_defaults
 from ..errors import InputError
-from .layer_kinds import GEMMA4_ONLY, GEMMA4_TYPES, gemma4_kinds, layer_kinds
+from .layer_kinds import GEMMA4_ONLY, GEMMA4_TYPES, cohere2_moe_kinds, gemma4_kinds, layer_kinds
 from ..model import Model
 from ..precision import precision
 
@@ -154,6 +154,11 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
         n_layers = f.need_int("num_hidden_layers", "num_layers", "n_layer", "n_layers", maximum=MAX_LAYERS)
     kinds = layer_kinds(f, model_type, n_layers, architecture)
     per_kind = {}
+    if model_type == "cohere2_moe":
+        kinds, per_kind = cohere2_moe_kinds(f, kinds, attention)
+    if model_type != "cohere2_moe" and f.has("prefix_dense_sliding_window_pattern"):
+        raise InputError(prefix + "prefix_dense_sliding_window_pattern", f"is read for Cohere 2 MoE only, not model_type "
+                                                                        f"{show(model_type)}; no number rather than a wrong one")
     if model_type in GEMMA4_TYPES:
         kinds, per_kind = gemma4_kinds(f, kinds, attention)
     else:
@@ -179,6 +184,11 @@ def model_from_config(cfg: dict, name: str | None = None, **extra) -> Model:
             raise InputError(prefix + "block_configs", f"per-layer blocks are read for Nemotron-NAS (model_type "
                                                        f"nemotron-nas) only, not {show(model_type)}")
         layers = block_config_layers(f, attention, n_layers)   # each block's own heads, or no cache
+    if model_type == "iquestloopcoder":
+        layers, extra["loop_caches"] = loop_layers(f, attention, layers)
+    elif f.has("loop_num") or f.has("loop_window_size"):
+        raise InputError(prefix + "loop_num", f"looped layers are read for IQuest LoopCoder (model_type "
+                                              f"iquestloopcoder) only, not {show(model_type)}; no number")
 
     notes = []
     dtype_name = text.get("torch_dtype") or text.get("dtype") or "bfloat16"

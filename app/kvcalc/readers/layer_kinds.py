@@ -10,7 +10,7 @@ from ..errors import InputError
 # Model types whose sliding_window, with no per-layer pattern, applies to every layer.
 UNIFORM_WINDOW_TYPES = {"mistral", "mixtral", "phi3", "phi4-siglip", "phimoe", "starcoder2", "mistral3", "ministral"}
 # transformers' default sliding_window_pattern where the config may leave it out.
-DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4, "gemma4": 6, "gemma4_text": 6}
+DEFAULT_WINDOW_PATTERN = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4, "cohere2_moe": 4, "gemma4": 6, "gemma4_text": 6}
 # Gemma 4 (vLLM gemma4.py, Gemma4Attention; transformers Gemma4TextConfig): full-attention layers
 # take their own head dim and, with attention_k_eq_v, their own kv heads; K and V are both kept.
 GEMMA4_TYPES = {"gemma4", "gemma4_text"}
@@ -247,6 +247,25 @@ def gemma4_kinds(f: ConfigFields, kinds: list, attention: dict) -> tuple[list, d
                                                                       f"{q_heads} attention heads")
     return kinds, {"full": dict(attention, head_dim=head_dim, kv_heads=kv_heads, v_head_dim=None),
                    "sliding": dict(attention, window=window)}
+
+
+def cohere2_moe_kinds(f: ConfigFields, kinds: list, attention: dict) -> tuple[list, dict]:
+    """Cohere 2 MoE's layers (vLLM 0.34.0 cohere2_moe.py Cohere2MoeAttention: a "sliding_attention"
+    layer's window is sliding_window + 1; transformers 5.25 Cohere2MoeConfig.__post_init__ builds
+    layer_types where the config gives none: the first_k_dense_replace prefix layers slide except every
+    prefix_dense_sliding_window_pattern-th, the rest except every sliding_window_pattern-th, default 4)."""
+    n = len(kinds)
+    if f.cfg.get("layer_types") is None:
+        prefix = f.int("first_k_dense_replace", minimum=0, maximum=n) if f.has("first_k_dense_replace") else 0
+        every_prefix = f.int("prefix_dense_sliding_window_pattern") if f.has("prefix_dense_sliding_window_pattern") \
+            else 1
+        every = f.int("sliding_window_pattern") if f.has("sliding_window_pattern") else 4
+        kinds = (["sliding" if (i + 1) % every_prefix else "full" for i in range(prefix)]
+                 + ["sliding" if (i + 1) % every else "full" for i in range(n - prefix)])
+    if "sliding" not in kinds:
+        return kinds, {}
+    window = f.int("sliding_window", maximum=1 << 40) if f.cfg.get("sliding_window") is not None else 4096
+    return kinds, {"sliding": dict(attention, window=window + 1)}
 
 
 def _window(f: ConfigFields, model_type: str = "") -> int | None:
