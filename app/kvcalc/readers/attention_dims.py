@@ -13,8 +13,27 @@ MLA_MODEL_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp",
 SEPARATE_V_MODEL_TYPES = {"mimo_v2_flash", "mimo_v2"}
 
 
+def deepseek_mha(f: ConfigFields, model_type: str) -> bool:
+    """vLLM deepseek_v2.py DeepseekV2DecoderLayer (0.34.0): model_type "deepseek", or qk_nope_head_dim and
+    qk_rope_head_dim both 0 (DeepSeek-OCR's language model), runs DeepseekAttention: plain multi-head
+    attention over hidden_size // num_attention_heads wide heads, K and V alike, whatever kv_lora_rank and
+    v_head_dim say."""
+    if model_type not in ("deepseek_v2", "deepseek_v3"):
+        return False
+    return all(f.has(k) and f.cfg[k] == 0 and not isinstance(f.cfg[k], bool)
+               for k in ("qk_nope_head_dim", "qk_rope_head_dim"))
+
+
 def attention_dims(f: ConfigFields, model_type: str) -> dict:
     out = {}
+    if deepseek_mha(f, model_type):
+        q_heads = f.int(f.first("num_attention_heads") or "num_attention_heads")
+        hidden = f.int("hidden_size", maximum=1 << 24)
+        kv = f.int("num_key_value_heads") if f.has("num_key_value_heads") else q_heads
+        if hidden % q_heads or kv > q_heads or q_heads % kv:
+            raise InputError(f.prefix + "num_attention_heads", f"{q_heads} heads of {kv} kv heads do not split "
+                                                               f"hidden_size {hidden} evenly")
+        return {"q_heads": q_heads, "kv_heads": kv, "head_dim": hidden // q_heads}
     mla = f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES
     if mla:
         rope = f.int("qk_rope_head_dim", minimum=0) if f.has("qk_rope_head_dim") else _missing(f, "qk_rope_head_dim")

@@ -2,7 +2,7 @@
 state / shortconv / kda / lightning / none), per family's layout: layer_types, hybrid patterns,
 sliding-window patterns, Gemma 4's full layers, and the layouts named by one family's own key."""
 
-from .attention_dims import MLA_MODEL_TYPES
+from .attention_dims import MLA_MODEL_TYPES, deepseek_mha
 from .config_fields import ConfigFields, show
 from .config_keys import refuse_unknown_keys
 from ..errors import InputError
@@ -30,7 +30,8 @@ STATE_FIELDS = ("mamba_d_state", "ssm_state_size", "linear_num_value_heads", "ma
 
 def layer_kinds(f: ConfigFields, model_type: str, n: int, architecture: str | None = None) -> list[str]:
     """One of full / sliding / swa / chunked / mla / state / kda / lightning / none for each layer."""
-    attention_kind = "mla" if f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES else "full"
+    attention_kind = "mla" if f.has("kv_lora_rank") and model_type in MLA_MODEL_TYPES and \
+        not deepseek_mha(f, model_type) else "full"
     kinds = _special_kinds(f, model_type, n, attention_kind, architecture)
     if kinds is None:
         kinds = _assigned_kinds(f, model_type, n, attention_kind)

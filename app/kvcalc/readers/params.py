@@ -13,6 +13,7 @@ it quantizes and leave the rest in the checkpoint's 16-bit dtype (`quantized_byt
 
 from dataclasses import dataclass
 
+from .attention_dims import deepseek_mha
 from .config_fields import ConfigFields, InvalidValue
 from ..errors import InputError
 from ..model import Tensors     # noqa: F401 (params.Tensors: the groups a count is made of, typed in model.py)
@@ -208,7 +209,7 @@ def count_params(cfg: dict) -> ParamCount:
     if not c.flag("tie_word_embeddings", tied_default):
         t.linear("lm_head", vocab, hidden, role="head")
     t.vector("model.norm", hidden)
-    mla = "kv_lora_rank" in text and family.moe == "deepseek"
+    mla = "kv_lora_rank" in text and family.moe == "deepseek" and not deepseek_mha(c, str(text.get("model_type") or ""))
     linear_layers = _linear_layers(c, layers) if family.linear_attention else frozenset()
     for index in range(layers):
         base = f"model.layers.{index}"
