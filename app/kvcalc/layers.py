@@ -171,6 +171,7 @@ class IndexedAttention(FullAttention):
 
     def arithmetic(self, kv: Precision, state: Precision, count: int) -> str:
         row = self.row_bytes(kv)
+        kv = by_name(self.kv_dtype) if self.kv_dtype else kv
         return (f"{self.title}: 2 x {self.head_dim} x {self.kv_heads} kv heads x {bytes_each(kv)} + "
                 f"{self.index_row_bytes:,} B of index key = {row:,} B per token per layer; x {count} layers "
                 f"= {row * count:,} B")

@@ -61,7 +61,7 @@ def test_bad_engine_inputs_say_which_field(page, site):
 
 def test_refusal_is_said_with_vllms_own_words(page, site):
     open_page(page, site + "#model=openai/gpt-oss-120b&context=131072&engine=vllm&prefill-chunk=1024"
-                           "&gpu=h100-sxm-80gb&kv-memory-gib=1.71")
+                           "&gpu=h100-sxm-80gb&kv-memory-gib=1.71&engine-version=0.11.0")    # the log's inferred release
     settle(page)
     assert "4.54 GiB KV cache is needed" in page.inner_text("#engine-log")
     assert metrics(page)["engine_starts"] == "false" and metrics(page)["max_concurrency"] == "0"
@@ -102,3 +102,29 @@ def test_llamacpp_tensor_split_field_moves_the_busiest_gpus_cache(page, site):
     assert "GPU 0: 41 layers" in page.inner_text("#engine-why") and "-ts 10,6" in page.inner_text("#engine-why")
     page.fill("#tensor-split", "10,6,4")
     assert "3 proportions for 2 GPUs" in page.inner_text("#error-tensor-split")
+
+
+def test_per_layer_kv_dtypes_and_the_hybrid_manager_on_the_page(page, site):
+    """TurboQuant keeps Llama 3.1 8B's first and last two layers in bf16 (engines/vllm/kv_layers.py): the page
+    shows the CLI's figures and the kept layers; a skip list naming a layer the model lacks is said beside its
+    field and the answer stays; the hybrid manager off makes Gemma 3's sliding layers full."""
+    open_page(page, site + LLAMA_H100 + "&engine=vllm&kv-dtype=turboquant_k8v4")
+    settle(page)
+    expected = engine_json(page)
+    assert page.inner_text("#engine-log").splitlines() == expected["engine_log"]
+    assert "Setting attention block size to 32 tokens" in page.inner_text("#engine-log")
+    assert metrics(page)["engine_kv_tokens"] == str(expected["engine_kv_tokens"])
+    before = metrics(page)
+    page.evaluate("document.getElementById('advanced').open = true")
+    page.fill("#kv-dtype-skip-layers", "40")
+    assert "layers 0 to 31" in page.inner_text("#error-kv-dtype-skip-layers")
+    assert page.get_attribute("#summary", "data-stale") == "true" and metrics(page) == before
+    page.fill("#kv-dtype-skip-layers", "2")
+    page.wait_for_function("location.hash.includes('kv-dtype-skip-layers=2')")     # the link follows the edit
+    assert page.get_attribute("#summary", "data-stale") == "false"
+    assert engine_json(page)["engine_kv_tokens"] != expected["engine_kv_tokens"]
+    open_page(page, site + "#model=google/gemma-3-27b-it&gpu=h100-sxm-80gb&context=32768&engine=vllm"
+                           "&kv-memory-gib=20&hybrid-kv-cache-manager=off")
+    settle(page)
+    assert page.inner_text("#engine-log").startswith("Hybrid KV cache manager is disabled for this hybrid model")
+    assert "GPU KV cache size: 42,272 tokens" in page.inner_text("#engine-log")

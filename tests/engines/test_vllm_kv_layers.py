@@ -149,3 +149,53 @@ def test_the_command_writes_the_list_and_the_preset():
     assert [i for i, layer in enumerate(e.scenario.model.layers) if layer.kv_dtype] == [0, 1, 3, 5, 30, 31]
     command = launch(e.scenario, "vllm", e).command
     assert "--kv-cache-dtype turboquant_k8v4" in command and "--kv-cache-dtype-skip-layers 3 5" in command
+
+
+def test_each_precision_row_and_line_places_its_own_kept_layers():
+    """The side table and the charts size fp8 as fp8 is chosen (no layer kept), not with TurboQuant's
+    boundary layers in bf16: the fp8 row of a TurboQuant page equals the fp8 page's own answer."""
+    from kvcalc.reports import compare, sweep
+    tq = evaluate(LLAMA_8B | {"kv-dtype": "turboquant_k8v4", "kv-memory-gib": "40"})
+    fp8 = evaluate(LLAMA_8B | {"kv-dtype": "fp8", "kv-memory-gib": "40"})
+    row = next(r for r in compare.precision_rows(tq.scenario) if r.label == "fp8")
+    assert row.evaluation.engine.kv_tokens == fp8.engine.kv_tokens
+    assert not any(layer.kv_dtype for layer in row.evaluation.scenario.model.layers)
+    lines = sweep.engine_answers(tq.scenario, tq.result, [8_192, 32_768], ["fp8"])["fp8"]
+    own = sweep.engine_answers(fp8.scenario, fp8.result, [8_192, 32_768], ["fp8"])["fp8"]
+    assert [a.kv_tokens for a in lines] == [a.kv_tokens for a in own]
+
+
+def test_the_kept_model_is_made_once_per_precision():
+    """The page asks on every update: the same inputs give the same model object, its memo kept."""
+    first = evaluate(LLAMA_8B | {"kv-dtype": "turboquant_k8v4"}).scenario.model
+    again = evaluate(LLAMA_8B | {"kv-dtype": "turboquant_k8v4"}).scenario.model
+    assert first is again
+
+
+def test_the_source_formula_names_the_packed_slot_and_the_kept_layers():
+    from kvcalc.reports.source_formula import _per_token_words
+    e = evaluate(LLAMA_8B | {"kv-dtype": "turboquant_k8v4"})
+    words = _per_token_words(e.scenario.model, e.scenario.workload)
+    assert "4 of the 32 layers keep their cache in bf16" in words and "196 B a head" in words
+
+
+@pytest.mark.parametrize("inputs, field", [
+    ({"weights-dtype": "turboquant_3bit_nc"}, "weights-dtype"),
+    ({"plan-weights-dtypes": "bf16,turboquant_4bit_nc"}, "plan-weights-dtypes"),
+    ({"kv-dtype": "fp8", "kv-dtype-skip-layers": "\u00b2"}, "kv-dtype-skip-layers"),
+])
+def test_packed_formats_are_no_weights_and_a_list_takes_digits_only(inputs, field):
+    assert [e.field for e in evaluate(LLAMA_8B | inputs).errors] == [field]
+
+
+def test_a_log_listing_every_layer_keeps_the_list():
+    """Llama 3.1 70B's 80 layers listed print as 229 characters: the option takes up to 8,192 (200 for others)."""
+    entries = ", ".join(f"'{i}'" for i in range(80))
+    args = ("(APIServer pid=1) INFO 05-01 10:00:00 [api_server.py:1623] vLLM API server version 0.33.0\n"
+            "(APIServer pid=1) INFO 05-01 10:00:00 [api_utils.py:273] non-default args: {'model': "
+            f"'meta-llama/Llama-3.1-70B', 'kv_cache_dtype': 'fp8', 'kv_cache_dtype_skip_layers': [{entries}]}}")
+    listed = read_log(args, "vllm").values["kv-dtype-skip-layers"]
+    assert listed == "/".join(map(str, range(80))) and len(listed) == 229
+    e = evaluate({"engine": "vllm", "model": "meta-llama/Llama-3.1-70B", "kv-dtype": "fp8", "kv-dtype-skip-layers": listed,
+                  "kv-memory-gib": "20"})
+    assert e.ok and all(layer.kv_dtype == "bf16" for layer in e.scenario.model.layers)

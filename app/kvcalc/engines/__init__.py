@@ -327,16 +327,42 @@ def request_bytes_all_gpus(scenario, out: EngineResult) -> int | None:
     return None if out.kv_bytes_per_request is None else scenario.deployment.gpus * out.kv_bytes_per_request
 
 
+KV_BASE = "engines.kv_layers base"      # a kept model's memo: the model its layers' dtypes were placed on
+
+
 def kv_layers(name: str | None, model, kv_precision, skip: tuple, settings):
     """The model with each attention layer's KV dtype as the engine `name` places them (its
     kv_layers rule, for the release in force); the model as it is where the engine has no such
-    rule, and a packed format refused without an engine that stores it."""
+    rule, and a packed format refused without an engine that stores it. Made once per model,
+    precision, list and release (the model's memo: the page asks on every update)."""
     engine = REGISTRY.get(name or "")
     own = getattr(engine, "kv_layers", None) if engine is not None else None
-    if own is not None:
-        return own(model, kv_precision, skip, releases.in_force(engine, settings))
-    if kv_precision.packed:
-        owners = [n for n, e in REGISTRY.items() if e.stores(kv_precision)]
-        raise InputError("kv-dtype", f"{kv_precision.name} is a packed format whose layers the engine places; choose "
-                                     f"engine {' or '.join(owners) or 'one that stores it'} to size it")
-    return model
+    if own is None:
+        if kv_precision.packed:
+            owners = [n for n, e in REGISTRY.items() if e.stores(kv_precision)]
+            raise InputError("kv-dtype", f"{kv_precision.name} is a packed format whose layers the engine places; "
+                                         f"choose engine {' or '.join(owners) or 'one that stores it'} to size it")
+        return model
+    release = releases.in_force(engine, settings)
+    key = ("kv_layers", engine.NAME, kv_precision.name, tuple(skip), str(release))
+    memo = model.memo
+    if key not in memo:
+        kept = own(model, kv_precision, skip, release)
+        if kept is not model:
+            kept.memo[KV_BASE] = model
+        memo[key] = kept
+    return memo[key]
+
+
+def at_kv_precision(scenario, precision, **workload):
+    """The scenario at another KV precision (a side table's row, a chart's line): its layers' KV dtypes
+    placed again by the engine's rule, from the model they were placed on, and the workload's other
+    fields as given."""
+    model, settings = scenario.model, scenario.settings
+    base = model.memo.get(KV_BASE, model)
+    if base is model and any(getattr(layer, "kv_dtype", None) for layer in model.layers):
+        # A model whose kept layers were placed before others were added (a draft's): not placed again.
+        raise InputError("kv-dtype", "this model's layers keep their own KV dtypes; it is sized at the chosen "
+                                     "kv-dtype only")
+    placed = kv_layers(settings.engine, base, precision, settings.kv_skip_layers, settings)
+    return replace(scenario, model=placed, workload=replace(scenario.workload, kv_precision=precision, **workload))

@@ -106,6 +106,8 @@ def mm_limits(text: str | None) -> dict:
     return {} if not text else {k: int(v) for k, v in (part.split("=") for part in text.split("/"))}
 
 
+# Text options whose value may run long: a layer list names up to 1,024 layers.
+LONG_TEXT = {"kv-dtype-skip-layers": 8192}
 SKIP_SLIDING = "sliding_window"   # vLLM's attention-type entry: every sliding-window layer
 MAX_SKIP_ENTRIES = 1024
 
@@ -119,7 +121,7 @@ def _kv_skip_layers(text: str, name: str) -> str:
     for part in parts:
         if part.lower() == SKIP_SLIDING:
             sliding = True
-        elif part.isdigit() and len(part) <= 6:
+        elif re.fullmatch(r"[0-9]{1,6}", part):
             indices.add(int(part))
         else:
             raise InputError(name, f"expected layer indices (0, 1, ...) or sliding_window, separated by commas, "
@@ -175,11 +177,20 @@ def _gpu_ids(text: str, name: str) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def _weights_precision(text: str, name: str) -> str:
+    """A weights precision: any but a packed KV format (its bits are a nominal mean of a head's slot)."""
+    found = precision(text, field=name)
+    if found.packed:
+        raise InputError(name, f"{found.name} is a KV cache format that packs attention heads, not a weights "
+                               "precision; choose bf16, fp8, int4, nvfp4 or another weights dtype")
+    return found.name
+
+
 def _precisions(text: str, name: str) -> tuple[str, ...]:
     names = []
     for part in text.split(","):
         if part.strip():
-            dtype = precision(part.strip(), field=name).name
+            dtype = (_weights_precision if name == "plan-weights-dtypes" else _precision_name)(part.strip(), name)
             if dtype not in names:
                 names.append(dtype)
     if not names:
@@ -271,7 +282,7 @@ OPTIONS = (
     Option("gpu-memory-gib", "decimal", "deployment", "Memory per GPU in GiB (overrides the preset).", Fraction(1, 1024), 1 << 24),
     Option("memory-utilization", "decimal", "deployment", "Fraction of GPU memory the engine may use, like vLLM's --gpu-memory-utilization.", Fraction(1, 100), 1, "1"),
     Option("weights-dtype", "text", "deployment", "Precision of the weights (default: the model's dtype).",
-           choice=_precision_name),
+           choice=_weights_precision),
     Option("params", "count", "deployment", "Parameter count, like 7.6B, 70e9 or 8030261248 (overrides the "
            "preset's).", 10 ** 6, 10 ** 15),
     Option("weights-gib", "decimal", "deployment", "Total weights in GiB (overrides params x precision).", 0, 1 << 30),
@@ -479,8 +490,9 @@ def parse_value(option: Option, raw):
     else:
         if not isinstance(text, str) or not text:
             raise InputError(name, "expected text")
-        if len(text) > 200:
-            raise InputError(name, "is longer than 200 characters")
+        limit = LONG_TEXT.get(name, 200)
+        if len(text) > limit:
+            raise InputError(name, f"is longer than {limit:,} characters")
         return option.choice(text, name) if option.choice else text
     if option.minimum is not None and value < option.minimum:
         raise InputError(name, f"{_num(value)} is too small; allowed {_num(option.minimum)} to {_num(option.maximum)}")

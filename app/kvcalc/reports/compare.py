@@ -118,10 +118,16 @@ def precision_rows(scenario: Scenario) -> list[Row]:
     rows = []
     for name in names:
         p = PRECISIONS[name]
-        work = replace(scenario.workload, kv_precision=p)
         stored_by = ", ".join(name for name, engine in engines.REGISTRY.items() if engine.stores(p)) or \
             "no engine named"
-        rows.append(_run(scenario, workload=work, label=name, detail=f"{float(p.bits_per_element):g} bits; {stored_by}",
+        detail = f"{p.description}; {stored_by}" if p.packed else f"{float(p.bits_per_element):g} bits; {stored_by}"
+        try:
+            # Each precision's own kept layers (TurboQuant's boundary layers, a skip list): placed again.
+            at = engines.at_kv_precision(scenario, p)
+        except InputError as e:
+            rows.append(Row(name, detail, None, e.message, name == current))
+            continue
+        rows.append(_run(scenario, model=at.model, workload=at.workload, label=name, detail=detail,
                          current=name == current))
     return rows
 

@@ -326,8 +326,17 @@ def _per_token_words(model, work) -> str:
         why.append("V is not as wide as K: K + V, not 2 x head dim")
     if any(isinstance(layer, IndexedAttention) for layer in model.layers):
         why.append("sparse-attention index keys, one per token in their layers")
-    if work.kv_precision.bits_per_element % 8:
-        why.append(f"{bytes_each(work.kv_precision)} per element, each row rounded up to whole bytes")
+    kv = work.kv_precision
+    kept = [layer for layer in model.layers if getattr(layer, "kv_dtype", None)]
+    if kept:
+        why.append(f"{len(kept)} of the {len(model.layers)} layers keep their cache in {kept[0].kv_dtype}, not "
+                   f"{kv.name}")
+    sample = next((layer for layer in model.layers if isinstance(layer, FullAttention)), None)
+    if kv.packed and sample is not None:
+        why.append(f"{kv.name} packs each head's K and V into one slot ({kv.kv_head_words(sample.head_dim, sample.v_head_dim or sample.head_dim)}), "
+                   f"not {float(kv.bits_per_element):g} bits an element")
+    elif kv.bits_per_element % 8:
+        why.append(f"{bytes_each(kv)} per element, each row rounded up to whole bytes")
     return "; ".join(why) or "the same formula"
 
 

@@ -110,8 +110,11 @@ def memory_series(scenario: Scenario, contexts: list[int], result=None) -> dict:
             model.check_parallel(dep.tp, dep.pp)
         except ValueError:
             continue
-        lines.append({"label": label, "key": label, "current": current,
-                      "bytes": [kv_per_gpu(model, scenario.workload, dep, c) for c in contexts]})
+        try:
+            sizes = [kv_per_gpu(model, scenario.workload, dep, c) for c in contexts]
+        except InputError:
+            continue            # a design the KV precision cannot store (a packed format's MLA)
+        lines.append({"label": label, "key": label, "current": current, "bytes": sizes})
     weights = result.weights_bytes_per_gpu if result is not None else parallel.weights_bytes_per_gpu(scenario.model, dep)
     ideal = None
     if dep.gpu_memory_bytes is not None and weights is not None:
@@ -140,10 +143,15 @@ def concurrency_series(scenario: Scenario, contexts: list[int], result=None) -> 
         return {"contexts": contexts, "lines": [], "engine": None}
     weights = result.weights_bytes_per_gpu if result is not None else parallel.weights_bytes_per_gpu(scenario.model, dep)
     budget = int(dep.gpu_memory_bytes * dep.memory_utilization) - weights - dep.overhead_bytes
-    stages = [stage for stage, _ in scenario.model.stage_groups(dep.pp)]
     lines = []
     for name in _precision_names(scenario):
-        work = replace(scenario.workload, kv_precision=PRECISIONS[name])
+        try:
+            at = engines.at_kv_precision(scenario, PRECISIONS[name])     # its own kept layers, placed again
+        except InputError:
+            lines.append(_precision_line(scenario, name, [None] * len(contexts)))
+            continue
+        work = at.workload
+        stages = [stage for stage, _ in at.model.stage_groups(dep.pp)]
         # Each data-parallel rank holds as many again.
         values = [None if (v := _max_concurrency(stages, c, work, budget, dep.tp)) is None else v * dep.dp
                   for c in contexts]
@@ -222,9 +230,9 @@ def _answer(scenario: Scenario, result, context: int, precision):
     """What engines.size answers at this context and precision, without its bands
     (engines.answer: one run of the engine's own sizing); None where it refuses the inputs."""
     work = scenario.workload
-    at = replace(scenario, workload=replace(work, context_tokens=context, kv_precision=precision,
-                                            prefix_tokens=min(work.prefix_tokens, context)))
     try:
+        at = engines.at_kv_precision(scenario, precision, context_tokens=context,
+                                     prefix_tokens=min(work.prefix_tokens, context))
         return engines.answer(at, result)
     except InputError:
         return None

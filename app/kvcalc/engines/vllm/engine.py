@@ -247,11 +247,17 @@ OFFLOAD_CONNECTORS = {None: "OffloadingConnector", "native": "OffloadingConnecto
 
 
 def kv_connector(scenario) -> str | None:
-    """The KV connector a start runs: the one given, else the one --kv-offloading-size sets."""
+    """The KV connector the hybrid manager's rule sees: the one given, else the one --kv-offloading-size
+    sets where vLLM sets it before that rule runs (_post_init_kv_transfer_config: after it in 0.20.0 and
+    0.21.0, before it from 0.26.0; 0.22-0.25 not read, where the native connector keeps the manager on
+    anyway). Both at once is vLLM's error (it asks for a MultiConnector)."""
     settings = scenario.settings
+    if settings.kv_connector and settings.serving.offload_gib:
+        raise InputError("kv-connector", "with offload-gib vLLM sets its own offloading connector, and asks for "
+                                         "both in a MultiConnector instead: leave one out")
     if settings.kv_connector:
         return settings.kv_connector
-    if settings.serving.offload_gib:
+    if settings.serving.offload_gib and release_of(scenario).at_least(*rules.OFFLOAD_CONNECTOR_BEFORE_HMA_FROM):
         return OFFLOAD_CONNECTORS.get(settings.serving.offload_backend, "OffloadingConnector")
     return None
 
@@ -275,8 +281,10 @@ def hybrid_manager_on(scenario, notes: list) -> bool:
     chunked layer is charged for the whole context, and a model with state layers does not start."""
     model = scenario.model
     local = any(layer.kind in ("sliding", "chunked") for layer in model.layers)
+    draft = scenario.serving.draft
     on, why = rules.hybrid_manager(release_of(scenario), scenario.settings.hybrid_kv_manager, kv_connector(scenario),
-                                   any(layer.kind == "chunked" for layer in model.layers))
+                                   any(layer.kind == "chunked" for layer in model.layers),
+                                   draft is not None and draft.kind == "mtp")
     if on:
         return True
     if any(layer.kind == "state" for layer in model.layers):

@@ -16,7 +16,8 @@ vLLM 0.34.0 (read in its wheel):
 
 Worked example: Llama-3.1-8B (32 layers, 8 KV heads of 128, bf16) under turboquant_k8v4 keeps
 layers 0, 1, 30 and 31 in bf16: 4 x 4,096 B + 28 x 8 x 196 B = 16,384 + 43,904 = 60,288 B a token,
-against 131,072 B all bf16; the block grows to 16 x cdiv(16 x 4,096, 16 x 1,568) = 48 tokens.
+against 131,072 B all bf16; the block grows to 16 x cdiv(16 x 4,096, 16 x 2,048) = 32 tokens (vLLM measures
+the quantized page as uint8 K and V, 2,048 B a token: the first layer's backend, a kept one's, packs nothing).
 """
 
 from dataclasses import replace
@@ -76,6 +77,9 @@ def kv_layers(model, kv_precision, skip: tuple, release):
             # No MLA backend lists a turboquant dtype (triton_mla.py, 0.34.0): "No valid attention backend".
             raise InputError("kv-dtype", f"{kv_precision.name} packs the K and V of attention heads; vLLM's MLA "
                                          "backends take no packed dtype: choose fp8 for an MLA model")
+        if any(hasattr(layer, "index_row_bytes") for layer in model.layers):
+            raise InputError("kv-dtype", f"{kv_precision.name} packs K and V; a sparse layer's index keys beside "
+                                         "them (MiniMax-M3) take no packed slot in vLLM: choose another kv-dtype")
         chosen |= boundary_layers(model)
         quantized_sliding = [i for i, layer in enumerate(model.layers)
                              if layer.kind in ("sliding", "chunked") and i not in chosen]

@@ -214,7 +214,7 @@ _CONNECTOR = re.compile(r"""kv_transfer_config['"]?[:=]\s*(?:KVTransferConfig\(|
 _CONNECTOR_FLAG = re.compile(r"""--kv-transfer-config[=\s]+['"]?\{[^{}]{0,400}?['"]kv_connector['"]\s*:\s*['"](\w{1,80})['"]""")
 _HMA_ARG = re.compile(r"'disable_hybrid_kv_cache_manager': (True|False)")
 # 'kv_cache_dtype_skip_layers': ['0', 'sliding_window']: the layers kept in the model's dtype.
-_SKIP_LAYERS = re.compile(r"'kv_cache_dtype_skip_layers': \[([^\[\]]{0,4000})\]")
+_SKIP_LAYERS = re.compile(r"'kv_cache_dtype_skip_layers': \[([^\[\]]{0,8000})\]")
 
 
 def _non_default(match, sink, n, line):
@@ -607,8 +607,10 @@ def _kv_in_use(match, sink, n, line):
 
 
 def _hma_off(match, sink, n, line):
-    # kv_cache_utils.py unify_hybrid_kv_cache_specs warns once it has made every local layer full.
-    sink.take("hybrid-kv-cache-manager", "off", n, line, "vLLM turned it off", keep="last")
+    # kv_cache_utils.py unify_hybrid_kv_cache_specs warns once it has made every local layer full: a
+    # state vLLM derives (a flag, chunked attention, a connector), shown, not taken as the flag, so the
+    # launch does not write a --disable-hybrid-kv-cache-manager nobody passed.
+    sink.show("hybrid_manager_off", "off", n, line)
 
 
 def _prefix_off(match, sink, n, line):

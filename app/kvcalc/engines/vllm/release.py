@@ -306,6 +306,7 @@ HMA_CONNECTORS = {"NixlConnector": (0, 18, 0), "SimpleCPUOffloadConnector": (0, 
                   "ExampleHiddenStatesConnector": (0, 22, 0), "MoRIIOConnector": (0, 30, 0),
                   "HiSparseConnector": (0, 30, 0), "UMBPStoreConnector": (0, 34, 0)}
 CHUNKED_HMA_ENV = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1"
+OFFLOAD_CONNECTOR_BEFORE_HMA_FROM = (0, 26, 0)   # --kv-offloading-size's connector set before the rule runs
 
 
 def _connector_keeps_hma(release, connector: str) -> bool:
@@ -313,12 +314,14 @@ def _connector_keeps_hma(release, connector: str) -> bool:
     return release.at_least(*HMA_CONNECTORS_FROM) and first is not None and release.at_least(*first)
 
 
-def hybrid_manager(release, asked: str | None, connector: str | None, chunked: bool) -> tuple[bool, str | None]:
+def hybrid_manager(release, asked: str | None, connector: str | None, chunked: bool,
+                   hidden_states_draft: bool = False) -> tuple[bool, str | None]:
     """(whether the hybrid KV cache manager runs, why not in words) as VllmConfig.__post_init__
     decides (vllm/config/vllm.py, 0.10.2-0.34.0): off when asked (--disable-hybrid-kv-cache-manager),
     for chunked local attention unless its environment variable allows it (the on asked here), and
-    for a --kv-transfer-config connector that does not support it (any connector before 0.22.0).
-    An enable asked where it cannot hold is vLLM's ValueError (0.13.0 on)."""
+    for a --kv-transfer-config connector that does not support it (any connector before 0.22.0), and for
+    chunked local attention with a draft on the target's hidden states (EAGLE, MTP) whatever the variable
+    says. An enable asked where it cannot hold is vLLM's ValueError (0.13.0 on)."""
     if asked is None and connector is None and not chunked:
         return True, None
     if not release.at_least(*HMA_READ_FROM) or not v1(release):
@@ -337,6 +340,13 @@ def hybrid_manager(release, asked: str | None, connector: str | None, chunked: b
             raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was "
                                                         f"explicitly enabled but is not supported in this "
                                                         f"configuration\": {why}; leave it to vLLM or off")
+        return False, why
+    if chunked and hidden_states_draft:
+        why = "chunked local attention with a draft on the target's hidden states (MTP, EAGLE)"
+        if asked == "on" and release.at_least(*HMA_TRISTATE_FROM):
+            raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was "
+                                                        f"explicitly enabled but is not supported in this "
+                                                        f"configuration\": {why}")
         return False, why
     if chunked and asked != "on":
         return False, (f"chunked local attention turns it off unless {CHUNKED_HMA_ENV} is set "
