@@ -135,6 +135,11 @@ def engine_json(engine) -> dict:
     }
 
 
+def _kept_words(model) -> str:
+    kept = [layer.kv_dtype for layer in model.layers if getattr(layer, "kv_dtype", None)]
+    return f" ({len(kept)} layer{'s' if len(kept) > 1 else ''} kept in {kept[0]})" if kept else ""
+
+
 def _precision_words(kv) -> str:
     # A packed format's bits are a nominal mean; its description says what a head's slot holds.
     return f"{kv.name} ({kv.description})" if kv.packed else f"{kv.name} ({_plain(kv.bits_per_element)} bits)"
@@ -454,7 +459,7 @@ def page_texts(scenario: Scenario, evaluation: Evaluation, unit: str = "gib") ->
         "engine": engine_texts(scenario, evaluation, unit),
         "metrics": {k: ("" if v is None else str(v), figure, exact) for k, (v, figure, exact) in metrics.items()},
         "model_line": f"{model.name}: {len(model.layers)} layers ({kinds}); KV stored as "
-                      f"{scenario.workload.kv_precision.name}; tp={result.tp}, pp={result.pp}.",
+                      f"{scenario.workload.kv_precision.name}{_kept_words(model)}; tp={result.tp}, pp={result.pp}.",
         "formula": formula_lines(scenario, evaluation, unit, data["fits"]) + [f"Note: {w}" for w in scenario.warnings],
         "live": {"work-tokens": f"{work.tokens:,}", "work-without": f"{work.without_cache:,}",
                  "work-with": f"{work.with_cache:,}", "crossover": "n/a" if cross is None else f"{cross:,}"},
