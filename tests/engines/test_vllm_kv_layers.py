@@ -93,6 +93,7 @@ def test_a_hybrid_under_turboquant_keeps_no_boundary_layer():
 
 @pytest.mark.parametrize("inputs, field, words", [
     ({"kv-dtype": "turboquant_k8v4", "engine-version": "0.19.1"}, "kv-dtype", "0.20.0"),
+    ({"kv-dtype": "nvfp4", "engine-version": "0.19.1"}, "kv-dtype", "no nvfp4 cache dtype"),
     ({"kv-dtype": "fp8", "kv-dtype-skip-layers": "0", "engine-version": "0.18.1"}, "kv-dtype-skip-layers", "0.19.0"),
     ({"kv-dtype": "fp8", "kv-dtype-skip-layers": "32"}, "kv-dtype-skip-layers", "layers 0 to 31"),
     ({"kv-dtype": "fp8", "kv-dtype-skip-layers": "sliding_window"}, "kv-dtype-skip-layers", "no sliding-window"),

@@ -69,6 +69,8 @@ def kv_layers(model, kv_precision, skip: tuple, release):
     hybrid = any(layer.kind == "state" for layer in model.layers)
     if kv_precision.packed:
         rules.check_turboquant(release, kv_precision.name, hybrid)
+    if kv_precision.name == "nvfp4":
+        rules.check_nvfp4(release)
     if skip:
         rules.check_skip_layers(release)
     chosen = _entries(skip, model)

@@ -282,6 +282,15 @@ def check_turboquant(release, name: str, hybrid: bool) -> None:
                                      "(NotImplementedError); 0.21.0 runs it: choose 0.21.0 or later")
 
 
+NVFP4_KV_FROM = (0, 20, 0)          # CacheDType "nvfp4" (absent in 0.19.x): 4-bit values, an fp8 scale a 16
+
+
+def check_nvfp4(release) -> None:
+    if not release.at_least(*NVFP4_KV_FROM):
+        raise InputError("kv-dtype", f"vLLM {release} has no nvfp4 cache dtype; it came in 0.20.0: choose 0.20.0 "
+                                     "or later, or fp8")
+
+
 def check_skip_layers(release) -> None:
     if not release.at_least(*SKIP_LAYERS_FROM):
         raise InputError("kv-dtype-skip-layers", f"vLLM {release} has no --kv-cache-dtype-skip-layers; it came in "
