@@ -269,9 +269,7 @@ def reserved_chunk(scenario, chunk: int) -> int:
     if not release.at_least(*rules.IN_FLIGHT_FROM) or not rules.v1(release):
         return chunk
     pooling = is_pooling(model, scenario.settings)
-    draft = scenario.serving.draft
-    separate = draft is not None and draft.kind == "draft"
-    quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
+    quantized, separate = profile.runner_inputs(scenario)
     v2 = profile.uses_runner_v2(model, release, quantized, separate, pooling)
     return rules.in_flight_tokens(release, chunk, rules.concurrent_batches(release, dep.pp, pooling, separate, v2))
 

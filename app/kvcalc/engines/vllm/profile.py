@@ -210,6 +210,13 @@ V2_ARCHITECTURES = (((0, 22, 0), {"Qwen3ForCausalLM"}),
                                   "DeepseekV4ForCausalLM"}))
 
 
+def runner_inputs(scenario) -> tuple[bool, bool]:
+    """(a quantized checkpoint, a separate draft model): what picks the model runner besides the model."""
+    quantized = (scenario.settings.weights_dtype or scenario.model.weights_dtype) not in ("bf16", "fp16", "fp32")
+    draft = scenario.serving.draft
+    return quantized, draft is not None and draft.kind == "draft"     # a draft model, not the model's MTP heads
+
+
 def uses_runner_v2(model, release, quantized: bool = False, draft_model: bool = False,
                    pooling: bool | None = None) -> bool:
     """Whether the V2 model runner is this model's default (vllm/config/vllm.py
@@ -404,9 +411,7 @@ def _runs(scenario, release, chunk: int, max_num_seqs: int) -> tuple:
                                     "kv-memory-gib")
     forward, how = forward_peak(model, release, dep.tp, chunk, 1 if dep.expert_parallel else dep.tp * dep.dp)
     rows = max_num_seqs if not rules.v1(release) else min(max_num_seqs, chunk)
-    quantized = (scenario.settings.weights_dtype or model.weights_dtype) not in ("bf16", "fp16", "fp32")
-    draft = scenario.serving.draft
-    separate = draft is not None and draft.kind == "draft"        # a draft model, not the model's MTP heads
+    quantized, separate = runner_inputs(scenario)
     sampler, sampler_low, path = sampler_peak(model, release, dep.gpu, chunk, rows, quantized, separate, dep.tp,
                                               pooler.is_pooling(model, scenario.settings))
     return forward, sampler, sampler_low, path, how, rows, quantized, separate

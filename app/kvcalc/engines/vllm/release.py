@@ -345,22 +345,24 @@ def hybrid_manager(release, asked: str | None, connector: str | None, chunked: b
         why = (f"--kv-transfer-config's {connector} does not support it in vLLM {release}"
                if release.at_least(*HMA_CONNECTORS_FROM) else
                f"vLLM {release} turns it off for any --kv-transfer-config")
-        if asked == "on" and release.at_least(*HMA_TRISTATE_FROM):
-            raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was "
-                                                        f"explicitly enabled but is not supported in this "
-                                                        f"configuration\": {why}; leave it to vLLM or off")
-        return False, why
+        return _off(release, asked, why)
     if chunked and hidden_states_draft:
         why = "chunked local attention with a draft on the target's hidden states (MTP, EAGLE)"
-        if asked == "on" and release.at_least(*HMA_TRISTATE_FROM):
-            raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was "
-                                                        f"explicitly enabled but is not supported in this "
-                                                        f"configuration\": {why}")
-        return False, why
+        return _off(release, asked, why)
     if chunked and asked != "on":
         return False, (f"chunked local attention turns it off unless {CHUNKED_HMA_ENV} is set "
                        "(hybrid-kv-cache-manager on)")
     return True, None
+
+
+def _off(release, asked: str | None, why: str) -> tuple[bool, str]:
+    """Off for `why`; an enable asked for there is vLLM's ValueError (0.13.0 on; before, the flag's
+    False was its default, and the rule turned it off whatever was asked)."""
+    if asked == "on" and release.at_least(*HMA_TRISTATE_FROM):
+        raise InputError("hybrid-kv-cache-manager", f"vLLM {release} raises \"Hybrid KV cache manager was explicitly "
+                                                    f"enabled but is not supported in this configuration\": {why}; "
+                                                    "leave it to vLLM or off")
+    return False, why
 
 
 def hma_refusal(release) -> str:
