@@ -186,11 +186,16 @@ def _weights_precision(text: str, name: str) -> str:
     return found.name
 
 
-def _precisions(text: str, name: str) -> tuple[str, ...]:
+def _precision_list(item):
+    """A parser of comma-separated precisions, each read by `item` (a KV or a weights precision)."""
+    return lambda text, name: _precisions(text, name, item)
+
+
+def _precisions(text: str, name: str, item) -> tuple[str, ...]:
     names = []
     for part in text.split(","):
         if part.strip():
-            dtype = (_weights_precision if name == "plan-weights-dtypes" else _precision_name)(part.strip(), name)
+            dtype = item(part.strip(), name)
             if dtype not in names:
                 names.append(dtype)
     if not names:
@@ -370,9 +375,9 @@ OPTIONS = (
     Option("plan-max-gpus", "int", "plan", "The largest deployment the plan considers, in GPUs (every deployment, "
            "--plan-all: at most 800 GPU counts over the GPU types and precision pairs).", 1, 4096, "64"),
     Option("plan-kv-dtypes", "text", "plan", "KV cache precisions the plan may use, comma-separated (default: "
-           "kv-dtype's); GPU types x KV x weight precisions at most 480.", choice=_precisions),
+           "kv-dtype's); GPU types x KV x weight precisions at most 480.", choice=_precision_list(_precision_name)),
     Option("plan-weights-dtypes", "text", "plan", "Weight precisions the plan may use, comma-separated (default: "
-           "weights-dtype's).", choice=_precisions),
+           "weights-dtype's).", choice=_precision_list(_weights_precision)),
     Option("prices", "text", "plan", "What you pay per GPU-hour in USD, GPU=USD comma-separated (the CLI's "
            "--price GPU=USD, repeatable); a family's name (H100=2.49) prices each of its presets, a narrower "
            "name's price wins; no price is built in.", choice=_prices),

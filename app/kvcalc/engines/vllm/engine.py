@@ -181,17 +181,16 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         notes.append(why)
     if dep.dp > 1:
         notes.append(_dp_words(dep, work))
+    # What a sliding layer reserves beside its window, and whether the hybrid manager runs: asked once.
+    reserved, hma, release = reserved_chunk(scenario, chunk), hybrid_manager_on(scenario, notes), release_of(scenario)
     if budget.kv_bytes_per_gpu is None:
         return without_budget(NAME, TITLE, block, chunk, budget, notes, allocator.request_bytes(
-            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
-            work.state_precision,
-            state_pages(scenario), release_of(scenario), hybrid_manager_on(scenario, notes)))
+            model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved, block, work.state_precision,
+            state_pages(scenario), release, hma))
     available = budget.kv_bytes_per_gpu
-    release = release_of(scenario)
     pages = state_pages(scenario)
-    hma = hybrid_manager_on(scenario, notes)
     pool, refusal, longest, config_lines = allocator.allocate(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved, block,
         available, work.state_precision,
         pages, 0 if budget.source is BudgetSource.GIVEN_KV_MEMORY else      # a KV memory given holds on every worker
         profile.stage_surplus(scenario, release, chunk, max_num_seqs(scenario)), release,
@@ -209,7 +208,7 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
         over_words = _mamba_words(scenario, pool, budget, chunk, release)
     # A refusal still quotes what one request needs ("X GiB KV cache is needed").
     needed = pool.bytes_per_request if pool is not None else allocator.request_bytes(
-        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved_chunk(scenario, chunk), block,
+        model, work.kv_precision, dep.tp, dep.pp, work.context_tokens, reserved, block,
         work.state_precision, pages, release, hma)
     return EngineResult(
         engine=NAME, block_size=block if pool is None else pool.block_size, prefill_chunk=chunk,

@@ -73,7 +73,7 @@ def kv_layers(model, kv_precision, skip: tuple, release):
         rules.check_nvfp4(release)
     if skip:
         rules.check_skip_layers(release)
-    chosen = _entries(skip, model)
+    chosen, boundary = _entries(skip, model), set()
     if kv_precision.packed:
         if any(layer.kind == "mla" for layer in model.layers):
             # No MLA backend lists a turboquant dtype (triton_mla.py, 0.34.0): "No valid attention backend".
@@ -82,7 +82,8 @@ def kv_layers(model, kv_precision, skip: tuple, release):
         if any(hasattr(layer, "index_row_bytes") for layer in model.layers):
             raise InputError("kv-dtype", f"{kv_precision.name} packs K and V; a sparse layer's index keys beside "
                                          "them (MiniMax-M3) take no packed slot in vLLM: choose another kv-dtype")
-        chosen |= boundary_layers(model)
+        boundary = boundary_layers(model)
+        chosen |= boundary
         quantized_sliding = [i for i, layer in enumerate(model.layers)
                              if layer.kind in ("sliding", "chunked") and i not in chosen]
         if quantized_sliding:
@@ -113,5 +114,5 @@ def kv_layers(model, kv_precision, skip: tuple, release):
     note = (f"{len(kept)} layer{'s' if len(kept) > 1 else ''} ({', '.join(map(str, kept[:8]))}"
             f"{', ...' if len(kept) > 8 else ''}) keep their KV cache in {native.name}, the rest in "
             f"{kv_precision.name}" + (" (TurboQuant keeps a dense model's first and last two layers)"
-                                      if kv_precision.packed and boundary_layers(model) else ""))
+                                      if boundary else ""))
     return replace(model, layers=layers, notes=tuple(model.notes) + (note,))
