@@ -123,6 +123,11 @@ def on_forget_log(*_) -> None:
     el("#startup-log").focus()
 
 
+def _use_fix(event) -> None:
+    from web import fixes_view           # loaded with the first fix shown, whose button was clicked
+    fixes_view.use(event, loop.update)
+
+
 def on_attention_kind(*_) -> None:
     model_picker.show_fields()
     form.sync()
@@ -186,6 +191,7 @@ def wire() -> None:
     on(el(".shortcuts"), "click", on_context_shortcut)
     on(el("#plan-fields"), "input", on_user_input)
     plan_start.wire(loop.update)
+    on(el("#fix-list"), "click", _use_fix)
     serving_fields.wire()
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)

@@ -7,7 +7,8 @@ import sys
 
 from .readers import architectures, gguf, gpu_presets, presets
 from .reports import link
-from .inputs import log_flow
+from .inputs import failed_start, log_flow
+from .reports import failure_report, fixes as start_fixes
 from .planning import plan
 from .planning.ask import DEFAULT_MAX_GPUS, PLAN_INPUTS, ask_from
 from .readers.checkpoint_files import weights_from_paths
@@ -206,14 +207,21 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             if "mmproj-bytes" in given:
                 raise InputError("mmproj", "give the projector once: --mmproj FILE or --mmproj-bytes N")
             given["mmproj-bytes"] = str(gguf.mmproj_bytes(mmproj_path))
-        reading = None
+        reading = failed = None
         if log_path is not None:
             if log_path == "-" and (link_url == "-" or given.get("hf-config") == "-"):
                 raise InputError("from-log", "and another option cannot both read standard input; give one a file")
+            log_text = _read_log_text(log_path)
+            failed = failed_start.read(log_text, _engine_given(given.get("engine")))
             try:
-                reading = read_log(_read_log_text(log_path), _engine_given(given.get("engine")))
+                reading = read_log(log_text, _engine_given(given.get("engine")))
             except InputError as e:         # the reader's "log" is this option
-                raise InputError("from-log", e.message) if e.field == "log" else e from None
+                if failed.failure is None:
+                    said = failed.message if failed.other_error is not None else e.message
+                    raise InputError("from-log", said) if e.field == "log" else e from None
+            if reading is None:
+                # Only the error's lines: what they print is all there is to go on.
+                return _failure_only(failed, {"engine": failed.engine or DEFAULT_ENGINE, **given}, fmt, stdout)
             if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
@@ -243,9 +251,14 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         raw.setdefault("engine", DEFAULT_ENGINE)    # nothing named one: as the page sizes, the newest vLLM
         if reading is not None and not any(name in raw for name in MODEL_INPUTS):
             refusal = log_flow.cli_refusal(reading)     # never sized as a model the log did not run
+            if refusal is not None and failed is not None and failed.failure is not None:
+                for line in log_lines(reading, None):
+                    print(f"# {line}", file=stderr)
+                print(f"# {refusal.message}", file=stderr)
+                return _failure_only(failed, raw, fmt, stdout)
             if refusal is not None:
                 raise refusal
-        output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr)
+        output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr, failed)
     except InputError as e:
         if e.field == "prices" and prices:
             e = InputError(prices_option, e.message)    # --price was typed: name it so
@@ -270,16 +283,32 @@ def _refuse_empty(args: dict) -> None:
                 raise InputError(dest.replace("_", "-"), "is empty; give it a value, or leave the option out")
 
 
-def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
-    """The single view: one deployment evaluated, rendered."""
+def _failure_only(failed, values: dict, fmt: str, stdout) -> int:
+    """A failed start whose model is not known here: the failure and the fixes its own figures
+    give, nothing sized as another model."""
+    if fmt not in ("table", "json"):
+        raise InputError("format", f"a failed start is answered as a table or --json, not --format {fmt}")
+    found = start_fixes.for_failure(failed.failure, values) if failed.read else []
+    if fmt == "json":
+        stdout.write(json.dumps({"failed_start": failure_report.failed_json(failed, found),
+                                 "fixes": failure_report.fixes_json(found)}, indent=2) + "\n")
+    else:
+        stdout.write(failure_report.text(failed, found))
+    return 0
+
+
+def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=None):
+    """The single view: one deployment evaluated, rendered; a failed start's cause and fixes
+    above it, and a configuration that does not start with its fixes."""
     evaluation = evaluate(raw)
     if evaluation.errors:
         raise evaluation.errors[0]
+    failed = failed if failed is not None and failed.failure is not None else None
     if reading is not None:
         for line in log_lines(reading, evaluation) + _log_summary(reading, evaluation):
             print(f"# {line}", file=stderr)
         empty = log_flow.no_cache(reading)
-        if empty is not None and "kv-memory-gib" not in raw:
+        if empty is not None and "kv-memory-gib" not in raw and failed is None:
             raise InputError("from-log", empty)     # its engine refused to start: no estimate stands in
     if fmt == "log" and evaluation.engine is None:
         raise InputError("format", "log prints an engine's start-up lines: choose one with --engine")
@@ -293,7 +322,11 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr):
             raise InputError("launch", command.notes[0])
     if any(name in evaluation.values for name in PLAN_INPUTS):
         ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
-    return _render(evaluation, fmt, command)
+    if failed is not None:
+        found = start_fixes.for_failure(failed.failure, raw) if failed.read else []
+    else:
+        found = start_fixes.fixes(raw) if fmt in ("table", "json") and command is None else []
+    return _render(evaluation, fmt, command, failed, found)
 
 
 def _log_summary(reading, evaluation) -> list[str]:
@@ -364,7 +397,7 @@ def _plan_best(evaluation) -> str | None:
     return _what_you_need(evaluation)[0]
 
 
-def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
+def _render(evaluation, fmt: str, command, failed=None, found=()) -> tuple[str, list[str]]:
     """(what goes to standard output, notes for standard error), built in full before anything
     is written, so a refusal never follows half an answer."""
     unit = str(evaluation.values.get("unit", "gib")).lower()
@@ -375,11 +408,16 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
         best, why = _what_you_need(evaluation)
         line = f"What you need: {best}; kvcalc --plan for every GPU" if best is not None else \
             None if why is None else f"What you need is not sized here: {why}: kvcalc --plan"
+        first, _, rest = text.partition("\n")
+        indent = len(first) - len(first[len("Verdict"):].lstrip())
         if line is not None:
-            first, _, rest = text.partition("\n")
-            indent = len(first) - len(first[len("Verdict"):].lstrip())
-            text = f"{first}\n{' ' * indent}{line}\n{rest}"
-        return text + "\n", []
+            first = f"{first}\n{' ' * indent}{line}"
+        # The failed start and its fixes right under the verdict, before the figures.
+        block = failure_report.text(failed, list(found), start_fixes.contradiction(evaluation)) if failed is not None else \
+            "\n".join(failure_report.fix_lines(list(found))) + "\n" if found else ""
+        if block:
+            first = f"{first}\n\n{block}"
+        return f"{first}\n{rest}\n", []
     if fmt == "json":
         data = to_json(evaluation.scenario, evaluation, unit)
         best, why = _what_you_need(evaluation)
@@ -387,6 +425,10 @@ def _render(evaluation, fmt: str, command) -> tuple[str, list[str]]:
             data["plan_best"] = best
         elif why is not None:
             data["plan_best_withheld"] = why
+        if failed is not None:
+            data["failed_start"] = failure_report.failed_json(failed, list(found), start_fixes.contradiction(evaluation))
+        if failed is not None or found:
+            data["fixes"] = failure_report.fixes_json(list(found))
         return json.dumps(data, indent=2) + "\n", []
     if fmt == "log":
         return "".join(line + "\n" for line in evaluation.engine.log), []

@@ -1,14 +1,10 @@
 """A pasted start-up log (issue 24): vLLM's, SGLang's or llama.cpp's lines become the inputs they
-imply, each shown with the line it was read from, and the log's own figures beside what the
-inputs on screen give, refreshed after every update.
-
-The engine's reader (kvcalc.inputs.startup_log) takes the text in slices; between slices the page gets
-its thread back (asyncio.sleep(0) is a browser task in Pyodide's event loop), so a paste of a
-server's whole day never freezes the tab. A log that is refused changes no input; it is said
-beside the box and in the summary, and the figures on screen are marked stale. A log whose model
-is not known leaves no other model on screen: the figures wait for the user to give it
-(kvcalc.inputs.log_flow). The text stays in the textarea, which is no form field: the link carries the
-inputs read, never the log.
+imply, each shown with its line, and the log's figures beside ours after every update; a failed
+start's cause and fixes are web.fixes_view's. The reader (kvcalc.inputs.startup_log) takes the
+text in slices, giving the page its thread back between them (asyncio.sleep(0)), so a paste of a
+server's whole day never freezes the tab. A refused log changes no input: it is said beside the
+box and in the summary, the figures marked stale. A log whose model is not known leaves no other
+model on screen (kvcalc.inputs.log_flow). The link carries the inputs read, never the log.
 Imported on first use, so the page starts without it."""
 
 import asyncio
@@ -21,7 +17,7 @@ from kvcalc.errors import InputError
 from kvcalc.inputs.options import MANUAL_FIELDS
 from kvcalc.inputs.startup_log import LogReader
 
-from web import errors, files, form, log_check, model_picker, state, strip
+from web import errors, files, fixes_view, form, log_check, model_picker, state, strip
 from web.dom import el, lines_of, put, view
 
 # One feed, after which the page gets its thread back. Each slice's work is bounded by
@@ -96,12 +92,14 @@ async def take(then) -> None:
             then()
         return
     put("#log-status", f"Reading the log here in this tab… ({_mb(size)})" if size > SLICE_CHARS else "")
+    fixes_view.take(text_slice(max(0, size - fixes_view.TAIL_CHARS), size))
     try:
         reading = await _read(size, text_slice, generation)
     except _Cancelled:
         return
-    except InputError as e:
-        _refused(f"the pasted text {e.message}", then)
+    except InputError as e:     # a failed start's error alone, or an error not about memory: said so
+        if not fixes_view.failure_only(lambda message: _refused(message, then)):
+            _refused(f"the pasted text {e.message}", then)
         return
     except Exception as e:               # a fault in the reader: said, never "Reading…" forever
         _refused(f"the pasted log could not be read ({type(e).__name__})", then)
@@ -168,9 +166,10 @@ def _apply(reading) -> None:
     state.reading = reading
     log_check.remember()
     empty = log_flow.no_cache(reading)       # the log's engine did not start: no figure is what it ran
+    state.failed = state.failed if state.failed is not None and state.failed.failure else None
     if withheld is not None:
         errors.hold(InputError("model", withheld), form.read())
-    elif empty is not None:
+    elif empty is not None and state.failed is None:
         errors.hold(InputError("log", empty))
     else:
         errors.release()
@@ -227,6 +226,7 @@ def drop() -> None:
     """The panel and the reading gone; the inputs as they are (a link loaded over them)."""
     _generation[0] += 1
     state.reading = None
+    state.failed = None
     _set_by_log.clear()
     errors.release()
     put("#log-check", True, "hidden")

@@ -24,7 +24,7 @@ def update(*_) -> None:
 
 
 def _update() -> None:
-    raw = form.read()
+    raw = state.raw = form.read()
     problems = []
     if form.model_choice() == "config":
         if state.config_error is not None:
@@ -112,7 +112,16 @@ def _log() -> None:
         log_check.render_comparison()
 
 
-SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, plan_start.side_step)
+def _fixes() -> None:
+    # Only for a failed start pasted, or a verdict that does not fit: web.fixes_view is loaded then.
+    if state.failed is not None or (state.current or {}).get("fits") is False:
+        from web import fixes_view
+        fixes_view.render()
+    else:
+        put("#fixes", True, "hidden")
+
+
+SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, _fixes, plan_start.side_step)
 _side = []
 _scheduling = getattr(window.navigator, "scheduling", None)
 _CAN_TELL = not absent(_scheduling) and not absent(getattr(_scheduling, "isInputPending", None))

@@ -381,13 +381,14 @@ def test_on_a_phone_the_closed_strip_says_the_log_has_a_note(page, site):
 def test_a_log_whose_engine_had_no_kv_memory_is_never_a_fit(page, site):
     # vLLM on an H100 printed "Available KV cache memory: -2.14 GiB" for gpt-oss-120b (it then
     # refuses: "No available memory for the cache blocks"). Our estimate must not stand in for the
-    # figure it printed: the page says the engine will not start, the figures held back, as the CLI.
+    # figure it printed: the page says the engine will not start, why and by how much, as the CLI
+    # (issue 38: its fixes under it), and the verdict is no fit.
     open_page(page, site)
     settle(page)
     paste_log(page, (LOGS / "vllm-gpt-oss-120b-h100-default-negative-kv.log").read_text())
-    page.wait_for_function(STALE)
+    page.wait_for_function("!document.getElementById('fixes').hidden")
     settle(page)
-    summary = page.inner_text("#error-summary")
-    assert "the log's engine will not start: line 7 printed 'Available KV cache memory: -2.14 GiB'" in summary, summary
-    assert "2.14 GiB short of any" in summary
-    assert page.inner_text("#error-log").startswith("The log's engine will not start")
+    said = page.inner_text("#failed-start")
+    assert said.startswith("vLLM will not start: the weights and its overhead leave no memory for the KV cache, "
+                           "2.14 GiB short. It printed (line 7)"), said
+    assert not page.inner_text('[data-metric="verdict"] .figure').startswith("Fits") or "yet the log shows" in said

@@ -38,6 +38,7 @@ DEFAULTS = {
     "DP_ATTENTION": False,                 # dp > 1 replicates the whole model per rank
     "LOG_FIGURES": (),                     # no figure of its log compared beside ours
     "LOG_READER": None,                    # no start-up log reader
+    "FAILURES": None,                      # no reader of its failed starts, no fixes of its own
     "OWN_OPTIONS": (),                     # no option that only it takes
     "PADS_CELLS_TO": None,                 # it pads no cell count
     "USABLE_BY_GPU": False,                # its usable memory may move with the layout: the planner asks per layout
@@ -106,6 +107,19 @@ def log_readers() -> tuple:
             reader = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{reader}")
         if reader is not None:
             out.append(reader)
+    return tuple(out)
+
+
+def failure_readers() -> tuple:
+    """(name, module) of each registered engine's failure reader (engines/<engine>/failures.py:
+    RULES, PHASE_MARKS, MARKS, fix_kinds), loaded on the first ask as the log readers are."""
+    out = []
+    for engine in tuple(REGISTRY.values()):
+        reader = member(engine, "FAILURES")
+        if isinstance(reader, str):
+            reader = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{reader}")
+        if reader is not None:
+            out.append((engine.NAME, reader))
     return tuple(out)
 
 

@@ -98,6 +98,10 @@ class OptionalMembers(Protocol):
     LOG_READER: object
     """Its start-up log reader: the name of a module in its folder ("log"), or a LogReader object;
     default None (no reader). engines.log_readers, inputs.startup_log."""
+    FAILURES: object
+    """Its failed starts' reader and fixes: the name of a module in its folder ("failures") with
+    RULES, PHASE_MARKS, MARKS and fix_kinds(failure); default None. engines.failure_readers,
+    inputs.failed_start, reports.fixes."""
     OWN_OPTIONS: tuple
     """Options only it takes ("memory-in-use-gib"); default (). engines.option_owners, the scenario."""
     PADS_CELLS_TO: int

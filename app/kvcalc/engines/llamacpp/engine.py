@@ -48,6 +48,7 @@ NAME, TITLE = "llama.cpp", "llama.cpp"
 KV_PRECISIONS = ("fp32", "fp16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")   # -ctk / -ctv
 ALIASES = ("llamacpp", "llama-cpp", "llama_cpp")     # as --engine also takes it
 LOG_READER = "log"           # its start-up log's reader: engines/llamacpp/log.py
+FAILURES = "failures"        # its failed starts and their fixes: engines/llamacpp/failures.py
 OWN_OPTIONS = ("flash-attn", "n-gpu-layers", "n-cpu-moe", "tensor-split")     # options only llama.cpp takes
 USABLE_BY_GPU = True         # the memory utilization x the GPU's total: no layout moves it
 # No tensor parallelism: over several GPUs it splits the layers (--split-mode layer, the default),

@@ -34,6 +34,7 @@ parse_version = releases.pep440
 NAME, TITLE = "sglang", "SGLang"
 KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2")   # --kv-cache-dtype (fp8 is e4m3)
 LOG_READER = "log"           # its start-up log's reader: engines/sglang/log.py
+FAILURES = "failures"        # its failed starts and their fixes: engines/sglang/failures.py
 OWN_OPTIONS = ("memory-in-use-gib",)     # options only SGLang takes
 # The GPUs it runs on (CUDA and ROCm builds): the planner considers no others.
 VENDORS = ("NVIDIA", "AMD")

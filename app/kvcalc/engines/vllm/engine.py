@@ -69,6 +69,7 @@ VENDORS = ("NVIDIA", "AMD")
 # to start where tp does not divide their widths (serving/encoder.py check_tp).
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
+FAILURES = "failures"        # its failed starts and their fixes: engines/vllm/failures.py
 OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
                "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers", "hybrid-kv-cache-manager",
                "kv-connector")    # options only vLLM takes

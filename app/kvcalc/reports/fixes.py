@@ -1,0 +1,485 @@
+"""The changes that start a configuration that does not start, each computed by the same engine
+that refused it, cheapest for the user first (the order of the engine's `fix_kinds`: memory the
+card has to spare, then precision, then requests at once, then speed, then context, then GPUs).
+
+A fix is kept only if the engine, sized again with it, starts and holds one request at the
+context it then serves. Each says what it changes (the flags, a diff of the two launch
+commands), what it gives (the concurrency, the longest context) and the command to copy.
+
+Worked example (tests/fixtures/logs/vllm-llama3.1-8b-rtx3090-29k-profile-refusal-v0.6.4.log:
+Llama 3.1 8B on an RTX 3090, 23.58 GiB, utilization 0.90, 2.89 GiB of KV memory, 23,648 tokens
+for a max model len of 29,000): the utilization that starts adds (29,000 - 23,648) tokens x
+128 KiB = 0.65 GiB, 0.03 of 23.58 GiB, so --gpu-memory-utilization 0.93; the longest context at
+0.90 is vLLM's 23,648 tokens (1,478 blocks of 16).
+"""
+
+import math
+import shlex
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .. import engines
+from ..errors import InputError
+from ..evaluation import evaluate, sized_as
+from ..inputs.options import MODEL_INPUTS
+from ..readers.failure_rules import Failure
+from ..serving.launch import launch
+from ..units import GIB
+
+LAYOUTS = (2, 4, 8)         # tp multiples tried, within one node of 8
+SEARCH_STEPS = 24           # a bisection's evaluations at most
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: str
+    changes: tuple               # (option, value) pairs of our inputs
+    flags: str                   # what changes on the command line
+    words: str                   # what it gives and what it costs
+    max_concurrency: Fraction | None
+    longest_context: int | None
+    command: str | None
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "changes": dict(self.changes), "flags": self.flags, "words": self.words,
+                "max_concurrency": None if self.max_concurrency is None else float(self.max_concurrency),
+                "longest_context": self.longest_context, "command": self.command}
+
+
+def starts(evaluation) -> bool:
+    """The engine starts with these inputs and holds one request at their context."""
+    engine = evaluation.engine if evaluation.ok else None
+    if engine is None or not engine.starts or engine.refusal_words:
+        return False
+    return engine.max_concurrency is None or engine.max_concurrency >= 1
+
+
+def contradiction(evaluation) -> str | None:
+    """Where the inputs, sized here, start although a log shows the engine refusing: said, so
+    neither answer is taken for the other (the log's failure stands; an input it does not say
+    differs from what its server ran)."""
+    if not starts(evaluation):
+        return None
+    return ("Sized here with these inputs it would start, yet the log shows it refusing: the log's failure stands; "
+            "check what the log does not say (the GPU, the layout, the memory in use beside it)")
+
+
+def failure_of(evaluation) -> Failure | None:
+    """What the engine's own sizing refuses, as a failure (a configuration without a log): its
+    failures module names the kind (`refused_kind`)."""
+    engine = evaluation.engine if evaluation.ok else None
+    if engine is None or engine.starts is None or starts(evaluation):
+        return None
+    module = dict(engines.failure_readers()).get(engine.engine)
+    if module is None:
+        return None
+    return Failure(engine.engine, module.refused_kind(engine), 0, engine.refusal_words or engine.refusal or "", ())
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The inputs as given (`values`: what evaluate takes again with a change) and their evaluation."""
+    values: dict
+    evaluation: object
+
+    @property
+    def scenario(self):
+        return self.evaluation.scenario
+
+    @property
+    def engine(self):
+        return self.evaluation.engine
+
+
+def fixes(values: dict, failure: Failure | None = None) -> list[Fix]:
+    """The fixes for the inputs `values` (a failed start's, read from its log, or the form's).
+    `failure` None: what the engine's sizing of `values` refuses, if anything."""
+    evaluation = evaluate(values)
+    if not evaluation.ok or evaluation.engine is None:
+        return []
+    base = _Base(dict(values), evaluation)
+    failure = failure or failure_of(evaluation)
+    if failure is None:
+        return []
+    module = dict(engines.failure_readers()).get(base.engine.engine)
+    if module is None:
+        return []
+    out = []
+    for kind in module.fix_kinds(failure):
+        try:
+            found = KINDS[kind](base, failure, module)
+        except InputError:
+            found = None
+        if found is not None:
+            changes, words = found
+            fix = _fix(base, kind, changes, words, module)
+            if fix is not None and all(f.changes != fix.changes for f in out):
+                out.append(fix)
+    return out
+
+
+def _fix(base, kind: str, changes: dict, words: str, module) -> Fix | None:
+    values = _with(base.values, changes)
+    evaluation = evaluate(values)
+    if not starts(evaluation):
+        return None
+    engine = evaluation.engine
+    pairs = [pair for pair in _pairs(_command(evaluation) or "") if pair[0] not in module.PINNED_FLAGS]
+    changed = {flag for name in changes for flag in module.FLAG_OF.get(name, ())}
+    flags = " ".join(shlex.quote(part) for pair in pairs if pair[0] in changed for part in pair)
+    command = " ".join(shlex.quote(part) for pair in pairs for part in pair) if pairs else None
+    longest = evaluation.context_limit[0] or engine.max_model_len
+    return Fix(kind, tuple(changes.items()), flags or words, words, engine.max_concurrency, longest, command)
+
+
+def _with(values: dict, changes: dict) -> dict:
+    out = dict(values)
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
+def _command(evaluation) -> str | None:
+    engine = evaluation.engine.engine
+    try:
+        return launch(evaluation.scenario, engine, sized_as(evaluation, engine)).command
+    except InputError:
+        return None
+
+
+def _pairs(command: str) -> list:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    pairs, i = [], 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("-") and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            pairs.append((word, words[i + 1]))
+            i += 2
+        else:
+            pairs.append((word,))
+            i += 1
+    return pairs
+
+
+def _decimal(value: Fraction) -> str:
+    """A Fraction as the decimal the options parse back exactly (a GiB from bytes is dyadic)."""
+    text = f"{float(value):.12f}".rstrip("0").rstrip(".")
+    return text if Fraction(text) == value else f"{float(value):.9f}"
+
+
+def _bisect(low: int, high: int, fits) -> int | None:
+    """The largest n in [low, high] with fits(n), fits being true up to a point and false after."""
+    if high < low or not fits(low):
+        return None
+    steps = 0
+    while low < high and steps < SEARCH_STEPS:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+        steps += 1
+    return low
+
+
+def _smallest(low: int, high: int, fits) -> int | None:
+    """The smallest n in [low, high] with fits(n), fits being false up to a point and true after."""
+    if high < low or not fits(high):
+        return None
+    steps = 0
+    while low < high and steps < SEARCH_STEPS:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+        steps += 1
+    return high
+
+
+def _ok(base, changes: dict) -> bool:
+    return starts(evaluate(_with(base.values, changes)))
+
+
+# ---- each kind of fix: (base, failure, the engine's failures module) -> (changes, words) or None
+
+
+def _utilization(base) -> Fraction | None:
+    in_force = engines.memory_utilization(base.scenario, base.engine)
+    if in_force is None and "memory-utilization" in base.values:
+        in_force = Fraction(str(base.values["memory-utilization"]))
+    return in_force
+
+
+def _total_gib(base, failure) -> Fraction | None:
+    total = failure.figure("total_gib")
+    if total is None and base.values.get("gpu-memory-gib") is not None:
+        total = Fraction(str(base.values["gpu-memory-gib"]))
+    if total is None and base.scenario.deployment.gpu_memory_bytes:
+        total = Fraction(base.scenario.deployment.gpu_memory_bytes, GIB)
+    return total
+
+
+def _at_utilization(base, failure, hundredths: int) -> dict | None:
+    """The changes that size the engine at a utilization of `hundredths`/100: a KV memory given
+    without its measurement moves by the share's change of the card (vLLM's and SGLang's pool is
+    total x share - what the rest takes, so it moves one for one with the share)."""
+    in_force, total = _utilization(base), _total_gib(base, failure)
+    share = Fraction(hundredths, 100)
+    changes = {"memory-utilization": _decimal(share)}
+    if "kv-memory-gib" in base.values and "measured-with" not in base.values:
+        if in_force is None or total is None:
+            return None
+        changes["kv-memory-gib"] = _decimal(Fraction(str(base.values["kv-memory-gib"])) + (share - in_force) * total)
+    return changes
+
+
+def utilization_up(base, failure, module):
+    in_force, total = _utilization(base), _total_gib(base, failure)
+    if in_force is None or total is None:
+        return None
+    first, last = int(in_force * 100) + 1, int(Fraction(module.HIGHEST_UTILIZATION) * 100)
+    found = _smallest(first, last, lambda k: (c := _at_utilization(base, failure, k)) is not None and _ok(base, c))
+    if found is None:
+        return None
+    more = (Fraction(found, 100) - in_force) * total
+    return _at_utilization(base, failure, found), (
+        f"take {float(more):,.2f} GiB more of each GPU ({module.UTILIZATION_FLAG} {float(in_force):g} -> "
+        f"{found / 100:g}): nothing lost, if nothing else runs on the card")
+
+
+def utilization_down(base, failure, module):
+    in_force, total, short = _utilization(base), _total_gib(base, failure), failure.figure("short_gib")
+    if in_force is None or not total or short is None:
+        return None
+    hundredths = int((in_force - short / total) * 100)      # rounded down: at least the shortfall freed
+    if hundredths <= 0:
+        return None
+    return _at_utilization(base, failure, hundredths), (
+        f"leave {float(in_force - Fraction(hundredths, 100)) * float(total):,.2f} GiB more of each GPU outside the "
+        f"pool ({module.UTILIZATION_FLAG} {float(in_force):g} -> {hundredths / 100:g}) for what ran out: a smaller KV cache")
+
+
+def utilization_free(base, failure, module):
+    free, total = failure.figure("free_gib"), failure.figure("total_gib")
+    if free is None or not total:
+        return None
+    hundredths = int(free / total * 100)
+    changes = _at_utilization(base, failure, hundredths)
+    if changes is None:
+        return None
+    words = (f"ask for what the card had free ({float(free):,.2f} of {float(total):,.2f} GiB): "
+             f"{module.UTILIZATION_FLAG} {hundredths / 100:g}, or stop what else holds its memory")
+    if _ok(base, changes):
+        return changes, words
+    # At the share it can have, only a shorter context starts.
+    step = engines.member(engines.REGISTRY[base.engine.engine], "PADS_CELLS_TO") or 1
+    context = base.scenario.workload.context_tokens
+    longest = _bisect(1, (context - 1) // step, lambda n: _ok(base, {**changes, "context": n * step}))
+    if longest is None:
+        return None
+    return {**changes, "context": longest * step}, words + f", with contexts up to {longest * step:,} tokens"
+
+
+def kv_fp8(base, failure, module):
+    bits = base.scenario.workload.kv_precision.bits_per_element
+    if bits <= 8:
+        return None
+    return {"kv-dtype": "fp8"}, "store the KV cache in fp8: half the bytes a token, a small loss of accuracy"
+
+
+def kv_q8(base, failure, module):
+    if base.scenario.workload.kv_precision.bits_per_element <= Fraction(17, 2):
+        return None
+    return {"kv-dtype": "q8_0", "flash-attn": "on"}, ("store K and V as q8_0 (flash attention on): "
+                                                       "about half the bytes, a small loss of accuracy")
+
+
+def context(base, failure, module):
+    step = engines.member(engines.REGISTRY[base.engine.engine], "PADS_CELLS_TO") or 1
+    wanted = base.scenario.workload.context_tokens
+    # The engine's own figure where it printed one (its estimate, or the tokens its cache holds)
+    # stands: a KV memory read to two decimals leaves ours a block either way.
+    printed = failure.figure("estimated_max_len") or failure.figure("kv_tokens")
+    if printed and printed < wanted and _ok(base, {"context": printed}):
+        longest = printed
+    elif (guess := base.engine.max_model_len) and guess < wanted and guess % step == 0 and \
+            _ok(base, {"context": guess}) and not _ok(base, {"context": guess + step}):
+        longest = guess
+    else:
+        found = _bisect(1, (wanted - 1) // step, lambda n: _ok(base, {"context": n * step}))
+        if found is None:
+            return None
+        longest = found * step
+    return {"context": longest}, f"serve contexts up to {longest:,} tokens, not {wanted:,}"
+
+
+def layout(base, failure, module):
+    dep = base.scenario.deployment
+    if dep.gpu is None and not dep.gpu_memory_bytes:
+        return None
+    splits = engines.member(engines.REGISTRY[base.engine.engine], "SPLITS_LAYERS")
+    now = dep.gpus if splits else dep.tp
+    for factor in LAYOUTS:
+        n = now * factor
+        if n > 8:
+            break
+        changes = {"gpus": n} if splits else {"tp": n, "gpus": n * dep.pp * dep.dp}
+        if "kv-memory-gib" in base.values and "measured-with" not in base.values:
+            changes["kv-memory-gib"] = None     # a KV memory measured on fewer GPUs: the engine sizes its own
+        if _ok(base, changes):
+            return changes, f"spread it over {n * (1 if splits else dep.pp * dep.dp)} GPUs" + \
+                ("" if splits else f" (tensor parallel {n})")
+    return None
+
+
+def eager(base, failure, module):
+    return {"enforce-eager": "on"}, "run without CUDA graphs: their memory freed, decoding slower"
+
+
+def eager_for_kv(base, failure, module):
+    if str(base.values.get("enforce-eager", "")).lower() in ("on", "true", "1") or starts(base.evaluation):
+        return None
+    return eager(base, failure, module)
+
+
+def state_seqs(base, failure, module):
+    blocks = failure.figure("blocks")
+    if blocks is None:
+        found = _bisect(1, base.scenario.workload.batch - 1, lambda n: _ok(base, {"batch": n}))
+        if found is None:
+            return None
+        blocks = found
+    return {"batch": blocks}, f"serve at most {blocks:,} sequences at once (--max-num-seqs), as many as its state blocks"
+
+
+def _scaled(failure, count: int | None) -> int | None:
+    tried, free = failure.figure("tried_gib"), failure.figure("free_gib")
+    if count is None or not tried or free is None:
+        return None
+    scaled = int(count * free / tried)
+    return scaled if 0 < scaled < count else None
+
+
+def seqs_down(base, failure, module):
+    count = failure.figure("batch") or base.scenario.workload.batch
+    fewer = _scaled(failure, count)
+    if fewer is None:
+        return None
+    return {"batch": fewer}, (f"warm up and serve at most {fewer:,} sequences at once, not {count:,}: what it tried "
+                              "to allocate scales with them")
+
+
+def chunk_down(base, failure, module):
+    chunk = base.engine.prefill_chunk
+    fewer = _scaled(failure, chunk)
+    if fewer is None:
+        return None
+    return {"prefill-chunk": fewer}, f"prefill at most {fewer:,} tokens a step, not {chunk:,}: a smaller activation peak"
+
+
+def cpu_moe(base, failure, module):
+    model = base.scenario.model
+    if not model.experts:
+        return None
+    layers = len(model.layers)
+    found = _smallest(1, layers, lambda n: _ok(base, {"n-cpu-moe": n}))
+    if found is None:
+        return None
+    return {"n-cpu-moe": found}, f"keep the experts of the first {found:,} layers on the CPU: slower, the rest on the GPU"
+
+
+def ngl_down(base, failure, module):
+    model = base.scenario.model
+    layers = len(model.layers)
+    now = base.values.get("n-gpu-layers")
+    top = min(int(now), layers + 1) - 1 if now is not None else layers
+    found = _bisect(0, top, lambda n: _ok(base, {"n-gpu-layers": n}))
+    if found is None:
+        return None
+    return {"n-gpu-layers": found}, f"offload {found:,} of the layers to the GPU (-ngl {found}): the rest run on the CPU, slower"
+
+
+KINDS = {"utilization-up": utilization_up, "utilization-down": utilization_down, "utilization-free": utilization_free,
+         "kv-fp8": kv_fp8, "kv-q8": kv_q8, "context": context, "ctx-down": context, "layout": layout,
+         "eager": eager, "eager-for-kv": eager_for_kv, "state-seqs": state_seqs, "seqs-down": seqs_down,
+         "chunk-down": chunk_down, "cpu-moe": cpu_moe, "ngl-down": ngl_down}
+
+
+# ---- fixes from a failure's own figures, where the model is not known to size it again
+
+
+def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
+    """What the engine's printed figures alone give, each in its own flags: the longest context
+    it said it can hold, the share of the card it lacked, the sequences its state blocks hold.
+    No concurrency: that needs the model."""
+    out = []
+    share = values.get("memory-utilization") or failure.figure("utilization")
+    share = None if share is None else Fraction(str(share))
+    total = failure.figure("total_gib") or (Fraction(str(values["gpu-memory-gib"]))
+                                            if values.get("gpu-memory-gib") is not None else None)
+    short = failure.figure("short_gib")
+    longest = failure.figure("estimated_max_len") or failure.figure("kv_tokens")
+    if failure.kind == "kv-short" and share is not None and total and short is not None:
+        hundredths = math.ceil((share + short / total) * 100)
+        if Fraction(hundredths, 100) <= Fraction(module.HIGHEST_UTILIZATION):
+            out.append(_logged(module, "utilization-up", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
+                               f"take {float(short):,.2f} GiB more of each GPU: what its KV cache lacked", None))
+    if failure.kind == "kv-short" and longest:
+        wanted = failure.figure("context")
+        out.append(_logged(module, "context", {"context": longest},
+                           f"serve contexts up to {longest:,} tokens" + (f", not {wanted:,}" if wanted else "") +
+                           ": what its KV cache holds, as it printed", longest))
+    if failure.kind == "state-blocks" and failure.figure("blocks"):
+        blocks = failure.figure("blocks")
+        out.append(_logged(module, "state-seqs", {"batch": blocks},
+                           f"serve at most {blocks:,} sequences at once, as many as its state blocks", None))
+    if failure.kind == "free-memory" and total and failure.figure("free_gib") is not None:
+        hundredths = int(failure.figure("free_gib") / total * 100)
+        if hundredths > 0:
+            out.append(_logged(module, "utilization-free", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
+                               f"ask for what the card had free ({float(failure.figure('free_gib')):,.2f} of "
+                               f"{float(total):,.2f} GiB), or stop what else holds its memory", None))
+    if failure.kind == "out-of-memory" and failure.phase == "sampler":
+        fewer = _scaled(failure, failure.figure("batch") or (int(values["batch"]) if values.get("batch") else None))
+        if fewer:
+            out.append(_logged(module, "seqs-down", {"batch": fewer},
+                               f"warm up and serve at most {fewer:,} sequences at once", None))
+    if failure.kind == "out-of-memory" and failure.phase in ("graphs", "kv-cache", "sampler") and share and total \
+            and short is not None and hasattr(module, "HIGHEST_UTILIZATION"):
+        hundredths = int((share - short / total) * 100)
+        if 0 < hundredths < share * 100:
+            out.append(_logged(module, "utilization-down", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
+                               f"leave {float(short):,.2f} GiB more of each GPU outside the pool for what ran out", None))
+    return [fix for fix in out if fix is not None]
+
+
+def _logged(module, kind: str, changes: dict, words: str, longest: int | None) -> Fix | None:
+    flags = " ".join(f"{flag} {value}" for name, value in changes.items() for flag in module.FLAG_OF.get(name, ()))
+    if not flags:
+        return None
+    return Fix(kind, tuple(changes.items()), flags, words, None, longest, None)
+
+
+def for_failure(failure: Failure, values: dict) -> list[Fix]:
+    """The fixes of a failure read from a log with the inputs it ran with: sized again by the
+    engine where the model is known, else from the figures it printed; a kind the sizing cannot
+    reach (its evaluation refuses) keeps the figures' fix."""
+    module = dict(engines.failure_readers()).get(failure.engine)
+    if module is None:
+        return []
+    sized = fixes(values, failure) if _sizable(values) else []
+    kinds = {fix.kind for fix in sized}
+    logged = [fix for fix in from_figures(failure, values, module) if fix.kind not in kinds]
+    order = {kind: i for i, kind in enumerate(module.fix_kinds(failure))}
+    return sorted(sized + logged, key=lambda fix: order.get(fix.kind, len(order)))
+
+
+def _sizable(values: dict) -> bool:
+    return any(name in values for name in MODEL_INPUTS)

@@ -1,0 +1,95 @@
+"""The fixes under the verdict: a failed start pasted in the log's box, or inputs the chosen
+engine will not start with, get the changes that start them (kvcalc.reports.fixes), each with a
+"Use" button that writes it into the form. Loaded only when there is something to fix: the
+page starts without it (web.loop's side step asks `needed` first)."""
+
+import json
+
+from kvcalc.inputs import failed_start
+from kvcalc.reports import failure_report, fixes as start_fixes
+
+from web import errors, form, state
+from web.dom import el, put
+
+
+# A start fails at its end: its error and the figures before it are in a log's last lines.
+TAIL_CHARS = 2 << 20
+
+
+def take(text: str) -> None:
+    """A pasted log's failed start, read (kvcalc.inputs.failed_start), kept for every update."""
+    state.failed = failed_start.read(text)
+
+
+def failure_only(refuse) -> bool:
+    """A pasted text that gives no inputs: a failed start's error alone (its cause and the fixes
+    its own figures give, the inputs on screen kept and marked stale: `refuse(message)`), or an
+    error that is not about memory, said so. False when it is neither."""
+    failed, state.failed = state.failed, None
+    if failed is None or (failed.failure is None and failed.other_error is None):
+        return False
+    if failed.failure is None:
+        refuse(failed.message)
+        return True
+    refuse(f"the pasted text is a failed start: {failed.message}")
+    state.failed = failed
+    render({"engine": failed.engine} if failed.engine else {})
+    return True
+
+
+def render(raw: dict | None = None) -> None:
+    """The failure's sentence and its fixes, or the section hidden when nothing needs one
+    (`raw`: the inputs the fixes change; the form's unless given)."""
+    failed = state.failed
+    raw = state.raw or {} if raw is None else raw
+    if failed is not None and failed.failure is not None:
+        found = start_fixes.for_failure(failed.failure, raw) if failed.read else []
+        said = start_fixes.contradiction(state.evaluation) if state.evaluation is not None and raw else None
+        head = failure_report.headline(failed) + (f" {said}." if said else "")
+    else:
+        found = start_fixes.fixes(raw) if state.current and state.current.get("fits") is False else []
+        head = "It will not start as sized here; these changes start it:" if found else ""
+    show(head, found)
+
+
+def show(head: str, found: list) -> None:
+    put("#fixes", not head, "hidden")
+    put("#failed-start", head)
+    items = []
+    for fix in found:
+        item = el("#fixes").ownerDocument.createElement("li")
+        figures = []
+        if fix.max_concurrency is not None:
+            figures.append(f"{float(fix.max_concurrency):,.2f} requests at once")
+        if fix.longest_context is not None:
+            figures.append(f"contexts up to {fix.longest_context:,} tokens")
+        code = item.ownerDocument.createElement("code")
+        code.textContent = fix.flags
+        words = item.ownerDocument.createElement("span")
+        words.textContent = f": {fix.words}" + (f" ({', '.join(figures)})" if figures else "")
+        button = item.ownerDocument.createElement("button")
+        button.type, button.className, button.textContent = "button", "use-fix", "Use"
+        button.dataset.changes = json.dumps({k: (None if v is None else str(v)) for k, v in fix.changes})
+        button.setAttribute("aria-label", f"Use {fix.flags}")
+        item.append(button, " ", code, words)
+        items.append(item)
+    el("#fix-list").replaceChildren(*items)
+
+
+def use(event, update) -> None:
+    """A "Use" button: its fix written into the form, then recomputed (`update`: web.loop.update)."""
+    target = event.target
+    if not target.classList.contains("use-fix"):
+        return
+    changes = json.loads(target.dataset.changes)
+    values = form.read()
+    for name, value in changes.items():
+        if value is None:
+            values.pop(name, None)
+        else:
+            values[name] = value
+    form.write(values)
+    form.sync()
+    state.failed = None         # the log's failure is answered: the form now holds the fix
+    errors.release()            # a failed start's own refusal (its error alone) is answered too
+    update()

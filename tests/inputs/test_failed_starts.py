@@ -1,0 +1,210 @@
+"""Failed starts read from real logs (tests/fixtures/logs/failed/*/SOURCES.md names each
+thread), and the fixes the engine computes for them.
+
+Each row: the fixture, the engine, the kind of failure, its phase where one ran out, and the
+figures the engine printed (GiB as printed, counts exact)."""
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvcalc.cli import run
+from kvcalc.inputs import failed_start
+from kvcalc.inputs.startup_log import read_log
+from kvcalc.reports import fixes
+
+FAILED = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "failed"
+LOGS = FAILED.parent
+
+CORPUS = [
+    # vLLM, the V0 check: max seq len against the tokens its blocks hold.
+    ("vllm/kind1_rtx3090_llama31-8b_maxlen29000.log", "vllm", "kv-short", None, {"context": 29000, "kv_tokens": 23648}),
+    ("vllm/kind1_rtx3090_qwen15-7b-gptq_32768.log", "vllm", "kv-short", None, {"context": 32768, "kv_tokens": 24320}),
+    ("vllm/kind1_v100s-32g_qwen14b-lora_4096.log", "vllm", "kv-short", None, {"context": 4096, "kv_tokens": 1216}),
+    # V1's: the GiB one request needs against the KV memory (0.8.2 wrote GiB as "GB").
+    ("vllm/kind2_8x-rtx4090_vllm082_maxlen116160.log", "vllm", "kv-short", None,
+     {"context": 116160, "needed_gib": Fraction("4.43"), "kv_memory_gib": Fraction("3.48"), "short_gib": Fraction("0.95")}),
+    ("vllm/kind2_fp8-kvcache_maxlen221000.log", "vllm", "kv-short", None,
+     {"context": 221000, "estimated_max_len": 122080, "short_gib": Fraction("4.53")}),
+    ("vllm/kind2_h20x8-dp8_qwen3-coder-480b-fp8_util-default.log", "vllm", "kv-short", None,
+     {"needed_gib": 62, "kv_memory_gib": Fraction("48.66"), "estimated_max_len": 205728}),
+    ("vllm/kind2_h20x8-dp8_qwen3-coder-480b-fp8_util0.95.log", "vllm", "kv-short", None,
+     {"kv_memory_gib": Fraction("55.65"), "estimated_max_len": 235296}),
+    ("vllm/kind2_qwen3-vl-instruct_xinference_262144.log", "vllm", "kv-short", None, {"estimated_max_len": 50512}),
+    # A message without its parentheses around the GiB needed.
+    ("vllm/kind2_rtx3090_club3090-long-text_180000.log", "vllm", "kv-short", None,
+     {"context": 180000, "estimated_max_len": 111456, "short_gib": Fraction("0.88")}),
+    ("vllm/kind3_docker_qwen25-0.5b_vllm064post1_util0.4.log", "vllm", "no-kv-memory", None, {}),
+    ("vllm/kind3_rtx3090_qanything-qwen7b_gpublocks0.log", "vllm", "no-kv-memory", None, {}),
+    # No error line: "the rest of the memory reserved for KV Cache is -1.05GiB" is the refusal.
+    ("vllm/kind3_rtx4060-8g_qwen25-7b_negative-kv.log", "vllm", "no-kv-memory", None, {"short_gib": Fraction("1.05")}),
+    ("vllm/kind4_2xh100_nemotron-120b_maxnumseqs1024.log", "vllm", "state-blocks", None, {"batch": 1024, "blocks": 524}),
+    ("vllm/kind4_h100_qwen36-27b-fp8_maxnumseqs1024.log", "vllm", "state-blocks", None, {"batch": 1024, "blocks": 856}),
+    ("vllm/kind4_h100_qwen38-27b_maxlen132000_maxnumseqs1024.log", "vllm", "state-blocks", None, {"blocks": 969}),
+    ("vllm/kind4_l40s_qwen35-4b-w4a16-lora_maxnumseqs256.log", "vllm", "state-blocks", None, {"batch": 256, "blocks": 243}),
+    ("vllm/kind4_rtxpro6000_qwen38-27b-fp8_maxnumseqs1024.log", "vllm", "state-blocks", None, {"blocks": 939}),
+    # Torch's words: 150 MiB tried, 39 MiB free of 21.99 GiB.
+    ("vllm/kind5_4xa10_qwen3-30b-a3b_torch-oom.log", "vllm", "out-of-memory", None,
+     {"tried_gib": Fraction(150, 1024), "total_gib": Fraction("21.99")}),
+    # After "Graph capturing finished", in flashinfer's sampling: the sampler's warm-up.
+    ("vllm/kind5_4xrtx4090_qwen3-30b-a3b_vllm0110_sampler-oom.log", "vllm", "out-of-memory", "sampler",
+     {"tried_gib": Fraction(150, 1024), "free_gib": Fraction("11.69") / 1024}),
+    # Its message wrapped over three lines.
+    ("vllm/kind5_tp2_qwen3-32b_vllm0110_sampler-warmup.log", "vllm", "out-of-memory", "sampler", {"batch": 1024}),
+    ("vllm/kind6_140g-gpu_mixtral-8x7b-fp8_util0.9.log", "vllm", "free-memory", None,
+     {"free_gib": Fraction("7.34"), "total_gib": Fraction("139.72"), "utilization": Fraction("0.9")}),
+    ("vllm/kind6_2xa100-80g_qwen3-omni-30b_vllm-omni_util0.6.log", "vllm", "free-memory", None,
+     {"free_gib": Fraction("0.49"), "total_gib": Fraction("79.32")}),
+    ("vllm/kind6_48g-gpu_vllm091_docker_util0.95.log", "vllm", "free-memory", None,
+     {"free_gib": Fraction("31.44"), "wanted_gib": Fraction("45.01"), "short_gib": Fraction("13.57")}),
+    ("vllm/kind6_a100-80g_2x-llama31-8b_kvcached_util0.9.log", "vllm", "free-memory", None,
+     {"free_gib": Fraction("67.24"), "total_gib": Fraction("79.25")}),
+    ("sglang/deepseek-r1-rocm-dp8-negative-profiled-tokens.log", "sglang", "pool-short", None, {"pool_tokens": -561981}),
+    ("sglang/h20-2node-deepep-low-latency-cuda-graph-oom.log", "sglang", "out-of-memory", "graphs",
+     {"tried_gib": Fraction(448, 1024)}),
+    ("sglang/qwen3-8b-ascend910b2-gpustack-not-enough-memory.log", "sglang", "pool-short", None,
+     {"utilization": Fraction("0.2")}),
+    ("llamacpp/apertus-70b-iq4xs-2x7900xtx-rocm-compute-pp-oom.log", "llama.cpp", "buffer", "compute", {}),
+    ("llamacpp/deepseek-r1-q2k-15gpu-ik-llama-compute-oom.log", "llama.cpp", "buffer", "compute", {}),
+    ("llamacpp/deepseek-v3-q2kl-4xa100-llama-cpp-python-kv-cache-oom.log", "llama.cpp", "buffer", "kv-cache",
+     {"tried_gib": 200}),
+    ("llamacpp/llama-cpp-python-langchain-5gpu-device4-compute-oom.log", "llama.cpp", "buffer", "compute", {"device": 4}),
+    ("llamacpp/llama3-8b-64k-ollama-ctx65536-compute-oom.log", "llama.cpp", "buffer", "compute", {}),
+    ("llamacpp/llama31-70b-q4kl-rocm-compute-oom.log", "llama.cpp", "buffer", "compute",
+     {"tried_gib": Fraction("17536.01") / 1024}),
+    ("llamacpp/llama31-70b-q4kl-rocm-ngl0-compute-oom.log", "llama.cpp", "buffer", "compute",
+     {"tried_gib": Fraction(18035509504, 1 << 30)}),
+    ("llamacpp/model-load-144817mib-cuda0-weights-oom.log", "llama.cpp", "buffer", "loading", {}),
+]
+
+
+def read(name: str):
+    return failed_start.read((FAILED / name).read_text(encoding="utf-8", errors="replace"))
+
+
+def test_every_fixture_is_in_the_corpus_table():
+    on_disk = {str(p.relative_to(FAILED)) for p in FAILED.glob("*/*.log")}
+    assert on_disk == {row[0] for row in CORPUS}
+
+
+@pytest.mark.parametrize("name,engine,kind,phase,figures", CORPUS, ids=[row[0] for row in CORPUS])
+def test_every_failed_start_is_read(name, engine, kind, phase, figures):
+    found = read(name)
+    assert found.read, found.message
+    failure = found.failure
+    assert (failure.engine, failure.kind, failure.phase) == (engine, kind, phase)
+    for figure, value in figures.items():
+        assert failure.figure(figure) == value, figure
+    assert failure.printed and failure.line_number >= 1
+
+
+def fixes_of(name: str, **given) -> list:
+    text = (FAILED / name).read_text(encoding="utf-8", errors="replace")
+    found = failed_start.read(text)
+    try:
+        values = dict(read_log(text).values)
+    except Exception:       # noqa: BLE001 - only the error's lines: the figures alone
+        values = {"engine": found.engine}
+    values.update(given)
+    return fixes.for_failure(found.failure, values)
+
+
+def test_the_thread_fixes_are_among_ours():
+    """Each value a thread says started the server is within what our fix of that kind allows
+    (an upper bound: --max-model-len and --max-num-seqs start at any value up to ours)."""
+    # vllm#6140-style: "--max-model-len 20000 worked" (Llama 3.1 8B, RTX 3090); vLLM printed 23,648 tokens.
+    context = {f.kind: f for f in fixes_of("vllm/kind1_rtx3090_llama31-8b_maxlen29000.log")}["context"]
+    assert dict(context.changes)["context"] == 23648 >= 20000
+    # "--max-model-len 24320" suggested: the tokens the cache holds, exactly.
+    context = {f.kind: f for f in fixes_of("vllm/kind1_rtx3090_qwen15-7b-gptq_32768.log")}["context"]
+    assert dict(context.changes)["context"] == 24320
+    # The same flags with --max-model-len 100000 started; vLLM's estimate was 122,080.
+    context = {f.kind: f for f in fixes_of("vllm/kind2_fp8-kvcache_maxlen221000.log")}["context"]
+    assert context.flags == "--max-model-len 122080" and 100000 <= 122080
+    # "--max-num-seqs 512" for Qwen3.6-27B-FP8 on an H100: 856 blocks.
+    seqs = {f.kind: f for f in fixes_of("vllm/kind4_h100_qwen36-27b-fp8_maxnumseqs1024.log")}["state-seqs"]
+    assert seqs.flags == "--max-num-seqs 856" and 512 <= 856
+    # "max_num_seqs <= available blocks (e.g. 64)": 243.
+    seqs = {f.kind: f for f in fixes_of("vllm/kind4_l40s_qwen35-4b-w4a16-lora_maxnumseqs256.log")}["state-seqs"]
+    assert dict(seqs.changes)["batch"] == 243
+
+
+def test_free_memory_asks_for_what_was_free():
+    """31.44 of 47.38 GiB free: 0.6635..., so --gpu-memory-utilization 0.66 (rounded down)."""
+    fix = fixes_of("vllm/kind6_48g-gpu_vllm091_docker_util0.95.log")[0]
+    assert (fix.kind, fix.flags) == ("utilization-free", "--gpu-memory-utilization 0.66")
+
+
+def test_the_sampler_warm_up_runs_with_fewer_sequences():
+    """150 MiB tried, 11.69 MiB free: the sampler's tensors scale with max_num_seqs, so a
+    warm-up of 1,024 requests fits in 1,024 x 11.69 / 150 = 79 (rounded down); the default
+    utilization of 0.9 less 0.14 GiB of 23.52 is 0.89."""
+    found = {f.kind: f for f in fixes_of("vllm/kind5_4xrtx4090_qwen3-30b-a3b_vllm0110_sampler-oom.log",
+                                         batch="1024", **{"memory-utilization": "0.9"})}
+    assert found["seqs-down"].flags == "--max-num-seqs 79"
+    assert found["utilization-down"].flags == "--gpu-memory-utilization 0.89"
+
+
+def test_a_refusal_sized_again_with_the_model():
+    """Llama 3.1 8B on an RTX 3090 (23.58 GiB, utilization 0.90, 2.89 GiB KV memory measured):
+    29,000 tokens need 3.54 GiB at 128 KiB a token; 0.93 of the card gives 0.71 GiB more."""
+    found = {f.kind: f for f in fixes_of("vllm/kind1_rtx3090_llama31-8b_maxlen29000.log",
+                                         model="meta-llama/Llama-3.1-8B-Instruct")}
+    assert list(found) == ["utilization-up", "kv-fp8", "context", "layout"]     # cheapest first
+    assert found["utilization-up"].flags == "--gpu-memory-utilization 0.93"
+    assert found["utilization-up"].max_concurrency >= 1
+    assert found["context"].flags == "--max-model-len 23648"
+    assert found["kv-fp8"].flags == "--kv-cache-dtype fp8"
+    assert "--kv-cache-memory-bytes" not in found["context"].command   # vLLM measures its own
+
+
+def test_bad_input_is_said_plainly():
+    good = (LOGS / "vllm-llama3.1-8b-a100-80gb-tp1-32k-v0.17.1.log").read_text(encoding="utf-8")
+    assert failed_start.read(good).message.startswith("no start-up failure found")
+    other = failed_start.read("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+                              "FileNotFoundError: [Errno 2] No such file or directory: '/models/llama'\n")
+    assert other.message.startswith("this failure is not about memory: line 3")
+    assert other.failure is None
+    two = failed_start.read("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (969).\n"
+                            "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU "
+                            "memory utilization (0.9, 125.75 GiB).\n")
+    assert not two.read and "2 different failures" in two.message
+    wrapped = failed_start.read("RuntimeError: Engine core initialization failed. See root cause above.\n")
+    assert wrapped.message.startswith("no start-up failure found")
+
+
+def test_one_failure_printed_by_every_rank_is_one():
+    line = ("(Worker_TP{n} pid=1) ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 150.00 MiB. "
+            "GPU {n} has a total capacity of 23.52 GiB of which 11.69 MiB is free.\n")
+    found = failed_start.read("".join(line.format(n=n) for n in range(4)))
+    assert found.read and found.failure.figure("device") == 0
+
+
+def run_cli(*argv):
+    from io import StringIO
+    out, err = StringIO(), StringIO()
+    code = run(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_cli_answers_a_failed_start():
+    code, out, _ = run_cli("--from-log", str(FAILED / "vllm/kind2_fp8-kvcache_maxlen221000.log"))
+    assert code == 0
+    assert out.startswith("vLLM will not start: its KV cache cannot hold one request")
+    assert "--max-model-len 122080" in out
+    code, out, _ = run_cli("--from-log", str(FAILED / "vllm/kind4_h100_qwen36-27b-fp8_maxnumseqs1024.log"), "--json")
+    data = json.loads(out)
+    assert data["failed_start"]["kind"] == "state-blocks" and data["fixes"][0]["changes"] == {"batch": 856}
+
+
+def test_a_configuration_that_does_not_start_gets_fixes_without_a_log():
+    """Llama 3.1 70B in bf16 on one H100 80GB: 141 GB of weights do not fit; tp 2 does not
+    either with its overhead at 0.9, tp 4 does (the layout fix), and nothing else can."""
+    code, out, _ = run_cli("--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100-sxm", "--engine", "vllm",
+                           "--context", "8192", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["fixes"], data.get("verdict")
+    assert all(fix["kind"] == "layout" for fix in data["fixes"])
+    assert data["fixes"][0]["changes"]["tp"] in (2, 4)
