@@ -293,7 +293,7 @@ def _failure_only(failed, values: dict, fmt: str, stdout) -> int:
         stdout.write(json.dumps({"failed_start": failure_report.failed_json(failed, found),
                                  "fixes": failure_report.fixes_json(found)}, indent=2) + "\n")
     else:
-        stdout.write(failure_report.text(failed, found))
+        stdout.write(failure_report.text(failed, found, sized=any(name in values for name in MODEL_INPUTS)))
     return 0
 
 
@@ -413,7 +413,8 @@ def _render(evaluation, fmt: str, command, failed=None, found=()) -> tuple[str, 
         if line is not None:
             first = f"{first}\n{' ' * indent}{line}"
         # The failed start and its fixes right under the verdict, before the figures.
-        block = failure_report.text(failed, list(found), start_fixes.contradiction(evaluation)) if failed is not None else \
+        block = failure_report.text(failed, list(found), start_fixes.contradiction(evaluation), sized=True) \
+            if failed is not None else \
             "\n".join(failure_report.fix_lines(list(found))) + "\n" if found else ""
         if block:
             first = f"{first}\n\n{block}"

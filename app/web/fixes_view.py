@@ -5,6 +5,8 @@ page starts without it (web.loop's side step asks `needed` first)."""
 
 import json
 
+import js
+
 from kvcalc.inputs import failed_start
 from kvcalc.reports import failure_report, fixes as start_fixes
 
@@ -12,13 +14,21 @@ from web import errors, form, state
 from web.dom import el, put
 
 
-# A start fails at its end: its error and the figures before it are in a log's last lines.
-TAIL_CHARS = 2 << 20
+# The tail failed_start reads, cut where it cuts it (after a line's end), and the number of its
+# first line: only that much crosses into Python, as `kvcalc --from-log` reads the same tail.
+_TAIL = js.Function.new("box", "tail", """
+  const text = box.value;
+  let start = Math.max(0, text.length - tail);
+  if (start > 0) { const i = text.indexOf("\\n", start - 1); start = i < 0 ? text.length : i + 1; }
+  let line = 1;
+  for (let i = text.indexOf("\\n"); i >= 0 && i < start; i = text.indexOf("\\n", i + 1)) line++;
+  return [text.slice(start), line];""")
 
 
-def take(text: str) -> None:
+def take(box) -> None:
     """A pasted log's failed start, read (kvcalc.inputs.failed_start), kept for every update."""
-    state.failed = failed_start.read(text)
+    text, first_line = _TAIL(box, failed_start.TAIL_CHARS)
+    state.failed = failed_start.read(str(text), first_line=int(first_line))
 
 
 def failure_only(refuse) -> bool:
@@ -42,6 +52,8 @@ def render(raw: dict | None = None) -> None:
     (`raw`: the inputs the fixes change; the form's unless given)."""
     failed = state.failed
     raw = state.raw or {} if raw is None else raw
+    if failed is not None and state.reading is not None:
+        raw = _as_the_log_ran(raw)
     if failed is not None and failed.failure is not None:
         found = start_fixes.for_failure(failed.failure, raw) if failed.read else []
         said = start_fixes.contradiction(state.evaluation) if state.evaluation is not None and raw else None
@@ -50,6 +62,16 @@ def render(raw: dict | None = None) -> None:
         found = start_fixes.fixes(raw) if state.current and state.current.get("fits") is False else []
         head = "It will not start as sized here; these changes start it:" if found else ""
     show(head, found)
+
+
+def _as_the_log_ran(raw: dict) -> dict:
+    """The inputs a failed start's fixes are sized from: a GPU the log did not name and the user
+    has not chosen since is the page's default, not the server's, so it is left out, as
+    `kvcalc --from-log` leaves it out."""
+    from web import log_check
+    if any(name in state.reading.values for name in log_check.log_flow.GPU_GIVEN) or not log_check.gpu_is_the_logs():
+        return raw
+    return {name: value for name, value in raw.items() if name not in log_check.log_flow.GPU_GIVEN}
 
 
 def show(head: str, found: list) -> None:

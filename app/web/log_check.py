@@ -32,6 +32,11 @@ def _gpu() -> dict:
     return {name: form.fields.get(name, "") for name in log_flow.GPU_GIVEN}
 
 
+def gpu_is_the_logs() -> bool:
+    """The GPU fields are as the log left them (the user has not chosen one since the paste)."""
+    return _gpu() == _gpu_at_paste[0]
+
+
 def model_warning() -> None:
     """A log naming no model read over a config or dimensions the user gave: the figures assume
     them, said in the panel until the model is chosen again. (A model withheld is said beside

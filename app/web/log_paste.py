@@ -63,8 +63,7 @@ async def _read(size: int, text_slice, generation: int):
     LogReader.check_length(size)       # refused at once, before a line is copied or read
     yields = 0
     for start in range(0, size, SLICE_CHARS):
-        if size > SLICE_CHARS:
-            # The thread given back before every slice (the first: the status line drawn).
+        if size > SLICE_CHARS:      # the thread given back before every slice (the first: the status line)
             await asyncio.sleep(0)
             yields += 1
             if _generation[0] != generation:
@@ -92,7 +91,7 @@ async def take(then) -> None:
             then()
         return
     put("#log-status", f"Reading the log here in this tab… ({_mb(size)})" if size > SLICE_CHARS else "")
-    fixes_view.take(text_slice(max(0, size - fixes_view.TAIL_CHARS), size))
+    fixes_view.take(box)
     try:
         reading = await _read(size, text_slice, generation)
     except _Cancelled:
@@ -169,6 +168,8 @@ def _apply(reading) -> None:
     state.failed = state.failed if state.failed is not None and state.failed.failure else None
     if withheld is not None:
         errors.hold(InputError("model", withheld), form.read())
+        if state.failed is not None:
+            fixes_view.render(dict(reading.values))     # what its own figures give, as the CLI says
     elif empty is not None and state.failed is None:
         errors.hold(InputError("log", empty))
     else:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from .. import engines
 from ..readers.failure_rules import Failure, OtherError, figures_of, other_error, torch_oom, with_shortfall
 
-LIMIT_LINES = 200_000
+# A start fails at its end: its error, its traceback and the lines before it are the log's last
+# lines. The page and the CLI read the same tail, so they answer a long log alike.
+TAIL_CHARS = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -52,37 +54,27 @@ def _phase(module, lines: list, before: int) -> str | None:
     return phase
 
 
-def read(text: str, engine: str | None = None) -> FailedStart:
-    """The failure `text` shows (`engine`: the engine the user named, or None to tell it from the log)."""
-    lines = text.splitlines()[:LIMIT_LINES]
+def read(text: str, engine: str | None = None, first_line: int | None = None) -> FailedStart:
+    """The failure `text` shows (`engine`: the engine the user named, or None to tell it from the
+    log). Only its last TAIL_CHARS are read; `first_line` is the number of the first line given
+    (the page passes the tail it cut), else counted here."""
+    cut = max(0, len(text) - TAIL_CHARS)
+    if cut:
+        cut = text.find("\n", cut - 1) + 1 or len(text)
+    offset = (first_line - 1) if first_line is not None else text.count("\n", 0, cut)
+    lines = text[cut:].splitlines()
     modules = _modules()
-    found, errors = [], []
-    for index, line in enumerate(lines):
-        own = False
-        # A message wrapped over lines (a terminal's width): read with the next line joined.
-        joined = line.rstrip() + " " + lines[index + 1].strip() if index + 1 < len(lines) else line
-        for name, module in modules:
-            for rule in module.RULES:
-                if rule.needle and rule.needle not in joined:
-                    continue
-                match = rule.pattern.search(joined)
-                if match is not None and match.start() >= len(line.rstrip()):
-                    continue        # the next line's own: read there
-                if match is not None:
-                    found.append(Failure(name, rule.kind, index + 1, line.strip()[:300], figures_of(match), rule.phase))
-                    own = True
-                    break
-        oom = torch_oom(line)
-        if oom is not None:
-            found.append(Failure(None, "out-of-memory", index + 1, line.strip()[:300], oom))
-        elif not own:
-            error = other_error(line)
-            if error is not None:
-                errors.append(OtherError(index + 1, error))
+    found, errors, started = _scan(lines, modules, offset)
     named = {f.engine for f in found if f.engine is not None}
     who = engine if engine is not None else (named.pop() if len(named) == 1 else _engine_of(lines, modules, None))
     module = dict(modules).get(who)
-    failures = [_placed(f, who, module, lines) for f in _merged(found)]
+    # An error after the server said it was up is not a start's: it failed while serving.
+    up = max((n for name, n in started if name == who), default=0)
+    late = [f for f in found if f.line_number < up] if up else found
+    if up and found and not late:
+        return FailedStart(None, who, f"no start-up failure found: the server started (line {up:,}); the error at "
+                                      f"line {found[0].line_number:,} came after, while it served")
+    failures = [_placed(f, who, module, lines, offset) for f in _merged(late)]
     if not failures:
         if errors:
             first = errors[0]
@@ -98,22 +90,53 @@ def read(text: str, engine: str | None = None) -> FailedStart:
     return FailedStart(first, who, first.words)
 
 
-def _placed(failure: Failure, engine: str | None, module, lines: list) -> Failure:
+def _scan(lines: list, modules: list, offset: int) -> tuple:
+    """(the failures, the other errors, (engine, line) of each "server is up" line), numbered
+    from `offset` + 1."""
+    found, errors, started = [], [], []
+    for index, line in enumerate(lines):
+        number, own = offset + index + 1, False
+        # A message wrapped over lines (a terminal's width): read with the next line joined.
+        joined = line.rstrip() + " " + lines[index + 1].strip() if index + 1 < len(lines) else line
+        for name, module in modules:
+            if any(mark in line for mark in module.STARTED_MARKS):
+                started.append((name, number))
+            for rule in module.RULES:
+                if rule.needle and rule.needle not in joined:
+                    continue
+                match = rule.pattern.search(joined)
+                if match is not None and match.start() >= len(line.rstrip()):
+                    continue        # the next line's own: read there
+                if match is not None:
+                    found.append(Failure(name, rule.kind, number, line.strip()[:300], figures_of(match), rule.phase))
+                    own = True
+                    break
+        oom = torch_oom(line)
+        if oom is not None:
+            found.append(Failure(None, "out-of-memory", number, line.strip()[:300], oom))
+        elif not own:
+            error = other_error(line)
+            if error is not None:
+                errors.append(OtherError(number, error))
+    return found, errors, started
+
+
+def _placed(failure: Failure, engine: str | None, module, lines: list, offset: int) -> Failure:
     """A failure with its engine and, where the engine's line did not name it, its phase."""
     phase = failure.phase
     # A check's refusal (the KV cache too small, too few blocks) has no phase: only what ran out does.
     if phase is None and module is not None and failure.kind in ("out-of-memory", "buffer"):
-        phase = _phase(module, lines, failure.line_number - 1)
+        phase = _phase(module, lines, failure.line_number - 1 - offset)
     return replace(failure, engine=failure.engine or engine, phase=phase, figures=with_shortfall(failure.figures))
 
 
 def _merged(failures: list) -> list:
-    """One failure per kind: torch's out-of-memory figures join the engine's own words for the
-    same failure (its line and the phase it names stand), and each tp rank's copy of one error
-    is one."""
+    """One failure per event: torch's out-of-memory figures join the engine's own words for it
+    (its line and the phase it names stand), and each tp rank's copy of one error is one. Two of
+    a kind whose printed figures differ (another context, other blocks) are two starts."""
     out: list[Failure] = []
     for failure in failures:
-        same = next((f for f in out if f.kind == failure.kind), None)
+        same = next((f for f in out if f.kind == failure.kind and _agree(f, failure)), None)
         if same is None:
             out.append(failure)
             continue
@@ -122,3 +145,14 @@ def _merged(failures: list) -> list:
         words = failure if same.engine is None and failure.engine is not None else same
         out[out.index(same)] = replace(words, figures=tuple(figures.items()), phase=same.phase or failure.phase)
     return out
+
+
+# Figures that differ between the copies of one failure: each rank's device and what it had free.
+RANK_FIGURES = ("device", "free_gib", "short_gib", "allocated_gib")
+
+
+def _agree(a: Failure, b: Failure) -> bool:
+    if a.kind == "out-of-memory" or a.kind == "buffer":
+        return True         # every rank, every allocator's line of one running out
+    one, two = dict(a.figures), dict(b.figures)
+    return all(one[name] == two[name] for name in one.keys() & two.keys() if name not in RANK_FIGURES)

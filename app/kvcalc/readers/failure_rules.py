@@ -28,6 +28,10 @@ KINDS = {
     "pool-short": "its memory share leaves no room for the KV pool",
     "buffer": "a buffer it needs did not fit in the device's memory",
 }
+# The refusals an engine's own sizing foresees (its checks of the KV memory, its blocks, its
+# buffers): where the inputs, sized again, start, the log measured something else. Running out of
+# memory at a phase (graphs, the sampler) or beside other processes is not foreseen by it.
+SIZED_KINDS = ("kv-short", "no-kv-memory", "state-blocks", "pool-short", "buffer")
 PHASES = {
     "loading": "while loading the weights",
     "profiling": "while measuring its peak memory (the profile run)",
@@ -120,11 +124,14 @@ def figures_of(match: re.Match) -> tuple:
 _SIZE = r"(?P<{0}_gib>\d{{1,9}}(?:\.\d{{1,4}})?) ?(?P<{0}_unit>GiB|MiB|KiB|bytes|B)"
 TORCH_OOM = re.compile(
     r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE.format("tried") +
-    r"(?:\. GPU (?P<device>\d{1,3}) has a total capac[io]ty of " + _SIZE.format("total") +
+    r"(?:\. GPU (?P<device>\d{1,3}) has a total capaci?ty of " + _SIZE.format("total") +
     r" of which " + _SIZE.format("free") + r" (?:is )?free"
     r"|\s?\(GPU (?P<device_old>\d{1,3}); " + _SIZE.format("total_old") + r" total capacity; " +
     _SIZE.format("allocated") + r" already allocated; " + _SIZE.format("free_old") + r" free)?")
 TORCH_NEEDLE = "out of memory. Tried to allocate"
+# The CUDA runtime's own words, where no allocator said how much (torch's "CUDA error: out of
+# memory", NCCL's "unhandled cuda error ... out of memory", ROCm's "HIP error: out of memory").
+RUNTIME_OOM = re.compile(r"(?:CUDA|HIP|cuda|hip) error: out of memory|NCCL error.{0,80}out of memory")
 
 # An error line a traceback ends with, as Python prints it ("KeyError: 'x'", "OSError: ...",
 # "huggingface_hub.errors.GatedRepoError: ..."), after an engine's prefixes ("(EngineCore pid=1)",
@@ -150,9 +157,10 @@ def with_shortfall(figures: tuple) -> tuple:
 
 
 def torch_oom(line: str) -> tuple | None:
-    """The figures of torch's out-of-memory line, GiB: tried, total, free, short (tried - free)."""
+    """The figures of torch's out-of-memory line, GiB: tried, total, free, short (tried - free);
+    () for the runtime's out-of-memory without figures; None for any other line."""
     if TORCH_NEEDLE not in line:
-        return None
+        return () if "out of memory" in line and RUNTIME_OOM.search(line) else None
     match = TORCH_OOM.search(line)
     if match is None:
         return None

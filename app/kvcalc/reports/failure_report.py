@@ -58,8 +58,13 @@ NOTHING_SIZED = ("No fix can be sized from these lines alone: give the model and
                  "(--model, --hf-config or --gguf, and --gpu) and the figures are sized again with the fixes")
 
 
-def text(failed, fixes: list, contradiction: str | None = None) -> str:
+NONE_STARTS = "None of the changes tried starts it with these inputs: see the verdict below"
+
+
+def text(failed, fixes: list, contradiction: str | None = None, sized: bool = False) -> str:
+    """The failure's sentence and its fixes (`sized`: the model was given, so an empty list is
+    the sizing's answer, not a want of inputs)."""
     lines = [headline(failed)] + ([contradiction + "."] if contradiction else []) + fix_lines(fixes)
     if failed.read and not fixes:
-        lines.append(NOTHING_SIZED + ".")
+        lines.append((NONE_STARTS if sized else NOTHING_SIZED) + ".")
     return "\n".join(lines) + "\n"

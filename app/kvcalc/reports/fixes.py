@@ -15,14 +15,15 @@ for a max model len of 29,000): the utilization that starts adds (29,000 - 23,64
 
 import math
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from .. import engines
 from ..errors import InputError
 from ..evaluation import evaluate, sized_as
 from ..inputs.options import MODEL_INPUTS
-from ..readers.failure_rules import Failure
+from ..readers import gpu_presets
+from ..readers.failure_rules import SIZED_KINDS, Failure
 from ..serving.launch import launch
 from ..units import GIB
 
@@ -128,7 +129,9 @@ def _fix(base, kind: str, changes: dict, words: str, module) -> Fix | None:
     changed = {flag for name in changes for flag in module.FLAG_OF.get(name, ())}
     flags = " ".join(shlex.quote(part) for pair in pairs if pair[0] in changed for part in pair)
     command = " ".join(shlex.quote(part) for pair in pairs for part in pair) if pairs else None
-    longest = evaluation.context_limit[0] or engine.max_model_len
+    # The command sets the context it serves (--max-model-len, -c): no request is longer.
+    limit = evaluation.context_limit[0] or engine.max_model_len
+    longest = min(limit, evaluation.scenario.workload.context_tokens) if limit else None
     return Fix(kind, tuple(changes.items()), flags or words, words, engine.max_concurrency, longest, command)
 
 
@@ -326,17 +329,40 @@ def layout(base, failure, module):
         return None
     splits = engines.member(engines.REGISTRY[base.engine.engine], "SPLITS_LAYERS")
     now = dep.gpus if splits else dep.tp
+    pinned = _measured_layout(base)
     for factor in LAYOUTS:
         n = now * factor
         if n > 8:
             break
-        changes = {"gpus": n} if splits else {"tp": n, "gpus": n * dep.pp * dep.dp}
+        changes = dict({"gpus": n} if splits else {"tp": n, "gpus": n * dep.pp * dep.dp}, **pinned)
         if "kv-memory-gib" in base.values and "measured-with" not in base.values:
             changes["kv-memory-gib"] = None     # a KV memory measured on fewer GPUs: the engine sizes its own
         if _ok(base, changes):
             return changes, f"spread it over {n * (1 if splits else dep.pp * dep.dp)} GPUs" + \
                 ("" if splits else f" (tensor parallel {n})")
+    # Where tensor parallel cannot (its heads do not divide), pipeline stages may.
+    for factor in () if splits else LAYOUTS:
+        stages = dep.pp * factor
+        changes = {"pp": stages, "gpus": dep.tp * stages * dep.dp, **pinned}
+        if dep.tp * stages <= 8 and "kv-memory-gib" in base.values and "measured-with" not in base.values:
+            changes["kv-memory-gib"] = None
+        if dep.tp * stages <= 8 and _ok(base, changes):
+            return changes, f"spread its layers over {stages} pipeline stages ({dep.tp * stages * dep.dp} GPUs)"
     return None
+
+
+def _measured_layout(base) -> dict:
+    """A log's measurement whose layout it did not say is taken at the layout the figures assume
+    (said beside them): pinned in measured-with, so a change of layout moves the weights and the
+    overhead from it instead of being read as the layout measured."""
+    measured = base.values.get("measured-with")
+    if not measured:
+        return {}
+    said = {pair.partition(":")[0] for pair in str(measured).split(",")}
+    dep = base.scenario.deployment
+    missing = [f"{name}:{value}" for name, value in (("tp", dep.tp), ("pp", dep.pp), ("gpus", dep.gpus))
+               if name not in said]
+    return {"measured-with": ",".join([str(measured), *missing])} if missing else {}
 
 
 def eager(base, failure, module):
@@ -376,14 +402,6 @@ def seqs_down(base, failure, module):
                               "to allocate scales with them")
 
 
-def chunk_down(base, failure, module):
-    chunk = base.engine.prefill_chunk
-    fewer = _scaled(failure, chunk)
-    if fewer is None:
-        return None
-    return {"prefill-chunk": fewer}, f"prefill at most {fewer:,} tokens a step, not {chunk:,}: a smaller activation peak"
-
-
 def cpu_moe(base, failure, module):
     model = base.scenario.model
     if not model.experts:
@@ -409,55 +427,74 @@ def ngl_down(base, failure, module):
 KINDS = {"utilization-up": utilization_up, "utilization-down": utilization_down, "utilization-free": utilization_free,
          "kv-fp8": kv_fp8, "kv-q8": kv_q8, "context": context, "ctx-down": context, "layout": layout,
          "eager": eager, "eager-for-kv": eager_for_kv, "state-seqs": state_seqs, "seqs-down": seqs_down,
-         "chunk-down": chunk_down, "cpu-moe": cpu_moe, "ngl-down": ngl_down}
+         "cpu-moe": cpu_moe, "ngl-down": ngl_down}
 
 
 # ---- fixes from a failure's own figures, where the model is not known to size it again
 
 
+# A figure printed to two decimals is off by up to half a hundredth: a share is rounded past it.
+PRINTED = Fraction(1, 200)
+
+
 def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
-    """What the engine's printed figures alone give, each in its own flags: the longest context
-    it said it can hold, the share of the card it lacked, the sequences its state blocks hold.
-    No concurrency: that needs the model."""
-    out = []
+    """What the engine's printed figures alone give, each in its own flags, for the kinds its
+    `fix_kinds` lists: the longest context it said it can hold, the share of the card it lacked
+    (rounded up past the figures' printing), the sequences its state blocks hold, the share the
+    card had free. No concurrency: that needs the model."""
+    wanted_kinds = set(module.fix_kinds(failure))
     share = values.get("memory-utilization") or failure.figure("utilization")
     share = None if share is None else Fraction(str(share))
-    total = failure.figure("total_gib") or (Fraction(str(values["gpu-memory-gib"]))
-                                            if values.get("gpu-memory-gib") is not None else None)
-    short = failure.figure("short_gib")
+    total = failure.figure("total_gib") or _card_gib(values)
+    short, free = failure.figure("short_gib"), failure.figure("free_gib")
     longest = failure.figure("estimated_max_len") or failure.figure("kv_tokens")
-    if failure.kind == "kv-short" and share is not None and total and short is not None:
-        hundredths = math.ceil((share + short / total) * 100)
+    out = []
+    if "utilization-up" in wanted_kinds and failure.kind == "kv-short" and share is not None and total and \
+            short is not None:
+        hundredths = math.ceil((share + (short + 2 * PRINTED) / total) * 100)
         if Fraction(hundredths, 100) <= Fraction(module.HIGHEST_UTILIZATION):
             out.append(_logged(module, "utilization-up", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
                                f"take {float(short):,.2f} GiB more of each GPU: what its KV cache lacked", None))
-    if failure.kind == "kv-short" and longest:
+    if "context" in wanted_kinds and failure.kind == "kv-short" and longest:
         wanted = failure.figure("context")
         out.append(_logged(module, "context", {"context": longest},
                            f"serve contexts up to {longest:,} tokens" + (f", not {wanted:,}" if wanted else "") +
                            ": what its KV cache holds, as it printed", longest))
-    if failure.kind == "state-blocks" and failure.figure("blocks"):
+    if "state-seqs" in wanted_kinds and failure.figure("blocks"):
         blocks = failure.figure("blocks")
         out.append(_logged(module, "state-seqs", {"batch": blocks},
                            f"serve at most {blocks:,} sequences at once, as many as its state blocks", None))
-    if failure.kind == "free-memory" and total and failure.figure("free_gib") is not None:
-        hundredths = int(failure.figure("free_gib") / total * 100)
+    if "utilization-free" in wanted_kinds and total and free is not None:
+        hundredths = math.floor((free - PRINTED) / total * 100)
         if hundredths > 0:
             out.append(_logged(module, "utilization-free", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
-                               f"ask for what the card had free ({float(failure.figure('free_gib')):,.2f} of "
-                               f"{float(total):,.2f} GiB), or stop what else holds its memory", None))
-    if failure.kind == "out-of-memory" and failure.phase == "sampler":
-        fewer = _scaled(failure, failure.figure("batch") or (int(values["batch"]) if values.get("batch") else None))
+                               f"ask for what the card had free ({float(free):,.2f} of {float(total):,.2f} GiB), or "
+                               "stop what else holds its memory; it starts only if that share still holds the "
+                               "weights and the cache (give the model to size it)", None))
+    if "seqs-down" in wanted_kinds:
+        count = failure.figure("batch") or (int(values["batch"]) if str(values.get("batch", "")).isdigit() else None)
+        fewer = _scaled(failure, count)
         if fewer:
             out.append(_logged(module, "seqs-down", {"batch": fewer},
-                               f"warm up and serve at most {fewer:,} sequences at once", None))
-    if failure.kind == "out-of-memory" and failure.phase in ("graphs", "kv-cache", "sampler") and share and total \
-            and short is not None and hasattr(module, "HIGHEST_UTILIZATION"):
-        hundredths = int((share - short / total) * 100)
+                               f"warm up and serve at most {fewer:,} sequences at once, not {count:,}", None))
+    if "utilization-down" in wanted_kinds and share and total and short is not None:
+        hundredths = math.floor((share - (short + PRINTED) / total) * 100)
         if 0 < hundredths < share * 100:
             out.append(_logged(module, "utilization-down", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
                                f"leave {float(short):,.2f} GiB more of each GPU outside the pool for what ran out", None))
     return [fix for fix in out if fix is not None]
+
+
+def _card_gib(values: dict) -> Fraction | None:
+    """The card's memory the inputs give: gpu-memory-gib, or the GPU preset's."""
+    if values.get("gpu-memory-gib") is not None:
+        return Fraction(str(values["gpu-memory-gib"]))
+    if values.get("gpu"):
+        try:
+            return Fraction(gpu_presets.gpu(str(values["gpu"])).memory_bytes, GIB)
+        except InputError:
+            return None
+    return None
 
 
 def _logged(module, kind: str, changes: dict, words: str, longest: int | None) -> Fix | None:
@@ -469,16 +506,25 @@ def _logged(module, kind: str, changes: dict, words: str, longest: int | None) -
 
 def for_failure(failure: Failure, values: dict) -> list[Fix]:
     """The fixes of a failure read from a log with the inputs it ran with: sized again by the
-    engine where the model is known, else from the figures it printed; a kind the sizing cannot
-    reach (its evaluation refuses) keeps the figures' fix."""
-    module = dict(engines.failure_readers()).get(failure.engine)
+    engine where the model is known and its sizing refuses these inputs as the log did; else
+    (no model, or the sizing cannot be evaluated) from the figures it printed alone. A failure
+    with no engine's words (torch's line alone) takes the engine the inputs name."""
+    try:
+        name = engines.engine_name(str(failure.engine or values.get("engine") or ""))
+    except InputError:
+        return []           # no engine's rules to start it by (the exact ideal, or none named)
+    module = dict(engines.failure_readers()).get(name)
     if module is None:
         return []
-    sized = fixes(values, failure) if _sizable(values) else []
-    kinds = {fix.kind for fix in sized}
-    logged = [fix for fix in from_figures(failure, values, module) if fix.kind not in kinds]
-    order = {kind: i for i, kind in enumerate(module.fix_kinds(failure))}
-    return sorted(sized + logged, key=lambda fix: order.get(fix.kind, len(order)))
+    failure = replace(failure, engine=name)
+    base = evaluate(values) if _sizable(values) else None
+    if base is not None and base.ok and base.engine is not None:
+        if starts(base) and failure.kind in SIZED_KINDS:
+            # Sized here it starts: what the log measured is not what these inputs give, so no
+            # change is sized from them; the printed figures' fixes still stand.
+            return from_figures(failure, values, module)
+        return fixes(values, failure)
+    return from_figures(failure, values, module)
 
 
 def _sizable(values: dict) -> bool:

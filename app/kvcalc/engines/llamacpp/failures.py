@@ -13,6 +13,9 @@ from ...readers.failure_rules import FailureRule
 NAME = "llama.cpp"
 MARKS = ("llama_", "ggml_", "llm_load", "load_tensors", "print_info", "llama.cpp", "llama-server")
 
+# What it prints once it serves: an error after these is not a start's.
+STARTED_MARKS = ("server is listening on", "main: model loaded", "all slots are idle")
+
 RULES = (
     FailureRule("buffer", re.compile(r"failed to allocate buffer for kv cache"), phase="kv-cache",
                 needle="buffer for kv cache"),
@@ -25,6 +28,13 @@ RULES = (
                 needle="Malloc failed"),
     FailureRule("buffer", re.compile(r"failed to allocate (?P<buffer>\w{1,20}) buffer of size (?P<tried_bytes>\d{1,15})"),
                 needle="buffer of size"),
+    # Ollama's runner passes the allocator's words on without the size.
+    FailureRule("buffer", re.compile(r"(?:cuda|hip)Malloc failed: out of memory"), needle="Malloc failed: out of memory"),
+    # Vulkan's and Metal's words for the same.
+    FailureRule("buffer", re.compile(r"Device memory allocation of size (?P<tried_bytes>\d{1,15}) failed"),
+                needle="Device memory allocation of size"),
+    FailureRule("buffer", re.compile(r"ErrorOutOfDeviceMemory|kIOGPUCommandBufferCallbackErrorOutOfMemory"),
+                needle="OutOf"),
 )
 
 PHASE_MARKS = (

@@ -13,12 +13,17 @@ from ...readers.failure_rules import FailureRule
 NAME = "sglang"
 MARKS = ("sglang", "[TP0]", "[TP1]", "srt/", "ServerArgs(", "Scheduler hit an exception", "mem_fraction_static")
 
+# What it prints once it serves: an error after these is not a start's.
+STARTED_MARKS = ("The server is fired up and ready to roll", "Application startup complete", "Uvicorn running on")
+
 RULES = (
     FailureRule("pool-short", re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"
                                          r"(?:\.? ?Current value: \S{0,40}?mem_fraction_static=(?P<utilization_frac>"
                                          r"\d(?:\.\d{1,4})?))?"), needle="Not enough memory"),
     # The pool it profiled, below zero: the same refusal follows (profile_max_num_token).
     FailureRule("pool-short", re.compile(r"profiled value (?P<pool_tokens>-\d{1,12})"), needle="profiled value -"),
+    # Another process holds memory on some GPUs (scheduler.py's check of the ranks' free memory).
+    FailureRule("free-memory", re.compile(r"The memory capacity is unbalanced"), needle="memory capacity is unbalanced"),
     FailureRule("out-of-memory", re.compile(r"Capture (?:cuda|CUDA) graph failed"), phase="graphs",
                 needle="graph failed"),
 )
@@ -57,6 +62,6 @@ def refused_kind(out) -> str:
 # The flag each input a fix changes is written as (launch.py), and the flag a fix's command
 # leaves out: pinning the pool computed here would stop SGLang measuring its own.
 FLAG_OF = {"context": ("--context-length",), "memory-utilization": ("--mem-fraction-static",),
-           "kv-dtype": ("--kv-cache-dtype",), "tp": ("--tp-size",), "batch": ("--max-running-requests",),
+           "kv-dtype": ("--kv-cache-dtype",), "tp": ("--tp-size",), "pp": ("--pp-size",), "batch": ("--max-running-requests",),
            "prefill-chunk": ("--chunked-prefill-size",)}
 PINNED_FLAGS = ("--max-total-tokens",)

@@ -15,11 +15,15 @@ NAME = "vllm"
 # Words only vLLM's logs and tracebacks print: a torch error among them is vLLM's.
 MARKS = ("vllm/", "vllm.", "(EngineCore", "(VllmWorker", "(APIServer", "INFO 0", "INFO 1", "vLLM")
 
+# What it prints once it serves: an error after these is not a start's.
+STARTED_MARKS = ("Application startup complete", "Uvicorn running on", "Starting vLLM API server on")
+
 RULES = (
     FailureRule("kv-short", re.compile(
         r"max seq len \((?P<context>\d{1,9})\), \(?(?P<needed_gib>\d{1,6}(?:\.\d{1,4})?) (?:GiB|GB) KV cache is needed, "
         r"which is larger than the available KV cache memory \((?P<kv_memory_gib>-?\d{1,6}(?:\.\d{1,4})?) (?:GiB|GB)\)"
-        r"(?:\. Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d{1,9}))?"),
+        r"(?:\. Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d{1,9})"
+        r"(?=\.))?"),
         needle="KV cache is needed"),
     FailureRule("kv-short", re.compile(
         r"The model's max seq len \((?P<context>\d{1,9})\) is larger than the maximum number of tokens that can "
@@ -79,8 +83,11 @@ def fix_kinds(failure) -> tuple:
         return ("utilization-free",)
     if kind == "out-of-memory" and phase == "loading":
         return ("layout",)
-    if kind == "out-of-memory" and phase in ("sampler", "profiling"):
-        return ("seqs-down", "chunk-down", "layout")
+    if kind == "out-of-memory" and phase == "sampler":
+        # Its own advice: "Please try lowering `max_num_seqs` or `gpu_memory_utilization`".
+        return ("seqs-down", "utilization-down", "layout")
+    if kind == "out-of-memory" and phase == "profiling":
+        return ("seqs-down", "layout")
     if kind == "out-of-memory":
         return ("utilization-down", "eager", "layout")
     return ()
@@ -97,6 +104,6 @@ def refused_kind(out) -> str:
 # The flag each input a fix changes is written as (launch.py), and the flag a fix's command
 # leaves out: pinning the KV memory computed here would stop vLLM measuring its own.
 FLAG_OF = {"context": ("--max-model-len",), "memory-utilization": ("--gpu-memory-utilization",),
-           "kv-dtype": ("--kv-cache-dtype",), "tp": ("--tensor-parallel-size",), "batch": ("--max-num-seqs",),
+           "kv-dtype": ("--kv-cache-dtype",), "tp": ("--tensor-parallel-size",), "pp": ("--pipeline-parallel-size",), "batch": ("--max-num-seqs",),
            "enforce-eager": ("--enforce-eager",), "prefill-chunk": ("--max-num-batched-tokens",)}
 PINNED_FLAGS = ("--kv-cache-memory-bytes",)
