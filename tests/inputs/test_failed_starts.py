@@ -271,3 +271,27 @@ def test_the_share_asked_for_is_rounded_past_the_printed_figures():
     failure = read("vllm/kind2_8x-rtx4090_vllm082_maxlen116160.log").failure
     found = fixes.for_failure(failure, {"engine": "vllm", "gpu-memory-gib": "23.99", "memory-utilization": "0.9"})
     assert [fix.flags for fix in found if fix.kind == "utilization-up"] == ["--gpu-memory-utilization 0.95"]
+
+
+def test_the_host_running_out_and_memory_moving_are_named_not_taken_for_the_gpu():
+    host = failed_start.read("Error: model requires more system memory (29.9 GiB) than is available (13.1 GiB)\n")
+    assert host.read and host.failure.kind == "host-memory"
+    assert host.message == "the host ran out of memory (its RAM or shared memory), not the GPU"
+    moved = failed_start.read("AssertionError: Error in memory profiling. Initial free memory 5.1 GiB, current free "
+                              "memory 5.9 GiB. This happens when the GPU memory was not properly cleaned up\n")
+    assert moved.read and (moved.engine, moved.failure.kind) == ("vllm", "memory-moved")
+    assert fixes.for_failure(moved.failure, {"engine": "vllm"}) == []
+
+
+def test_each_engines_failures_module_gives_what_the_shared_code_asks():
+    from kvcalc import engines
+    readers = dict(engines.failure_readers())
+    assert set(readers) == set(engines.ENGINES)
+    for name, module in readers.items():
+        for member in ("RULES", "PHASE_MARKS", "MARKS", "STARTED_MARKS", "FLAG_OF", "PINNED_FLAGS", "fix_kinds",
+                       "refused_kind"):
+            assert hasattr(module, member), f"{name}: {member}"
+        kinds = {kind for rule in module.RULES for kind in [rule.kind]}
+        assert kinds <= set(failed_start.KINDS_SAID), f"{name}: {kinds - set(failed_start.KINDS_SAID)}"
+        for kind in module.fix_kinds(failed_start.Failure(name, "kv-short", 1, "")):
+            assert kind in fixes.KINDS

@@ -12,7 +12,7 @@ One failure printed by several workers (each tp rank's out-of-memory line) is on
 from dataclasses import dataclass, replace
 
 from .. import engines
-from ..readers.failure_rules import Failure, OtherError, figures_of, other_error, torch_oom, with_shortfall
+from ..readers.failure_rules import KINDS as KINDS_SAID, Failure, OtherError, figures_of, host_oom, other_error, torch_oom, with_shortfall
 
 # A start fails at its end: its error, its traceback and the lines before it are the log's last
 # lines. The page and the CLI read the same tail, so they answer a long log alike.
@@ -111,9 +111,11 @@ def _scan(lines: list, modules: list, offset: int) -> tuple:
                     found.append(Failure(name, rule.kind, number, line.strip()[:300], figures_of(match), rule.phase))
                     own = True
                     break
-        oom = torch_oom(line)
+        oom, host = torch_oom(line), host_oom(line)
         if oom is not None:
             found.append(Failure(None, "out-of-memory", number, line.strip()[:300], oom))
+        elif host is not None and not own:
+            found.append(Failure(None, "host-memory", number, line.strip()[:300], host))
         elif not own:
             error = other_error(line)
             if error is not None:

@@ -27,6 +27,8 @@ KINDS = {
     "out-of-memory": "the GPU ran out of memory",
     "pool-short": "its memory share leaves no room for the KV pool",
     "buffer": "a buffer it needs did not fit in the device's memory",
+    "host-memory": "the host ran out of memory (its RAM or shared memory), not the GPU",
+    "memory-moved": "the GPU's free memory changed while it measured its peak: another process took or freed memory",
 }
 # The refusals an engine's own sizing foresees (its checks of the KV memory, its blocks, its
 # buffers): where the inputs, sized again, start, the log measured something else. Running out of
@@ -172,6 +174,21 @@ def torch_oom(line: str) -> tuple | None:
     if tried is not None and free is not None:
         found["short_gib"] = max(tried - free, Fraction(0))
     return tuple(found.items())
+
+
+# The host's words for running out (the kernel's ENOMEM, C++'s bad_alloc, a shared-memory
+# segment too small for the workers, Ollama's own check of system memory).
+HOST_OOM = re.compile(r"\[Errno 12\] Cannot allocate memory|std::bad_alloc|No space left on device.{0,40}/dev/shm|"
+                      r"requires more system memory \((?P<needed_gib>\d{1,6}(?:\.\d{1,4})?) GiB\) than is available "
+                      r"\((?P<free_gib>\d{1,6}(?:\.\d{1,4})?) GiB\)")
+
+
+def host_oom(line: str) -> tuple | None:
+    """The figures of a host out-of-memory line (Ollama prints what it needed and had), or None."""
+    if "memory" not in line and "bad_alloc" not in line and "/dev/shm" not in line:
+        return None
+    match = HOST_OOM.search(line)
+    return None if match is None else figures_of(match)
 
 
 def other_error(line: str) -> str | None:

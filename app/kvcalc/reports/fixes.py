@@ -98,6 +98,8 @@ def fixes(values: dict, failure: Failure | None = None) -> list[Fix]:
     evaluation = evaluate(values)
     if not evaluation.ok or evaluation.engine is None:
         return []
+    if failure is None and evaluation.scenario.model.past_limit(evaluation.scenario.workload.context_tokens):
+        return []       # past the model's own limit: the verdict names it, no deployment serves it
     base = _Base(dict(values), evaluation)
     failure = failure or failure_of(evaluation)
     if failure is None:
@@ -129,8 +131,8 @@ def _fix(base, kind: str, changes: dict, words: str, module) -> Fix | None:
     changed = {flag for name in changes for flag in module.FLAG_OF.get(name, ())}
     flags = " ".join(shlex.quote(part) for pair in pairs if pair[0] in changed for part in pair)
     command = " ".join(shlex.quote(part) for pair in pairs for part in pair) if pairs else None
-    # The command sets the context it serves (--max-model-len, -c): no request is longer.
-    limit = evaluation.context_limit[0] or engine.max_model_len
+    # The longest one request can have, capped by the context the command sets (--max-model-len, -c).
+    limit = engine.max_model_len or evaluation.context_limit[0]
     longest = min(limit, evaluation.scenario.workload.context_tokens) if limit else None
     return Fix(kind, tuple(changes.items()), flags or words, words, engine.max_concurrency, longest, command)
 
@@ -254,7 +256,7 @@ def utilization_up(base, failure, module):
     more = (Fraction(found, 100) - in_force) * total
     return _at_utilization(base, failure, found), (
         f"take {float(more):,.2f} GiB more of each GPU ({module.UTILIZATION_FLAG} {float(in_force):g} -> "
-        f"{found / 100:g}): nothing lost, if nothing else runs on the card")
+        f"{found / 100:g}): {module.UTILIZATION_COST}")
 
 
 def utilization_down(base, failure, module):

@@ -47,6 +47,8 @@ PHASE_MARKS = (
 
 def fix_kinds(failure) -> tuple:
     """The changes worth evaluating for this failure, cheapest first (reports/fixes knows each)."""
+    if failure.kind not in ("buffer", "out-of-memory"):
+        return ()
     if failure.phase == "loading":
         return ("cpu-moe", "ngl-down")
     return ("kv-q8", "cpu-moe", "ctx-down", "ngl-down")

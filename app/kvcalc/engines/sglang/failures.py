@@ -37,6 +37,9 @@ PHASE_MARKS = (
 
 UTILIZATION_FLAG = "--mem-fraction-static"
 HIGHEST_UTILIZATION = "0.95"
+# What a larger share costs: the rest of the card is what its activations and CUDA graphs run in.
+UTILIZATION_COST = ("less room for its activations and CUDA graphs than its own default keeps: if it then runs out "
+                    "capturing graphs, lower --cuda-graph-max-bs")
 
 
 def fix_kinds(failure) -> tuple:

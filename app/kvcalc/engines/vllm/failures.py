@@ -41,6 +41,10 @@ RULES = (
         r"Free memory on device(?: [\w:]{1,20})? \((?P<free_gib>\d{1,6}(?:\.\d{1,4})?)/(?P<total_gib>\d{1,6}"
         r"(?:\.\d{1,4})?) GiB\) on startup is less than desired GPU memory utilization \((?P<utilization_frac>"
         r"\d(?:\.\d{1,4})?), (?P<wanted_gib>\d{1,6}(?:\.\d{1,4})?) GiB\)"), needle="on startup is less than desired"),
+    # Another process freed or took memory while it measured its peak (gpu_worker, 0.7-0.10).
+    FailureRule("memory-moved", re.compile(r"Error in memory profiling\. Initial free memory (?P<free_gib>\d{1,6}"
+                                          r"(?:\.\d{1,4})?) GiB, current free memory (?P<now_free_gib>\d{1,6}"
+                                          r"(?:\.\d{1,4})?) GiB"), needle="Error in memory profiling"),
     FailureRule("out-of-memory", re.compile(
         r"CUDA out of memory occurred when warming up sampler with (?P<batch>\d{1,9}) dummy requests"),
         phase="sampler", needle="when warming up sampler"),
@@ -70,6 +74,8 @@ UTILIZATION_FLAG = "--gpu-memory-utilization"
 # Above this share the CUDA context, NCCL and the allocator's fragments of an 80 GB card have
 # no room left; vLLM does not stop you, but we do not offer it.
 HIGHEST_UTILIZATION = "0.95"
+# What a larger share costs: it profiles its activation peak and leaves it out of the pool.
+UTILIZATION_COST = "nothing lost, if nothing else runs on the card"
 
 
 def fix_kinds(failure) -> tuple:
