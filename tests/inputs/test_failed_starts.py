@@ -78,6 +78,29 @@ CORPUS = [
     ("llamacpp/llama31-70b-q4kl-rocm-ngl0-compute-oom.log", "llama.cpp", "buffer", "compute",
      {"tried_gib": Fraction(18035509504, 1 << 30)}),
     ("llamacpp/model-load-144817mib-cuda0-weights-oom.log", "llama.cpp", "buffer", "loading", {}),
+    # The second collection: threads that state the fix that worked, with its value.
+    ("llamacpp/8x-rtx3090_dsv4-flash-q4kexperts-gguf_c4096_compute-buffer-oom.log", "llama.cpp", "buffer", "compute",
+     {"tried_gib": Fraction("3076.72") / 1024}),
+    ("llamacpp/ollama_1x-rtx3090_deepseek-v3-q4km_gpu-overhead_weights-oom.log", "llama.cpp", "buffer", None,
+     {"tried_gib": Fraction("28426.68") / 1024}),
+    ("llamacpp/ollama_2x-mi50-32g_deepseek-r1-671b_compute-buffer-oom.log", "llama.cpp", "buffer", None,
+     {"tried_gib": Fraction(5274339328, 1 << 30)}),
+    ("llamacpp/ollama_2x-rtx3090_deepseek-r1-671b_cuda0-weights-oom.log", "llama.cpp", "buffer", "loading", {}),
+    # SGLang's newer words: "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.9".
+    ("sglang/4xh100_dsv4-flash-eagle_memfrac0.9_no-kv-memory.log", "sglang", "pool-short", None,
+     {"utilization": Fraction("0.9")}),
+    ("vllm/kind1_2x-l40-tp2_deepseek-coder-v2-lite_163840.log", "vllm", "kv-short", None,
+     {"context": 163840, "kv_tokens": 63040}),
+    ("vllm/kind1_2x-rtx5090-pp2_qwq-32b-bnb4bit_maxlen60000.log", "vllm", "kv-short", None,
+     {"context": 60000, "kv_tokens": 58384}),
+    ("vllm/kind1_rtx4090_qanything-qwen7b_4096.log", "vllm", "kv-short", None, {"context": 4096, "kv_tokens": 3792}),
+    # Wrapped over three lines: the estimate is on the third.
+    ("vllm/kind2_2x-dgx-spark-gb10-tp2_minimax-m27-awq_util0.8_196608.log", "vllm", "kv-short", None,
+     {"estimated_max_len": 190272, "short_gib": Fraction("0.75")}),
+    ("vllm/kind3_2x-rtx3090-tp2_qwen25-32b-w8a16_maxseqs-default.log", "vllm", "no-kv-memory", None, {}),
+    # Torch's words without their first line ("Tried to allocate 136.00 MiB. GPU 0 ..."), after the cache was sized.
+    ("vllm/kind5_rtx5090-laptop-24g_qwen38-27b-nvfp4_util0.98_cudagraph-oom.log", "vllm", "out-of-memory", "graphs",
+     {"tried_gib": Fraction(136, 1024), "total_gib": Fraction("22.36"), "free_gib": Fraction("120.88") / 1024}),
 ]
 
 
@@ -130,6 +153,28 @@ def test_the_thread_fixes_are_among_ours():
     # "max_num_seqs <= available blocks (e.g. 64)": 243.
     seqs = {f.kind: f for f in fixes_of("vllm/kind4_l40s_qwen35-4b-w4a16-lora_maxnumseqs256.log")}["state-seqs"]
     assert dict(seqs.changes)["batch"] == 243 and 64 <= dict(seqs.changes)["batch"]
+
+
+def test_the_second_collection_thread_fixes_are_among_ours():
+    """vllm#14452: --max-model-len 50000 started QwQ-32B where 58,384 tokens fit; vllm#6156:
+    30720 where 63,040 fit; vllm#57475: --gpu-memory-utilization 0.97 where 0.98 ran out of 15 MiB
+    capturing graphs (0.98 - (15.12 MiB + 0.005 GiB) / 22.36 GiB = 0.979, down to 0.97: the thread's
+    value exactly); eugr/spark-vllm-docker#396: 0.85 started what needed 0.75 GiB more at 0.8 of the
+    GB10's 119.7 GiB (ours 0.81, and 0.85 is above it); vllm#17238: max_num_seqs 8 on 2 x RTX 3090
+    for Qwen2.5-32B W8A16 (ours: at most 840)."""
+    def flags(name, **given):
+        return {f.kind: f for f in fixes_of(name, **given)}
+    assert 50000 <= dict(flags("vllm/kind1_2x-rtx5090-pp2_qwq-32b-bnb4bit_maxlen60000.log")["context"].changes)["context"]
+    assert 30720 <= dict(flags("vllm/kind1_2x-l40-tp2_deepseek-coder-v2-lite_163840.log")["context"].changes)["context"]
+    laptop = flags("vllm/kind5_rtx5090-laptop-24g_qwen38-27b-nvfp4_util0.98_cudagraph-oom.log")
+    assert laptop["utilization-down"].flags == "--gpu-memory-utilization 0.97"
+    spark = flags("vllm/kind2_2x-dgx-spark-gb10-tp2_minimax-m27-awq_util0.8_196608.log", gpu="dgx-spark-128gb",
+                  **{"memory-utilization": "0.8"})
+    ours = Fraction(dict(spark["utilization-up"].changes)["memory-utilization"])
+    assert ours == Fraction("0.81") and ours <= Fraction("0.85")
+    seqs = flags("vllm/kind3_2x-rtx3090-tp2_qwen25-32b-w8a16_maxseqs-default.log", model="Qwen/Qwen2.5-32B-Instruct",
+                 gpu="rtx-3090-24gb", **{"weights-dtype": "int8", "engine-version": "0.8.1"})["seqs-for-kv"]
+    assert 8 <= dict(seqs.changes)["batch"] < 1024 and seqs.max_concurrency >= 1
 
 
 def test_free_memory_asks_for_what_was_free():

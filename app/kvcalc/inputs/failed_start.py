@@ -96,8 +96,8 @@ def _scan(lines: list, modules: list, offset: int) -> tuple:
     found, errors, started = [], [], []
     for index, line in enumerate(lines):
         number, own = offset + index + 1, False
-        # A message wrapped over lines (a terminal's width): read with the next line joined.
-        joined = line.rstrip() + " " + lines[index + 1].strip() if index + 1 < len(lines) else line
+        # A message wrapped over lines (a terminal's width): read with the next two lines joined.
+        joined = " ".join([line.rstrip(), *(more.strip() for more in lines[index + 1:index + 3])])
         for name, module in modules:
             if any(mark in line for mark in module.STARTED_MARKS):
                 started.append((name, number))
@@ -111,7 +111,7 @@ def _scan(lines: list, modules: list, offset: int) -> tuple:
                     found.append(Failure(name, rule.kind, number, line.strip()[:300], figures_of(match), rule.phase))
                     own = True
                     break
-        oom, host = torch_oom(line), host_oom(line)
+        oom, host = torch_oom(joined, len(line.rstrip())), host_oom(line)
         if oom is not None:
             found.append(Failure(None, "out-of-memory", number, line.strip()[:300], oom))
         elif host is not None and not own:

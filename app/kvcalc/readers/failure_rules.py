@@ -125,12 +125,12 @@ def figures_of(match: re.Match) -> tuple:
 # "Tried to allocate X (GPU 0; Y total capacity; W already allocated; Z free; ...)".
 _SIZE = r"(?P<{0}_gib>\d{{1,9}}(?:\.\d{{1,4}})?) ?(?P<{0}_unit>GiB|MiB|KiB|bytes|B)"
 TORCH_OOM = re.compile(
-    r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE.format("tried") +
+    r"(?:(?:CUDA|HIP) out of memory\. )?Tried to allocate " + _SIZE.format("tried") +
     r"(?:\. GPU (?P<device>\d{1,3}) has a total capaci?ty of " + _SIZE.format("total") +
     r" of which " + _SIZE.format("free") + r" (?:is )?free"
     r"|\s?\(GPU (?P<device_old>\d{1,3}); " + _SIZE.format("total_old") + r" total capacity; " +
     _SIZE.format("allocated") + r" already allocated; " + _SIZE.format("free_old") + r" free)?")
-TORCH_NEEDLE = "out of memory. Tried to allocate"
+TORCH_NEEDLE = "Tried to allocate"
 # The CUDA runtime's own words, where no allocator said how much (torch's "CUDA error: out of
 # memory", NCCL's "unhandled cuda error ... out of memory", ROCm's "HIP error: out of memory").
 RUNTIME_OOM = re.compile(r"(?:CUDA|HIP|cuda|hip) error: out of memory|NCCL error.{0,80}out of memory")
@@ -158,13 +158,18 @@ def with_shortfall(figures: tuple) -> tuple:
     return tuple(found.items())
 
 
-def torch_oom(line: str) -> tuple | None:
+def torch_oom(line: str, own: int | None = None) -> tuple | None:
     """The figures of torch's out-of-memory line, GiB: tried, total, free, short (tried - free);
-    () for the runtime's out-of-memory without figures; None for any other line."""
+    () for the runtime's out-of-memory without figures; None for any other line. `line` may
+    have the next lines joined to it (a wrapped message): a match must begin in its first
+    `own` characters."""
+    own = len(line) if own is None else own
     if TORCH_NEEDLE not in line:
-        return () if "out of memory" in line and RUNTIME_OOM.search(line) else None
+        return () if "out of memory" in line[:own] and RUNTIME_OOM.search(line[:own]) else None
     match = TORCH_OOM.search(line)
-    if match is None:
+    # Torch's words begin in this line; without "out of memory" before them, only a wrapped message's own start.
+    if match is None or match.start() >= own or (match.group(0)[:1] == "T" and "out of memory" not in line[:own]
+                                                 and not line[:own].lstrip().startswith("Tried to allocate")):
         return None
     found = dict(figures_of(match))
     for old, new in (("total_old_gib", "total_gib"), ("free_old_gib", "free_gib"), ("device_old", "device")):

@@ -387,6 +387,20 @@ def state_seqs(base, failure, module):
     return {"batch": blocks}, f"serve at most {blocks:,} sequences at once (--max-num-seqs), as many as its state blocks"
 
 
+def seqs_for_kv(base, failure, module):
+    """The most sequences with which it starts, where what it warms up with per sequence comes
+    out of the cache (the engine's `seqs_in_force`: its max_num_seqs for these inputs)."""
+    in_force = getattr(module, "seqs_in_force", None)
+    if in_force is None or starts(base.evaluation):
+        return None
+    now = in_force(base.scenario)
+    found = _bisect(1, now - 1, lambda n: _ok(base, {"batch": n}))
+    if found is None:
+        return None
+    return {"batch": found}, (f"warm up and serve at most {found:,} sequences at once, not {now:,}: what it sets "
+                              "aside for each comes out of the cache")
+
+
 def _scaled(failure, count: int | None) -> int | None:
     tried, free = failure.figure("tried_gib"), failure.figure("free_gib")
     if count is None or not tried or free is None:
@@ -428,7 +442,7 @@ def ngl_down(base, failure, module):
 
 KINDS = {"utilization-up": utilization_up, "utilization-down": utilization_down, "utilization-free": utilization_free,
          "kv-fp8": kv_fp8, "kv-q8": kv_q8, "context": context, "ctx-down": context, "layout": layout,
-         "eager": eager, "eager-for-kv": eager_for_kv, "state-seqs": state_seqs, "seqs-down": seqs_down,
+         "eager": eager, "eager-for-kv": eager_for_kv, "state-seqs": state_seqs, "seqs-for-kv": seqs_for_kv, "seqs-down": seqs_down,
          "cpu-moe": cpu_moe, "ngl-down": ngl_down}
 
 

@@ -20,6 +20,10 @@ RULES = (
     FailureRule("pool-short", re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static"
                                          r"(?:\.? ?Current value: \S{0,40}?mem_fraction_static=(?P<utilization_frac>"
                                          r"\d(?:\.\d{1,4})?))?"), needle="Not enough memory"),
+    # Its newer words for the same (model_runner_kv_cache_mixin._profile_available_bytes).
+    FailureRule("pool-short", re.compile(r"Loaded weights leave no GPU memory for the KV cache under "
+                                         r"--mem-fraction-static=(?P<utilization_frac>\d(?:\.\d{1,4})?)"),
+                needle="Loaded weights leave no GPU memory"),
     # The pool it profiled, below zero: the same refusal follows (profile_max_num_token).
     FailureRule("pool-short", re.compile(r"profiled value (?P<pool_tokens>-\d{1,12})"), needle="profiled value -"),
     # Another process holds memory on some GPUs (scheduler.py's check of the ranks' free memory).

@@ -10,10 +10,12 @@ capture_model)."""
 import re
 
 from ...readers.failure_rules import FailureRule
+from .engine import max_num_seqs as seqs_in_force  # noqa: F401  the sequences its profile warms up with
 
 NAME = "vllm"
 # Words only vLLM's logs and tracebacks print: a torch error among them is vLLM's.
-MARKS = ("vllm/", "vllm.", "(EngineCore", "(VllmWorker", "(APIServer", "INFO 0", "INFO 1", "vLLM")
+MARKS = ("vllm/", "vllm.", "(EngineCore", "(VllmWorker", "(APIServer", "INFO 0", "INFO 1", "vLLM",
+         "[gpu_worker.py", "[kv_cache_utils.py", "[gpu_model_runner.py", "VLLM_")
 
 # What it prints once it serves: an error after these is not a start's.
 STARTED_MARKS = ("Application startup complete", "Uvicorn running on", "Starting vLLM API server on")
@@ -82,7 +84,8 @@ def fix_kinds(failure) -> tuple:
     """The changes worth evaluating for this failure, cheapest first (reports/fixes knows each)."""
     kind, phase = failure.kind, failure.phase
     if kind in ("kv-short", "no-kv-memory"):
-        return ("utilization-up", "kv-fp8", "eager-for-kv", "context", "layout")
+        # Fewer sequences: its sampler's warm-up over max_num_seqs comes out of the cache (profile.py).
+        return ("utilization-up", "kv-fp8", "seqs-for-kv", "eager-for-kv", "context", "layout")
     if kind == "state-blocks":
         return ("state-seqs", "utilization-up", "layout")
     if kind == "free-memory":
