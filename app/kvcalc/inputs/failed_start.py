@@ -36,10 +36,8 @@ def _modules() -> list:
     return list(engines.failure_readers())
 
 
-def _engine_of(lines: list, modules: list, hint: str | None) -> str | None:
-    """The engine whose marks the log carries most (a hint given wins)."""
-    if hint is not None:
-        return hint
+def _engine_of(lines: list, modules: list) -> str | None:
+    """The engine whose marks the log carries most."""
     counts = {name: sum(1 for line in lines if any(mark in line for mark in module.MARKS)) for name, module in modules}
     best = max(counts.items(), key=lambda item: item[1], default=(None, 0))
     return best[0] if best[1] else None
@@ -66,7 +64,7 @@ def read(text: str, engine: str | None = None, first_line: int | None = None) ->
     modules = _modules()
     found, errors, started = _scan(lines, modules, offset)
     named = {f.engine for f in found if f.engine is not None}
-    who = engine if engine is not None else (named.pop() if len(named) == 1 else _engine_of(lines, modules, None))
+    who = engine if engine is not None else (named.pop() if len(named) == 1 else _engine_of(lines, modules))
     module = dict(modules).get(who)
     # An error after the server said it was up is not a start's: it failed while serving.
     up = max((n for name, n in started if name == who), default=0)

@@ -245,6 +245,26 @@ def _at_utilization(base, failure, hundredths: int) -> dict | None:
     return changes
 
 
+# A figure printed to two decimals is off by up to half a hundredth: a share is rounded past it.
+PRINTED = Fraction(1, 200)
+
+
+def share_up(share: Fraction, short: Fraction, total: Fraction) -> int:
+    """The share, in hundredths, that gives `short` GiB more of a `total` GiB card: rounded up,
+    past the two figures' printing."""
+    return math.ceil((share + (short + 2 * PRINTED) / total) * 100)
+
+
+def share_down(share: Fraction, short: Fraction, total: Fraction) -> int:
+    """The share, in hundredths, that leaves `short` GiB more outside the pool: rounded down."""
+    return math.floor((share - (short + PRINTED) / total) * 100)
+
+
+def share_free(free: Fraction, total: Fraction) -> int:
+    """The largest share, in hundredths, the `free` GiB of a `total` GiB card can give: rounded down."""
+    return math.floor((free - PRINTED) / total * 100)
+
+
 def utilization_up(base, failure, module):
     in_force, total = _utilization(base), _total_gib(base, failure)
     if in_force is None or total is None:
@@ -263,7 +283,7 @@ def utilization_down(base, failure, module):
     in_force, total, short = _utilization(base), _total_gib(base, failure), failure.figure("short_gib")
     if in_force is None or not total or short is None:
         return None
-    hundredths = int((in_force - short / total) * 100)      # rounded down: at least the shortfall freed
+    hundredths = share_down(in_force, short, total)
     if hundredths <= 0:
         return None
     return _at_utilization(base, failure, hundredths), (
@@ -275,8 +295,8 @@ def utilization_free(base, failure, module):
     free, total = failure.figure("free_gib"), failure.figure("total_gib")
     if free is None or not total:
         return None
-    hundredths = int(free / total * 100)
-    changes = _at_utilization(base, failure, hundredths)
+    hundredths = share_free(free, total)
+    changes = _at_utilization(base, failure, hundredths) if hundredths > 0 else None
     if changes is None:
         return None
     words = (f"ask for what the card had free ({float(free):,.2f} of {float(total):,.2f} GiB): "
@@ -449,10 +469,6 @@ KINDS = {"utilization-up": utilization_up, "utilization-down": utilization_down,
 # ---- fixes from a failure's own figures, where the model is not known to size it again
 
 
-# A figure printed to two decimals is off by up to half a hundredth: a share is rounded past it.
-PRINTED = Fraction(1, 200)
-
-
 def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
     """What the engine's printed figures alone give, each in its own flags, for the kinds its
     `fix_kinds` lists: the longest context it said it can hold, the share of the card it lacked
@@ -467,7 +483,7 @@ def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
     out = []
     if "utilization-up" in wanted_kinds and failure.kind == "kv-short" and share is not None and total and \
             short is not None:
-        hundredths = math.ceil((share + (short + 2 * PRINTED) / total) * 100)
+        hundredths = share_up(share, short, total)
         if Fraction(hundredths, 100) <= Fraction(module.HIGHEST_UTILIZATION):
             out.append(_logged(module, "utilization-up", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
                                f"take {float(short):,.2f} GiB more of each GPU: what its KV cache lacked", None))
@@ -481,7 +497,7 @@ def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
         out.append(_logged(module, "state-seqs", {"batch": blocks},
                            f"serve at most {blocks:,} sequences at once, as many as its state blocks", None))
     if "utilization-free" in wanted_kinds and total and free is not None:
-        hundredths = math.floor((free - PRINTED) / total * 100)
+        hundredths = share_free(free, total)
         if hundredths > 0:
             out.append(_logged(module, "utilization-free", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
                                f"ask for what the card had free ({float(free):,.2f} of {float(total):,.2f} GiB), or "
@@ -494,7 +510,7 @@ def from_figures(failure: Failure, values: dict, module) -> list[Fix]:
             out.append(_logged(module, "seqs-down", {"batch": fewer},
                                f"warm up and serve at most {fewer:,} sequences at once, not {count:,}", None))
     if "utilization-down" in wanted_kinds and share and total and short is not None:
-        hundredths = math.floor((share - (short + PRINTED) / total) * 100)
+        hundredths = share_down(share, short, total)
         if 0 < hundredths < share * 100:
             out.append(_logged(module, "utilization-down", {"memory-utilization": _decimal(Fraction(hundredths, 100))},
                                f"leave {float(short):,.2f} GiB more of each GPU outside the pool for what ran out", None))
