@@ -96,31 +96,30 @@ register(llamacpp)
 DEFAULT = vllm.NAME
 
 
-def log_readers() -> tuple:
-    """Each registered engine's start-up log reader (protocol.LogReader), in the registry's
-    order: its LOG_READER, a module of the engine's own folder (loaded here on the first ask: the
-    page starts without the readers), or a reader object of its own."""
+def _own_modules(name: str) -> tuple:
+    """(engine, its `name` member) for each registered engine that gives one: a module of the
+    engine's own folder named by a string is loaded here on the first ask (the page starts
+    without them), an object of its own is taken as it is."""
     out = []
     for engine in tuple(REGISTRY.values()):
-        reader = member(engine, "LOG_READER")
-        if isinstance(reader, str):
-            reader = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{reader}")
-        if reader is not None:
-            out.append(reader)
+        found = member(engine, name)
+        if isinstance(found, str):
+            found = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{found}")
+        if found is not None:
+            out.append((engine, found))
     return tuple(out)
+
+
+def log_readers() -> tuple:
+    """Each registered engine's start-up log reader (protocol.LogReader), in the registry's
+    order: its LOG_READER."""
+    return tuple(reader for _, reader in _own_modules("LOG_READER"))
 
 
 def failure_readers() -> tuple:
     """(name, module) of each registered engine's failure reader (engines/<engine>/failures.py:
-    RULES, PHASE_MARKS, MARKS, fix_kinds), loaded on the first ask as the log readers are."""
-    out = []
-    for engine in tuple(REGISTRY.values()):
-        reader = member(engine, "FAILURES")
-        if isinstance(reader, str):
-            reader = importlib.import_module(f"{engine.__name__.rpartition('.')[0]}.{reader}")
-        if reader is not None:
-            out.append((engine.NAME, reader))
-    return tuple(out)
+    RULES, PHASE_MARKS, MARKS, fix_kinds), its FAILURES, loaded as the log readers are."""
+    return tuple((engine.NAME, reader) for engine, reader in _own_modules("FAILURES"))
 
 
 def option_owners() -> dict:
