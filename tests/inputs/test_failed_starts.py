@@ -322,6 +322,10 @@ def test_the_host_running_out_and_memory_moving_are_named_not_taken_for_the_gpu(
     host = failed_start.read("Error: model requires more system memory (29.9 GiB) than is available (13.1 GiB)\n")
     assert host.read and host.failure.kind == "host-memory"
     assert host.message == "the host ran out of memory (its RAM or shared memory), not the GPU"
+    for line in ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: "
+                 "you tried to allocate 4294967296 bytes.",
+                 "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."):
+        assert failed_start.read(line + "\n").failure.kind == "host-memory", line
     moved = failed_start.read("AssertionError: Error in memory profiling. Initial free memory 5.1 GiB, current free "
                               "memory 5.9 GiB. This happens when the GPU memory was not properly cleaned up\n")
     assert moved.read and (moved.engine, moved.failure.kind) == ("vllm", "memory-moved")

@@ -182,15 +182,17 @@ def torch_oom(line: str, own: int | None = None) -> tuple | None:
 
 
 # The host's words for running out (the kernel's ENOMEM, C++'s bad_alloc, a shared-memory
-# segment too small for the workers, Ollama's own check of system memory).
+# segment too small for the workers, torch's CPU allocator, Ray's memory monitor killing a
+# worker, Ollama's own check of system memory).
 HOST_OOM = re.compile(r"\[Errno 12\] Cannot allocate memory|std::bad_alloc|No space left on device.{0,40}/dev/shm|"
+                      r"DefaultCPUAllocator: not enough memory|node running low on memory|"
                       r"requires more system memory \((?P<needed_gib>\d{1,6}(?:\.\d{1,4})?) GiB\) than is available "
                       r"\((?P<free_gib>\d{1,6}(?:\.\d{1,4})?) GiB\)")
 
 
 def host_oom(line: str) -> tuple | None:
     """The figures of a host out-of-memory line (Ollama prints what it needed and had), or None."""
-    if "memory" not in line and "bad_alloc" not in line and "/dev/shm" not in line:
+    if "memory" not in line and "bad_alloc" not in line and "/dev/shm" not in line:     # the cheap test first
         return None
     match = HOST_OOM.search(line)
     return None if match is None else figures_of(match)
