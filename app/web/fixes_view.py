@@ -7,7 +7,7 @@ import json
 
 import js
 
-from kvcalc.inputs import failed_start
+from kvcalc.inputs import failed_start, log_flow
 from kvcalc.reports import failure_report, fixes as start_fixes
 
 from web import errors, form, state
@@ -55,7 +55,8 @@ def render(raw: dict | None = None) -> None:
     if failed is not None and state.reading is not None:
         raw = _as_the_log_ran(raw)
     if failed is not None and failed.failure is not None:
-        found = start_fixes.for_failure(failed.failure, raw) if failed.read else []
+        served = log_flow.served_path(state.reading)
+        found = start_fixes.for_failure(failed.failure, raw, served) if failed.read else []
         said = start_fixes.contradiction(state.evaluation) if state.evaluation is not None and raw else None
         head = failure_report.headline(failed) + (f" {said}." if said else "")
     else:
@@ -69,9 +70,9 @@ def _as_the_log_ran(raw: dict) -> dict:
     has not chosen since is the page's default, not the server's, so it is left out, as
     `kvcalc --from-log` leaves it out."""
     from web import log_check
-    if any(name in state.reading.values for name in log_check.log_flow.GPU_GIVEN) or not log_check.gpu_is_the_logs():
+    if any(name in state.reading.values for name in log_flow.GPU_GIVEN) or not log_check.gpu_is_the_logs():
         return raw
-    return {name: value for name, value in raw.items() if name not in log_check.log_flow.GPU_GIVEN}
+    return {name: value for name, value in raw.items() if name not in log_flow.GPU_GIVEN}
 
 
 def show(head: str, found: list) -> None:

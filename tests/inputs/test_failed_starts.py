@@ -175,6 +175,12 @@ def test_the_second_collection_thread_fixes_are_among_ours():
     seqs = flags("vllm/kind3_2x-rtx3090-tp2_qwen25-32b-w8a16_maxseqs-default.log", model="Qwen/Qwen2.5-32B-Instruct",
                  gpu="rtx-3090-24gb", **{"weights-dtype": "int8", "engine-version": "0.8.1"})["seqs-for-kv"]
     assert 8 <= dict(seqs.changes)["batch"] < 1024 and seqs.max_concurrency >= 1
+    # The command restarts the checkpoint the log served, not the preset's repo id of its shape.
+    code, out, _ = run_cli("--from-log", str(FAILED / "vllm/kind3_2x-rtx3090-tp2_qwen25-32b-w8a16_maxseqs-default.log"),
+                           "--model", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "rtx-3090-24gb", "--weights-dtype", "int8",
+                           "--engine-version", "0.8.1", "--json")
+    commands = [fix["command"] for fix in json.loads(out)["fixes"]]
+    assert code == 0 and commands and all(c.startswith("vllm serve Qwen2.5-32B-Instruct-INT8-W8A16 ") for c in commands)
 
 
 def test_free_memory_asks_for_what_was_free():

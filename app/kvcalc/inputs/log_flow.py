@@ -51,6 +51,14 @@ def unresolved(reading, config: str, choose: str) -> str | None:
             f"or {choose.format(what='of its shape')}")
 
 
+def served_path(reading) -> str | None:
+    """The model path the log's server was started with (a local copy's, or a repo id), for the
+    commands that restart it."""
+    path = None if reading is None else reading.printed.get("model_path")
+    text = None if path is None else str(path.value).strip()
+    return text if text and any(c.isalnum() for c in text) and len(text) <= 300 else None
+
+
 def same_model(config, name: str) -> bool:
     """Whether the pasted config.json is the model a log names: the last part of its
     `_name_or_path`, the way a local copy keeps the repo's name."""

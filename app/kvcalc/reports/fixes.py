@@ -24,6 +24,7 @@ from ..evaluation import evaluate, sized_as
 from ..inputs.options import MODEL_INPUTS
 from ..readers import gpu_presets
 from ..readers.failure_rules import SIZED_KINDS, Failure
+from ..command_line import repo
 from ..serving.launch import launch
 from ..units import GIB
 
@@ -92,9 +93,10 @@ class _Base:
         return self.evaluation.engine
 
 
-def fixes(values: dict, failure: Failure | None = None) -> list[Fix]:
+def fixes(values: dict, failure: Failure | None = None, served: str | None = None) -> list[Fix]:
     """The fixes for the inputs `values` (a failed start's, read from its log, or the form's).
-    `failure` None: what the engine's sizing of `values` refuses, if anything."""
+    `failure` None: what the engine's sizing of `values` refuses, if anything. `served`: the
+    model path the log's server was started with, which the commands then name."""
     evaluation = evaluate(values)
     if not evaluation.ok or evaluation.engine is None:
         return []
@@ -115,13 +117,13 @@ def fixes(values: dict, failure: Failure | None = None) -> list[Fix]:
             found = None
         if found is not None:
             changes, words = found
-            fix = _fix(base, kind, changes, words, module)
+            fix = _fix(base, kind, changes, words, module, served)
             if fix is not None and all(f.changes != fix.changes for f in out):
                 out.append(fix)
     return out
 
 
-def _fix(base, kind: str, changes: dict, words: str, module) -> Fix | None:
+def _fix(base, kind: str, changes: dict, words: str, module, served: str | None = None) -> Fix | None:
     values = _with(base.values, changes)
     evaluation = evaluate(values)
     if not starts(evaluation):
@@ -131,6 +133,9 @@ def _fix(base, kind: str, changes: dict, words: str, module) -> Fix | None:
     changed = {flag for name in changes for flag in module.FLAG_OF.get(name, ())}
     flags = " ".join(shlex.quote(part) for pair in pairs if pair[0] in changed for part in pair)
     command = " ".join(shlex.quote(part) for pair in pairs for part in pair) if pairs else None
+    if command and served:
+        # The checkpoint the server was started with, not the preset's repo id of its shape.
+        command = command.replace(shlex.quote(repo(evaluation.scenario, [])), shlex.quote(served), 1)
     # The longest one request can have, capped by the context the command sets (--max-model-len, -c).
     limit = engine.max_model_len or evaluation.context_limit[0]
     longest = min(limit, evaluation.scenario.workload.context_tokens) if limit else None
@@ -536,7 +541,7 @@ def _logged(module, kind: str, changes: dict, words: str, longest: int | None) -
     return Fix(kind, tuple(changes.items()), flags, words, None, longest, None)
 
 
-def for_failure(failure: Failure, values: dict) -> list[Fix]:
+def for_failure(failure: Failure, values: dict, served: str | None = None) -> list[Fix]:
     """The fixes of a failure read from a log with the inputs it ran with: sized again by the
     engine where the model is known and its sizing refuses these inputs as the log did; else
     (no model, or the sizing cannot be evaluated) from the figures it printed alone. A failure
@@ -555,7 +560,7 @@ def for_failure(failure: Failure, values: dict) -> list[Fix]:
             # Sized here it starts: what the log measured is not what these inputs give, so no
             # change is sized from them; the printed figures' fixes still stand.
             return from_figures(failure, values, module)
-        return fixes(values, failure)
+        return fixes(values, failure, served)
     return from_figures(failure, values, module)
 
 
