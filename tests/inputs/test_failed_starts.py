@@ -350,3 +350,15 @@ def test_each_engines_failures_module_gives_what_the_shared_code_asks():
         assert kinds <= set(failed_start.KINDS_SAID), f"{name}: {kinds - set(failed_start.KINDS_SAID)}"
         for kind in module.fix_kinds(failed_start.Failure(name, "kv-short", 1, "")):
             assert kind in fixes.KINDS
+
+
+def test_the_runtimes_other_words_for_running_out_are_read():
+    for line in ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+                 "node1:123:456 [0] NCCL WARN Cuda failure 2 'out of memory'",
+                 "triton.runtime.errors.OutOfResources: CUDA_ERROR_OUT_OF_MEMORY",
+                 "RuntimeError: HIP error: hipErrorOutOfMemory"):
+        found = failed_start.read(line + "\n")
+        assert found.read and found.failure.kind == "out-of-memory", line
+    metal = failed_start.read("ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, "
+                              "size = 17000.50 MiB\nllama_model_load: error loading model\n")
+    assert metal.read and metal.engine == "llama.cpp" and metal.failure.figure("tried_gib") == Fraction("17000.50") / 1024

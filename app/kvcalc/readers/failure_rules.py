@@ -132,8 +132,12 @@ TORCH_OOM = re.compile(
     _SIZE.format("allocated") + r" already allocated; " + _SIZE.format("free_old") + r" free)?")
 TORCH_NEEDLE = "Tried to allocate"
 # The CUDA runtime's own words, where no allocator said how much (torch's "CUDA error: out of
-# memory", NCCL's "unhandled cuda error ... out of memory", ROCm's "HIP error: out of memory").
-RUNTIME_OOM = re.compile(r"(?:CUDA|HIP|cuda|hip) error: out of memory|NCCL error.{0,80}out of memory")
+# memory", NCCL's "unhandled cuda error ... out of memory" and "Cuda failure 'out of memory'",
+# ROCm's "HIP error: out of memory", the driver's CUDA_ERROR_OUT_OF_MEMORY, cuBLAS failing to
+# allocate its workspace).
+RUNTIME_OOM = re.compile(r"(?:CUDA|HIP|cuda|hip) error: out of memory|NCCL (?:error|WARN).{0,80}out of memory|"
+                         r"Cuda failure.{0,12}out of memory|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
+                         r"cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED")
 
 # An error line a traceback ends with, as Python prints it ("KeyError: 'x'", "OSError: ...",
 # "huggingface_hub.errors.GatedRepoError: ..."), after an engine's prefixes ("(EngineCore pid=1)",
@@ -165,7 +169,10 @@ def torch_oom(line: str, own: int | None = None) -> tuple | None:
     `own` characters."""
     own = len(line) if own is None else own
     if TORCH_NEEDLE not in line:
-        return () if "out of memory" in line[:own] and RUNTIME_OOM.search(line[:own]) else None
+        first = line[:own]
+        quick = "out of memory" in first or "OUT_OF_MEMORY" in first or "OutOfMemory" in first or \
+            "MemoryAllocation" in first or "ALLOC_FAILED" in first
+        return () if quick and RUNTIME_OOM.search(first) else None
     match = TORCH_OOM.search(line)
     # Torch's words begin in this line; without "out of memory" before them, only a wrapped message's own start.
     if match is None or match.start() >= own or (match.group(0)[:1] == "T" and "out of memory" not in line[:own]

@@ -35,6 +35,8 @@ RULES = (
                 needle="Device memory allocation of size"),
     FailureRule("buffer", re.compile(r"ErrorOutOfDeviceMemory|kIOGPUCommandBufferCallbackErrorOutOfMemory"),
                 needle="OutOf"),
+    FailureRule("buffer", re.compile(r"failed to allocate buffer, size = +(?P<tried_gib>\d{1,9}(?:\.\d{1,4})?) "
+                                     r"(?P<tried_unit>MiB|GiB)"), needle="failed to allocate buffer, size"),
 )
 
 PHASE_MARKS = (
