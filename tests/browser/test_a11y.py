@@ -13,8 +13,11 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"   # from npm, for the te
 
 
 def run_axe(page, site):
-    # Served from the page's own origin (a route, not a file in dist/), so the CSP stays on.
-    page.route(site + "__tests__/axe.min.js", lambda route: route.fulfill(
+    # Served from the page's own origin (a route, not a file in dist/), so the CSP stays on. The
+    # context's route, not the page's: once the offline copy's service worker controls the page
+    # (a matter of timing, under load), the request is the worker's fetch, which only the
+    # context's routes see (a page route missed it: "Failed to load script", CI with both cores busy).
+    page.context.route(site + "__tests__/axe.min.js", lambda route: route.fulfill(
         body=AXE.read_bytes(), content_type="text/javascript"))
     page.add_script_tag(url=site + "__tests__/axe.min.js")
     result = page.evaluate("""() => axe.run(document, {resultTypes: ['violations']})
