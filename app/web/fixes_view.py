@@ -81,15 +81,10 @@ def show(head: str, found: list) -> None:
     items = []
     for fix in found:
         item = el("#fixes").ownerDocument.createElement("li")
-        figures = []
-        if fix.max_concurrency is not None:
-            figures.append(f"{float(fix.max_concurrency):,.2f} requests at once")
-        if fix.longest_context is not None:
-            figures.append(f"contexts up to {fix.longest_context:,} tokens")
         code = item.ownerDocument.createElement("code")
         code.textContent = fix.flags
         words = item.ownerDocument.createElement("span")
-        words.textContent = f": {fix.words}" + (f" ({', '.join(figures)})" if figures else "")
+        words.textContent = f": {failure_report.gives(fix)}"
         button = item.ownerDocument.createElement("button")
         button.type, button.className, button.textContent = "button", "use-fix", "Use"
         button.dataset.changes = json.dumps({k: (None if v is None else str(v)) for k, v in fix.changes})

@@ -34,10 +34,16 @@ def named_model(reading) -> str | None:
     """The model the log names (as it printed it) when no preset of identical shape was found."""
     if model_given(reading):
         return None
-    path = reading.printed.get("model_path")
+    text = _printed_path(reading)
+    return text[:120] if text else None
+
+
+def _printed_path(reading) -> str | None:
+    """The model path the log printed, or None; a word with no letter or digit in it (a
+    command's "\\" line end) names nothing."""
+    path = None if reading is None else reading.printed.get("model_path")
     text = None if path is None else str(path.value).strip()
-    # A word with no letter or digit in it (a command's "\\" line end) names nothing.
-    return text[:120] if text and any(c.isalnum() for c in text) else None
+    return text if text and any(c.isalnum() for c in text) else None
 
 
 def unresolved(reading, config: str, choose: str) -> str | None:
@@ -54,9 +60,8 @@ def unresolved(reading, config: str, choose: str) -> str | None:
 def served_path(reading) -> str | None:
     """The model path the log's server was started with (a local copy's, or a repo id), for the
     commands that restart it."""
-    path = None if reading is None else reading.printed.get("model_path")
-    text = None if path is None else str(path.value).strip()
-    return text if text and any(c.isalnum() for c in text) and len(text) <= 300 else None
+    text = _printed_path(reading)
+    return text if text and len(text) <= 300 else None
 
 
 def same_model(config, name: str) -> bool:

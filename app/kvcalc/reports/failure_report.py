@@ -36,19 +36,23 @@ def headline(failed) -> str:
     return f"{who} will not start: {failure.words}. It printed{where}: {failure.printed!r}"
 
 
+def gives(fix) -> str:
+    """What a fix gives and costs, with its figures (the page's and the CLI's same words)."""
+    figures = []
+    if fix.max_concurrency is not None:
+        figures.append(f"{float(fix.max_concurrency):,.2f} requests at once")
+    if fix.longest_context is not None:
+        figures.append(f"contexts up to {fix.longest_context:,} tokens")
+    return fix.words + (f" ({', '.join(figures)})" if figures else "")
+
+
 def fix_lines(fixes: list) -> list[str]:
     """Each fix: its flags, what it gives and costs, its figures, and the command to copy."""
     if not fixes:
         return []
     lines = ["Fixes, cheapest for you first:"]
     for n, fix in enumerate(fixes, 1):
-        figures = []
-        if fix.max_concurrency is not None:
-            figures.append(f"{float(fix.max_concurrency):,.2f} requests at once")
-        if fix.longest_context is not None:
-            figures.append(f"contexts up to {fix.longest_context:,} tokens")
-        said = f" ({', '.join(figures)})" if figures else ""
-        lines.append(f"  {n}. {fix.flags}: {fix.words}{said}")
+        lines.append(f"  {n}. {fix.flags}: {gives(fix)}")
         if fix.command:
             lines.append(f"     {fix.command}")
     return lines

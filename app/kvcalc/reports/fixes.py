@@ -3,8 +3,8 @@ that refused it, cheapest for the user first (the order of the engine's `fix_kin
 card has to spare, then precision, then requests at once, then speed, then context, then GPUs).
 
 A fix is kept only if the engine, sized again with it, starts and holds one request at the
-context it then serves. Each says what it changes (the flags, a diff of the two launch
-commands), what it gives (the concurrency, the longest context) and the command to copy.
+context it then serves. Each says what it changes (the flags its engine writes for the inputs
+changed, FLAG_OF), what it gives (the concurrency, the longest context) and the command to copy.
 
 Worked example (tests/fixtures/logs/vllm-llama3.1-8b-rtx3090-29k-profile-refusal-v0.6.4.log:
 Llama 3.1 8B on an RTX 3090, 23.58 GiB, utilization 0.90, 2.89 GiB of KV memory, 23,648 tokens
@@ -26,10 +26,9 @@ from ..readers import gpu_presets
 from ..readers.failure_rules import SIZED_KINDS, Failure
 from ..command_line import repo
 from ..serving.launch import launch
-from ..units import GIB
+from ..units import GIB, last_holding
 
 LAYOUTS = (2, 4, 8)         # tp multiples tried, within one node of 8
-SEARCH_STEPS = 24           # a bisection's evaluations at most
 
 
 @dataclass(frozen=True)
@@ -93,11 +92,12 @@ class _Base:
         return self.evaluation.engine
 
 
-def fixes(values: dict, failure: Failure | None = None, served: str | None = None) -> list[Fix]:
+def fixes(values: dict, failure: Failure | None = None, served: str | None = None, evaluation=None) -> list[Fix]:
     """The fixes for the inputs `values` (a failed start's, read from its log, or the form's).
     `failure` None: what the engine's sizing of `values` refuses, if anything. `served`: the
-    model path the log's server was started with, which the commands then name."""
-    evaluation = evaluate(values)
+    model path the log's server was started with, which the commands then name. `evaluation`:
+    evaluate(values), where the caller has it."""
+    evaluation = evaluation or evaluate(values)
     if not evaluation.ok or evaluation.engine is None:
         return []
     if failure is None and evaluation.scenario.model.past_limit(evaluation.scenario.workload.context_tokens):
@@ -187,30 +187,14 @@ def _bisect(low: int, high: int, fits) -> int | None:
     """The largest n in [low, high] with fits(n), fits being true up to a point and false after."""
     if high < low or not fits(low):
         return None
-    steps = 0
-    while low < high and steps < SEARCH_STEPS:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-        steps += 1
-    return low
+    return high if fits(high) else last_holding(fits, low, high)
 
 
 def _smallest(low: int, high: int, fits) -> int | None:
     """The smallest n in [low, high] with fits(n), fits being false up to a point and true after."""
     if high < low or not fits(high):
         return None
-    steps = 0
-    while low < high and steps < SEARCH_STEPS:
-        middle = (low + high) // 2
-        if fits(middle):
-            high = middle
-        else:
-            low = middle + 1
-        steps += 1
-    return high
+    return low if fits(low) else last_holding(lambda n: not fits(n), low, high) + 1
 
 
 def _ok(base, changes: dict) -> bool:
@@ -228,12 +212,7 @@ def _utilization(base) -> Fraction | None:
 
 
 def _total_gib(base, failure) -> Fraction | None:
-    total = failure.figure("total_gib")
-    if total is None and base.values.get("gpu-memory-gib") is not None:
-        total = Fraction(str(base.values["gpu-memory-gib"]))
-    if total is None and base.scenario.deployment.gpu_memory_bytes:
-        total = Fraction(base.scenario.deployment.gpu_memory_bytes, GIB)
-    return total
+    return failure.figure("total_gib") or _card_gib(base.values)
 
 
 def _at_utilization(base, failure, hundredths: int) -> dict | None:
@@ -560,7 +539,7 @@ def for_failure(failure: Failure, values: dict, served: str | None = None) -> li
             # Sized here it starts: what the log measured is not what these inputs give, so no
             # change is sized from them; the printed figures' fixes still stand.
             return from_figures(failure, values, module)
-        return fixes(values, failure, served)
+        return fixes(values, failure, served, base)
     return from_figures(failure, values, module)
 
 
