@@ -219,10 +219,15 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 if failed.failure is None:
                     said = failed.message if failed.other_error is not None else e.message
                     raise InputError("from-log", said) if e.field == "log" else e from None
-            if reading is None:
+            model_given = any(name in given for name in MODEL_INPUTS) or gguf_path is not None
+            if reading is None and not model_given:
                 # Only the error's lines: what they print is all there is to go on.
                 return _failure_only(failed, {"engine": failed.engine or DEFAULT_ENGINE, **given}, fmt, stdout)
-            if any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
+            if reading is None:
+                # Only the error's lines, and the model given: sized as any question, with the
+                # failure and its fixes under the verdict (an input refused is said, not lost).
+                raw.setdefault("engine", failed.engine or DEFAULT_ENGINE)
+            elif any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
                 raw.update(reading.values)

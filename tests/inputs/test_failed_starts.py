@@ -251,6 +251,19 @@ def test_the_cli_answers_a_failed_start():
     assert data["failed_start"]["kind"] == "state-blocks" and data["fixes"][0]["changes"] == {"batch": 856}
 
 
+def test_error_lines_alone_with_the_model_given_are_sized_or_refused_plainly():
+    """ollama#11202 printed three lines; with the model and GPUs given the answer is the verdict,
+    the failure and the sized fixes; an input the engine cannot take is refused by name, never
+    'see the verdict below' over no verdict."""
+    log = str(FAILED / "llamacpp/ollama_2x-mi50-32g_deepseek-r1-671b_compute-buffer-oom.log")
+    code, out, err = run_cli("--from-log", log, "--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx-3090-24gb",
+                             "--gpus", "2", "--weights-dtype", "q4_0", "--context", "131072")
+    assert code == 0 and out.startswith("Verdict") and "llama.cpp will not start" in out
+    assert "-ngl " in out and "Max context (1 request)" in out
+    code, out, err = run_cli("--from-log", log, "--model", "meta-llama/Llama-3.1-70B", "--gpu", "mi50-32gb")
+    assert code == 2 and out == "" and "--gpu: unknown GPU 'mi50-32gb'" in err
+
+
 def test_a_configuration_that_does_not_start_gets_fixes_without_a_log():
     """Llama 3.1 70B in bf16 on one H100 80GB: 141 GB of weights do not fit; tp 2 does not
     either with its overhead at 0.9, tp 4 does (the layout fix), and nothing else can."""
