@@ -108,7 +108,8 @@ def test_every_engines_log_reader_is_asked_of_the_registry():
 
 def test_the_options_only_one_engine_takes_are_its_own():
     assert engines.option_owners() == {
-        "vllm-runner": "vllm", "vllm-entry": "vllm", "vllm-engine": "vllm", "enforce-eager": "vllm", "prefix-caching": "vllm",
+        "vllm-runner": "vllm", "vllm-entry": "vllm", "vllm-engine": "vllm", "enforce-eager": "vllm",
+        "max-cudagraph-capture-size": "vllm", "prefix-caching": "vllm",
         "language-model-only": "vllm", "limit-mm-per-prompt": "vllm", "kv-dtype-skip-layers": "vllm", "hybrid-kv-cache-manager": "vllm", "kv-connector": "vllm",
         "memory-in-use-gib": "sglang",
         "flash-attn": "llama.cpp", "n-gpu-layers": "llama.cpp", "n-cpu-moe": "llama.cpp",

@@ -308,3 +308,20 @@ def test_a_log_without_its_weights_still_moves_from_its_kv_memory():
     assert logged.budget_source is BudgetSource.GIVEN_KV_MEMORY
     moved = evaluate({**values, "gpus": "4", "tp": "4"}).engine
     assert moved.budget_source is BudgetSource.MEASURED and moved.kv_budget_bytes_per_gpu > logged.kv_budget_bytes_per_gpu
+
+
+def test_the_largest_graph_batch_given_is_read_and_an_unset_one_is_not():
+    """--max-cudagraph-capture-size in the command, in the non-default args at the top or inside
+    compilation_config (its -cc form); a whole compilation_config printed with
+    'max_cudagraph_capture_size': None leaves the default."""
+    given = read_log("vLLM API server version 0.33.0\n"
+                     "non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'compilation_config': "
+                     "{'mode': None, 'max_cudagraph_capture_size': 64}}\n")
+    assert given.values["max-cudagraph-capture-size"] == "64"
+    flag = read_log("$ vllm serve meta-llama/Llama-3.1-8B --max-cudagraph-capture-size=128\n"
+                    "vLLM API server version 0.33.0\n")
+    assert flag.values["max-cudagraph-capture-size"] == "128"
+    unset = read_log("vLLM API server version 0.33.0\n"
+                     "non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'compilation_config': "
+                     "{'mode': None, 'max_cudagraph_capture_size': None}}\n")
+    assert "max-cudagraph-capture-size" not in unset.values

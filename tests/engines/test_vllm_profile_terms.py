@@ -4,10 +4,12 @@ public start-up log (tests/fixtures/logs, URL in SOURCES.md) and the release's o
 vllm/v1/worker/gpu/model_runner.py and cudagraph_utils.py)."""
 
 import re
+from io import StringIO
 
 import pytest
 
 import calibration
+from kvcalc.cli import run
 from kvcalc.engines import releases
 from kvcalc.engines.vllm import engine as vllm, profile
 from kvcalc.evaluation import evaluate
@@ -164,6 +166,34 @@ def test_the_step_and_the_widest_decode_batch_are_captured():
     assert profile.capture_sizes(r("0.22.0"), 256, 100, None) == (16, 16)
     assert profile.capture_sizes(r("0.29.0"), 100, 8192, None) == (28, 15)
     assert profile.capture_sizes(r("0.34.0"), 100, 8192, None) == (29, 16)
+
+
+def test_max_cudagraph_capture_size_stands_for_the_default_limit():
+    """--max-cudagraph-capture-size 64 with 256 sequences (vllm/config/vllm.py _set_cudagraph_sizes,
+    PR #26016): 1, 2, 4, 8, 16 .. 64, eleven sizes of each mode, not the default's 51 PIECEWISE up to
+    512 and 35 FULL up to the 256 sequences; still within max_num_batched_tokens (100 tokens: 1 .. 96
+    and 100, as without it). The graphs' estimate, and so the KV memory from 0.20.0, moves by the
+    graphs left out x the layers: (86 - 22) x 32 layers x 256 KiB = 512 MiB more for Llama 3.1 8B's
+    cache on an H100."""
+    r = releases.pep440
+    assert profile.capture_sizes(r("0.33.0"), 256, 2048, None) == (51, 35)
+    assert profile.capture_sizes(r("0.33.0"), 256, 2048, None, 0, 64) == (11, 11)
+    assert profile.capture_sizes(r("0.22.0"), 256, 100, None, 0, 512) == (16, 16)
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm", "engine-version": "0.33.0",
+            "context": "8192", "batch": "256"}
+    default, fewer = evaluate(base), evaluate(base | {"max-cudagraph-capture-size": "64"})
+    assert fewer.engine.kv_budget_bytes_per_gpu - default.engine.kv_budget_bytes_per_gpu == (86 - 22) * 32 * 256 * 1024
+    out = StringIO()
+    assert run(["--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--engine", "vllm",
+                "--max-cudagraph-capture-size", "64", "--launch", "vllm"], stdout=out, stderr=StringIO()) == 0
+    assert " --max-cudagraph-capture-size 64 " in out.getvalue()
+    # Before 0.20.0 the graphs are captured after the cache is sized: the flag moves no figure.
+    old = base | {"engine-version": "0.19.1"}
+    assert evaluate(old | {"max-cudagraph-capture-size": "64"}).engine.kv_budget_bytes_per_gpu == \
+        evaluate(old).engine.kv_budget_bytes_per_gpu
+    refused = evaluate(base | {"engine-version": "0.10.2", "max-cudagraph-capture-size": "64"})
+    assert [e.field for e in refused.errors] == ["max-cudagraph-capture-size"]
+    assert "0.11.1" in refused.errors[0].message
 
 
 def test_a_separate_draft_model_keeps_the_v1_runner_until_0_31_0():

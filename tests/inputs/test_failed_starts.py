@@ -12,6 +12,7 @@ import pytest
 
 from kvcalc.cli import run
 from kvcalc.errors import InputError
+from kvcalc.evaluation import evaluate
 from kvcalc.inputs import failed_start
 from kvcalc.inputs.startup_log import read_log
 from kvcalc.reports import fixes
@@ -273,6 +274,26 @@ def test_a_configuration_that_does_not_start_gets_fixes_without_a_log():
     assert code == 0 and data["fixes"], data.get("verdict")
     assert all(fix["kind"] == "layout" for fix in data["fixes"])
     assert data["fixes"][0]["changes"]["tp"] in (2, 4)
+
+
+def test_fewer_cuda_graphs_start_what_their_estimate_kept_out_of_the_cache():
+    """Llama 3.1 8B on an RTX 4090, 256 sequences at 45,000 tokens, vLLM 0.33.0: 0.24 GiB short of
+    one request. From 0.20.0 the graphs' estimate comes out of the KV memory, so capturing fewer
+    starts it, cheaper than none (--enforce-eager): the largest limit that starts, whose command
+    starts and one above it does not."""
+    values = {"model": "meta-llama/Llama-3.1-8B", "gpu": "rtx-4090-24gb", "engine": "vllm", "engine-version": "0.33.0",
+              "context": "45000", "batch": "256"}
+    found = {f.kind: f for f in fixes.fixes(values)}
+    kinds = list(found)
+    assert kinds.index("graphs-fewer") < kinds.index("eager-for-kv")
+    fewer = found["graphs-fewer"]
+    limit = dict(fewer.changes)["max-cudagraph-capture-size"]
+    assert fewer.flags == f"--max-cudagraph-capture-size {limit}" and 1 < limit < 512
+    assert fewer.command.endswith(f"--max-cudagraph-capture-size {limit}")
+    assert fixes.starts(evaluate(values | {"max-cudagraph-capture-size": str(limit)}))
+    assert not fixes.starts(evaluate(values | {"max-cudagraph-capture-size": str(limit + 1)}))
+    # Before 0.20.0 the graphs are captured after the cache is sized: fewer of them give it nothing.
+    assert "graphs-fewer" not in {f.kind for f in fixes.fixes(values | {"engine-version": "0.19.1"})}
 
 
 # --- review: what must never be answered wrongly ---------------------------------------------

@@ -125,6 +125,8 @@ FIELDS = (
                    ("generate", "generate"))),
     Field("enforce-eager", "advanced", "CUDA graphs (vLLM)", "select",
           choices=(("", "captured (the default)"), ("on", "none: --enforce-eager"))),
+    Field("max-cudagraph-capture-size", "advanced", "Largest CUDA-graph batch (vLLM)",
+          placeholder="min(2 x max-num-seqs, 512)"),
     Field("prefix-caching", "advanced", "Prefix caching (vLLM)", "select",
           choices=(("", "the release's default"), ("on", "on: --enable-prefix-caching"),
                    ("off", "off: --no-enable-prefix-caching"))),

@@ -51,6 +51,7 @@ class Settings:
     vllm_entry: str = "serve"                  # vLLM started by `vllm serve` or the LLM() class
     vllm_runner: str = "auto"                  # vLLM --runner: auto, generate or pooling
     enforce_eager: bool = False                # vLLM --enforce-eager: no CUDA graphs
+    capture_size_limit: int | None = None      # vLLM --max-cudagraph-capture-size (None: its default)
     prefix_caching: str | None = None          # vLLM --enable-prefix-caching "on" / "off" (None: its default)
     language_model_only: bool = False          # vLLM --language-model-only: a multimodal checkpoint served text-only
     mm_limits: tuple = ()                      # vLLM --limit-mm-per-prompt as (modality, items) pairs; () its default
@@ -155,7 +156,7 @@ def settings_from(values: dict) -> Settings:
         flash_attn=values.get("flash-attn"), n_gpu_layers=values.get("n-gpu-layers"), n_cpu_moe=values.get("n-cpu-moe"),
         tensor_split=tuple(Fraction(p) for p in values["tensor-split"].split("/")) if "tensor-split" in values else None,
         vllm_entry=values.get("vllm-entry", "serve"), vllm_runner=values.get("vllm-runner", "auto"),
-        enforce_eager=values.get("enforce-eager") == "on",
+        enforce_eager=values.get("enforce-eager") == "on", capture_size_limit=values.get("max-cudagraph-capture-size"),
         prefix_caching=values.get("prefix-caching"),
         # language-model-only, or no image and no video a prompt: vLLM then builds no vision tower.
         language_model_only=values.get("language-model-only") == "on" or (

@@ -381,6 +381,23 @@ def eager_for_kv(base, failure, module):
     return eager(base, failure, module)
 
 
+def graphs_fewer(base, failure, module):
+    """The largest batch to capture CUDA graphs for with which it starts, where the engine takes
+    their memory out of the cache (its `capture_limit_in_force`: the largest it captures now)."""
+    in_force = getattr(module, "capture_limit_in_force", None)
+    if in_force is None or starts(base.evaluation):
+        return None
+    now = in_force(base.evaluation)
+    if not now or now < 2:
+        return None
+    found = _bisect(1, now - 1, lambda n: _ok(base, {"max-cudagraph-capture-size": n}))
+    if found is None:
+        return None
+    return {"max-cudagraph-capture-size": found}, (f"capture CUDA graphs only for batches of up to {found:,} "
+                                                   f"sequences, not {now:,}: fewer graphs leave more for the cache; "
+                                                   "larger batches run without them, slower")
+
+
 def state_seqs(base, failure, module):
     blocks = failure.figure("blocks")
     if blocks is None:
@@ -446,7 +463,7 @@ def ngl_down(base, failure, module):
 
 KINDS = {"utilization-up": utilization_up, "utilization-down": utilization_down, "utilization-free": utilization_free,
          "kv-fp8": kv_fp8, "kv-q8": kv_q8, "context": context, "ctx-down": context, "layout": layout,
-         "eager": eager, "eager-for-kv": eager_for_kv, "state-seqs": state_seqs, "seqs-for-kv": seqs_for_kv, "seqs-down": seqs_down,
+         "eager": eager, "eager-for-kv": eager_for_kv, "graphs-fewer": graphs_fewer, "state-seqs": state_seqs, "seqs-for-kv": seqs_for_kv, "seqs-down": seqs_down,
          "cpu-moe": cpu_moe, "ngl-down": ngl_down}
 
 

@@ -70,7 +70,7 @@ VENDORS = ("NVIDIA", "AMD")
 CHECKS_ENCODER_SPLIT = True
 LOG_READER = "log"           # its start-up log's reader: engines/vllm/log.py
 FAILURES = "failures"        # its failed starts and their fixes: engines/vllm/failures.py
-OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "prefix-caching",
+OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "max-cudagraph-capture-size", "prefix-caching",
                "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers", "hybrid-kv-cache-manager",
                "kv-connector")    # options only vLLM takes
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
@@ -175,6 +175,8 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     parallel.check(model, dep, PLACEMENT)
     if scenario.settings.language_model_only:
         rules.check_text_only(release_of(scenario), dict(scenario.settings.mm_limits))
+    if scenario.settings.capture_size_limit is not None:
+        rules.check_capture_size_limit(release_of(scenario))
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
     block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)

@@ -10,7 +10,8 @@ capture_model)."""
 import re
 
 from ...readers.failure_rules import FailureRule
-from .engine import max_num_seqs as seqs_in_force  # noqa: F401  the sequences its profile warms up with
+from . import profile, release as rules
+from .engine import max_num_seqs as seqs_in_force, release_of
 
 NAME = "vllm"
 # Words only vLLM's logs and tracebacks print: a torch error among them is vLLM's.
@@ -85,7 +86,8 @@ def fix_kinds(failure) -> tuple:
     kind, phase = failure.kind, failure.phase
     if kind in ("kv-short", "no-kv-memory"):
         # Fewer sequences: its sampler's warm-up over max_num_seqs comes out of the cache (profile.py).
-        return ("utilization-up", "kv-fp8", "seqs-for-kv", "eager-for-kv", "context", "layout")
+        # Fewer graphs: from 0.20.0 their estimate comes out of it too; fewer is cheaper than none.
+        return ("utilization-up", "kv-fp8", "seqs-for-kv", "graphs-fewer", "eager-for-kv", "context", "layout")
     if kind == "state-blocks":
         return ("state-seqs", "utilization-up", "layout")
     if kind == "free-memory":
@@ -102,6 +104,20 @@ def fix_kinds(failure) -> tuple:
     return ()
 
 
+def capture_limit_in_force(evaluation) -> int | None:
+    """The largest batch it captures CUDA graphs for with these inputs, where their memory comes out
+    of the KV memory (profile.cudagraph_estimate); None where it does not (eager, before 0.20.0)."""
+    scenario = evaluation.scenario
+    release, gpu = release_of(scenario), scenario.deployment.gpu
+    if not rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager,
+                                      gpu is not None and gpu.platform == "rocm"):
+        return None
+    draft = scenario.serving.draft
+    spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
+    return profile.capture_limit(release, seqs_in_force(scenario), evaluation.engine.prefill_chunk, gpu, spec,
+                                 scenario.settings.capture_size_limit)
+
+
 def refused_kind(out) -> str:
     """The failure its sizing foresees (an EngineResult that does not start), as RULES name it."""
     if out.refusal_words:
@@ -114,5 +130,6 @@ def refused_kind(out) -> str:
 # leaves out: pinning the KV memory computed here would stop vLLM measuring its own.
 FLAG_OF = {"context": ("--max-model-len",), "memory-utilization": ("--gpu-memory-utilization",),
            "kv-dtype": ("--kv-cache-dtype",), "tp": ("--tensor-parallel-size",), "pp": ("--pipeline-parallel-size",), "batch": ("--max-num-seqs",),
-           "enforce-eager": ("--enforce-eager",), "prefill-chunk": ("--max-num-batched-tokens",)}
+           "enforce-eager": ("--enforce-eager",), "prefill-chunk": ("--max-num-batched-tokens",),
+           "max-cudagraph-capture-size": ("--max-cudagraph-capture-size",)}
 PINNED_FLAGS = ("--kv-cache-memory-bytes",)

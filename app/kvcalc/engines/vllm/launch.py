@@ -65,6 +65,9 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
                         f"{float(rules.default_utilization(release)):g} in vLLM {release}")
     args += prefill_chunk(scenario, chunk, "--max-num-batched-tokens", notes)
     args += ["--enforce-eager"] if scenario.settings.enforce_eager else []
+    limit = scenario.settings.capture_size_limit
+    args += ["--max-cudagraph-capture-size", str(limit)] if limit is not None and not scenario.settings.enforce_eager \
+        else []
     # --runner (0.10.2 on, vllm/engine/arg_utils.py); --task before it: "embedding" from 0.6.4, which 0.10.2's
     # TaskOption (vllm/config/__init__.py) still takes beside "embed".
     runner = scenario.settings.vllm_runner

@@ -174,6 +174,8 @@ def _take_setting(sink, option, value, n, line, how=""):
         value = "on" if value == "True" else "off"
     if option == "mamba-ssm-dtype" and value == "auto":
         return                              # the config's mamba_ssm_dtype, else the model's: the default
+    if option == "max-cudagraph-capture-size" and value == "None":
+        return                              # a whole compilation_config printed: unset, the default
     sink.take(option, value, n, line, how)
 
 
@@ -183,7 +185,9 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
              "max_num_seqs": "batch", "max_num_batched_tokens": "prefill-chunk", "kv_cache_dtype": "kv-dtype",
              "block_size": "block-size", "enforce_eager": "enforce-eager", "enable_expert_parallel": "ep",
              "kv_cache_memory_bytes": "kv-memory-bytes", "enable_prefix_caching": "prefix-caching",
-             "mamba_ssm_cache_dtype": "mamba-ssm-dtype", "language_model_only": "language-model-only"}
+             "mamba_ssm_cache_dtype": "mamba-ssm-dtype", "language_model_only": "language-model-only",
+             # Given at the top or inside 'compilation_config' (its -cc / --compilation-config form): either is given.
+             "max_cudagraph_capture_size": "max-cudagraph-capture-size"}
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 
@@ -536,7 +540,8 @@ _FLAGS = {"--tensor-parallel-size": "tp", "-tp": "tp", "--pipeline-parallel-size
           "--gpu-memory-utilization": "memory-utilization", "--max-num-seqs": "batch",
           "--max-num-batched-tokens": "prefill-chunk", "--kv-cache-dtype": "kv-dtype", "--block-size": "block-size",
           "--mamba-ssm-cache-dtype": "mamba-ssm-dtype", "--limit-mm-per-prompt": "limit-mm-per-prompt",
-          "--kv-cache-dtype-skip-layers": "kv-dtype-skip-layers"}
+          "--kv-cache-dtype-skip-layers": "kv-dtype-skip-layers",
+          "--max-cudagraph-capture-size": "max-cudagraph-capture-size"}
 _LIST_FLAGS = ("--kv-cache-dtype-skip-layers",)
 _SWITCHES = {"--enforce-eager": ("enforce-eager", "on"), "--enable-expert-parallel": ("ep", "on"),
              "--language-model-only": ("language-model-only", "on"),

@@ -356,7 +356,18 @@ def runner_buffers(model, release, max_num_seqs: int, v2: bool, pooling: bool = 
     return max_num_seqs * 4 * (vocab + -(-vocab // 32))
 
 
-def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int = 0) -> tuple[int, int]:
+def capture_limit(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int = 0,
+                  limit: int | None = None) -> int:
+    """The largest batch vLLM captures graphs for (_set_cudagraph_sizes' max_cudagraph_capture_size):
+    --max-cudagraph-capture-size where given, else min(2 x max_num_seqs x q, 512 or 1,024); either within
+    max_num_batched_tokens."""
+    q = 1 + spec_tokens
+    top = 1024 if release.at_least(0, 28, 0) and gpu is not None and gpu.cuda_major() == 10 else 512
+    return min(limit if limit is not None else min(2 * max_num_seqs * q, top), chunk)
+
+
+def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int = 0,
+                  limit: int | None = None) -> tuple[int, int]:
     """(PIECEWISE graphs, FULL graphs) vLLM captures by default (VllmConfig._set_cudagraph_sizes, vllm/config/
     vllm.py, 0.20.0-0.34.0): batch sizes 1, 2, 4, multiples of 8 below 256, then of 16, up to
     min(2 x max_num_seqs x q, 512, max_num_batched_tokens), where q = 1 + the speculative tokens a decode step
@@ -364,10 +375,11 @@ def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int 
     From 0.22.0 max_num_batched_tokens is added when it is within that limit, and from 0.34.0 max_num_seqs.
     With a speculator every size is rounded up to a multiple of q
     (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode). cudagraph_mode FULL_AND_PIECEWISE (the V1
-    default) also captures a FULL graph of every size up to max_num_seqs x q (uniform decode batches)."""
+    default) also captures a FULL graph of every size up to max_num_seqs x q (uniform decode batches).
+    `limit`, --max-cudagraph-capture-size, stands for that default limit (still within
+    max_num_batched_tokens): one of 64 with 256 sequences captures 1, 2, 4, 8, ... 64, ten sizes."""
     q = 1 + spec_tokens
-    top = 1024 if release.at_least(0, 28, 0) and gpu is not None and gpu.cuda_major() == 10 else 512
-    largest = min(2 * max_num_seqs * q, top, chunk)
+    largest = capture_limit(release, max_num_seqs, chunk, gpu, spec_tokens, limit)
     sizes = [n for n in (1, 2, 4) if n <= largest] + list(range(8, min(largest + 1, 256), 8)) \
         + list(range(256, largest + 1, 16))
     if release.at_least(0, 22, 0) and chunk <= largest:
@@ -385,12 +397,12 @@ def capture_sizes(release, max_num_seqs: int, chunk: int, gpu, spec_tokens: int 
 
 
 def cudagraph_estimate(model, release, gpu, pp: int, chunk: int, max_num_seqs: int,
-                       spec_tokens: int = 0) -> tuple[int, int, int, str]:
+                       spec_tokens: int = 0, limit: int | None = None) -> tuple[int, int, int, str]:
     """(estimate, lowest, highest, words) of what profile_cudagraph_memory returns: the graphs
     capture_sizes counts x the layers on the busiest pipeline stage x GRAPH_LAYER. The lowest is the
     code's own floor, 1 MiB per PIECEWISE graph after the first (a backend without FULL graphs captures
     none of those); the highest GRAPH_LAYER_HIGH per graph and layer, plus a hybrid's transient from 0.26.0."""
-    pieces, full = capture_sizes(release, max_num_seqs, chunk, gpu, spec_tokens)
+    pieces, full = capture_sizes(release, max_num_seqs, chunk, gpu, spec_tokens, limit)
     layers = -(-len(model.layers) // pp)
     graphs = pieces + full
     high = graphs * layers * GRAPH_LAYER_HIGH
@@ -504,7 +516,8 @@ def estimate(scenario, release, chunk: int, max_num_seqs: int) -> Estimate:
     spec = draft.spec_tokens if draft is not None and draft.spec_tokens else 0
     # V2's profile_cudagraph_memory returns 0 until 0.29.0 (vllm/v1/worker/gpu/model_runner.py, read in the
     # 0.22.0, 0.25.1 and 0.28.0 wheels; 0.29.0 measures, cudagraph_utils.py).
-    graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec) \
+    graphs, g_low, g_high, g_words = cudagraph_estimate(model, release, dep.gpu, dep.pp, chunk, max_num_seqs, spec,
+                                                        scenario.settings.capture_size_limit) \
         if rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager, rocm) and not (
             uses_runner_v2(model, release, quantized, separate, pooling) and not release.at_least(0, 29, 0)) \
         else (0, 0, 0, "")

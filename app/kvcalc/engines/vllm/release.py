@@ -182,6 +182,17 @@ def mamba_state_pages(release, prefix_caching: bool | None = None) -> int:
     return 2 if prefix_caching and release.at_least(*MAMBA_ALIGN_FROM) else 1
 
 
+# --max-cudagraph-capture-size, with --cudagraph-capture-sizes, replaced --cuda-graph-sizes (vllm-project/vllm
+# PR #26016, first in 0.11.1).
+CAPTURE_SIZE_LIMIT_FROM = (0, 11, 1)
+
+
+def check_capture_size_limit(release) -> None:
+    if not release.at_least(*CAPTURE_SIZE_LIMIT_FROM):
+        raise InputError("max-cudagraph-capture-size", f"vLLM {release} has no --max-cudagraph-capture-size (0.11.1 "
+                                                       "on; before it --cuda-graph-sizes, which is not modelled)")
+
+
 def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
     """0.20.0 on, the CUDA-graph memory estimate comes out of the KV budget by default
     (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" in the 0.20.0 wheel's vllm/envs.py, and
