@@ -97,8 +97,22 @@ def test_link_with_embedded_config():
 
 
 def test_table_output_names_both_units():
-    code, out, _ = cli("--model", "meta-llama/Llama-3.1-70B", "--context", "8192", "--batch", "32", "--kv-dtype", "fp16")
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-70B", "--context", "8192", "--batch", "32", "--kv-dtype", "fp16",
+                       "--explain")
     assert code == 0 and "80.00 GiB = 85.90 GB" in out and "2 x 128 x 8 kv heads x 2 B" in out
+
+
+def test_the_default_table_is_the_short_answer_and_explain_the_long_one():
+    """Issue 39: the verdict, the headline rows, what the engine prints and its launch command, in
+    a screen; --explain (-v) adds every row, the arithmetic and the engine's reasons."""
+    argv = ("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--context", "32768", "--batch", "16")
+    _, short, _ = cli(*argv)
+    _, long, _ = cli(*argv, "-v")
+    assert short.splitlines()[0].startswith("Verdict") and long.splitlines()[0] == short.splitlines()[0]
+    assert "Max concurrent requests (of 32,768 tokens)  14" in short and "GPU KV cache size: 465,056 tokens" in short
+    assert "\nLaunch: vllm serve meta-llama/Llama-3.1-8B --max-model-len 32768 --max-num-seqs 16 " in short
+    assert "why:" not in short and "2 x 128 x 8 kv heads x 2 B" not in short and len(short.splitlines()) <= 20
+    assert "why:" in long and "2 x 128 x 8 kv heads x 2 B" in long and "Launch:" not in long
 
 
 def test_python_dash_m_and_console_script_entry():

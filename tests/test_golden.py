@@ -1,4 +1,4 @@
-"""Golden outputs: 36 CLI commands and 10 share links, their exit code, standard output and
+"""Golden outputs: 42 CLI commands and 10 share links, their exit code, standard output and
 standard error recorded in tests/golden/ and compared byte for byte. A change to the engine's
 house (issue 20) must leave every one identical; a change of behaviour updates the recordings on
 purpose, with the reason in the commit:
@@ -83,14 +83,30 @@ COMMANDS = {
     "default-vllm-llama70b-4xh100-table": L70_4,
     "default-vllm-llama70b-4xh100-json": L70_4 + ["--json"],
 }
+# Issue 39: the table is the short answer by default; these recordings are the long form, --explain.
+EXPLAINED = ("seed-custom-table", "llama70b-fp8-tp8-table", "llama70b-gb", "llama8b-sglang-table",
+             "llama8b-llamacpp-4090", "deepseek-v3-pp2-table", "gemma3-27b-sliding-table", "nemotron-h-config-table",
+             "jamba-table", "custom-mla-table", "gguf-table", "default-vllm-llama70b-4xh100-table")
+COMMANDS.update({name: COMMANDS[name] + ["--explain"] for name in EXPLAINED})
+COMMANDS.update({
+    # The short answer: the verdict, the headline rows, what the engine prints, its launch command.
+    "short-llama8b-sglang": L8 + ["--engine", "sglang", "--context", "32768", "--batch", "16"],
+    "short-default-vllm-llama70b-4xh100": L70_4,
+    "short-llama8b-llamacpp-4090": ["--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-4090-24gb", "--engine",
+                                    "llama.cpp", "--kv-dtype", "q8_0", "--batch", "4"],
+    "short-llama70b-fp8-tp8-exact": L70 + EXACT,
+    "short-gguf": ["--gguf", GGUF, "--context", "8192", "--gpu", "rtx-4090-24gb", *EXACT],
+    "short-llama70b-bf16-h100-does-not-start": ["--model", "meta-llama/Llama-3.1-70B", "--gpu", "h100-sxm-80gb",
+                                                "--context", "8192"],
+})
 
 LINKS = {
     "link-model-context": ({"model": "google/gemma-2-9b", "context": "32768"}, ["--json"]),
     "link-embedded-config": ({"hf-config": hf_fixture("openai__gpt-oss-120b.json"), "context": "65536",
-                              "gpu": "h100-sxm-80gb"}, []),
+                              "gpu": "h100-sxm-80gb"}, ["--explain"]),
     "link-tp-without-gpus": ({"model": "meta-llama/Llama-3.1-8B", "tp": "4"}, ["--json"]),
-    "link-sglang": ({"model": "Qwen/Qwen3-32B", "gpu": "h100-sxm-80gb", "engine": "sglang", "gpus": "2"}, []),
-    "link-gb": ({"model": "meta-llama/Llama-3.1-70B", "gpu": "a100-sxm-80gb", "gpus": "4", "unit": "gb"}, []),
+    "link-sglang": ({"model": "Qwen/Qwen3-32B", "gpu": "h100-sxm-80gb", "engine": "sglang", "gpus": "2"}, ["--explain"]),
+    "link-gb": ({"model": "meta-llama/Llama-3.1-70B", "gpu": "a100-sxm-80gb", "gpus": "4", "unit": "gb"}, ["--explain"]),
     "link-override-batch": ({"model": "meta-llama/Llama-3.1-8B", "gpu": "l4-24gb", "batch": "2"},
                             ["--batch", "8", "--json"]),
     "link-vllm-log": ({"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb", "engine": "vllm",
@@ -136,7 +152,7 @@ def test_link_output_is_unchanged(name, tmp_path):
         values, extra = LINKS[name]
         url = "http://127.0.0.1:8000/#" + encode(values)
     else:
-        url, extra = "http://127.0.0.1:8000/" + RAW_LINKS[name], []
+        url, extra = "http://127.0.0.1:8000/" + RAW_LINKS[name], ["--explain"]
     check(name, run_case(name, ["--link", url, *extra], tmp_path))
 
 

@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "here win over it (e.g. --model for a local path)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
+    out.add_argument("--explain", "-v", action="store_true",
+                     help="the table with every figure, the arithmetic and why each engine figure is what it is "
+                          "(the default is the short answer: the verdict, the headline figures, what the engine "
+                          "prints and its launch command)")
     out.add_argument("--format", choices=("table", "log") + FORMATS, default="table",
                      help="table (default), json, csv, markdown, or log: the lines the chosen --engine "
                           "prints at start-up, with these numbers")
@@ -176,7 +180,7 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0
         as_json, link_url = args.pop("json"), args.pop("link")
-        fmt, engine = args.pop("format"), args.pop("launch")
+        fmt, engine, explain = args.pop("format"), args.pop("launch"), args.pop("explain")
         if as_json and fmt not in ("table", "json"):
             raise InputError("format", f"--json and --format {fmt} ask for two outputs; give one")
         if engine is not None and (as_json or fmt != "table"):
@@ -263,7 +267,8 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 return _failure_only(failed, raw, fmt, stdout)
             if refusal is not None:
                 raise refusal
-        output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr, failed)
+        output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr, failed,
+                                                                      explain)
     except InputError as e:
         if e.field == "prices" and prices:
             e = InputError(prices_option, e.message)    # --price was typed: name it so
@@ -302,7 +307,7 @@ def _failure_only(failed, values: dict, fmt: str, stdout) -> int:
     return 0
 
 
-def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=None):
+def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=None, explain: bool = True):
     """The single view: one deployment evaluated, rendered; a failed start's cause and fixes
     above it, and a configuration that does not start with its fixes."""
     evaluation = evaluate(raw)
@@ -331,7 +336,7 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=Non
         found = start_fixes.for_failure(failed.failure, raw, log_flow.served_path(reading)) if failed.read else []
     else:
         found = start_fixes.fixes(raw) if fmt in ("table", "json") and command is None else []
-    return _render(evaluation, fmt, command, failed, found)
+    return _render(evaluation, fmt, command, failed, found, explain)
 
 
 def _log_summary(reading, evaluation) -> list[str]:
@@ -402,14 +407,14 @@ def _plan_best(evaluation) -> str | None:
     return _what_you_need(evaluation)[0]
 
 
-def _render(evaluation, fmt: str, command, failed=None, found=()) -> tuple[str, list[str]]:
+def _render(evaluation, fmt: str, command, failed=None, found=(), explain: bool = True) -> tuple[str, list[str]]:
     """(what goes to standard output, notes for standard error), built in full before anything
     is written, so a refusal never follows half an answer."""
     unit = str(evaluation.values.get("unit", "gib")).lower()
     if command is not None:
         return command.command + "\n", list(command.notes)
     if fmt == "table":
-        text = table(evaluation, unit)
+        text = table(evaluation, unit, explain, None if explain else _launch_line(evaluation))
         best, why = _what_you_need(evaluation)
         line = f"What you need: {best}; kvcalc --plan for every GPU" if best is not None else \
             None if why is None else f"What you need is not sized here: {why}: kvcalc --plan"
@@ -439,6 +444,18 @@ def _render(evaluation, fmt: str, command, failed=None, found=()) -> tuple[str, 
     if fmt == "log":
         return "".join(line + "\n" for line in evaluation.engine.log), []
     return export(evaluation.scenario, evaluation, fmt, unit), []
+
+
+def _launch_line(evaluation) -> str | None:
+    """The evaluated engine's launch command for the short answer (none for the exact ideal, or
+    where the engine cannot write one for these inputs, or they do not start: the fixes stand instead)."""
+    if evaluation.engine is None or evaluation.engine.starts is False:
+        return None
+    name = evaluation.engine.engine
+    try:
+        return launch(evaluation.scenario, name, sized_as(evaluation, name)).command
+    except InputError:
+        return None
 
 
 def _refuse(e: InputError, stderr) -> int:

@@ -85,7 +85,7 @@ def test_engine_verdicts():
 
 
 def test_the_table_leads_with_the_verdict():
-    code, out, _ = cli("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8")
+    code, out, _ = cli("--model", "meta-llama/Llama-3.1-405B", "--gpu", "h100-sxm-80gb", "--gpus", "8", "--explain")
     assert code == 0
     assert out.splitlines()[0].startswith("Verdict") and "Does not fit" in out.splitlines()[0]
     # The arithmetic gives no decode speed for it either.

@@ -226,7 +226,7 @@ def test_large_batches_are_exact_past_the_written_out_power():
 
 
 def test_the_cli_and_json_say_it_is_an_expectation():
-    code, out, _ = cli("--model", "Qwen/Qwen3-30B-A3B", "--context", "4096", "--gpu", "h100-sxm-80gb")
+    code, out, _ = cli("--model", "Qwen/Qwen3-30B-A3B", "--context", "4096", "--gpu", "h100-sxm-80gb", "--explain")
     assert code == 0
     line = next(l for l in out.splitlines() if "Weights a decode step reads" in l)
     assert "128 x (1 - (120/128)^1) = 8 of 128 routed experts per MoE layer (48 layers)" in line

@@ -268,9 +268,47 @@ def _heaviest_stage(scenario: Scenario):
     return best or (0, 0)
 
 
-def table(evaluation: Evaluation, unit: str = "gib") -> str:
-    scenario, result = evaluation.scenario, evaluation.result
+# The rows the short answer keeps (the CLI's default; --explain prints every row and the arithmetic).
+SHORT_ROWS = ("Verdict", "Model", "KV precision", "KV per token", "KV per request", "KV per GPU", "Weights per GPU",
+              "Max concurrent requests", "Max context")
+
+
+def table(evaluation: Evaluation, unit: str = "gib", explain: bool = True, command: str | None = None) -> str:
+    """The figures as a table. `explain`: every row, the arithmetic and why each engine figure is
+    what it is; else the short answer: the verdict, the headline rows and what runs beside the
+    model, what the engine prints, the notes, and `command` (its launch command, where one is made)."""
+    scenario = evaluation.scenario
     judged = verdict(scenario, evaluation, unit)
+    rows, serving = _rows(evaluation, judged, unit)
+    if not explain:
+        served = {name for name, _ in _serving_rows(serving)}
+        rows = [(k, v) for k, v in rows if k.startswith(SHORT_ROWS) or k in served]
+    width = max(len(k) for k, _ in rows)
+    out = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    if explain:
+        out.append("")
+        out.extend("  " + line for line in formula_lines(scenario, evaluation, unit, judged.fits))
+        for name, part in serving["serving"].items():
+            out.append("")
+            out.append(f"{SERVING_TITLES[name]}:")
+            out.extend("  " + line for line in part.get("lines", ()))
+    engine = engine_texts(scenario, evaluation, unit)
+    if engine["title"]:
+        out.append("")
+        out.append(f"Sized as {engine['title']} allocates:")
+        out.extend("  " + line for line in engine["log"].splitlines())
+        if explain:
+            out.extend(f"  why: {line}" for line in engine["why"])
+    out.extend(f"note: {w}" for w in scenario.warnings)
+    if not explain:
+        out += (["", f"Launch: {command}"] if command else []) + [
+            "", "--explain: the arithmetic, and why each figure is what it is"]
+    return "\n".join(out)
+
+
+def _rows(evaluation: Evaluation, judged, unit: str) -> tuple[list, dict]:
+    """The table's (label, value) rows, every one, and the serving figures they end with."""
+    scenario, result = evaluation.scenario, evaluation.result
     rows = [
         ("Verdict", judged.sentence),
         ("Model", f"{scenario.model.name} ({len(scenario.model.layers)} layers)"),
@@ -304,23 +342,7 @@ def table(evaluation: Evaluation, unit: str = "gib") -> str:
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
     serving = serving_figures(scenario, evaluation)
-    rows += _serving_rows(serving)
-    width = max(len(k) for k, _ in rows)
-    out = [f"{k.ljust(width)}  {v}" for k, v in rows]
-    out.append("")
-    out.extend("  " + line for line in formula_lines(scenario, evaluation, unit, judged.fits))
-    for name, part in serving["serving"].items():
-        out.append("")
-        out.append(f"{SERVING_TITLES[name]}:")
-        out.extend("  " + line for line in part.get("lines", ()))
-    engine = engine_texts(scenario, evaluation, unit)
-    if engine["title"]:
-        out.append("")
-        out.append(f"Sized as {engine['title']} allocates:")
-        out.extend("  " + line for line in engine["log"].splitlines())
-        out.extend(f"  why: {line}" for line in engine["why"])
-    out.extend(f"note: {w}" for w in scenario.warnings)
-    return "\n".join(out)
+    return rows + _serving_rows(serving), serving
 
 
 SERVING_TITLES = {"draft": "Speculative decoding", "lora": "LoRA adapters", "encoder": "Vision encoder",
