@@ -88,14 +88,14 @@ def checked() -> list[dict]:
 
 
 def release_of(version: str) -> str:
-    """The release a version's rules come from, as the README's table groups them."""
+    """The release a version's rules come from, as the table in docs/engines-and-releases.md groups them."""
     found = releases.pep440(version)
     major, minor, patch = found.key[:3]
     return f"{major}.{minor}.x"
 
 
 def markdown_table() -> str:
-    """README's table: per release line, the logs, and the median and worst error of the overhead
+    """docs/engines-and-releases.md's table: per release line, the logs, and the median and worst error of the overhead
     estimate (ours - the log's, GiB)."""
     by_release: dict[str, list[float]] = {}
     inside: dict[str, int] = {}

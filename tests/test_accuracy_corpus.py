@@ -91,6 +91,9 @@ def test_docs_accuracy_shows_the_scores_the_corpus_gives_now():
     block = text.split("<!-- accuracy:start -->\n")[1].split("\n<!-- accuracy:end -->")[0]
     scored = [accuracy.score(row) for row in ROWS]
     assert block == accuracy.markdown(scored), "run python3 tools/accuracy.py --docs"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    headline = readme.split("<!-- accuracy:start -->\n")[1].split("\n<!-- accuracy:end -->")[0]
+    assert headline == accuracy.headline(scored), "run python3 tools/accuracy.py --docs"
 
 
 def test_worked_example_a_row_scored_from_its_log_and_from_typed_inputs():

@@ -121,7 +121,7 @@ def test_accept_encoding_is_read_as_rfc_9110_says():
 
 
 def test_no_gzip_sends_every_file_as_it_is(tmp_path):
-    # To measure what a host without compression would give (bench, README's Hosting).
+    # To measure what a host without compression would give (bench, docs/hosting.md).
     wasm = b"\0asm" + b"\0" * 50_000
     (tmp_path / "pyodide.asm.wasm").write_bytes(wasm)
     proc, base = _serve(tmp_path, "--no-gzip")

@@ -116,8 +116,9 @@ def test_every_import_goes_down_the_floors():
 
 
 def layout_map() -> set:
-    """The modules README's Layout table names for app/kvcalc, as paths below it without .py."""
-    text = (ENGINE.parent.parent / "README.md").read_text(encoding="utf-8")
+    """The modules docs/architecture.md's Layout table names for app/kvcalc, as paths below it
+    without .py (the module map the README links to)."""
+    text = (ENGINE.parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     named = set()
     for row in section.splitlines():
@@ -133,5 +134,5 @@ def test_readme_layout_names_every_module_once():
     on_disk |= {p.parent.relative_to(ENGINE).as_posix() + "/" for p in MODULES if p.name == "__init__.py"
                 and p.parent != ENGINE}
     named = layout_map()
-    assert sorted(on_disk - named) == [], "README's Layout does not name these"
-    assert sorted(named - on_disk) == [], "README's Layout names what is not there"
+    assert sorted(on_disk - named) == [], "docs/architecture.md's Layout does not name these"
+    assert sorted(named - on_disk) == [], "docs/architecture.md's Layout names what is not there"

@@ -13,7 +13,7 @@ Worked examples, by hand, with the source of every number:
   85,061,827,297 B, what vLLM multiplies), A100 SXM4 80GB 85,899,345,920 B (PyTorch 85,100,068,864 B).
 - DeepSeek-V3 (deepseek-ai/DeepSeek-V3: 61 layers of MLA, a latent of 512 + a rope part of 64,
   671e9 parameters in fp8) at 131,072 tokens under vLLM.
-vLLM's rules (README "Sized the way each engine allocates"): --gpu-memory-utilization 0.92 of
+vLLM's rules (docs/engines-and-releases.md): --gpu-memory-utilization 0.92 of
 PyTorch's total by default from 0.20.0 (rounded up from 0.14.0), pages of 16 tokens (64 for MLA on
 Hopper, FlashMLA), num_blocks = KV memory // (the layers' pages together), the concurrency
 num_blocks / the blocks one request needs.
@@ -93,7 +93,7 @@ def test_llama70b_vllm_smallest_is_eight_gpus_tp8(gpu, torch_memory, holds):
     usable = math.ceil(torch_memory * VLLM_UTILIZATION)
     # 4 GPUs, tp 4: the weights and the 64 requests' blocks (8,192 / 16 = 512 blocks each, exactly
     # the tokens) leave 30 MB (H100) for everything else; vLLM's overhead alone is more (its
-    # non-torch memory at tp 4 is 1.6 GiB, README), so tp 4 does not start with 64 requests.
+    # non-torch memory at tp 4 is 1.6 GiB, docs/engines-and-releases.md), so tp 4 does not start with 64 requests.
     room = usable - L70_WEIGHTS // 4 - L70_KV_ALL // 4
     four = evaluate(dict(values, gpu=gpu, gpus=4))
     assert four.engine.overhead_bytes_per_gpu > max(room, 0) and four.capacity < 64

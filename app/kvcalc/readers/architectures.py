@@ -62,7 +62,7 @@ def summary(row: dict) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table: every architecture, its status and why, and the vLLM module read."""
+    """docs/formulas.md's table: every architecture, its status and why, and the vLLM module read."""
     lines = ["| Architecture | vLLM module | Status | Cache layout, or why not |", "| --- | --- | --- | --- |"]
     for name, row in rows():
         lines.append(f"| `{name}` | `{row['module']}` | {row['status']} | {summary(row)} |")
