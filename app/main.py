@@ -23,7 +23,7 @@ try:
         from kvcalc.reports import link
 
         from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy,
-                         serving_fields, share, state, strip, takeaway)
+                         sections, serving_fields, share, state, strip, takeaway)
         from web import files as files_module
         from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
 except Exception as exc:
@@ -209,6 +209,7 @@ def wire() -> None:
     on(el("#strip-toggle"), "click", strip.on_toggle)
     on(el("#summary .verdict"), "click", strip.on_verdict_click)
     on(document, "click", share.on_anchor_click)
+    sections.wire(share.on_section_toggle)
 
 
 def main() -> None:

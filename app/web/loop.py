@@ -93,7 +93,10 @@ def _tables() -> None:
     rules = state.current["sized_as"]
     for table in ("#attention-table", "#precision-table"):
         put(f"{table} .max-head", f"Max requests ({rules})")
-    _rows("#attention-table tbody", attention_variants(scenario))
+    designs = attention_variants(scenario)
+    _rows("#attention-table tbody", designs, why=True)
+    put("#designs-note", "Why each design's line lies where it does: " + "; ".join(
+        f"{row.label}, {row.why}" for row in designs if row.why) + "." if designs else "")
     _rows("#precision-table tbody", precision_rows(scenario))
 
 
@@ -145,7 +148,7 @@ def finish_now() -> None:
         share.flush()
 
 
-def _rows(selector: str, rows) -> None:
+def _rows(selector: str, rows, why: bool = False) -> None:
     shown = []
     for row in rows:
         e = row.evaluation
@@ -155,5 +158,6 @@ def _rows(selector: str, rows) -> None:
         else:
             cells += [f"{e.result.kv_bytes_per_token:,} B", size(e.result.kv_bytes_per_request, state.unit),
                       "n/a" if e.capacity is None else f"{e.capacity:,}"]
+        cells += [row.why] if why else []
         shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
     view(selector).show(shown)

@@ -6,9 +6,9 @@ from pyscript import window
 from kvcalc.reports import link
 from kvcalc.inputs.options import MODEL_INPUTS
 
-from web import form, pending, state
+from web import form, pending, sections, state
 from web.errors import in_page_words, label
-from web.dom import absent, copy_text, el, proxy, put, q
+from web.dom import absent, copy_text, el, js_obj, proxy, put, q
 
 URL_DELAY_MS = 80
 _link = {"last": None, "due": None, "timer": None}
@@ -17,7 +17,7 @@ _link = {"last": None, "due": None, "timer": None}
 def schedule(raw: dict) -> None:
     """Rewrite the fragment once a burst of edits pauses: replaceState costs ~2.5 ms in
     Chromium, which throttles it when called on every keystroke. Copy link flushes it first."""
-    fragment = link.encode(form.link_values(raw), pins=state.pins)
+    fragment = link.encode(form.link_values(raw), pins=state.pins, opened=state.opened)
     if fragment == _link["last"]:
         return
     _link["last"] = _link["due"] = fragment
@@ -58,6 +58,8 @@ def load(fragment: str) -> dict:
     state.pins[:], pin_notes = link.decode_pins(fragment)
     form.write(kept)
     notes = [f"{label(key)}: {in_page_words(why)}" for key, why in dropped + pin_notes]
+    notes += [f"open: the page has no section {name[:40]!r}" for name in
+              sections.open_from_link(link.decode_open(fragment))]
     # A key the page has no field for (a draft's config.json) is said, never silently left out.
     notes += [f"{key}: not an input on this page; the CLI reads it (kvcalc --link)" for key in kept
               if key != "hf-config" and q(f'[data-option="{key}"]') is None]
@@ -86,6 +88,11 @@ def changed_from_outside() -> str | None:
     return fragment
 
 
+def on_section_toggle(event) -> None:
+    if sections.on_toggle(event) and state.raw is not None:
+        schedule(state.raw)         # the link keeps the sections open
+
+
 def on_anchor_click(event) -> None:
     """In-page links scroll to their target without touching the fragment, which holds the inputs."""
     anchor = event.target.closest('a[href^="#"]')
@@ -94,6 +101,6 @@ def on_anchor_click(event) -> None:
     target = el(anchor.getAttribute("href"))
     if target is not None:
         event.preventDefault()
-        target.scrollIntoView()
+        sections.reveal(target)
         target.setAttribute("tabindex", "-1")
-        target.focus()
+        target.focus(js_obj({"preventScroll": True}))

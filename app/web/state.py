@@ -14,4 +14,5 @@ failed = None           # the pasted log's failed start (kvcalc.inputs.failed_st
 raw = None              # the last inputs as read from the form (what the fixes change)
 reading = None          # the pasted start-up log's Reading (kvcalc.inputs.startup_log), while it is in use
 plan_generation = 0     # the latest plan asked for (web.plan_view): an older one still running stops
+opened = []             # the page's sections open (web.sections), in the page's order, for the link
 plan_seen = False       # the plan's section has been on screen: from then on every update plans

@@ -101,3 +101,13 @@ def fill_shown(page, selector: str, text: str) -> None:
         e.focus(); e.value = text;
         e.dispatchEvent(new InputEvent('input', {bubbles: true, inputType: 'insertFromPaste'})); }""",
                   [selector, text])
+
+
+def open_folds(page, *names: str) -> None:
+    """Open the page's sections beyond the answer (closed until opened, issue 39) as a user does,
+    by clicking each one's summary; the link then names them (open=...)."""
+    for name in names:
+        if not page.evaluate("n => document.getElementById('fold-' + n).open", name):
+            page.click(f"#fold-{name} > summary")
+    page.wait_for_function("names => names.every(n => document.getElementById('fold-' + n).open)",
+                           arg=list(names), polling=POLL_MS)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pagekit import choose_model, open_page, settle
+from pagekit import choose_model, open_page, settle, open_folds
 from support import ROOT
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"   # from npm, for the tests only
@@ -44,6 +44,7 @@ def test_axe_on_the_custom_form_and_errors(page, site):
 
 def test_axe_on_the_compare_view(page, site):
     open_page(page, site)
+    open_folds(page, "compare")
     page.click("#pin")
     page.select_option("#kv-dtype", "fp8")
     page.click("#pin")
@@ -84,6 +85,7 @@ def test_no_horizontal_scroll(browser, site, width, scale):
     context = browser.new_context(viewport={"width": width, "height": 800}, device_scale_factor=scale)
     page = context.new_page()
     open_page(page, site + "#model=deepseek-ai/DeepSeek-V3&gpus=8&gpu=h200-141gb&batch=64")
+    open_folds(page, "compare")
     page.click("#pin")
     settle(page)
     overflow = page.evaluate("""() => [...document.querySelectorAll('body *')]

@@ -11,7 +11,7 @@ import pytest
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.sweep import SERIES_STYLES, context_points, decode_series
 
-from pagekit import choose_model, metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of, open_folds
 from support import cli
 
 GIB = 2 ** 30
@@ -53,14 +53,16 @@ def test_a_design_keeps_its_colour_and_dash_on_every_model(browser, site, scheme
     context = browser.new_context(color_scheme=scheme, service_workers="block")
     page = context.new_page()
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb")
+    open_folds(page, "charts")
     theme = 0 if scheme == "light" else 1
     before = series(page, "chart-memory")
     choose_model(page, "deepseek-ai/DeepSeek-V2-Lite")
     page.wait_for_function("kvcalcCharts['chart-memory'].series.some(s => s.label === 'MLA (current)')")
     after = series(page, "chart-memory")
     labels = [[s["label"] for s in lines] for lines in (before, after)]
-    # MQA is third on Llama (MHA, GQA, MQA, MLA) and second on DeepSeek-V2-Lite (no GQA) ...
-    assert labels[0].index("MQA") == 2 and labels[1].index("MQA") == 1
+    # MQA is third on Llama (MHA, GQA, MQA, MLA) and on DeepSeek-V2-Lite, whose GQA row is the one it
+    # would have (8 KV heads) ...
+    assert labels[0].index("MQA") == 2 and labels[1].index("MQA") == 2
     light, dark, dash = SERIES_STYLES["MQA"]
     for lines in (before, after):
         mqa = line(lines, "MQA")
@@ -72,6 +74,7 @@ def test_a_design_keeps_its_colour_and_dash_on_every_model(browser, site, scheme
 
 def test_the_current_design_precision_and_context_are_marked(page, site):
     open_page(page, site + LLAMA)
+    open_folds(page, "charts")
     evaluation = evaluation_of(page)
     contexts = context_points(evaluation.scenario)
     at = contexts.index(32768)
@@ -94,6 +97,7 @@ def test_the_current_design_precision_and_context_are_marked(page, site):
 
 def test_the_decode_chart_marks_the_chosen_batch_and_the_compute_ceiling(page, site):
     open_page(page, site + LLAMA)
+    open_folds(page, "time")
     evaluation = evaluation_of(page)
     expected = decode_series(evaluation.scenario, evaluation, evaluation.timing)
     lines = series(page, "chart-batch")
@@ -120,6 +124,7 @@ def test_the_decode_chart_marks_the_chosen_batch_and_the_compute_ceiling(page, s
 
 def test_the_context_axis_ends_at_the_models_limit(page, site):
     open_page(page, site + "#model=deepseek-ai/DeepSeek-V3&gpu=h200-141gb&gpus=8&context=8192")
+    open_folds(page, "charts")
     settle(page)
     for chart in ("chart-memory", "chart-concurrency"):
         xs, top = page.evaluate("id => [Array.from(kvcalcCharts[id].data[0]), kvcalcCharts[id].scales.x.max]", chart)
@@ -143,13 +148,15 @@ def test_hovering_a_chart_moves_nothing(browser, site, viewport):
     context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
     page = context.new_page()
     open_page(page, site + LLAMA)
+    open_folds(page, "charts", "time")
     settle(page)
     # Each chart's own box and where what follows it starts, measured from the chart: what a
     # hover could move (the page's other sections may still be settling, which these do not see).
     layout = """() => %s.map(id => {
         const chart = document.getElementById(id), box = chart.getBoundingClientRect(),
               legend = chart.querySelector('.u-legend').getBoundingClientRect();
-        return [box.width, box.height, legend.height, chart.nextElementSibling.getBoundingClientRect().top - box.top];
+        const next = chart.nextElementSibling || chart.parentElement.nextElementSibling;
+        return [box.width, box.height, legend.height, next.getBoundingClientRect().top - box.top];
     })""" % json.dumps(list(CHARTS))
     for chart in CHARTS:
         page.locator(f"#{chart}").scroll_into_view_if_needed()
@@ -168,6 +175,7 @@ def test_hovering_a_chart_moves_nothing(browser, site, viewport):
 def test_with_vllm_the_budget_is_vllms_kv_memory(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&engine=vllm&context=16384"
                            "&memory-utilization=0.9")
+    open_folds(page, "charts")
     evaluation = evaluation_of(page)
     at = context_points(evaluation.scenario).index(16384)
     code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--engine", "vllm",

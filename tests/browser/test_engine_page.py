@@ -4,7 +4,7 @@ the same as `kvcalc --engine`, and a KV memory pasted from a real log reproducin
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import metrics, open_page, settle, url_of, open_folds
 
 LLAMA_H100 = "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&memory-utilization=0.9"
 
@@ -20,6 +20,7 @@ def test_choosing_vllm_shows_what_it_will_print(page, site):
     assert page.is_hidden("#engine-view")
     page.select_option("#engine", "vllm")
     settle(page)
+    open_folds(page, "why")
     expected = engine_json(page)
     assert expected["engine"] == "vllm" and "engine=vllm" in page.url
     assert page.is_visible("#engine-view")
@@ -37,6 +38,7 @@ def test_choosing_vllm_shows_what_it_will_print(page, site):
 def test_kv_memory_from_a_real_log_reproduces_its_figures(page, site):
     # tests/fixtures/logs/vllm-qwen3-coder-30b-a3b-tp8-24gb-ampere.log: 12.22 GiB -> 534,064 tokens, 2.04x.
     open_page(page, site + "#model=Qwen/Qwen3-30B-A3B&tp=8&context=262144&engine=vllm&kv-memory-gib=12.22")
+    open_folds(page, "why")
     settle(page)
     assert page.evaluate("document.getElementById('advanced').open")
     log = page.inner_text("#engine-log")
@@ -71,6 +73,7 @@ def test_the_engine_release_beside_size_as(page, site):
     """Issue 22: the page names the release it sizes as (the newest modelled unless given), takes
     the release a user runs, and keeps the previous one's figures when the text is not a release."""
     open_page(page, site + LLAMA_H100 + "&engine=vllm")
+    open_folds(page, "why")
     assert page.inner_text("#engine-title") == "vLLM 0.33.0"
     assert "newest release modelled" in page.inner_text("#engine-why")
     page.fill("#engine-version", "v0.19.1")
@@ -89,6 +92,7 @@ def test_llamacpp_tensor_split_field_moves_the_busiest_gpus_cache(page, site):
     # 64 layers on CUDA0, 2,788.00 MiB of q8_0 KV at 32,768 cells (an even split: 33 layers, 2,244 MiB).
     open_page(page, site + "#model=Qwen/Qwen2.5-32B&gpu=rtx-3090-24gb&gpus=2&context=32768&engine=llama.cpp"
                            "&engine-version=b4462&kv-dtype=q8_0&weights-dtype=q8_0")
+    open_folds(page, "why")
     settle(page)
     why = page.inner_text("#engine-why")
     assert "by each GPU's free memory" in why and "GPU 0: 33 layers" in why

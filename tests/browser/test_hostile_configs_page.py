@@ -8,7 +8,7 @@ import json
 
 from kvcalc.reports import link
 from kvcalc.readers import presets
-from pagekit import choose_model, metrics, open_page, settle, fill_shown
+from pagekit import choose_model, metrics, open_page, settle, fill_shown, open_folds
 
 QWEN_MOE = next(e for e in presets.model_entries() if e["id"].startswith("Qwen/Qwen3-30B-A3B"))["config"]
 HOSTILE = dict(QWEN_MOE, mlp_only_layers=5)
@@ -20,6 +20,7 @@ def stale(page) -> str:
 
 def test_a_pasted_config_that_is_refused_marks_every_figure_stale(page, site):
     recorder = open_page(page, site + "#model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm-80gb")
+    open_folds(page, "time")
     before = metrics(page)
     assert before["verdict"] == "true" and stale(page) == "false"
     choose_model(page, "config")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pagekit import metrics, open_page, settle
+from pagekit import metrics, open_page, settle, open_folds
 from support import ROOT
 
 HEADLINE = ("max_concurrency", "kv_bytes_per_request", "kv_bytes_per_gpu", "max_context")
@@ -143,6 +143,7 @@ def test_sources_are_peers_of_the_combobox(page, site):
 
 def test_chart_legends_name_series_without_empty_values(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-70B&gpu=h100-sxm-80gb&gpus=4")
+    open_folds(page, "charts")
     settle(page)
     legend = page.locator("#chart-memory .u-legend")
     assert "GQA" in legend.inner_text() and "MHA" in legend.inner_text()
@@ -155,6 +156,7 @@ def test_chart_legends_name_series_without_empty_values(page, site):
 
 def test_compare_table_appears_with_the_first_pin(page, site):
     open_page(page, site)
+    open_folds(page, "compare")
     settle(page)
     assert page.is_hidden("#compare-table")
     page.click("#pin")

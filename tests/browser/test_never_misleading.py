@@ -4,7 +4,7 @@ reserved share, and wide tables on a phone."""
 
 import json
 
-from pagekit import POLL_MS, choose_model, metrics, open_page, settle, url_of, fill_shown
+from pagekit import POLL_MS, choose_model, metrics, open_folds, open_page, settle, url_of, fill_shown
 
 
 def test_typing_before_python_is_ready_is_kept_and_computed(page, site):
@@ -84,6 +84,7 @@ def test_wide_tables_scroll_on_a_phone_with_a_cue(browser, site):
     context = browser.new_context(viewport={"width": 390, "height": 844}, service_workers="block")
     page = context.new_page()
     open_page(page, site + "#model=deepseek-ai%2FDeepSeek-V3&gpus=8&gpu=h200-141gb")
+    open_folds(page, "source", "designs", "precisions")
     # The cue is set after the browser's layout (a ResizeObserver): wait for it to be there.
     page.wait_for_function("""() => [...document.querySelectorAll('.table-wrap')].filter(w => w.checkVisibility())
         .every(w => w.dataset.scrolls === (w.scrollWidth > w.clientWidth + 1 ? 'true' : 'false'))""")

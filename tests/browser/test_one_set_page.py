@@ -10,7 +10,7 @@ import sys
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import metrics, open_page, settle, url_of, open_folds
 
 
 def cli_json(*args) -> dict:
@@ -44,10 +44,12 @@ def test_a_fresh_page_shows_what_vllm_will_print(page, site):
 
 def test_the_tables_and_commands_follow_the_engine(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&engine=vllm")
+    open_folds(page, "designs", "precisions", "takeaway")
     settle(page)
     expected = page_json(page)
     current = page.inner_text("#attention-table tr.current").split("\t")
-    assert current[-1].strip() == f"{expected['max_concurrency']:,}"
+    assert current[4].strip() == f"{expected['max_concurrency']:,}"     # then why it fits what it fits
+    assert current[5] == "131,072 B a token on the most loaded GPU (8 kv heads a layer, on the one GPU)"
     assert "vLLM" in page.inner_text("#attention-table .max-head")
     bf16 = next(row for row in page.inner_text("#precision-table tbody").splitlines() if row.startswith("bf16"))
     assert bf16.split("\t")[-1].strip() == f"{expected['max_concurrency']:,}"

@@ -3,7 +3,7 @@
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import choose_model, metrics, open_page, settle, url_of, fill_shown
+from pagekit import choose_model, metrics, open_page, settle, url_of, fill_shown, open_folds
 
 INT_METRICS = ("kv_bytes_per_token", "kv_bytes_per_request", "kv_bytes_total", "kv_bytes_per_gpu", "max_concurrency")
 
@@ -122,6 +122,7 @@ def test_pin_with_ignored_fields_says_so_and_remove_keeps_focus(page, site):
     from urllib.parse import quote
     pin = quote("model=meta-llama/Llama-3.1-8B&context=abc&gpu=nonsense", safe="")
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&pin=" + pin)
+    open_folds(page, "compare")
     assert "Pin 1 ignored" in page.inner_text("#pin-status") and "context" in page.inner_text("#pin-status")
     page.focus("#compare-table button.unpin")
     page.keyboard.press("Enter")
@@ -132,6 +133,7 @@ def test_pin_with_ignored_fields_says_so_and_remove_keeps_focus(page, site):
 
 def test_pin_is_disabled_while_inputs_are_in_error(page, site):
     open_page(page, site)
+    open_folds(page, "compare")
     page.fill("#context", "abc")
     assert page.is_disabled("#pin")
     page.fill("#context", "4096")

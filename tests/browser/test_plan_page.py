@@ -13,7 +13,7 @@ from kvcalc.planning.ask import ask_from
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import metrics, open_page, settle, url_of, open_folds
 from test_a11y import run_axe
 
 LLAMA_70B = "#model=meta-llama%2FLlama-3.1-70B&context=8192&batch=64&engine=vllm"
@@ -23,7 +23,8 @@ ROWS = "#plan-table tbody tr"
 
 
 def planned(page) -> None:
-    """The section brought on screen (it plans from then on) and its plan finished."""
+    """The section opened and brought on screen (it plans from then on) and its plan finished."""
+    open_folds(page, "plan")
     page.locator("#plan").scroll_into_view_if_needed()
     wait_plan(page)
 
@@ -59,7 +60,7 @@ def same_rows(page, values) -> list:
 
 def test_the_table_is_the_engines_plan_and_a_row_chosen_is_the_single_view(page, site):
     recorder = open_page(page, site + LLAMA_70B)
-    assert page.get_attribute("#plan", "data-state") == "idle"      # nothing planned below the fold yet
+    assert page.get_attribute("#plan", "data-state") == "idle"      # nothing planned while it is closed
     planned(page)
     rows = same_rows(page, values_of(page))
     assert len(rows) > 10 and page.inner_text("#plan-caption").startswith("The smallest deployment")
@@ -96,6 +97,7 @@ def test_enter_on_a_rows_button_applies_it(page, site):
 
 def test_prices_give_dollars_per_hour_and_a_bad_one_keeps_the_plan(page, site):
     open_page(page, site + LLAMA_70B)
+    open_folds(page, "plan")
     planned(page)
     page.fill("#prices", "h100-sxm-80gb=2.5, h200-141gb=3.5")
     page.wait_for_function("document.querySelector('#plan-table tr[data-gpu=\"h100-sxm-80gb\"][data-usd-per-hour]')")
@@ -125,6 +127,7 @@ def test_prices_give_dollars_per_hour_and_a_bad_one_keeps_the_plan(page, site):
 
 def test_a_rate_without_output_tokens_is_said_beside_the_field(page, site):
     open_page(page, site + LLAMA_70B)
+    open_folds(page, "plan")
     planned(page)
     before = shown_rows(page)
     page.fill("#rate", "2")
@@ -147,6 +150,7 @@ def test_a_rate_without_output_tokens_is_said_beside_the_field(page, site):
 
 def test_the_chart_draws_one_line_per_gpu_type_drawn(page, site):
     open_page(page, site + LLAMA_70B)
+    open_folds(page, "plan")
     planned(page)
     rows = plan.plan(values_of(page)).rows
     drawn = list(dict.fromkeys([r.gpu_name for r in rows if r.fits] + [r.gpu_name for r in rows]))[:6]
@@ -168,6 +172,7 @@ def test_the_chart_draws_one_line_per_gpu_type_drawn(page, site):
 
 def test_the_link_carries_the_plan_and_every_deployment_on_demand(page, site, context):
     open_page(page, site + LLAMA_70B)
+    open_folds(page, "plan")
     planned(page)
     page.fill("#plan-gpus", "h100-sxm-80gb,h200-141gb,l40s-48gb")
     page.fill("#plan-max-gpus", "16")
@@ -197,6 +202,7 @@ def test_the_link_carries_the_plan_and_every_deployment_on_demand(page, site, co
 
 def test_a_verdict_that_does_not_fit_names_the_plans_best_row(page, site):
     open_page(page, site + DEEPSEEK)
+    open_folds(page, "plan")
     assert page.get_attribute("[data-metric=verdict]", "data-value") == "false"
     # Planned without scrolling: the verdict needs it.
     page.wait_for_function(DONE, timeout=60_000)
@@ -226,6 +232,7 @@ def test_the_page_starts_without_the_planner_and_the_section_passes_axe(page, si
             + "json.dumps([m for m in ('kvcalc.planning.plan', 'kvcalc.planning.ask', 'kvcalc.planning.rows', 'web.plan_view') if m in sys.modules])");
     }""")
     assert json.loads(loaded) == []
+    open_folds(page, "plan")
     planned(page)
     assert page.get_attribute("#plan-table", "data-priced") == "false"
     violations = run_axe(page, site)

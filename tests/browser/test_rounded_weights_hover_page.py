@@ -3,11 +3,12 @@
 neither the budget they leave; weights counted from a config (Llama 3.1 8B's 16,060,522,496 B) are
 given to the byte."""
 
-from pagekit import open_page, settle
+from pagekit import open_folds, open_page, settle
 
 
 def hover_rows(page) -> dict:
     """The memory chart's tooltip at the middle of its plot: each line's label and its text."""
+    open_folds(page, "charts")
     page.locator("#chart-memory").scroll_into_view_if_needed()
     plot = page.locator("#chart-memory .u-over").bounding_box()
     page.mouse.move(plot["x"] + plot["width"] * 0.5, plot["y"] + plot["height"] / 2)

@@ -17,7 +17,7 @@ from kvcalc.words import size
 
 import pytest
 
-from pagekit import open_page, settle, url_of
+from pagekit import open_page, settle, url_of, open_folds
 from test_a11y import run_axe
 
 LLAMA_8B = "#model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm-80gb&engine=vllm"
@@ -181,6 +181,7 @@ def test_deepseek_v3_with_mtp_on_8_h200_and_a_256_gib_cpu_tier(page, site):
     # and the launch flags (the figures themselves are pinned in tests/serving/test_serving.py).
     recorder = open_page(page, site + "#model=deepseek-ai%2FDeepSeek-V3&gpu=h200-141gb&gpus=8&engine=vllm"
                          "&context=32768")
+    open_folds(page, "takeaway")
     settle(page)
     page.click("#serving > summary")
     page.select_option("#mtp", "on")

@@ -5,7 +5,7 @@ with the inputs on screen, and each difference from its answer to ours, the same
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.source_formula import source_formula, texts
 
-from pagekit import metrics, open_page, settle, url_of
+from pagekit import metrics, open_page, settle, url_of, open_folds
 
 LLAMA_VLLM = "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&engine=vllm"
 DEEPSEEK_TP8 = "#model=deepseek-ai/DeepSeek-V3&gpu=h200-141gb&gpus=8&tp=8"
@@ -26,6 +26,7 @@ def shown_rows(page) -> list:
 
 def test_the_source_beside_vllm_for_llama_8b(page, site):
     open_page(page, site + LLAMA_VLLM)
+    open_folds(page, "arithmetic", "source")
     want = expected(page)
     rows = shown_rows(page)
     assert [row["key"] for row in rows] == [row["key"] for row in want["rows"]]
@@ -44,6 +45,7 @@ def test_the_source_beside_vllm_for_llama_8b(page, site):
 
 def test_mla_says_the_textbook_does_not_apply(page, site):
     open_page(page, site + DEEPSEEK_TP8)
+    open_folds(page, "arithmetic", "source")
     want = expected(page)
     rows = shown_rows(page)
     first = page.inner_text("#source-lines li:first-child")
@@ -55,6 +57,7 @@ def test_mla_says_the_textbook_does_not_apply(page, site):
 
 def test_it_follows_the_unit_and_the_engine(page, site):
     open_page(page, site + LLAMA_VLLM)
+    open_folds(page, "arithmetic", "source")
     settle(page)
     page.check("input[name=unit][value=gb]")
     page.wait_for_function("document.querySelector('#source-lines li:nth-child(2)').textContent.endsWith('GB')")

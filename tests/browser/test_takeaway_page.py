@@ -9,7 +9,7 @@ from kvcalc.serving.launch import launch
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.sweep import concurrency_series, context_points, memory_series
 
-from pagekit import choose_model, metrics, open_page, settle, url_of
+from pagekit import choose_model, metrics, open_page, settle, url_of, open_folds
 
 LINK = "#model=meta-llama/Llama-3.1-70B&context=16384&batch=16&gpu=h100-sxm-80gb&gpus=8&memory-utilization=0.9"
 
@@ -36,6 +36,7 @@ def by_label(page, chart_id):
 
 def test_charts_hold_the_engines_numbers(page, site):
     open_page(page, site + LINK)
+    open_folds(page, "charts")
     evaluation = scenario_of(url_of(page))
     contexts = context_points(evaluation.scenario)
     memory = by_label(page, "chart-memory")
@@ -70,6 +71,7 @@ def bar_bytes(page):
 
 def test_pins_compare_and_round_trip(page, site, context):
     open_page(page, site + LINK)
+    open_folds(page, "compare")
     page.click("#pin")
     page.select_option("#kv-dtype", "fp8")
     page.click("#pin")
@@ -97,6 +99,7 @@ def test_launch_commands_match_the_engine(page, site):
     for fragment in (LINK, "#model=google/gemma-2-9b&context=8192&batch=4&kv-dtype=q8_0",
                      "#model=deepseek-ai/DeepSeek-V3&context=32768&gpus=8&gpu=h200-141gb&kv-dtype=fp8&block-size=64"):
         open_page(page, site + fragment)
+        open_folds(page, "takeaway")
         evaluation = scenario_of(url_of(page))
         for engine in ("vllm", "sglang", "llama.cpp"):
             # Each command is sized by its own engine, whichever the page is sized as.
@@ -109,6 +112,7 @@ def test_launch_commands_match_the_engine(page, site):
 def test_copy_launch_command(page, site, context):
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_page(page, site + LINK)
+    open_folds(page, "takeaway")
     page.click("button.copy-command[data-engine=vllm]")
     page.wait_for_function("document.getElementById('export-status').textContent === 'Copied.'")
     assert page.evaluate("navigator.clipboard.readText()").startswith("vllm serve meta-llama/Llama-3.1-70B")
@@ -116,6 +120,7 @@ def test_copy_launch_command(page, site, context):
 
 def test_exports_parse_back_to_the_same_numbers(page, site):
     open_page(page, site + LINK)
+    open_folds(page, "takeaway")
     shown = metrics(page)
     settle(page)
     page.select_option("#export-format", "json")

@@ -6,7 +6,7 @@ import json
 from kvcalc.reports.link import evaluate_link
 from kvcalc.reports.report import to_json
 
-from pagekit import metrics, open_page, url_of
+from pagekit import metrics, open_page, url_of, open_folds
 
 
 def cli_json(page) -> dict:
@@ -18,6 +18,7 @@ def cli_json(page) -> dict:
 def test_time_figures_and_charts_match_the_engine(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb&context=32768&batch=8"
                            "&prompt-tokens=16384&prefill-chunk=2048")
+    open_folds(page, "time")
     expected = cli_json(page)
     shown = metrics(page)
     for key in ("prefill_seconds", "ttft_seconds", "chunked_step_seconds", "decode_flops_per_byte",
@@ -45,6 +46,7 @@ def test_time_figures_and_charts_match_the_engine(page, site):
 
 def test_no_time_bounds_without_peaks_or_when_it_does_not_fit(page, site):
     open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=m2-ultra-192gb")
+    open_folds(page, "time")
     assert "peak FLOP/s" in page.inner_text("#timing-missing")
     assert page.is_hidden("#timing-body")
     assert page.get_attribute('[data-metric="ttft_seconds"]', "data-value") == ""

@@ -99,7 +99,7 @@ def test_each_block_in_the_built_page_is_its_options(page):
         labels = page.where(**{"for": name})
         assert [label["text"] for label in labels] == [field.label], name
         helps, errors = page.where(id=f"help-{name}"), page.where(id=f"error-{name}")
-        assert [(h["tag"], h["text"]) for h in helps] == [("small", option.help)], name
+        assert [(h["tag"], h["text"]) for h in helps] == [("small", field.help or option.help)], name
         assert [(e["tag"], e["attrs"]["class"], e["text"]) for e in errors] == [("span", "error", "")], name
         assert control["aria-describedby"] == f"help-{name} error-{name}"
         if field.control == "select":
@@ -151,3 +151,12 @@ def test_index_html_writes_no_block_by_hand():
 def test_options_not_on_the_page_have_no_control(page):
     for name in NOT_ON_PAGE:
         assert not page.where(data_option=name) and not page.where(id=name)
+
+
+def test_the_page_help_is_written_for_the_page():
+    """Issue 39: a field's help is read on the page, so it never speaks of the CLI's options or
+    contradicts what the page does (the "Size as" help said "default vllm ... as the page starts")."""
+    from kvcalc.inputs.form_blocks import FIELDS
+    for field in FIELDS:
+        text = field.help or field.option.help
+        assert "CLI" not in text and "kvcalc" not in text and "as the page starts" not in text, field.name

@@ -178,3 +178,37 @@ def test_csv_quoting_reads_back_with_the_csv_module(a, b):
     from kvcalc.reports.export import _csv
     rows = list(csv.reader(io.StringIO(f"{_csv(a)},{_csv(b)}\n", newline="")))
     assert rows == [[a, b]]
+
+
+def test_the_sections_opened_ride_in_the_link_and_the_cli_reads_past_them():
+    """Issue 39: the page's sections open are view state, `open=plan,time` after the inputs; the
+    inputs decode as before, and the CLI answers the link as if it were not there."""
+    from kvcalc.reports.link import decode_open
+    fragment = encode({"model": "google/gemma-2-9b", "context": "8192"}, opened=["plan", "time"])
+    assert fragment.endswith("&open=plan,time")
+    assert decode(fragment) == ({"model": "google/gemma-2-9b", "context": "8192"}, [])
+    assert decode_open(fragment) == ["plan", "time"] and decode_open("#model=x") == []
+    plain = cli("--link", "http://127.0.0.1:8000/#" + encode({"model": "google/gemma-2-9b", "context": "8192"}),
+                "--json")
+    opened = cli("--link", "http://127.0.0.1:8000/#" + fragment, "--json")
+    assert plain == opened and plain[0] == 0
+
+
+def test_each_attention_design_says_why_it_fits_what_it_fits():
+    """Issue 39, the seeds' Llama 3.1 70B on 8 GPUs: GQA's 8 KV heads split one a GPU, MQA's one
+    head is copied to all 8, so both cost 40,960 B a token on a GPU (80 layers x 512 B in bf16) and
+    fit as many requests; MLA's latent sits whole on each GPU and fits fewer. A precision that
+    cannot store a design (TurboQuant's packed heads, an MLA latent) leaves its why empty, the row
+    saying the refusal; DeepSeek-V3 gets the GQA row it would have."""
+    from kvcalc.reports.compare import attention_variants
+    e = scenario(model="meta-llama/Llama-3.1-70B", gpu="h200-141gb", gpus=8, engine="vllm", context=8192)
+    rows = {row.label: row for row in attention_variants(e.scenario)}
+    assert rows["GQA"].why == "40,960 B a token on the most loaded GPU (8 kv heads split over tp 8: 1 a GPU)"
+    assert rows["MQA"].why.startswith("40,960 B a token") and "copied at tp 8" in rows["MQA"].why
+    assert rows["GQA"].evaluation.capacity == rows["MQA"].evaluation.capacity > rows["MLA"].evaluation.capacity
+    assert "each of the 8 GPUs holds it whole" in rows["MLA"].why
+    packed = scenario(model="meta-llama/Llama-3.1-8B", gpu="h100-sxm-80gb", engine="vllm", kv_dtype="turboquant_k8v4")
+    mla = next(row for row in attention_variants(packed.scenario) if row.label == "MLA")
+    assert mla.why == "" and mla.refused
+    v3 = scenario(model="deepseek-ai/DeepSeek-V3", gpu="h200-141gb", gpus=8, engine="vllm", kv_dtype="fp8")
+    assert [row.label for row in attention_variants(v3.scenario)] == ["MHA", "GQA", "MQA", "MLA"]

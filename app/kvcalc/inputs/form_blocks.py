@@ -70,6 +70,7 @@ class Field:
     classes: str = ""                # more classes of the block (kind-gqa, kind-mla, wide)
     hidden: bool = False             # shown by the browser layer when it applies
     datalist: str | None = None      # the id of a datalist of suggestions the browser layer fills
+    help: str | None = None          # the page's own words, where the option's (the CLI's) do not fit here
 
     @property
     def option(self):
@@ -106,7 +107,9 @@ FIELDS = (
           listed=kv_precision_choices),
     Field("gpu", "workload", "GPU", "select", value=DEFAULT_GPU, choices=(("", "None (KV sizes only)"),),
           listed=gpu_choices),
-    Field("engine", "workload", "Size as", "select", value=DEFAULT_ENGINE, listed=engine_choices),
+    Field("engine", "workload", "Size as", "select", value=DEFAULT_ENGINE, listed=engine_choices,
+          help="The engine whose allocation the figures follow, release by release: vLLM, SGLang or llama.cpp. "
+               "The exact ideal follows no engine's rules: what the cache alone takes."),
     Field("engine-version", "workload", "Engine release", placeholder="newest modelled"),
     Field("gpus", "workload", "GPUs per model copy"),
     # Advanced: parallelism, memory, weights, prefix, blocks.
@@ -188,7 +191,9 @@ FIELDS = (
     Field("limit-mm-per-prompt", "multimodal", "Items a prompt (vLLM --limit-mm-per-prompt)",
           placeholder="its default, such as image=1,video=0"),
     Field("mmproj-bytes", "multimodal", "Projector (mmproj) bytes (llama.cpp, optional)",
-          placeholder="from its GGUF header"),
+          placeholder="from its GGUF header",
+          help="llama.cpp: the multimodal projector's (--mmproj) tensor bytes; Open files... reads them from "
+               "its GGUF header, here in this tab."),
     # What do I need? (the plan's own fieldset)
     Field("rate", "plan", "Request rate (requests/s, optional)", placeholder="the concurrent requests above"),
     Field("output-tokens", "plan", "Output tokens per request", placeholder="with a rate"),
@@ -197,7 +202,9 @@ FIELDS = (
     Field("plan-kv-dtypes", "plan", "KV precisions to try", placeholder="the KV precision above"),
     Field("plan-weights-dtypes", "plan", "Weight precisions to try", placeholder="the weights precision above"),
     Field("prices", "plan", "Prices (USD per GPU-hour)", placeholder="h100-sxm-80gb=2.49, h200-141gb=3.50",
-          classes="wide"),
+          classes="wide", help="What you pay per GPU-hour in USD, GPU=USD comma-separated; a family's name "
+                               "(H100=2.49) prices each of its presets, a narrower name's price wins; no price is "
+                               "built in."),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 PLACES = tuple(dict.fromkeys(f.place for f in FIELDS))
@@ -256,7 +263,7 @@ def render_field(field: Field, indent: str = "") -> str:
         return indent + _control(field)
     opening = f'<div class="{" ".join(("field", *field.classes.split()))}"{" hidden" if field.hidden else ""}>'
     label = f'<label for="{name}">{_text(field.label)}</label>'
-    help_ = f'<small class="help" id="help-{name}" data-help="{name}">{_text(field.option.help)}</small>'
+    help_ = f'<small class="help" id="help-{name}" data-help="{name}">{_text(field.help or field.option.help)}</small>'
     error = f'<span class="error" id="error-{name}"></span>'
     datalist = f'<datalist id="{field.datalist}"></datalist>' if field.datalist else ""
     if field.control == "input" and not field.shortcuts:

@@ -13,6 +13,8 @@ from ..sizing import compute
 
 # DeepSeek-V2/V3's latent: kv_lora_rank 512 + qk_rope_head_dim 64 (seed 000, engines.md).
 DEEPSEEK_LATENT = (512, 64)
+# The KV heads a GQA row has where the model's own attention is MLA (Llama 3's 8 groups).
+GQA_GROUPS = 8
 TABLE_PRECISIONS = ("fp32", "bf16", "fp8", "int8", "q8_0", "q5_0", "nvfp4", "q4_0", "int4")
 
 
@@ -23,6 +25,7 @@ class Row:
     evaluation: Evaluation | None   # the row's exact ideal and its engine's answer side by side
     refused: str | None = None      # why this row has no numbers
     current: bool = False
+    why: str = ""                   # why it fits what it fits: its bytes on a GPU, split or copied over tp
 
 
 def _run(scenario: Scenario, model=None, workload=None, label="", detail="", current=False) -> Row:
@@ -44,9 +47,47 @@ def _run(scenario: Scenario, model=None, workload=None, label="", detail="", cur
 
 
 def attention_variants(scenario: Scenario) -> list[Row]:
-    """MHA, GQA, MQA and MLA for this model's layer count and head dims, computed."""
-    return [_run(scenario, model, label=label, detail=detail, current=current)
+    """MHA, GQA, MQA and MLA for this model's layer count and head dims, computed, each with why
+    it fits what it fits (fits_why)."""
+    return [replace(_run(scenario, model, label=label, detail=detail, current=current), why=fits_why(scenario, model))
             for label, model, detail, current in _variants(scenario)]
+
+
+def fits_why(scenario: Scenario, model) -> str:
+    """What one token costs the most loaded GPU under this design, and why: its KV heads split
+    over tp, or copied where tp is past them (each GPU keeps max(1, kv_heads // tp)); an MLA
+    latent, which no engine splits, whole on every GPU; the layers a window caps. Worked example,
+    Llama 3.1 70B at tp 8: GQA's 8 heads are 1 a GPU, MQA's 1 head is copied to all 8, so both
+    cost 320 B a token and layer on a GPU in bf16 and fit as many requests; the MLA latent (576
+    elements, 1,152 B) sits whole on each GPU and fits fewer."""
+    tp, precision = scenario.deployment.tp, scenario.workload.kv_precision
+    cached = [layer for layer in model.layers if isinstance(layer, (FullAttention, MLAAttention))]
+    if not cached:
+        return ""
+    first = cached[0]
+    try:
+        # The busiest pipeline stage's layers, as the figures count the most loaded GPU.
+        per_gpu = max(sum(layer.row_bytes(precision, tp) * count for layer, count in stage.items()
+                          if isinstance(layer, (FullAttention, MLAAttention)))
+                      for stage, _ in model.stage_groups(scenario.deployment.pp))
+    except (InputError, ValueError):
+        return ""           # a design this precision cannot store, or the layout cannot split: its row says why
+    if isinstance(first, MLAAttention):
+        how = (f"one latent of {first.kv_lora_rank + first.rope_dim:,} elements a token and layer, no separate K and V"
+               + (f"; not split over tp: each of the {tp} GPUs holds it whole" if tp > 1 else ""))
+    else:
+        heads = first.kv_heads
+        named = f"{heads} kv head{'s' if heads != 1 else ''}"
+        if tp == 1:
+            how = f"{named} a layer, on the one GPU"
+        elif heads >= tp:
+            how = f"{named} split over tp {tp}: {heads // tp} a GPU"
+        else:
+            how = f"{named} copied at tp {tp}: each GPU keeps 1, {tp // heads} copies of each"
+    windowed = [layer for layer in cached if isinstance(layer, SlidingWindowAttention)]
+    if windowed:
+        how += f"; {len(windowed)} of its {len(cached)} attention layers keep at most {windowed[0].window:,} tokens"
+    return f"{per_gpu:,} B a token on the most loaded GPU ({how})"
 
 
 def attention_variants_models(scenario: Scenario) -> list[tuple[str, object, bool]]:
@@ -104,6 +145,9 @@ def _make_variants(model) -> list[tuple]:
              bool(attn) and own_kv == q_heads)]
     if attn and 1 < own_kv < q_heads:
         rows.append(("GQA", model, f"{own_kv} kv heads (this model)", True))
+    if not attn and q_heads > GQA_GROUPS and q_heads % GQA_GROUPS == 0:
+        # An MLA model's GQA: the KV heads of Llama 3's groups, on its own head dims.
+        rows.append(("GQA", with_heads(GQA_GROUPS), f"{GQA_GROUPS} kv heads (Llama 3's groups)", False))
     rows.append(("MQA", with_heads(1), "1 kv head", bool(attn) and own_kv == 1))
     if mla:
         rows.append(("MLA", model, f"latent {mla[0].kv_lora_rank} + rope {mla[0].rope_dim} (this model)", True))

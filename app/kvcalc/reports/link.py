@@ -50,6 +50,9 @@ MAX_FRAGMENT_CHARS = 256 * 1024
 MAX_PAIRS = 64
 MAX_PINS = 4          # pinned configurations for side-by-side comparison
 PIN_KEY = "pin"
+# The page's sections opened, in the page's order (open=plan,time): the view, not an input, so the
+# CLI reads past it and the evaluation never sees it.
+OPEN_KEY = "open"
 
 
 def _decimal(value: Fraction) -> str:
@@ -83,9 +86,10 @@ def decode_config(text: str, field: str = "hf-config") -> dict:
     return parse_config_text(raw, field)        # a draft's config names draft-hf-config
 
 
-def encode(values: dict, pins=()) -> str:
+def encode(values: dict, pins=(), opened=()) -> str:
     """Fragment text (without '#') for typed or raw values, in the schema's order; each pinned
-    configuration (itself a fragment) rides along percent-encoded under `pin`."""
+    configuration (itself a fragment) rides along percent-encoded under `pin`, and the page's
+    sections opened under `open`."""
     parts = []
     for option in OPTIONS:
         value = values.get(option.name)
@@ -101,7 +105,20 @@ def encode(values: dict, pins=()) -> str:
             text = str(value)
         parts.append(f"{option.name}={quote(text, safe='/-_.:')}")
     parts.extend(f"{PIN_KEY}={quote(pin, safe='')}" for pin in list(pins)[:MAX_PINS])
+    if opened:
+        parts.append(f"{OPEN_KEY}={','.join(quote(name, safe='-') for name in opened)}")
     return "&".join(parts)
+
+
+def decode_open(fragment: str) -> list[str]:
+    """The names of the sections a link opens, as written (the page keeps those it has)."""
+    if not isinstance(fragment, str) or len(fragment) > MAX_FRAGMENT_CHARS:
+        return []
+    for pair in fragment.lstrip("#").split("&")[:MAX_PAIRS]:
+        key, _, text = pair.partition("=")
+        if key == OPEN_KEY:
+            return [name for name in unquote(text, errors="replace").split(",") if name][:MAX_PAIRS]
+    return []
 
 
 def decode_pins(fragment: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -138,8 +155,8 @@ def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
         key, sep, text = pair.partition("=")
         key = _safe(unquote(key, errors="replace"))
         text = unquote(text, errors="replace")
-        if key == PIN_KEY:
-            continue              # pinned configurations: see decode_pins
+        if key in (PIN_KEY, OPEN_KEY):
+            continue              # pinned configurations and the sections opened: decode_pins, decode_open
         option = OPTION_BY_NAME.get(key)
         if option is None:
             ignored.append((key[:40], "unknown key"))

@@ -1,0 +1,67 @@
+"""The page's sections beyond the answer: each a fold (<details data-fold>) closed until opened,
+the ones open kept in the link (open=plan,time), and a link to one (the summary's index, "What
+do I need?") opens it and lands below the sticky summary."""
+
+from pyscript import document, window
+
+from web import plot, state
+from web.dom import absent, el, guarded, proxy
+
+
+def names() -> list[str]:
+    """Every fold's name, in the page's order."""
+    return [fold.getAttribute("data-fold") for fold in document.querySelectorAll("details[data-fold]")]
+
+
+def opened() -> list[str]:
+    return [fold.getAttribute("data-fold") for fold in document.querySelectorAll("details[data-fold][open]")]
+
+
+def open_from_link(wanted: list[str]) -> list[str]:
+    """Open the folds a link names, close the others; the names it gave that the page has no
+    section for, for the link's notes."""
+    known = names()
+    for name in known:
+        fold = el(f'details[data-fold="{name}"]')
+        should = name in wanted
+        if bool(fold.open) != should:
+            fold.open = should
+    state.opened = opened()
+    return [name for name in wanted if name not in known]
+
+
+def on_toggle(event) -> bool:
+    """A fold opened or closed by the user: whether the folds open changed (the link is then
+    rewritten by the caller); what it shows is drawn at its width."""
+    fold = event.target
+    # Other <details> toggle too (Advanced, Production, a plan row's why): only a fold counts.
+    if absent(fold) or absent(getattr(fold, "getAttribute", None)) or absent(fold.getAttribute("data-fold")):
+        return False
+    now = opened()
+    if now == state.opened:
+        return False
+    state.opened = now
+    if fold.open:
+        plot.resize()           # a chart drawn while its fold was closed had no width to take
+    return True
+
+
+def reveal(target) -> None:
+    """Open every fold around `target` (or `target` itself, a fold), then scroll it into view
+    below the summary where the summary stays on screen (it is sticky on wide screens)."""
+    node = target
+    while not absent(node):
+        if getattr(node, "tagName", "") == "DETAILS" and not node.open:
+            node.open = True
+        node = node.parentElement
+    target.scrollIntoView()
+    summary = el("#summary")
+    if summary is not None and window.getComputedStyle(summary).position == "sticky":
+        top = summary.getBoundingClientRect().bottom
+        if target.getBoundingClientRect().top < top:
+            window.scrollBy(0, target.getBoundingClientRect().top - top - 8)
+
+
+def wire(handler) -> None:
+    # "toggle" does not bubble: listened to on the document in the capture phase.
+    document.addEventListener("toggle", proxy(guarded(handler)), True)
