@@ -19,7 +19,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 VIEWPORTS = {"desktop": (1280, 800), "wide": (1440, 900), "phone": (390, 844)}
 SCHEMES = ("light", "dark")
-EXAMPLE = "#model=meta-llama/Llama-3.1-70B&context=32768&batch=16&kv-dtype=fp8&gpu=h100-sxm-80gb&gpus=4"
+EXAMPLE = "#model=meta-llama/Llama-3.1-70B&context=32768&batch=16&kv-dtype=fp8&gpu=h100-sxm-80gb&gpus=4&engine=vllm"
 
 
 def shoot(browser, site: str, out: Path) -> list[Path]:
