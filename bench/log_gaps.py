@@ -23,7 +23,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests"), str(ROOT / "tests" / "engines")]
 
 from kvcalc.errors import InputError  # noqa: E402
 from kvcalc.inputs.startup_log import read_log  # noqa: E402

@@ -10,8 +10,8 @@ from kvcalc.evaluation import evaluate
 from kvcalc.reports.report import page_texts
 from kvcalc.words import size
 
-from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, serving_view, share,
-                 source_view, state, takeaway, timing_view)
+from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, sections, serving_view,
+                 share, state, takeaway, timing_view)
 from web.dom import absent, guarded, proxy, put, view
 
 
@@ -105,7 +105,10 @@ def _launch() -> None:
 
 
 def _source() -> None:
-    source_view.render(*state.computed, state.unit)
+    # Only while its section is open: web.source_view (and the source's formula) is loaded then.
+    if sections.is_open("source"):
+        from web import source_view
+        source_view.render(*state.computed, state.unit)
 
 
 def _log() -> None:
@@ -123,6 +126,8 @@ def _fixes() -> None:
     else:
         put("#fixes", True, "hidden")
 
+
+sections.ON_OPEN["source"] = guarded(_source)     # opened: drawn for the figures on screen
 
 SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, _fixes, plan_start.side_step)
 _side = []

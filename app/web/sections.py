@@ -8,6 +8,15 @@ from web import plot, state
 from web.dom import absent, el, guarded, proxy
 
 
+# What a fold draws when it opens, for a section drawn only while open (web.loop fills it).
+ON_OPEN = {}
+
+
+def is_open(name: str) -> bool:
+    fold = el(f'details[data-fold="{name}"]')
+    return fold is not None and bool(fold.open)
+
+
 def names() -> list[str]:
     """Every fold's name, in the page's order."""
     return [fold.getAttribute("data-fold") for fold in document.querySelectorAll("details[data-fold]")]
@@ -43,6 +52,9 @@ def on_toggle(event) -> bool:
     state.opened = now
     if fold.open:
         plot.resize()           # a chart drawn while its fold was closed had no width to take
+        name = fold.getAttribute("data-fold")
+        if name in ON_OPEN and state.computed is not None:
+            ON_OPEN[name]()
     return True
 
 
