@@ -111,7 +111,8 @@ def test_the_default_table_is_the_short_answer_and_explain_the_long_one():
     assert short.splitlines()[0].startswith("Verdict") and long.splitlines()[0] == short.splitlines()[0]
     assert "Max concurrent requests (of 32,768 tokens)  14" in short and "GPU KV cache size: 465,056 tokens" in short
     assert "\nLaunch: vllm serve meta-llama/Llama-3.1-8B --max-model-len 32768 --max-num-seqs 16 " in short
-    assert "why:" not in short and "2 x 128 x 8 kv heads x 2 B" not in short and len(short.splitlines()) <= 20
+    assert "why:" not in short and "2 x 128 x 8 kv heads x 2 B" not in short and len(short.splitlines()) <= 25
+    assert "  # --kv-cache-memory-bytes 60,956,865,498 pins the KV memory computed here" in short
     assert "why:" in long and "2 x 128 x 8 kv heads x 2 B" in long and "Launch:" not in long
 
 

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import shlex
 import os
 import sys
 
@@ -16,7 +17,7 @@ from .errors import InputError
 from .readers.hfconfig import MAX_CONFIG_BYTES, parse_config_text
 from .evaluation import evaluate, sized_as, unexpected
 from .inputs.options import DEFAULT_ENGINE, EXACT, EXACT_ALIASES, MODEL_INPUTS, OPTIONS, parse_options
-from .engines import engine_name
+from .engines import engine_name, title as engine_title
 from .inputs.startup_log import MAX_LOG_CHARS, implied, log_lines, read_log
 from .inputs.scenario import resolve_model
 from .readers.safetensors import layer_list
@@ -24,6 +25,7 @@ from .units import GIB
 from .reports.export import FORMATS, export
 from .engines import REGISTRY
 from .serving.launch import launch
+from .command_line import repo as repo_of
 from .planning.plan_report import plan_json, plan_table, pointer, withheld
 from .reports.report import table, to_json
 from .reports.verdict import verdict
@@ -228,9 +230,13 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 # Only the error's lines: what they print is all there is to go on.
                 return _failure_only(failed, {"engine": failed.engine or DEFAULT_ENGINE, **given}, fmt, stdout)
             if reading is None:
-                # Only the error's lines, and the model given: sized as any question, with the
+                # Only the error's lines, and the model given: sized as any question, with what
+                # the failure printed as inputs (its context, its sequences, its share), and the
                 # failure and its fixes under the verdict (an input refused is said, not lost).
-                raw.setdefault("engine", failed.engine or DEFAULT_ENGINE)
+                _failure_inputs(failed, given, fmt, engine)
+                raw.update({name: str(failed.failure.figure(figure)) for figure, name in FAILURE_INPUTS
+                            if failed.failure is not None and failed.failure.figure(figure) is not None})
+                raw["engine"] = _failed_engine(failed) or raw.get("engine") or DEFAULT_ENGINE
             elif any(name in given for name in MODEL_INPUTS) or gguf_path is not None:
                 raw.update({k: v for k, v in reading.values.items() if k != "model"})
             else:
@@ -282,6 +288,27 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
     for note in notes:
         print(f"# {note}", file=stderr)
     return 0
+
+
+# The figures a failure prints that are inputs of the start it refused: (figure, input).
+FAILURE_INPUTS = (("context", "context"), ("batch", "batch"), ("utilization", "memory-utilization"))
+
+
+def _failure_inputs(failed, given: dict, fmt: str, launch_engine) -> None:
+    """A failed start read from its error lines alone is answered as a table or JSON, by the
+    engine whose words it printed."""
+    if fmt not in ("table", "json") or launch_engine is not None:
+        raise InputError("format" if launch_engine is None else "launch",
+                         "a failed start is answered as a table or --json: leave out --format and --launch")
+    named, printed = given.get("engine"), _failed_engine(failed)
+    if printed and named and engine_name(str(named)) != printed:
+        raise InputError("engine", f"the failed start is {engine_title(printed)}'s, not "
+                                   f"{engine_title(engine_name(str(named)))}'s: leave out --engine, or give its log")
+
+
+def _failed_engine(failed) -> str | None:
+    """The engine whose words the failure printed (its own rules named it), else the log's."""
+    return (failed.failure.engine if failed.failure is not None else None) or failed.engine
 
 
 def _refuse_empty(args: dict) -> None:
@@ -336,7 +363,8 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=Non
         found = start_fixes.for_failure(failed.failure, raw, log_flow.served_path(reading)) if failed.read else []
     else:
         found = start_fixes.fixes(raw) if fmt in ("table", "json") and command is None else []
-    return _render(evaluation, fmt, command, failed, found, explain)
+    return _render(evaluation, fmt, command, failed, found, explain,
+                   log_flow.served_path(reading) if reading is not None else None)
 
 
 def _log_summary(reading, evaluation) -> list[str]:
@@ -407,14 +435,15 @@ def _plan_best(evaluation) -> str | None:
     return _what_you_need(evaluation)[0]
 
 
-def _render(evaluation, fmt: str, command, failed=None, found=(), explain: bool = True) -> tuple[str, list[str]]:
+def _render(evaluation, fmt: str, command, failed=None, found=(), explain: bool = True,
+            served: str | None = None) -> tuple[str, list[str]]:
     """(what goes to standard output, notes for standard error), built in full before anything
     is written, so a refusal never follows half an answer."""
     unit = str(evaluation.values.get("unit", "gib")).lower()
     if command is not None:
         return command.command + "\n", list(command.notes)
     if fmt == "table":
-        text = table(evaluation, unit, explain, None if explain else _launch_line(evaluation))
+        text = table(evaluation, unit, explain, None if explain or failed is not None else _launch_line(evaluation, served))
         best, why = _what_you_need(evaluation)
         line = f"What you need: {best}; kvcalc --plan for every GPU" if best is not None else \
             None if why is None else f"What you need is not sized here: {why}: kvcalc --plan"
@@ -446,16 +475,23 @@ def _render(evaluation, fmt: str, command, failed=None, found=(), explain: bool 
     return export(evaluation.scenario, evaluation, fmt, unit), []
 
 
-def _launch_line(evaluation) -> str | None:
-    """The evaluated engine's launch command for the short answer (none for the exact ideal, or
-    where the engine cannot write one for these inputs, or they do not start: the fixes stand instead)."""
+def _launch_line(evaluation, served: str | None = None) -> str | None:
+    """The evaluated engine's launch command for the short answer, with its notes, naming the
+    checkpoint a log served (`served`); why it is not written, where the engine cannot write one
+    for these inputs. None for the exact ideal, or where they do not start (the fixes stand instead)."""
     if evaluation.engine is None or evaluation.engine.starts is False:
         return None
     name = evaluation.engine.engine
     try:
-        return launch(evaluation.scenario, name, sized_as(evaluation, name)).command
-    except InputError:
-        return None
+        command = launch(evaluation.scenario, name, sized_as(evaluation, name))
+    except InputError as e:
+        return f"not written: {e.message}"
+    if command.command is None:
+        return "not written: " + (command.notes[0] if command.notes else "the engine cannot start these inputs")
+    text = command.command
+    if served:
+        text = text.replace(shlex.quote(repo_of(evaluation.scenario, [])), shlex.quote(served), 1)
+    return "\n".join([text] + [f"  # {note}" for note in command.notes])
 
 
 def _refuse(e: InputError, stderr) -> int:

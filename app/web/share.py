@@ -57,9 +57,9 @@ def load(fragment: str) -> dict:
     kept, _, dropped = link.load(fragment)
     state.pins[:], pin_notes = link.decode_pins(fragment)
     form.write(kept)
-    notes = [f"{label(key)}: {in_page_words(why)}" for key, why in dropped + pin_notes]
-    notes += [f"open: the page has no section {name[:40]!r}" for name in
-              sections.open_from_link(link.decode_open(fragment))]
+    opened, open_notes = link.decode_open(fragment)
+    notes = [f"{label(key)}: {in_page_words(why)}" for key, why in dropped + pin_notes + open_notes]
+    notes += [f"open: the page has no section {name[:40]!r}" for name in sections.open_from_link(opened)]
     # A key the page has no field for (a draft's config.json) is said, never silently left out.
     notes += [f"{key}: not an input on this page; the CLI reads it (kvcalc --link)" for key in kept
               if key != "hf-config" and q(f'[data-option="{key}"]') is None]

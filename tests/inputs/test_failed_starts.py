@@ -396,3 +396,48 @@ def test_the_runtimes_other_words_for_running_out_are_read():
     metal = failed_start.read("ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, "
                               "size = 17000.50 MiB\nllama_model_load: error loading model\n")
     assert metal.read and metal.engine == "llama.cpp" and metal.failure.figure("tried_gib") == Fraction("17000.50") / 1024
+
+
+def test_error_lines_alone_take_the_failures_own_figures_and_engine():
+    """QAnything's one line says max seq len 4096 (vLLM's words): with Llama 3.1 8B on an RTX 4090
+    given, the question sized is 4,096 tokens, no launch line stands beside the failure, other
+    formats are refused as before, and another engine named is refused by name."""
+    log = str(FAILED / "vllm/kind1_rtx4090_qanything-qwen7b_4096.log")
+    code, out, _ = run_cli("--from-log", log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx-4090-24gb")
+    assert code == 0 and "KV per request (at 4,096 tokens)" in out and "Launch:" not in out
+    assert "--max-model-len 3792" in out
+    code, _, err = run_cli("--from-log", log, "--model", "meta-llama/Llama-3.1-8B", "--format", "csv")
+    assert code == 2 and "a failed start is answered as a table or --json" in err
+    code, _, err = run_cli("--from-log", log, "--model", "meta-llama/Llama-3.1-8B", "--engine", "sglang")
+    assert code == 2 and "the failed start is vLLM's, not SGLang's" in err
+
+
+def test_fewer_graphs_are_never_offered_below_the_speculative_step_nor_for_sequences_not_given():
+    """With 4 speculative tokens vLLM rounds each graph size up to a multiple of 5: a limit under 5
+    leaves none and it refuses to start, so such a limit is refused here and never a fix. Without
+    --max-num-seqs given the launch command writes the requests that fit as --max-num-seqs, whose
+    own limit is not the one sized: no graphs-fewer fix then."""
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "rtx-4090-24gb", "engine": "vllm", "engine-version": "0.33.0",
+            "draft-model": "meta-llama/Llama-3.2-1B", "spec-tokens": "4"}
+    refused = evaluate(base | {"max-cudagraph-capture-size": "4"})
+    assert [e.field for e in refused.errors] == ["max-cudagraph-capture-size"] and "under 5" in refused.errors[0].message
+    assert evaluate(base | {"max-cudagraph-capture-size": "5"}).ok
+    short = {"model": "meta-llama/Llama-3.1-8B", "gpu": "rtx-4090-24gb", "engine": "vllm", "context": "44000"}
+    assert "graphs-fewer" not in {f.kind for f in fixes.fixes(short)}
+    limited = [f for f in fixes.fixes(base | {"kv-dtype": "fp8", "context": "48500", "batch": "64"})
+               if f.kind == "graphs-fewer"]
+    assert all(dict(f.changes)["max-cudagraph-capture-size"] >= 5 for f in limited)
+
+
+def test_a_logs_graphs_move_when_a_what_if_limits_them():
+    """Gemma 4 26B-A4B on a DGX Spark, vLLM 0.20.0, ran with the default limit (its non-default args
+    name none): --max-cudagraph-capture-size 8 leaves fewer graphs and more KV memory than the
+    40.61 GiB it printed; --enforce-eager with a limit says the limit is left out of the command."""
+    log = str(LOGS / "vllm-gemma4-26b-a4b-dgx-spark-tp1-util08-8k-v0.20.0.log")
+    _, same, _ = run_cli("--from-log", log, "--json")
+    _, fewer, _ = run_cli("--from-log", log, "--max-cudagraph-capture-size", "8", "--json")
+    assert json.loads(same)["engine_kv_budget_bytes_per_gpu"] < json.loads(fewer)["engine_kv_budget_bytes_per_gpu"]
+    code, out, _ = run_cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm-80gb", "--engine", "vllm",
+                           "--enforce-eager", "on", "--max-cudagraph-capture-size", "64")
+    assert code == 0 and "--max-cudagraph-capture-size" not in out.split("Launch: ")[1].split("\n")[0]
+    assert "# no --max-cudagraph-capture-size: --enforce-eager captures no CUDA graphs" in out

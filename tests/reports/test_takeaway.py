@@ -187,7 +187,10 @@ def test_the_sections_opened_ride_in_the_link_and_the_cli_reads_past_them():
     fragment = encode({"model": "google/gemma-2-9b", "context": "8192"}, opened=["plan", "time"])
     assert fragment.endswith("&open=plan,time")
     assert decode(fragment) == ({"model": "google/gemma-2-9b", "context": "8192"}, [])
-    assert decode_open(fragment) == ["plan", "time"] and decode_open("#model=x") == []
+    assert decode_open(fragment) == (["plan", "time"], []) and decode_open("#model=x") == ([], [])
+    # A second `open` is said, as any repeated key is; the key percent-encoded is the same key.
+    assert decode_open(fragment + "&open=compare") == (["plan", "time"], [("open", "repeated; the first value was kept")])
+    assert decode_open("#model=x&%6Fpen=plan") == (["plan"], [])
     plain = cli("--link", "http://127.0.0.1:8000/#" + encode({"model": "google/gemma-2-9b", "context": "8192"}),
                 "--json")
     opened = cli("--link", "http://127.0.0.1:8000/#" + fragment, "--json")

@@ -40,6 +40,7 @@ DEFAULTS = {
     "LOG_READER": None,                    # no start-up log reader
     "FAILURES": None,                      # no reader of its failed starts, no fixes of its own
     "OWN_OPTIONS": (),                     # no option that only it takes
+    "LOGGED_WHEN_SET": (),                 # no option its log is known to print whenever set
     "PADS_CELLS_TO": None,                 # it pads no cell count
     "USABLE_BY_GPU": False,                # its usable memory may move with the layout: the planner asks per layout
     "SERVING": None,                       # its serving rules are not written down: serving/ refuses the parts

@@ -104,6 +104,10 @@ class OptionalMembers(Protocol):
     inputs.failed_start, reports.fixes."""
     OWN_OPTIONS: tuple
     """Options only it takes ("memory-in-use-gib"); default (). engines.option_owners, the scenario."""
+    LOGGED_WHEN_SET: tuple
+    """Its options its start-up log prints whenever they are set (vLLM's non-default args): a log
+    that does not print one ran with its default, so a what-if that sets it moves the figures;
+    default (). The scenario's measured deployment."""
     PADS_CELLS_TO: int
     """It pads the cells a context takes to a multiple of this (llama.cpp: 256); default None. The
     source formula's words."""

@@ -129,7 +129,7 @@ FIELDS = (
     Field("enforce-eager", "advanced", "CUDA graphs (vLLM)", "select",
           choices=(("", "captured (the default)"), ("on", "none: --enforce-eager"))),
     Field("max-cudagraph-capture-size", "advanced", "Largest CUDA-graph batch (vLLM)",
-          placeholder="min(2 x max-num-seqs, 512)"),
+          placeholder="vLLM's default"),
     Field("prefix-caching", "advanced", "Prefix caching (vLLM)", "select",
           choices=(("", "the release's default"), ("on", "on: --enable-prefix-caching"),
                    ("off", "off: --no-enable-prefix-caching"))),

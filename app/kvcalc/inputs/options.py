@@ -329,8 +329,9 @@ OPTIONS = (
     Option("enforce-eager", "text", "engine", "vLLM: --enforce-eager on (no CUDA graphs, so none come out of the "
            "KV memory from 0.20.0) or off (the default).", choice=_one_of("on", "off")),
     Option("max-cudagraph-capture-size", "int", "engine", "vLLM --max-cudagraph-capture-size (0.11.1 on): the "
-           "largest batch it captures CUDA graphs for (default min(2 x max-num-seqs, 512)); from 0.20.0 the graphs' "
-           "memory comes out of the KV memory, so fewer of them leave more for the cache.", 1, 1 << 16),
+           "largest batch it captures CUDA graphs for (default 2 x max-num-seqs x the tokens a decode step verifies, "
+           "at most 512, or 1,024 on Blackwell from 0.28.0); from 0.20.0 the graphs' memory comes out of the KV "
+           "memory, so fewer of them leave more for the cache.", 1, 1 << 16),
     Option("prefix-caching", "text", "engine", "vLLM: --enable-prefix-caching on or off; for a hybrid it sets the "
            "state pages a request keeps (on: align mode, two). Default: the release's, off for hybrids before "
            "0.28.0.", choice=_one_of("on", "off")),

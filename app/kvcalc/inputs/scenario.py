@@ -97,6 +97,9 @@ def _measured(values: dict) -> "Measured | None":
     current = {k: v for k, v in values.items()
                if k not in MEASURED_INPUTS and k not in ("measured-with", "kv-memory-gib")}
     logged = dict(values["measured-with"])
+    for name in engines.member(engines.REGISTRY.get(logged.get("engine", values.get("engine"))), "LOGGED_WHEN_SET"):
+        if name not in logged:
+            current.pop(name, None)     # the log ran with the engine's default: an edit of it is a what-if
     if any(name in logged for name in MODEL_INPUTS):
         # The log's model is the measured one, however the model on screen is given now.
         current = {k: v for k, v in current.items() if k not in MODEL_INPUTS}

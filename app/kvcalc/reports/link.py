@@ -110,15 +110,21 @@ def encode(values: dict, pins=(), opened=()) -> str:
     return "&".join(parts)
 
 
-def decode_open(fragment: str) -> list[str]:
-    """The names of the sections a link opens, as written (the page keeps those it has)."""
+def decode_open(fragment: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The names of the sections a link opens, as written (the page keeps those it has), and a
+    second `open` said as ignored, as decode says of any repeated key."""
     if not isinstance(fragment, str) or len(fragment) > MAX_FRAGMENT_CHARS:
-        return []
+        return [], []
+    names, ignored = None, []
     for pair in fragment.lstrip("#").split("&")[:MAX_PAIRS]:
         key, _, text = pair.partition("=")
-        if key == OPEN_KEY:
-            return [name for name in unquote(text, errors="replace").split(",") if name][:MAX_PAIRS]
-    return []
+        if _safe(unquote(key, errors="replace")) != OPEN_KEY:
+            continue
+        if names is not None:
+            ignored.append((OPEN_KEY, "repeated; the first value was kept"))
+            break
+        names = [name for name in unquote(text, errors="replace").split(",") if name][:MAX_PAIRS]
+    return names or [], ignored
 
 
 def decode_pins(fragment: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -155,7 +161,7 @@ def decode(fragment: str) -> tuple[dict, list[tuple[str, str]]]:
         key, sep, text = pair.partition("=")
         key = _safe(unquote(key, errors="replace"))
         text = unquote(text, errors="replace")
-        if key in (PIN_KEY, OPEN_KEY):
+        if key == PIN_KEY or key == OPEN_KEY:
             continue              # pinned configurations and the sections opened: decode_pins, decode_open
         option = OPTION_BY_NAME.get(key)
         if option is None:

@@ -73,6 +73,8 @@ FAILURES = "failures"        # its failed starts and their fixes: engines/vllm/f
 OWN_OPTIONS = ("vllm-runner", "vllm-entry", "vllm-engine", "enforce-eager", "max-cudagraph-capture-size", "prefix-caching",
                "language-model-only", "limit-mm-per-prompt", "kv-dtype-skip-layers", "hybrid-kv-cache-manager",
                "kv-connector")    # options only vLLM takes
+# Printed in "non-default args" whenever given: a log without it ran with vLLM's default.
+LOGGED_WHEN_SET = ("max-cudagraph-capture-size",)
 USABLE_BY_GPU = True         # --gpu-memory-utilization x the GPU's total: no layout moves it
 KV_MEMORY_LOGGED = True      # its log prints "Available KV cache memory" to 0.01 GiB
 SEPARATE_V = False           # K and V in one dtype
@@ -176,7 +178,9 @@ def size(scenario, chunk: int, budget: Budget, notes: list) -> EngineResult:
     if scenario.settings.language_model_only:
         rules.check_text_only(release_of(scenario), dict(scenario.settings.mm_limits))
     if scenario.settings.capture_size_limit is not None:
-        rules.check_capture_size_limit(release_of(scenario))
+        draft = scenario.serving.draft
+        rules.check_capture_size_limit(release_of(scenario), scenario.settings.capture_size_limit,
+                                       draft.spec_tokens or 0 if draft is not None else 0)
     if scenario.serving.draft is not None:
         _check_draft(scenario, notes)
     block, why = allocator.block_size_for(model, dep.gpu, scenario.settings.block_size)

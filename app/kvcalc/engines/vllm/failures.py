@@ -106,8 +106,12 @@ def fix_kinds(failure) -> tuple:
 
 def capture_limit_in_force(evaluation) -> int | None:
     """The largest batch it captures CUDA graphs for with these inputs, where their memory comes out
-    of the KV memory (profile.cudagraph_estimate); None where it does not (eager, before 0.20.0)."""
+    of the KV memory (profile.cudagraph_estimate); None where it does not (eager, before 0.20.0), or
+    where the sequences are not given: the launch command then writes the requests that fit as
+    --max-num-seqs, whose own default limit (2 x that) is not the one sized here."""
     scenario = evaluation.scenario
+    if not scenario.settings.batch_given:
+        return None
     release, gpu = release_of(scenario), scenario.deployment.gpu
     if not rules.subtracts_cudagraphs(release, scenario.settings.enforce_eager,
                                       gpu is not None and gpu.platform == "rocm"):

@@ -66,8 +66,10 @@ def command(scenario, result, name: str, release, chunk: int) -> Launch:
     args += prefill_chunk(scenario, chunk, "--max-num-batched-tokens", notes)
     args += ["--enforce-eager"] if scenario.settings.enforce_eager else []
     limit = scenario.settings.capture_size_limit
-    args += ["--max-cudagraph-capture-size", str(limit)] if limit is not None and not scenario.settings.enforce_eager \
-        else []
+    if limit is not None and scenario.settings.enforce_eager:
+        notes.append("no --max-cudagraph-capture-size: --enforce-eager captures no CUDA graphs")
+    elif limit is not None:
+        args += ["--max-cudagraph-capture-size", str(limit)]
     # --runner (0.10.2 on, vllm/engine/arg_utils.py); --task before it: "embedding" from 0.6.4, which 0.10.2's
     # TaskOption (vllm/config/__init__.py) still takes beside "embed".
     runner = scenario.settings.vllm_runner

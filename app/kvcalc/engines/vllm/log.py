@@ -191,6 +191,13 @@ _ARG_KEYS = {"max_model_len": "context", "tensor_parallel_size": "tp", "pipeline
 _ARGS = re.compile(r"'(" + "|".join(_ARG_KEYS) + r")': ('[^']{0,40}'|[\w.\-]+)")
 
 
+# An explicit list of CUDA-graph sizes (cudagraph_capture_sizes, --cudagraph-capture-sizes, the older
+# --cuda-graph-sizes): not modelled; the estimate takes the sizes a limit gives.
+_SIZES_LIST = re.compile(r"'cudagraph_capture_sizes': \[|--cudagraph-capture-sizes\b|--cuda-graph-sizes\b")
+_SIZES_NOTE = ("line {n:,}: the CUDA graphs' sizes are given as a list, which is not modelled: the graphs' estimate "
+               "takes the sizes vLLM lists up to --max-cudagraph-capture-size (or its default)")
+
+
 def _closed(args: str) -> bool:
     """Whether a printed dict is whole: its braces close where the line ends (a paste or a log
     collector may cut a long line, leaving out keys that were given). Braces inside its repr'd
@@ -231,6 +238,8 @@ def _non_default(match, sink, n, line):
     quantization = re.search(r"'quantization': '([\w.\-]{1,40})'", match["args"])
     if quantization:
         sink.show("quantization", quantization[1], n, line)
+    if _SIZES_LIST.search(match["args"]):
+        sink.notes.append(_SIZES_NOTE.format(n=n))
     for key, value in _ARGS.findall(match["args"]):
         option = _ARG_KEYS[key]
         if option == "ep":
@@ -569,6 +578,8 @@ def _json_part(key: str, text: str, value: str):
 
 
 def _flags(sink, args: str, n: int, line: str) -> None:
+    if _SIZES_LIST.search(args):
+        sink.notes.append(_SIZES_NOTE.format(n=n))
     connector = _CONNECTOR_FLAG.search(args)
     if connector:
         sink.take("kv-connector", connector[1], n, line)

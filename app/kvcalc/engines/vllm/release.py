@@ -187,10 +187,18 @@ def mamba_state_pages(release, prefix_caching: bool | None = None) -> int:
 CAPTURE_SIZE_LIMIT_FROM = (0, 11, 1)
 
 
-def check_capture_size_limit(release) -> None:
+def check_capture_size_limit(release, limit: int, spec_tokens: int = 0) -> None:
     if not release.at_least(*CAPTURE_SIZE_LIMIT_FROM):
         raise InputError("max-cudagraph-capture-size", f"vLLM {release} has no --max-cudagraph-capture-size (0.11.1 "
                                                        "on; before it --cuda-graph-sizes, which is not modelled)")
+    q = 1 + spec_tokens
+    if q > 1 and limit < q:
+        # compilation.py adjust_cudagraph_sizes_for_spec_decode rounds each size up to a multiple of q
+        # within the limit: under q none is left, and vLLM raises rather than start.
+        raise InputError("max-cudagraph-capture-size", f"{limit} is under {q}, the tokens a decode step verifies with "
+                                                       f"{spec_tokens} speculative tokens: vLLM rounds every graph "
+                                                       f"size up to a multiple of {q} and, none left, refuses to start "
+                                                       f"(\"No valid cudagraph sizes\"); give {q} or more")
 
 
 def subtracts_cudagraphs(release, eager: bool = False, rocm: bool = False) -> bool:
