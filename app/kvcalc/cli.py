@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import shlex
 import os
 import sys
 
@@ -25,7 +24,7 @@ from .units import GIB
 from .reports.export import FORMATS, export
 from .engines import REGISTRY
 from .serving.launch import launch
-from .command_line import repo as repo_of
+from .command_line import serving
 from .planning.plan_report import plan_json, plan_table, pointer, withheld
 from .reports.report import table, to_json
 from .reports.verdict import verdict
@@ -488,9 +487,7 @@ def _launch_line(evaluation, served: str | None = None) -> str | None:
         return f"not written: {e.message}"
     if command.command is None:
         return "not written: " + (command.notes[0] if command.notes else "the engine cannot start these inputs")
-    text = command.command
-    if served:
-        text = text.replace(shlex.quote(repo_of(evaluation.scenario, [])), shlex.quote(served), 1)
+    text = serving(command.command, evaluation.scenario, served)
     return "\n".join([text] + [f"  # {note}" for note in command.notes])
 
 

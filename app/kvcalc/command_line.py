@@ -120,3 +120,11 @@ def repo(scenario, notes: list) -> str:
         return scenario.model.hf_repo
     notes.append("replace MODEL with your checkpoint: this model has no Hugging Face repo id here")
     return "MODEL"
+
+
+def serving(command: str, scenario, served: str | None) -> str:
+    """`command` restarting the checkpoint a log's server was started with (`served`), not the
+    preset's repo id of its shape."""
+    if not served:
+        return command
+    return command.replace(shell_join([repo(scenario, [])]), shell_join([served]), 1)

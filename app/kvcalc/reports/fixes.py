@@ -24,7 +24,7 @@ from ..evaluation import evaluate, sized_as
 from ..inputs.options import MODEL_INPUTS
 from ..readers import gpu_presets
 from ..readers.failure_rules import SIZED_KINDS, Failure
-from ..command_line import repo
+from ..command_line import serving
 from ..serving.launch import launch
 from ..units import GIB, last_holding
 
@@ -133,9 +133,8 @@ def _fix(base, kind: str, changes: dict, words: str, module, served: str | None 
     changed = {flag for name in changes for flag in module.FLAG_OF.get(name, ())}
     flags = " ".join(shlex.quote(part) for pair in pairs if pair[0] in changed for part in pair)
     command = " ".join(shlex.quote(part) for pair in pairs for part in pair) if pairs else None
-    if command and served:
-        # The checkpoint the server was started with, not the preset's repo id of its shape.
-        command = command.replace(shlex.quote(repo(evaluation.scenario, [])), shlex.quote(served), 1)
+    if command:
+        command = serving(command, evaluation.scenario, served)
     # The longest one request can have, capped by the context the command sets (--max-model-len, -c).
     limit = engine.max_model_len or evaluation.context_limit[0]
     longest = min(limit, evaluation.scenario.workload.context_tokens) if limit else None
