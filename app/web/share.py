@@ -6,7 +6,7 @@ from pyscript import window
 from kvcalc.reports import link
 from kvcalc.inputs.options import MODEL_INPUTS
 
-from web import form, pending, sections, state
+from web import form, pending, sections, state, strip
 from web.errors import in_page_words, label
 from web.dom import absent, copy_text, el, js_obj, proxy, put, q
 
@@ -101,6 +101,7 @@ def on_anchor_click(event) -> None:
     target = el(anchor.getAttribute("href"))
     if target is not None:
         event.preventDefault()
+        strip.close()               # a phone's opened strip: what the link leads to shows below it
         sections.reveal(target)
         target.setAttribute("tabindex", "-1")
         target.focus(js_obj({"preventScroll": True}))

@@ -27,6 +27,12 @@ def on_toggle(*_) -> None:
     relabel()
 
 
+def close() -> None:
+    """Closed again once a link in it was followed: what it led to is then in view below it."""
+    if _opened():
+        on_toggle()
+
+
 def on_verdict_click(event) -> None:
     """A tap on the clamped verdict opens it too: it is where the eye is."""
     if el("#strip-toggle").offsetParent is not None:      # only where the toggle is shown (a phone)

@@ -59,3 +59,18 @@ def test_the_attention_designs_of_an_mla_model_include_gqa(page, site):
     rows = page.inner_text("#attention-table tbody")
     assert "GQA" in rows and "8 kv heads (Llama 3's groups)" in rows and "MHA" in rows
     assert "each of the 8 GPUs holds it whole" in rows
+
+
+def test_on_a_phone_the_index_closes_the_strip_and_shows_the_section_below_it(browser, site):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, service_workers="block")
+    page = context.new_page()
+    open_page(page, site + "#model=meta-llama/Llama-3.1-8B&gpu=h100-sxm-80gb")
+    page.click("#strip-toggle")
+    page.click("#section-index a[href='#fold-designs']")
+    page.wait_for_function("document.getElementById('fold-designs').open")
+    assert page.get_attribute("#summary", "data-expanded") == "false"
+    page.wait_for_function("""() => {
+        const s = document.getElementById('summary').getBoundingClientRect();
+        const t = document.getElementById('fold-designs').getBoundingClientRect();
+        return t.top >= s.bottom - 1 && t.top < window.innerHeight; }""")
+    context.close()
