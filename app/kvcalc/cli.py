@@ -358,12 +358,12 @@ def _single(raw: dict, reading, fmt: str, engine: str | None, stderr, failed=Non
             raise InputError("launch", command.notes[0])
     if any(name in evaluation.values for name in PLAN_INPUTS):
         ask_from(evaluation.values)     # the plan's own inputs refused alike, fitting or not
+    served = log_flow.served_path(reading) if reading is not None else None
     if failed is not None:
-        found = start_fixes.for_failure(failed.failure, raw, log_flow.served_path(reading)) if failed.read else []
+        found = start_fixes.for_failure(failed.failure, raw, served) if failed.read else []
     else:
         found = start_fixes.fixes(raw) if fmt in ("table", "json") and command is None else []
-    return _render(evaluation, fmt, command, failed, found, explain,
-                   log_flow.served_path(reading) if reading is not None else None)
+    return _render(evaluation, fmt, command, failed, found, explain, served)
 
 
 def _log_summary(reading, evaluation) -> list[str]:

@@ -17,11 +17,6 @@ def is_open(name: str) -> bool:
     return fold is not None and bool(fold.open)
 
 
-def names() -> list[str]:
-    """Every fold's name, in the page's order."""
-    return [fold.getAttribute("data-fold") for fold in document.querySelectorAll("details[data-fold]")]
-
-
 def opened() -> list[str]:
     return [fold.getAttribute("data-fold") for fold in document.querySelectorAll("details[data-fold][open]")]
 
@@ -29,12 +24,11 @@ def opened() -> list[str]:
 def open_from_link(wanted: list[str]) -> list[str]:
     """Open the folds a link names, close the others; the names it gave that the page has no
     section for, for the link's notes."""
-    known = names()
-    for name in known:
-        fold = el(f'details[data-fold="{name}"]')
-        should = name in wanted
-        if bool(fold.open) != should:
-            fold.open = should
+    known = []
+    for fold in document.querySelectorAll("details[data-fold]"):
+        known.append(fold.getAttribute("data-fold"))
+        if bool(fold.open) != (known[-1] in wanted):
+            fold.open = known[-1] in wanted
     state.opened = opened()
     return [name for name in wanted if name not in known]
 
@@ -69,9 +63,9 @@ def reveal(target) -> None:
     target.scrollIntoView()
     summary = el("#summary")
     if summary is not None and window.getComputedStyle(summary).position == "sticky":
-        top = summary.getBoundingClientRect().bottom
-        if target.getBoundingClientRect().top < top:
-            window.scrollBy(0, target.getBoundingClientRect().top - top - 8)
+        under = target.getBoundingClientRect().top - summary.getBoundingClientRect().bottom
+        if under < 0:
+            window.scrollBy(0, under - 8)
 
 
 def wire(handler) -> None:

@@ -280,9 +280,8 @@ def table(evaluation: Evaluation, unit: str = "gib", explain: bool = True, comma
     scenario = evaluation.scenario
     judged = verdict(scenario, evaluation, unit)
     rows, serving = _rows(evaluation, judged, unit)
-    if not explain:
-        served = {name for name, _ in _serving_rows(serving)}
-        rows = [(k, v) for k, v in rows if k.startswith(SHORT_ROWS) or k in served]
+    parts = _serving_rows(serving)
+    rows = rows + parts if explain else [(k, v) for k, v in rows if k.startswith(SHORT_ROWS)] + parts
     width = max(len(k) for k, _ in rows)
     out = [f"{k.ljust(width)}  {v}" for k, v in rows]
     if explain:
@@ -307,7 +306,8 @@ def table(evaluation: Evaluation, unit: str = "gib", explain: bool = True, comma
 
 
 def _rows(evaluation: Evaluation, judged, unit: str) -> tuple[list, dict]:
-    """The table's (label, value) rows, every one, and the serving figures they end with."""
+    """The table's (label, value) rows, every one, and the serving figures the rows of what runs
+    beside the model come from."""
     scenario, result = evaluation.scenario, evaluation.result
     rows = [
         ("Verdict", judged.sentence),
@@ -341,8 +341,7 @@ def _rows(evaluation: Evaluation, judged, unit: str) -> tuple[list, dict]:
         ("KV = weights at context (per GPU)", "n/a" if result.kv_equals_weights_context is None
          else f"{result.kv_equals_weights_context:,} tokens"),
     ]
-    serving = serving_figures(scenario, evaluation)
-    return rows + _serving_rows(serving), serving
+    return rows, serving_figures(scenario, evaluation)
 
 
 SERVING_TITLES = {"draft": "Speculative decoding", "lora": "LoRA adapters", "encoder": "Vision encoder",
