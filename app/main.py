@@ -22,10 +22,10 @@ try:
     with precompiled():
         from kvcalc.reports import link
 
-        from web import (compare, early, engine_view, form, loop, model_picker, plan_start, plot, privacy,
-                         sections, serving_fields, share, state, strip, takeaway)
+        from web import (early, engine_view, folds, form, loop, model_picker, plan_start, privacy, sections,
+                         serving_fields, share, state, strip)
         from web import files as files_module
-        from web.dom import HTML, el, on, proxy, put, watch_scrolling_tables
+        from web.dom import HTML, el, on, put, watch_scrolling_tables
 except Exception as exc:
     failed(exc)
     raise
@@ -151,12 +151,12 @@ def on_hash_change(*_) -> None:
 
 
 def on_pin(*_) -> None:
-    compare.pin(link.encode(form.link_values(form.read())))
+    folds.on_pin(link.encode(form.link_values(form.read())))
     loop.update()
 
 
 def on_compare_click(event) -> None:
-    if compare.unpin(event):
+    if folds.on_unpin(event):
         loop.update()
         el("#pin").focus()        # the button pressed is gone with the header row it sat in
 
@@ -195,15 +195,11 @@ def wire() -> None:
     serving_fields.wire()
     on(el("#copy-link"), "click", share.on_copy)
     on(window, "hashchange", on_hash_change)
-    on(window, "resize", plot.resize)
     watch_scrolling_tables()
     on(window, "pagehide", share.flush)
     on(el("#pin"), "click", on_pin)
     on(el("#compare-table"), "click", on_compare_click)
-    on(el(".takeaway"), "click", takeaway.on_click)
-    on(el("#export-format"), "change", lambda *_: takeaway.render_export())
-    on(el("#export-download"), "click", takeaway.on_download)
-    on(el("#export-copy"), "click", takeaway.on_copy_export)
+    folds.wire(on)
     on(el("#recheck-files"), "click", privacy.list_loaded_files)
     on(el("#copy-engine-log"), "click", engine_view.on_copy)
     on(el("#strip-toggle"), "click", strip.on_toggle)
@@ -237,7 +233,6 @@ def main() -> None:
     el("#status").hidden = True
     HTML.dataset.state = "ready"
     window.performance.mark("kvcalc-ready")
-    window.kvcalcChartExact = proxy(plot.chart_exact)
     privacy.list_loaded_files()
     privacy.register_offline_copy()
 

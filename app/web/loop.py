@@ -1,18 +1,15 @@
 """One update: read the form, ask the engine, show errors or the figures. The headline figures
-and charts are written first; the side tables, comparison, commands, export and the source's
-formula follow step by step, in the same task unless a keystroke waits; the link once edits
-pause."""
+(and the charts and time, where their folds are open) are written first; the open folds' tables,
+comparison, commands, export and source's formula follow step by step (web.folds), in the same
+task unless a keystroke waits; the link once edits pause."""
 
 from pyscript import window
 
-from kvcalc.reports.compare import attention_variants, precision_rows
 from kvcalc.evaluation import evaluate
 from kvcalc.reports.report import page_texts
-from kvcalc.words import size
 
-from web import (charts, compare, engine_view, errors, form, pending, plan_start, results, sections, serving_view,
-                 share, state, takeaway, timing_view)
-from web.dom import absent, guarded, proxy, put, view
+from web import engine_view, errors, folds, form, pending, plan_start, results, serving_view, share, state
+from web.dom import absent, guarded, proxy, put
 
 
 def update(*_) -> None:
@@ -31,28 +28,27 @@ def _update() -> None:
             problems.append(state.config_error)
         elif state.config is None:
             errors.waiting("waiting for a config.json: showing the last figures")
-            compare.update_pin_button()
+            folds.pin_button()
             return
     evaluation = None if problems else evaluate(raw)
     if evaluation is not None:
         problems = list(evaluation.errors)
     problems = errors.with_held(problems, raw)      # a pasted log's refusal, or its model not known yet
     errors.show(problems, form.model_choice())
-    compare.update_pin_button()
+    folds.pin_button()
     if problems:
         return
     u = state.unit = form.unit()
     scenario = evaluation.scenario
     state.computed = (scenario, evaluation)
     state.evaluation = evaluation
-    texts = page_texts(scenario, evaluation, u)
+    texts = state.texts = page_texts(scenario, evaluation, u)
+    state.current = texts["data"]
     results.render(texts)
     engine_view.render(texts["engine"])
-    charts.render(scenario, u, evaluation)
-    timing_view.render(texts, scenario, evaluation, texts["data"]["fits"])
+    folds.draw_with_figures()           # the charts and the time, while their folds are open
     results.render_bar(evaluation, scenario, u)
     serving_view.render(texts["data"], u)
-    state.current = texts["data"]
     if not state.valid_once:
         window.performance.mark("kvcalc-figures")
     state.valid_once = True
@@ -88,29 +84,6 @@ def run_side_sections(*_) -> None:
             pending.mark("side", False)
 
 
-def _tables() -> None:
-    scenario = state.computed[0]
-    rules = state.current["sized_as"]
-    for table in ("#attention-table", "#precision-table"):
-        put(f"{table} .max-head", f"Max requests ({rules})")
-    designs = attention_variants(scenario)
-    _rows("#attention-table tbody", designs, why=True)
-    put("#designs-note", "Why each design's line lies where it does: " + "; ".join(
-        f"{row.label}, {row.why}" for row in designs if row.why) + "." if designs else "")
-    _rows("#precision-table tbody", precision_rows(scenario))
-
-
-def _launch() -> None:
-    takeaway.render_launch(*state.computed)
-
-
-def _source() -> None:
-    # Only while its section is open: web.source_view (and the source's formula) is loaded then.
-    if sections.is_open("source"):
-        from web import source_view
-        source_view.render(*state.computed, state.unit)
-
-
 def _log() -> None:
     # Only once a log was pasted, or a link carries what one measured: web.log_check is loaded then.
     if state.reading is not None or form.fields.get("measured-with"):
@@ -127,9 +100,7 @@ def _fixes() -> None:
         put("#fixes", True, "hidden")
 
 
-sections.ON_OPEN["source"] = guarded(_source)     # opened: drawn for the figures on screen
-
-SIDE_STEPS = (_tables, compare.render, _launch, _source, takeaway.render_export, _log, _fixes, plan_start.side_step)
+SIDE_STEPS = folds.SIDE_STEPS + (_log, _fixes, plan_start.side_step)
 _side = []
 _scheduling = getattr(window.navigator, "scheduling", None)
 _CAN_TELL = not absent(_scheduling) and not absent(getattr(_scheduling, "isInputPending", None))
@@ -151,18 +122,3 @@ def finish_now() -> None:
         pending.mark("side", False)
     if pending.due["link"]:
         share.flush()
-
-
-def _rows(selector: str, rows, why: bool = False) -> None:
-    shown = []
-    for row in rows:
-        e = row.evaluation
-        cells = [row.label + (" (current)" if row.current else ""), row.detail]
-        if e is None:
-            cells += [f"n/a: {row.refused}", "", ""]
-        else:
-            cells += [f"{e.result.kv_bytes_per_token:,} B", size(e.result.kv_bytes_per_request, state.unit),
-                      "n/a" if e.capacity is None else f"{e.capacity:,}"]
-        cells += [row.why] if why else []
-        shown.append(("current" if row.current else "", [(text, None, "") for text in cells]))
-    view(selector).show(shown)

@@ -2,9 +2,11 @@
 the ones open kept in the link (open=plan,time), and a link to one (the summary's index, "What
 do I need?") opens it and lands below the sticky summary."""
 
+import sys
+
 from pyscript import document, window
 
-from web import plot, state
+from web import state
 from web.dom import absent, el, guarded, proxy
 
 
@@ -45,7 +47,8 @@ def on_toggle(event) -> bool:
         return False
     state.opened = now
     if fold.open:
-        plot.resize()           # a chart drawn while its fold was closed had no width to take
+        if "web.plot" in sys.modules:   # a chart drawn while its fold was closed had no width to take
+            sys.modules["web.plot"].resize()
         name = fold.getAttribute("data-fold")
         if name in ON_OPEN and state.computed is not None:
             ON_OPEN[name]()

@@ -8,6 +8,7 @@ unit = "gib"            # the unit the figures were last written in
 stale = False           # inputs in error: the figures shown are the last valid ones
 valid_once = False      # some inputs have computed since the page opened
 computed = None         # (scenario, evaluation) of the last valid inputs
+texts = None           # the last valid inputs' page texts (kvcalc.reports.report.page_texts), for a fold opened
 current = None          # the last valid inputs' to_json column, for the comparison
 evaluation = None       # the last valid inputs' Evaluation, for the log's figures beside it
 failed = None           # the pasted log's failed start (kvcalc.inputs.failed_start), while it is in use

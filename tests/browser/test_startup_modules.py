@@ -34,5 +34,7 @@ def test_the_start_imports_only_the_modules_listed_with_their_reasons(page, site
             + "if m.split('.')[0] in ('kvcalc', 'web', 'main')))");
     }"""))
     modules = listed()
-    assert sorted(set(loaded) - set(modules)) == [], "imported at start without a reason in startup_modules.txt"
-    assert sorted(set(modules) - set(loaded)) == [], "no longer imported at start: strike it from startup_modules.txt"
+    joined = sorted(set(loaded) - set(modules))
+    assert joined == [], f"imported at start without a reason in startup_modules.txt: {joined}"
+    gone = sorted(set(modules) - set(loaded))
+    assert gone == [], f"no longer imported at start: strike {gone} from startup_modules.txt"
