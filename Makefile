@@ -20,7 +20,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 vendor: static/vendor/.ready
-static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py tools/precompile.mjs
+static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py tools/precompile.mjs tools/stdlib_compiled.txt
 	$(PYTHON) tools/vendor.py static/vendor
 	touch $@
 

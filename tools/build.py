@@ -5,7 +5,7 @@
 
 Renders index.html (preset lists, and the field blocks from the option schema, from the engine's
 own data, escaped; the boot script inlined from static/boot.js), packs
-the engine into one zip for PyScript's [files], copies static/ and the vendored runtime.
+the engine into one zip (imported as it is: static/early.mjs), copies static/ and the vendored runtime.
 """
 
 import base64
@@ -221,18 +221,18 @@ def pyscript_sources(vendor: Path) -> dict[str, bytes]:
 
 
 def precompile_app(zip_path: Path, vendor: Path) -> None:
-    """The app's zip with each module's bytecode in __pycache__, compiled by the vendored Pyodide
-    (its sources stay: small, and tracebacks keep their lines). PyScript's own package is
-    compiled too, bytecode only and checked against the sources PyScript writes: were they ever
-    to differ, Python compiles them as it did before."""
+    """The app's zip with each module's bytecode beside its source, compiled by the vendored
+    Pyodide (the sources stay: small, and tracebacks keep their lines). The page imports from the
+    zip as it is (static/early.mjs puts it first on sys.path), so PyScript's own package, taken
+    from the vendored core, is imported from it too, compiled, rather than from the sources
+    PyScript writes at every start."""
     with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
         for name, source in pyscript_sources(vendor).items():
             zf.writestr(zipfile.ZipInfo(f"pyscript/{name}", (2020, 1, 1, 0, 0, 0)), source,
                         compress_type=zipfile.ZIP_DEFLATED)
     from vendor import VendorError, precompile
     try:
-        precompile(zip_path, zip_path, keep_sources=True, checked=("pyscript",),
-                   record_exec="web/generated_code.marshal:kvcalc")
+        precompile(zip_path, zip_path, keep_sources=True, record_exec="web/generated_code.marshal:kvcalc")
     except VendorError as e:
         sys.exit(f"build.py: {e}")
 

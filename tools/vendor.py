@@ -157,29 +157,25 @@ def _copy(src_dir: Path, names: list[str], dest: Path) -> list[tuple[Path, int]]
     return copied
 
 
-# Standard-library packages the page never imports at start-up: left as sources, still
-# importable, and half the bytes of their bytecode on the wire.
-AS_SOURCE = ("email", "multiprocessing", "xml", "_pyrepl", "unittest", "http", "pdb", "pydoc", "pydoc_data",
-             "doctest", "tarfile", "mailbox", "xmlrpc", "wsgiref", "imaplib", "difflib", "statistics", "ctypes",
-             "sqlite3", "curses", "dbm", "smtplib", "ftplib", "poplib", "nntplib", "cProfile", "profile", "pstats",
-             "trace", "optparse", "configparser", "turtle", "idlelib", "tkinter", "lib2to3", "ensurepip", "venv",
-             "zoneinfo", "_pydecimal", "_pydatetime", "pickletools", "ipaddress", "calendar", "getopt", "mimetypes",
-             "plistlib", "netrc", "shelve", "cmd", "code", "tabnanny", "pyclbr", "modulefinder", "symtable",
-             "filecmp", "fileinput", "sched", "telnetlib", "uu", "xdrlib", "aifc", "wave", "sunau", "chunk",
-             "quopri", "bdb", "timeit", "zipapp", "compileall", "py_compile", "runpy", "webbrowser", "smtpd")
+# The standard-library modules compiled: the ones the page's start and the engine import. The
+# others stay sources: importable, and half the bytes of their bytecode on the wire.
+COMPILED_LIST = Path(__file__).with_name("stdlib_compiled.txt")
 
 
-def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, as_source: tuple = (),
-               checked: tuple = (), record_exec: str = "") -> None:
+def compiled_stdlib() -> tuple:
+    rows = COMPILED_LIST.read_text(encoding="utf-8").splitlines()
+    return tuple(row.split()[0] for row in rows if row.strip() and not row.startswith("#"))
+
+
+def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, only: tuple = (),
+               record_exec: str = "") -> None:
     """The zip's Python compiled to .pyc by the vendored Pyodide itself (tools/precompile.mjs)."""
     import subprocess
     command = ["node", str(ROOT / "tools" / "precompile.mjs"), str(PYODIDE_DIR), str(source_zip), str(out_zip)]
     if keep_sources:
         command.append("--keep-sources")
-    if as_source:
-        command.append("--as-source=" + ",".join(as_source))
-    if checked:
-        command.append("--checked=" + ",".join(checked))
+    if only:
+        command.append("--only=" + ",".join(only))
     if record_exec:
         command.append("--record-exec=" + record_exec)
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
@@ -198,7 +194,7 @@ def main(argv: list[str]) -> int:
         copied = _copy(PYSCRIPT_DIST, pyscript_files(), out / "pyscript")
         copied += _copy(PYODIDE_DIR, PYODIDE_FILES, out / "pyodide")
         copied += _copy(UPLOT_DIST, UPLOT_FILES, out / "uplot")
-        precompile(PYODIDE_DIR / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip", as_source=AS_SOURCE)
+        precompile(PYODIDE_DIR / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip", only=compiled_stdlib())
     except VendorError as exc:
         print(f"vendor.py: error: {exc}", file=sys.stderr)
         return 1

@@ -21,8 +21,8 @@ TABLE = os.path.join(os.path.dirname(__file__), "generated_code.marshal")
 def read_table(path: str = TABLE) -> dict:
     """{generated source: code}; empty if the build left none or it cannot be read."""
     try:
-        with open(path, "rb") as file:
-            table = marshal.load(file)
+        # Through the loader: inside the app's zip in the page, on disk in the build's check.
+        table = marshal.loads(__loader__.get_data(path))
     except (OSError, EOFError, ValueError, TypeError):
         return {}
     return table if isinstance(table, dict) else {}

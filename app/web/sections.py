@@ -42,6 +42,14 @@ def on_toggle(event) -> bool:
     # Other <details> toggle too (Advanced, Production, a plan row's why): only a fold counts.
     if absent(fold) or absent(getattr(fold, "getAttribute", None)) or absent(fold.getAttribute("data-fold")):
         return False
+    try:
+        return _toggled(fold)
+    finally:
+        # Said on the fold once Python has handled its toggle: open and drawn, or closed.
+        fold.dataset.drawn = "true" if fold.open else "false"
+
+
+def _toggled(fold) -> bool:
     now = opened()
     if now == state.opened:
         return False

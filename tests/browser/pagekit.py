@@ -109,5 +109,7 @@ def open_folds(page, *names: str) -> None:
     for name in names:
         if not page.evaluate("n => document.getElementById('fold-' + n).open", name):
             page.click(f"#fold-{name} > summary")
-    page.wait_for_function("names => names.every(n => document.getElementById('fold-' + n).open)",
+    # Drawn when it opens (web/folds.py): the page says so once Python has handled the toggle.
+    page.wait_for_function("names => names.every(n => { const fold = document.getElementById('fold-' + n); "
+                           "return fold.open && fold.dataset.drawn === 'true'; })",
                            arg=list(names), polling=POLL_MS)

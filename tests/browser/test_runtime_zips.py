@@ -44,24 +44,27 @@ def test_every_pyc_has_the_runtimes_magic(zip_path, tmp_path):
         for name in pycs:
             assert zf.read(name)[:4] == magic, name
         if zip_path.name == "python_stdlib.zip":
-            # Bytecode only, but for the packages the page never imports at start-up (kept as
-            # sources, smaller on the wire, still importable).
+            # Bytecode for exactly the modules tools/stdlib_compiled.txt lists (what the page's start
+            # and the engine import); every other module a source: smaller on the wire, importable.
             sys.path.insert(0, str(ROOT / "tools"))
-            from vendor import AS_SOURCE
-            sources = {n.split("/")[0].removesuffix(".py") for n in zf.namelist() if n.endswith(".py")}
-            assert sources and sources <= set(AS_SOURCE)
-            assert "json/__init__.pyc" in zf.namelist() and "asyncio/__init__.pyc" in zf.namelist()
+            from vendor import compiled_stdlib
+            module = lambda name: name.rsplit(".", 1)[0].removesuffix("/__init__").replace("/", ".")
+            compiled = {module(n) for n in pycs}
+            sources = {module(n) for n in zf.namelist() if n.endswith(".py")}
+            assert compiled == set(compiled_stdlib()) and not compiled & sources
+            assert {"json", "asyncio", "fractions"} <= compiled and {"email", "xml", "decimal"} & sources
 
 
 def test_the_built_zips_boot_and_compute_from_bytecode(tmp_path):
-    # The app's zip is unpacked to the filesystem as PyScript does it; every engine module and
-    # the standard library it pulls in must then import without one call to compile(), nor
-    # one exec of a source the build did not compile.
+    # The app's zip is imported as it is, first on sys.path, as static/early.mjs does it; every
+    # engine module and the standard library it pulls in must then import without one call to
+    # compile(), nor one exec of a source the build did not compile.
     out = node(f"""
 import {{ loadPyodide }} from "{(ROOT / 'node_modules' / 'pyodide' / 'pyodide.mjs').as_posix()}";
 import {{ readFileSync }} from "node:fs";
 const py = await loadPyodide({{ indexURL: "{PYODIDE.as_posix()}/" }});
-py.unpackArchive(new Uint8Array(readFileSync("{(DIST / 'app' / 'kvcalc.zip').as_posix()}")), "zip", {{ extractDir: "/app" }});
+py.FS.mkdir("/app");
+py.FS.writeFile("/app/kvcalc.zip", new Uint8Array(readFileSync("{(DIST / 'app' / 'kvcalc.zip').as_posix()}")));
 console.log(py.runPython(`
 import builtins, sys
 compiled = []
@@ -70,7 +73,7 @@ def spy(source, filename, *args, **kwargs):
     compiled.append(str(filename))
     return real_compile(source, filename, *args, **kwargs)
 builtins.compile = spy
-sys.path.insert(0, "/app")
+sys.path.insert(0, "/app/kvcalc.zip")
 import json, pkgutil, importlib
 from web.generated_code import precompiled
 with precompiled() as generated:
@@ -84,7 +87,7 @@ builtins.compile = real_compile
 json.dumps({{"modules": len(names), "kv": e.result.kv_bytes_per_token, "compiled": compiled,
             "generated": [generated.used, generated.missed],
             "stdlib_from": sys.modules["json"].__spec__.origin,
-            "cached": sys.modules["kvcalc.sizing"].__spec__.cached}})
+            "origin": sys.modules["kvcalc.sizing"].__spec__.origin}})
 `));
 """, tmp_path)
     data = json.loads(out.strip().splitlines()[-1])
@@ -93,7 +96,7 @@ json.dumps({{"modules": len(names), "kv": e.result.kv_bytes_per_token, "compiled
     # Every dataclass took its methods from the build's table (web/generated_code.py).
     assert data["generated"][0] >= 30 and data["generated"][1] == 0
     assert data["stdlib_from"].endswith(".pyc")
-    assert data["cached"] == "/app/kvcalc/__pycache__/sizing.cpython-314.pyc"
+    assert data["origin"] == "/app/kvcalc.zip/kvcalc/sizing.pyc"
 
 
 def test_pyodide_starts_before_pyscript_and_is_handed_over(page, site):
@@ -111,38 +114,43 @@ def test_pyodide_starts_before_pyscript_and_is_handed_over(page, site):
 
 def test_the_page_imports_everything_at_start_up_from_bytecode(page, site):
     # In the page itself, after start-up: each standard-library module came from a .pyc in the
-    # zip, and each module of the app and of PyScript's own package has the .pyc we shipped in
-    # __pycache__, made from the very source beside it (the hash in its header is the source's):
-    # Python loads such a .pyc and compiles nothing. (PyScript sets sys.dont_write_bytecode, so
-    # a stale one would be compiled again at every start, silently: this is the check.)
+    # runtime's zip, and each module of the app and of PyScript's own package from the .pyc we
+    # shipped in the app's zip, made from the very source beside it there (the hash in its
+    # header is the source's): Python loads such a .pyc and compiles nothing.
     from pagekit import open_page
     open_page(page, site + "#model=Qwen/Qwen3-32B&context=32768")
     found = json.loads(page.evaluate("""async () => {
         const early = await import(new URL('static/early.mjs', location.href).href);
         const py = await early.loadPyodide();
         return py.runPython(`
-import hashlib, importlib.util, json, os, sys
-stdlib, ours = {}, {}
-zips = tuple(path + "/" for path in sys.path if path.endswith(".zip"))
-for name, module in list(sys.modules.items()):
+import sys
+started = list(sys.modules.items())          # before this check's own imports
+import hashlib, importlib.util, json
+app = sys.path[0] + "/"
+zips = tuple(path + "/" for path in sys.path[1:] if path.endswith(".zip"))
+stdlib, ours, elsewhere = {}, {}, []
+for name, module in started:
     spec = getattr(module, "__spec__", None)
     origin = getattr(spec, "origin", None) or ""
-    if zips and origin.startswith(zips):
+    if origin.startswith(app):
+        data = spec.loader.get_data(origin)
+        source = spec.loader.get_data(origin[:-1]) if origin.endswith(".pyc") else b""
+        ours[name] = [origin[len(app):], hashlib.sha256(data).hexdigest(),
+                      data[8:16] == importlib.util.source_hash(source)]
+    elif zips and origin.startswith(zips):
         stdlib[name] = origin
     elif name in ("main", "web", "kvcalc", "pyscript") or name.startswith(("web.", "kvcalc.", "pyscript.")):
-        if not origin.endswith(".py"):
-            continue          # PyScript's modules made in JavaScript (pyscript.js_modules)
-        with open(spec.cached, "rb") as pyc, open(origin, "rb") as source:
-            data = pyc.read()
-            ours[name] = [os.path.relpath(spec.cached), hashlib.sha256(data).hexdigest(),
-                          data[8:16] == importlib.util.source_hash(source.read())]
-json.dumps({"stdlib": stdlib, "ours": ours})
+        if origin.endswith(".py"):      # not PyScript's modules made in JavaScript (pyscript.js_modules)
+            elsewhere.append(name)
+json.dumps({"stdlib": stdlib, "ours": ours, "elsewhere": elsewhere, "app": app})
 `);
     }"""))
-    assert len(found["stdlib"]) > 100 and {"asyncio", "json", "fractions"} <= set(found["stdlib"])
+    assert found["app"].endswith("kvcalc.zip/")
+    assert len(found["stdlib"]) > 60 and {"asyncio", "json", "fractions"} <= set(found["stdlib"])
     assert [n for n, origin in found["stdlib"].items() if not origin.endswith(".pyc")] == []
     assert {"main", "web.loop", "kvcalc.sizing", "kvcalc.engines.vllm.engine", "pyscript", "pyscript.context",
             "pyscript.display", "pyscript.events"} <= set(found["ours"])
+    assert found["elsewhere"] == []        # none from the sources PyScript writes, compiled at start
     with zipfile.ZipFile(DIST / "app" / "kvcalc.zip") as zf:
         shipped = {n: hashlib.sha256(zf.read(n)).hexdigest() for n in zf.namelist() if n.endswith(".pyc")}
     assert {name: path for name, (path, digest, _) in found["ours"].items() if shipped.get(path) != digest} == {}

@@ -22,8 +22,7 @@ STATUSES = ("exact", "refused", "not yet")
 @lru_cache(maxsize=None)
 def table() -> dict:
     """{"source": ..., "architectures": {name: {"module", "status", "layout", "why"}}}"""
-    with open(DATA, encoding="utf-8") as fh:
-        return json.load(fh)
+    return json.loads(__loader__.get_data(DATA))       # inside the app's zip too (presets.read_data)
 
 
 def entry(architecture: str) -> dict | None:

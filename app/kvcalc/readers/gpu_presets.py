@@ -4,12 +4,11 @@ is the model presets', readers/presets)."""
 
 import json
 import re
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import InputError
-from .presets import DATA, SHOWN_CANDIDATES, shown_id, typed_id
+from .presets import SHOWN_CANDIDATES, read_data, shown_id, typed_id
 
 
 # The words a GPU's facts are given in (data/gpus.json): how a program reaches it, how several of
@@ -107,8 +106,7 @@ def gpu_from_row(row: dict) -> GPU:
 
 @lru_cache(maxsize=None)
 def gpus() -> dict[str, GPU]:
-    with open(os.path.join(DATA, "gpus.json"), encoding="utf-8") as fh:
-        rows = json.load(fh)["gpus"]
+    rows = json.loads(read_data("gpus.json"))["gpus"]
     return {row["id"]: gpu_from_row(row) for row in rows}
 
 

@@ -16,10 +16,15 @@ from .quantized_bytes import has_quantization, quantized_weights
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")   # os.path: pathlib costs ~10 ms to import in Pyodide
 
 
+def read_data(name: str) -> bytes:
+    """A file of kvcalc/data, through the loader that imported this module: on disk for the CLI,
+    inside the app's zip for the page (imported from the zip as it is, never unpacked)."""
+    return __loader__.get_data(os.path.join(DATA, name))
+
+
 @lru_cache(maxsize=None)
 def model_entries() -> tuple[dict, ...]:
-    with open(os.path.join(DATA, "models.json"), encoding="utf-8") as fh:
-        return tuple(json.load(fh)["models"])
+    return tuple(json.loads(read_data("models.json"))["models"])
 
 
 @lru_cache(maxsize=None)
