@@ -25,7 +25,7 @@ static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py tools/prec
 	touch $@
 
 dist: dist/index.html
-dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py tools/precompile.mjs $(ENGINE) $(wildcard static/*)
+dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py tools/precompile.mjs tools/snapshot.mjs $(ENGINE) $(wildcard static/*)
 	$(PYTHON) tools/build.py dist
 
 serve: dist
@@ -66,7 +66,7 @@ test-engine: venv
 	$(VPY) -m pytest -q -m "not browser"
 
 bench: venv dist chromium
-	$(VPY) bench/load.py
+	$(VPY) bench/load.py --write-docs
 
 # 1280x800, 1440x900 and 390x844, light and dark, into docs/screenshots/.
 screenshots: venv dist chromium

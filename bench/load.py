@@ -12,6 +12,8 @@ each page moved. A benchmark: it prints figures and asserts nothing.
 """
 
 import argparse
+import contextlib
+import io
 import gzip
 import shutil
 import statistics
@@ -136,6 +138,49 @@ def update_latency(page, edits: int):
     }""", edits)
 
 
+def import_copy(site: Path) -> None:
+    """site/imports/: the app again, its Python started with -X importtime (each import's time,
+    written to stderr, which the page sends to the console)."""
+    shutil.copytree(site, site / "imports", ignore=shutil.ignore_patterns("stock", "baseline", "imports"))
+    early = site / "imports" / "static" / "early.mjs"
+    text = early.read_text(encoding="utf-8")
+    assert "const OPTIONS = {" in text, "static/early.mjs has no OPTIONS for loadPyodide: update bench/load.py"
+    early.write_text(text.replace("const OPTIONS = {", 'const OPTIONS = { args: ["-X", "importtime"],', 1),
+                     encoding="utf-8")
+
+
+def import_times(browser, url) -> list:
+    """[(module, self µs, cumulative µs, depth)] of a shared link's start, in import order."""
+    context = browser.new_context()
+    page = context.new_page()
+    lines = []
+    page.on("console", lambda message: lines.append(message.text))
+    page.goto(url)
+    page.wait_for_function(READY, timeout=120_000)
+    context.close()
+    rows = []
+    for line in "\n".join(lines).splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            own, total, name = line[len("import time:"):].split("|")
+            rows.append((name.strip(), int(own), int(total), (len(name) - len(name.lstrip()) - 1) // 2))
+    return rows
+
+
+def print_imports(rows: list) -> None:
+    ours = ("kvcalc", "web", "main", "pyscript")
+    app = [r for r in rows if r[0].split(".")[0] in ours]
+    stdlib = [r for r in rows if r[0].split(".")[0] not in ours]
+    ms = lambda us: us / 1000
+    print(f"Start-up imports of a shared link (python -X importtime in the page; the timer's own cost "
+          f"included): {len(app)} of the app and PyScript, {ms(sum(r[1] for r in app)):.0f} ms of their own; "
+          f"{len(stdlib)} of the standard library and Pyodide, {ms(sum(r[1] for r in stdlib)):.0f} ms")
+    cells = [f"{name} {ms(own):.1f}" for name, own, _, _ in sorted(app, key=lambda r: -r[1])]
+    for i in range(0, len(cells), 3):
+        print("  " + "".join(f"{cell:40}" for cell in cells[i:i + 3]).rstrip())
+    print("  standard library and Pyodide, the ten slowest: " + ", ".join(
+        f"{name} {ms(own):.1f}" for name, own, _, _ in sorted(stdlib, key=lambda r: -r[1])[:10]) + " (ms)")
+
+
 def engine_timings():
     from kvcalc.evaluation import evaluate
     from kvcalc.reports.sweep import context_points, memory_series
@@ -162,6 +207,8 @@ def main():
     parser.add_argument("--slow-runs", type=int, default=3, help="cold runs through the throttled network")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--each", action="store_true", help="also print every run's figures, in run order")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="also write the table and the import list into docs/performance.md (make bench)")
     args = parser.parse_args()
     dist = ROOT / "dist"
     if not (dist / "index.html").exists():
@@ -173,6 +220,7 @@ def main():
     (site / "baseline").mkdir()
     (site / "baseline" / "index.html").write_text(BASELINE_HTML)
     (site / "baseline" / "pyscript.toml").write_text(BASELINE_TOML)
+    import_copy(site)
     proc, base = serve(site)
     rows = {k: [] for k in ("app_wire", "base_wire", "app_fcp", "app_link_figures", "app_ready", "app_warm", "base_ready", "base_warm",
                             "slow_app_link_figures", "slow_app_ready", "slow_base_ready", "slow_app_fcp",
@@ -218,6 +266,7 @@ def main():
                 context, page, cold, _, _ = visit(browser, base + LINK, throttle=True)
                 rows["slow_app_link_figures"].append(cold["kvcalc-figures"])
                 context.close()
+            imports = import_times(browser, base + "imports/" + LINK)
             browser.close()
     finally:
         proc.terminate()
@@ -226,6 +275,34 @@ def main():
     if args.each:
         for key, values in rows.items():
             print(f"{key:24}", " ".join(f"{v:8.0f}" for v in values if v is not None))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(Tee(sys.stdout, printed)):
+        report(args, rows, latencies, transfer, imports)
+    if args.write_docs:
+        sys.path.insert(0, str(ROOT / "tools"))
+        import readme_block
+        readme_block.replace("bench", "```\n" + printed.getvalue().strip() + "\n```", "docs/performance.md")
+        print("docs/performance.md: the table written")
+    print()
+    # The tab while a pasted log is read, and the reader's CPU against the log's size.
+    log_gaps.main(["--dist", str(dist), "--runs", "1", "--chromium", args.chromium])
+
+
+class Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self):
+        for stream in self.streams:
+            stream.flush()
+
+
+def report(args, rows, latencies, transfer, imports) -> None:
     full, sweep = engine_timings()
     base_ready, base_warm = median(rows["base_ready"]), median(rows["base_warm"])
     print(f"KVCacheCalc load benchmark: medians of {args.runs} runs each ({args.slow_runs} throttled), headless "
@@ -262,8 +339,7 @@ def main():
     print(f"{'engine in CPython: one full result':58} {full * 1000:10.3f} {'':10} {'':7}  ms")
     print(f"{'engine in CPython: one chart sweep (4 designs)':58} {sweep * 1000:10.3f} {'':10} {'':7}  ms")
     print()
-    # The tab while a pasted log is read, and the reader's CPU against the log's size.
-    log_gaps.main(["--dist", str(dist), "--runs", "1", "--chromium", args.chromium])
+    print_imports(imports)
 
 
 if __name__ == "__main__":

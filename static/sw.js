@@ -5,10 +5,32 @@ const PREFIX = "kvcalc:" + self.registration.scope + ":";
 const CACHE = PREFIX + "@VERSION@";
 const FILES = @FILES@;
 
+// The runtime's memory snapshot travels gzipped (tools/build.py) and is kept inflated, marked
+// so, for static/early.mjs to restore on a warm load as it is. Without it a warm load starts
+// Python as a cold one does: a snapshot that fails to arrive never fails the offline copy.
+const SNAPSHOT = /\/snapshot-[0-9a-f]+\.bin$/;
+const INFLATED = "X-Kvcalc-Inflated";
+
+async function keepInflated(cache, request) {
+  try {
+    const response = await fetch(request);
+    if (!response.ok) return;
+    const inflated = await new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+    await cache.put(request, new Response(inflated, { headers: { "Content-Type": "application/octet-stream", [INFLATED]: "1" } }));
+  } catch (error) {
+    console.warn(`The runtime's snapshot was not kept (${error}): a reload starts Python as a first visit does.`);
+  }
+}
+
 self.addEventListener("install", (event) => {
   // cache: "reload" skips the browser's HTTP cache, so a release never caches older files.
   const requests = FILES.map((url) => new Request(url, { cache: "reload" }));
-  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(requests)).then(() => self.skipWaiting()));
+  event.waitUntil((async () => {
+    const cache = await caches.open(CACHE);
+    await cache.addAll(requests.filter((request) => !SNAPSHOT.test(request.url)));
+    await Promise.all(requests.filter((request) => SNAPSHOT.test(request.url)).map((request) => keepInflated(cache, request)));
+    await self.skipWaiting();
+  })());
 });
 
 // Replacing another release's copy, it tells every open page of this site: a page of another
