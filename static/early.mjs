@@ -57,7 +57,8 @@ runtime.then(
 const started = Promise.all([runtime, appCode]).then(([py, zip]) => {
   if (zip === null) throw new Error("the calculator's code (kvcalc.zip) could not be loaded");
   py.FS.writeFile(APP_ZIP, new Uint8Array(zip));
-  py.runPython(`import sys; sys.path.insert(0, "${APP_ZIP}")`);
+  // (A restored snapshot has it on sys.path already: the build imported the engine from it.)
+  py.runPython(`import sys\nif "${APP_ZIP}" not in sys.path: sys.path.insert(0, "${APP_ZIP}")`);
   return py;
 });
 
