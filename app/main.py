@@ -228,6 +228,7 @@ def main() -> None:
     if "model-search" in typed:
         model_picker.on_input(None)
     loop.finish_now()
+    sections.settled()
     for button in document.querySelectorAll("#export-download, #export-copy, [data-until-ready]"):
         button.disabled = False
     el("#status").hidden = True

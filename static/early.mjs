@@ -13,12 +13,15 @@ const sink = { stdout: (text) => console.log(text), stderr: (text) => console.er
 const APP_ZIP = "/home/pyodide/kvcalc.zip";
 const appCode = fetch(new URL("../app/kvcalc.zip", import.meta.url))
   .then((response) => response.ok ? response.arrayBuffer() : null);
-// The started runtime's memory (tools/snapshot.mjs; the build writes its file name here): a
-// warm load, served by the service worker whose cache holds it, restores it instead of starting
-// Python. A cold load never waits for it (30 MiB of memory, 4.9 MB gzipped, costs more than it
-// saves at 20 Mbit/s). One that Pyodide refuses (another build's: a release changed) or that
-// fails is set aside, and the runtime starts as on a cold load.
+// The started runtime's memory, with the engine imported from the app's zip (tools/snapshot.mjs;
+// the build writes its file name and the zip's size here): a warm load, served by the service
+// worker whose cache holds it, restores it instead of starting Python. A cold load never waits
+// for it (its 6 MB on the wire cost more than it saves at 20 Mbit/s). One that Pyodide refuses
+// (another build's: a release changed), one that fails, or one made with another zip than the
+// one that came (a release that arrived between the two) is set aside, and the runtime starts
+// as on a cold load.
 const SNAPSHOT = "";
+const SNAPSHOT_ZIP_BYTES = 0;
 const OPTIONS = {
   indexURL: new URL("./vendor/pyodide/", import.meta.url).href,
   stdout: (text) => sink.stdout(text),
@@ -48,7 +51,14 @@ const setAside = (error) => {
   return load(OPTIONS);
 };
 performance.mark("kvcalc-pyodide-start");
-const runtime = cachedSnapshot().then((snapshot) => snapshot ? restored(snapshot) : load(OPTIONS), setAside);
+const runtime = cachedSnapshot().then((snapshot) => snapshot ? restored(snapshot) : load(OPTIONS), setAside)
+  .then(async (py) => {
+    const zip = await appCode;
+    if (zip === null || !performance.getEntriesByName("kvcalc-snapshot-restored").length
+        || zip.byteLength === SNAPSHOT_ZIP_BYTES) return py;
+    performance.clearMarks("kvcalc-snapshot-restored");
+    return setAside(`made with a ${SNAPSHOT_ZIP_BYTES}-byte kvcalc.zip, not the ${zip.byteLength}-byte one that came`);
+  });
 runtime.then(
   () => performance.mark("kvcalc-pyodide-loaded"),
   (error) => window.kvcalcStart?.fail(`The Python runtime (Pyodide ${version}) could not start: ${error?.message ?? error}.`));
@@ -57,8 +67,9 @@ runtime.then(
 const started = Promise.all([runtime, appCode]).then(([py, zip]) => {
   if (zip === null) throw new Error("the calculator's code (kvcalc.zip) could not be loaded");
   py.FS.writeFile(APP_ZIP, new Uint8Array(zip));
-  // (A restored snapshot has it on sys.path already: the build imported the engine from it.)
-  py.runPython(`import sys\nif "${APP_ZIP}" not in sys.path: sys.path.insert(0, "${APP_ZIP}")`);
+  // First on sys.path, once: a restored snapshot has it already, and Pyodide puts "" before it
+  // at every start (so "" would come first, and twice).
+  py.runPython(`import sys; sys.path[:] = ["${APP_ZIP}", *dict.fromkeys(e for e in sys.path if e != "${APP_ZIP}")]`);
   return py;
 });
 

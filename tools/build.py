@@ -264,6 +264,8 @@ def build(dist: Path) -> None:
 
 
 SNAPSHOT_SLOT = 'const SNAPSHOT = "";'
+ZIP_BYTES_SLOT = "const SNAPSHOT_ZIP_BYTES = 0;"
+SNAPSHOT_NAME = re.compile(r"snapshot-[0-9a-f]{16}\.bin")
 # The engine modules the page's start imports first (tests/browser/startup_modules.txt lists every
 # module it imports): in the snapshot, imported already; the start imports whatever else it needs.
 SNAPSHOT_IMPORTS = ("kvcalc.evaluation", "kvcalc.reports.report", "kvcalc.reports.link", "kvcalc.reports.memory_bar",
@@ -271,10 +273,13 @@ SNAPSHOT_IMPORTS = ("kvcalc.evaluation", "kvcalc.reports.report", "kvcalc.report
 
 
 def write_snapshot(dist: Path) -> None:
-    """The started runtime's memory snapshot (tools/snapshot.mjs), gzipped, named by its content,
-    and its name written into dist's static/early.mjs, which restores it on a warm load. Gzipped
-    here, not by the host: 30 MiB of memory is 4.9 MB so, on every host (one that does not
-    compress it would send the 30 MiB, and some refuse files over 25 MiB)."""
+    """The started runtime's memory snapshot (tools/snapshot.mjs), gzipped, and its name and the
+    app zip's size written into dist's static/early.mjs, which restores it on a warm load.
+    Gzipped here, not by the host: 34 MiB of memory is 6 MB so, on every host (one that does not
+    compress it would send it all, and some refuse files over 25 MiB). Named by what it is made
+    from, not by its bytes, which differ from one run to the next (Python's hash seed, its random
+    state): a build of the same sources gives the same name, and the offline copy the same
+    version (write_service_worker), so a redeploy is not a new release to the browsers."""
     pyodide = dist / "static" / "vendor" / "pyodide"
     made = pyodide / "snapshot.bin"
     done = subprocess.run(["node", str(ROOT / "tools" / "snapshot.mjs"), str(pyodide), str(made),
@@ -284,14 +289,23 @@ def write_snapshot(dist: Path) -> None:
         sys.exit(f"build.py: the runtime's snapshot failed: {done.stderr.strip()[-400:]}")
     packed = gzip.compress(made.read_bytes(), 6, mtime=0)
     made.unlink()
+    inputs = hashlib.sha256()
+    app_zip = (dist / "app" / "kvcalc.zip").read_bytes()
+    for part in (pyodide / "pyodide.asm.wasm", pyodide / "pyodide.asm.mjs", pyodide / "python_stdlib.zip",
+                 ROOT / "tools" / "snapshot.mjs"):
+        inputs.update(part.read_bytes())
+    inputs.update(app_zip + ",".join(SNAPSHOT_IMPORTS).encode())
     # ".bin", not ".gz": a server that sees .gz may send it as Content-Encoding: gzip (inflated twice).
-    name = f"snapshot-{hashlib.sha256(packed).hexdigest()[:16]}.bin"
+    name = f"snapshot-{inputs.hexdigest()[:16]}.bin"
     (pyodide / name).write_bytes(packed)
     early = dist / "static" / "early.mjs"
     text = early.read_text(encoding="utf-8")
     if SNAPSHOT_SLOT not in text:
         sys.exit(f"build.py: static/early.mjs has no {SNAPSHOT_SLOT} for the snapshot's name")
-    early.write_text(text.replace(SNAPSHOT_SLOT, f'const SNAPSHOT = "{name}";'), encoding="utf-8")
+    if ZIP_BYTES_SLOT not in text:
+        sys.exit(f"build.py: static/early.mjs has no {ZIP_BYTES_SLOT} for the app zip's size")
+    text = text.replace(SNAPSHOT_SLOT, f'const SNAPSHOT = "{name}";')
+    early.write_text(text.replace(ZIP_BYTES_SLOT, f"const SNAPSHOT_ZIP_BYTES = {len(app_zip)};"), encoding="utf-8")
     print(f"{name}: the runtime's memory snapshot, {(pyodide / name).stat().st_size:,} bytes")
 
 
@@ -327,7 +341,8 @@ def write_service_worker(dist: Path) -> None:
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(dist)).encode())
-        digest.update(path.read_bytes())
+        if not SNAPSHOT_NAME.fullmatch(path.name):     # named by what it is made from (write_snapshot)
+            digest.update(path.read_bytes())
     names = ["./"] + [f"./{p.relative_to(dist).as_posix()}" for p in files]
     version = digest.hexdigest()[:16]
     text = (ROOT / "static" / "sw.js").read_text(encoding="utf-8")

@@ -82,20 +82,35 @@ SIDE = {"designs": _designs, "precisions": _precisions, "compare": _compare, "ta
         "source": _source}
 
 
-def _while_open(name: str, draw):
+_drawn_for = {}         # fold name -> the computation (state.computed) it was last drawn for
+
+
+def _draw(name: str) -> None:
+    {**WITH_FIGURES, **SIDE}[name]()
+    _drawn_for[name] = state.computed
+
+
+def _while_open(name: str):
     def step() -> None:
         if sections.is_open(name):
-            draw()
+            _draw(name)
     step.__name__ = f"draw_{name}"
     return step
 
 
 def draw_with_figures() -> None:
-    for name, draw in WITH_FIGURES.items():
-        _while_open(name, draw)()
+    for name in WITH_FIGURES:
+        _while_open(name)()
 
 
-SIDE_STEPS = tuple(_while_open(name, draw) for name, draw in SIDE.items())
+def opened(name: str) -> None:
+    """A fold just opened: drawn for the figures on screen, unless it is already (the same
+    update drew it while it was open)."""
+    if state.computed is not None and _drawn_for.get(name) is not state.computed:
+        _draw(name)
+
+
+SIDE_STEPS = tuple(_while_open(name) for name in SIDE)
 
 
 def pin_button() -> None:
@@ -134,8 +149,8 @@ def on_unpin(event) -> bool:
 
 
 def wire(on) -> None:
-    for name, draw in {**WITH_FIGURES, **SIDE}.items():
-        sections.ON_OPEN[name] = guarded(draw)
+    for name in {**WITH_FIGURES, **SIDE}:
+        sections.ON_OPEN[name] = guarded(lambda name=name: opened(name))
     on(window, "resize", resize)
     on(el(".takeaway"), "click", _lazy("takeaway", "on_click"))
     on(el("#export-format"), "change", lambda *_: _lazy("takeaway", "render_export")())

@@ -37,30 +37,38 @@ def open_from_link(wanted: list[str]) -> list[str]:
 
 def on_toggle(event) -> bool:
     """A fold opened or closed by the user: whether the folds open changed (the link is then
-    rewritten by the caller); what it shows is drawn at its width."""
+    rewritten by the caller); a fold opened is drawn for the figures on screen, at its width."""
     fold = event.target
     # Other <details> toggle too (Advanced, Production, a plan row's why): only a fold counts.
     if absent(fold) or absent(getattr(fold, "getAttribute", None)) or absent(fold.getAttribute("data-fold")):
         return False
     try:
-        return _toggled(fold)
+        if fold.open:
+            _draw_opened(fold)
+        now = opened()
+        changed = now != state.opened
+        state.opened = now
+        return changed
     finally:
-        # Said on the fold once Python has handled its toggle: open and drawn, or closed.
-        fold.dataset.drawn = "true" if fold.open else "false"
+        settled(fold)
 
 
-def _toggled(fold) -> bool:
-    now = opened()
-    if now == state.opened:
-        return False
-    state.opened = now
-    if fold.open:
-        if "web.plot" in sys.modules:   # a chart drawn while its fold was closed had no width to take
-            sys.modules["web.plot"].resize()
-        name = fold.getAttribute("data-fold")
-        if name in ON_OPEN and state.computed is not None:
-            ON_OPEN[name]()
-    return True
+def _draw_opened(fold) -> None:
+    # Drawn whether or not the list of folds open changed: two folds opened in one task (or by a
+    # link) change it once, and each must still be drawn (ON_OPEN skips one drawn already).
+    if "web.plot" in sys.modules:       # a chart drawn while its fold was closed had no width to take
+        sys.modules["web.plot"].resize()
+    name = fold.getAttribute("data-fold")
+    if name in ON_OPEN:
+        ON_OPEN[name]()
+
+
+def settled(fold=None) -> None:
+    """Say on each fold (or on `fold`) that Python has handled its opening or closing: open and
+    drawn where there are figures (data-drawn="true"), or closed. After the first figures too,
+    for a fold opened before Python was listening (the first update drew it)."""
+    for each in [fold] if fold is not None else document.querySelectorAll("details[data-fold]"):
+        each.dataset.drawn = "true" if each.open else "false"
 
 
 def reveal(target) -> None:

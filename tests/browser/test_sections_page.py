@@ -74,3 +74,26 @@ def test_on_a_phone_the_index_closes_the_strip_and_shows_the_section_below_it(br
         const t = document.getElementById('fold-designs').getBoundingClientRect();
         return t.top >= s.bottom - 1 && t.top < window.innerHeight; }""")
     context.close()
+
+
+def test_a_fold_is_drawn_when_it_opens_for_the_figures_on_screen(page, site):
+    # Issue 40: a closed fold draws nothing (web/folds.py) and is drawn when it opens. Two folds
+    # opened in one task change the folds open once, and each must still be drawn for the model
+    # now on screen, never left with the one it last showed.
+    open_page(page, site + "#model=Qwen/Qwen3-32B&gpu=h100-sxm-80gb&open=designs")
+    page.wait_for_function("document.getElementById('fold-designs').dataset.drawn === 'true'")
+    qwen = page.inner_text("#attention-table tbody")
+    page.evaluate("document.getElementById('fold-designs').open = false")
+    page.wait_for_function("document.getElementById('fold-designs').dataset.drawn === 'false'")
+    page.evaluate("location.hash = '#model=google%2Fgemma-2-9b&gpu=h100-sxm-80gb'")
+    page.wait_for_function("document.querySelector('[data-metric=kv_bytes_per_token]').dataset.value === '344064'")
+    page.evaluate("""() => { for (const name of ['precisions', 'designs'])
+        document.getElementById('fold-' + name).open = true; }""")
+    page.wait_for_function("['precisions', 'designs'].every(n => "
+                           "document.getElementById('fold-' + n).dataset.drawn === 'true')")
+    shown = page.inner_text("#attention-table tbody")
+    alone = page.context.new_page()
+    open_page(alone, site + "#model=google%2Fgemma-2-9b&gpu=h100-sxm-80gb&open=designs")
+    alone.wait_for_function("document.getElementById('fold-designs').dataset.drawn === 'true'")
+    assert shown == alone.inner_text("#attention-table tbody") != qwen
+    alone.close()
