@@ -80,13 +80,14 @@ def _rows(selector: str, rows, why: bool = False) -> None:
 WITH_FIGURES = {"charts": _charts, "time": _time}
 SIDE = {"designs": _designs, "precisions": _precisions, "compare": _compare, "takeaway": _takeaway,
         "source": _source}
+DRAWS = {**WITH_FIGURES, **SIDE}
 
 
 _drawn_for = {}         # fold name -> the computation (state.computed) it was last drawn for
 
 
 def _draw(name: str) -> None:
-    {**WITH_FIGURES, **SIDE}[name]()
+    DRAWS[name]()
     _drawn_for[name] = state.computed
 
 
@@ -118,12 +119,6 @@ def pin_button() -> None:
         sys.modules["web.compare"].update_pin_button()
 
 
-def resize(*_) -> None:
-    # Only charts drawn have a width to follow; a fold never opened drew none.
-    if "web.plot" in sys.modules:
-        sys.modules["web.plot"].resize()
-
-
 def chart_exact(chart_id):
     from web import plot
     return plot.chart_exact(chart_id)
@@ -149,9 +144,9 @@ def on_unpin(event) -> bool:
 
 
 def wire(on) -> None:
-    for name in {**WITH_FIGURES, **SIDE}:
+    for name in DRAWS:
         sections.ON_OPEN[name] = guarded(lambda name=name: opened(name))
-    on(window, "resize", resize)
+    on(window, "resize", sections.resize_charts)
     on(el(".takeaway"), "click", _lazy("takeaway", "on_click"))
     on(el("#export-format"), "change", lambda *_: _lazy("takeaway", "render_export")())
     on(el("#export-download"), "click", _lazy("takeaway", "on_download"))

@@ -56,11 +56,16 @@ def on_toggle(event) -> bool:
 def _draw_opened(fold) -> None:
     # Drawn whether or not the list of folds open changed: two folds opened in one task (or by a
     # link) change it once, and each must still be drawn (ON_OPEN skips one drawn already).
-    if "web.plot" in sys.modules:       # a chart drawn while its fold was closed had no width to take
-        sys.modules["web.plot"].resize()
+    resize_charts()             # a chart drawn while its fold was closed had no width to take
     name = fold.getAttribute("data-fold")
     if name in ON_OPEN:
         ON_OPEN[name]()
+
+
+def resize_charts(*_) -> None:
+    # Only charts drawn have a width to follow: web.plot is loaded with the first (web/folds.py).
+    if "web.plot" in sys.modules:
+        sys.modules["web.plot"].resize()
 
 
 def settled(fold=None) -> None:
