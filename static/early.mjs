@@ -35,7 +35,11 @@ const cachedSnapshot = async () => {
   if (cached.headers.get("X-Kvcalc-Inflated")) return cached.arrayBuffer();
   return new Response(cached.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
 };
-const restored = async (snapshot) => {
+const restored = async (snapshot, zip) => {
+  // Made with another zip than the one that came (a release that arrived between the two): not
+  // restored at all, so its engine never meets the new zip's modules.
+  if (zip !== null && zip.byteLength !== SNAPSHOT_ZIP_BYTES)
+    return setAside(`made with a ${SNAPSHOT_ZIP_BYTES}-byte kvcalc.zip, not the ${zip.byteLength}-byte one that came`);
   try {
     const py = await load({ ...OPTIONS, _loadSnapshot: snapshot });
     // The snapshot's random state is the build's: each page gets its own.
@@ -51,14 +55,8 @@ const setAside = (error) => {
   return load(OPTIONS);
 };
 performance.mark("kvcalc-pyodide-start");
-const runtime = cachedSnapshot().then((snapshot) => snapshot ? restored(snapshot) : load(OPTIONS), setAside)
-  .then(async (py) => {
-    const zip = await appCode;
-    if (zip === null || !performance.getEntriesByName("kvcalc-snapshot-restored").length
-        || zip.byteLength === SNAPSHOT_ZIP_BYTES) return py;
-    performance.clearMarks("kvcalc-snapshot-restored");
-    return setAside(`made with a ${SNAPSHOT_ZIP_BYTES}-byte kvcalc.zip, not the ${zip.byteLength}-byte one that came`);
-  });
+const runtime = cachedSnapshot().then(
+  async (snapshot) => snapshot ? restored(snapshot, await appCode) : load(OPTIONS), setAside);
 runtime.then(
   () => performance.mark("kvcalc-pyodide-loaded"),
   (error) => window.kvcalcStart?.fail(`The Python runtime (Pyodide ${version}) could not start: ${error?.message ?? error}.`));

@@ -300,12 +300,12 @@ def write_snapshot(dist: Path) -> None:
     (pyodide / name).write_bytes(packed)
     early = dist / "static" / "early.mjs"
     text = early.read_text(encoding="utf-8")
-    if SNAPSHOT_SLOT not in text:
-        sys.exit(f"build.py: static/early.mjs has no {SNAPSHOT_SLOT} for the snapshot's name")
-    if ZIP_BYTES_SLOT not in text:
-        sys.exit(f"build.py: static/early.mjs has no {ZIP_BYTES_SLOT} for the app zip's size")
-    text = text.replace(SNAPSHOT_SLOT, f'const SNAPSHOT = "{name}";')
-    early.write_text(text.replace(ZIP_BYTES_SLOT, f"const SNAPSHOT_ZIP_BYTES = {len(app_zip)};"), encoding="utf-8")
+    for slot, filled in ((SNAPSHOT_SLOT, f'const SNAPSHOT = "{name}";'),
+                         (ZIP_BYTES_SLOT, f"const SNAPSHOT_ZIP_BYTES = {len(app_zip)};")):
+        if slot not in text:
+            sys.exit(f"build.py: static/early.mjs has no {slot} for the build to fill in")
+        text = text.replace(slot, filled)
+    early.write_text(text, encoding="utf-8")
     print(f"{name}: the runtime's memory snapshot, {(pyodide / name).stat().st_size:,} bytes")
 
 

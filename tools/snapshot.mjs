@@ -1,6 +1,5 @@
 // The started runtime's memory, for warm loads (issue 40): run the vendored Pyodide in Node up
-// to the point the page hands it to PyScript, before any of the app, and write its memory
-// snapshot. A reload served by the service worker restores it instead of starting Python.
+// to the point the page hands it to PyScript, and write its memory snapshot. A reload served by the service worker restores it instead of starting Python.
 //
 //     node tools/snapshot.mjs PYODIDE_DIR OUT [APP_ZIP MODULE,MODULE...]
 //
@@ -11,7 +10,8 @@
 //
 // The snapshot holds Python's state as started from PYODIDE_DIR's python_stdlib.zip (zipimport's
 // directory of that very zip included), so it is made from the zip the page ships and named by
-// its content; Pyodide itself refuses one from another build (its build id). Nothing in it
+// what it is made from (tools/build.py write_snapshot); Pyodide itself refuses one from another
+// build (its build id). Nothing in it
 // comes from the machine: Python starts with the same empty environment as in the page.
 import { loadPyodide } from "pyodide";
 import { readFileSync, writeFileSync } from "node:fs";

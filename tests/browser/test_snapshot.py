@@ -104,3 +104,30 @@ def test_a_snapshot_from_another_release_or_damaged_is_set_aside(browser, site):
             assert page.evaluate("document.documentElement.dataset.state") == "ready"
     finally:
         context.close()
+
+
+def test_a_snapshot_made_with_another_zip_than_the_one_that_came_is_not_restored(browser, site):
+    # A release arriving between the snapshot and the app's zip: the zip that came is not the one
+    # the snapshot's engine was imported from, so the snapshot is set aside before it is restored.
+    context, page = _warm(browser, site)
+    try:
+        page.evaluate("""async (url) => {
+            for (const key of await caches.keys()) {
+                const cache = await caches.open(key), cached = await cache.match(url);
+                if (!cached) continue;
+                // The same zip with a one-byte comment: still a zip, another size.
+                const bytes = new Uint8Array(await cached.arrayBuffer());
+                const longer = new Uint8Array(bytes.length + 1);
+                longer.set(bytes);
+                longer[bytes.length - 2] = 1;          // the end record's comment length (none before)
+                longer[bytes.length] = 0x78;
+                await cache.put(url, new Response(longer, {headers: {"Content-Type": "application/zip"}}));
+            }
+        }""", site + "app/kvcalc.zip")
+        _reload(page)
+        refused = page.evaluate("performance.getEntriesByName('kvcalc-snapshot-refused').map(m => m.detail)")
+        assert len(refused) == 1 and "kvcalc.zip" in refused[0], refused
+        assert "kvcalc-snapshot-restored" not in page.evaluate(MARKS)
+        assert metrics(page)["kv_bytes_per_token"] == str(_expected()["kv_bytes_per_token"])
+    finally:
+        context.close()
