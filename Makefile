@@ -25,7 +25,7 @@ static/vendor/.ready: node_modules/.package-lock.json tools/vendor.py tools/prec
 	touch $@
 
 dist: dist/index.html
-dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py tools/precompile.mjs tools/snapshot.mjs $(ENGINE) $(wildcard static/*)
+dist/index.html: static/vendor/.ready index.html pyscript.toml tools/build.py tools/startup_modules.txt tools/precompile.mjs tools/snapshot.mjs $(ENGINE) $(wildcard static/*)
 	$(PYTHON) tools/build.py dist
 
 serve: dist

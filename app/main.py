@@ -22,8 +22,8 @@ try:
     with precompiled():
         from kvcalc.reports import link
 
-        from web import (early, engine_view, folds, form, loop, model_picker, plan_start, privacy, sections,
-                         serving_fields, share, state, strip)
+        from web import (early, engine_view, folds, form, later, loop, model_picker, plan_start, privacy,
+                         sections, serving_fields, share, state, strip)
         from web import files as files_module
         from web.dom import HTML, el, on, put, watch_scrolling_tables
 except Exception as exc:
@@ -209,6 +209,7 @@ def wire() -> None:
 
 
 def main() -> None:
+    later.install()
     typed = early.take()
     early.forget_preview()         # the boot script's view of the link; share.load reads it here
     wire()
@@ -234,6 +235,7 @@ def main() -> None:
     el("#status").hidden = True
     HTML.dataset.state = "ready"
     window.performance.mark("kvcalc-ready")
+    later.fetch_in_background()
     privacy.list_loaded_files()
     privacy.register_offline_copy()
 

@@ -71,6 +71,42 @@ const started = Promise.all([runtime, appCode]).then(([py, zip]) => {
   return py;
 });
 
+// What the first figures do not need: the app's other modules (the log readers, the planner, the
+// sections' drawings) and the standard library's others, in two zips (tools/build.py, vendor.py).
+// app/web/later.py fetches them once the first figures are shown, so a slow link spends its start
+// on the start, and puts them on sys.path; an import that cannot wait for them (a module asked
+// for before they came) fetches them at once, synchronously (fetchNow).
+const LATER = [["./vendor/pyodide/python_stdlib_later.zip", "/lib/python_stdlib_later.zip"],
+               ["../app/kvcalc-later.zip", "/home/pyodide/kvcalc-later.zip"]];
+const failed = (zip, status) => new Error(`${zip.url.split("/").pop()} could not be loaded (${status})`);
+globalThis.kvcalcLater = {
+  zips: LATER.map(([url, path]) => ({ url: new URL(url, import.meta.url).href, path, bytes: null, mounted: false })),
+  failed: "",       // why the fetch after the first figures failed (app/web/later.py)
+  fetch() {
+    return Promise.all(this.zips.map(async (zip) => {
+      if (zip.bytes || zip.mounted) return;
+      const response = await fetch(zip.url);
+      if (!response.ok) throw failed(zip, response.status);
+      zip.bytes = new Uint8Array(await response.arrayBuffer());
+    }));
+  },
+  fetchNow() {
+    for (const zip of this.zips.filter((z) => !z.bytes && !z.mounted)) {
+      // A synchronous request cannot ask for an ArrayBuffer on a page: each byte comes as one
+      // character of a user-defined charset (0xF780 + byte above 0x7F), and is masked back.
+      const request = new XMLHttpRequest();
+      request.open("GET", zip.url, false);
+      request.overrideMimeType("text/plain; charset=x-user-defined");
+      request.send();
+      if (request.status !== 200) throw failed(zip, request.status);
+      const text = request.responseText;
+      const bytes = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i) & 0xff;
+      zip.bytes = bytes;
+    }
+  },
+};
+
 export { version };
 export const loadPyodide = ({ stdout, stderr } = {}) => {
   if (stdout) sink.stdout = stdout;

@@ -239,6 +239,48 @@ def precompile_app(zip_path: Path, vendor: Path) -> None:
         sys.exit(f"build.py: {e}")
 
 
+STARTUP_MODULES = ROOT / "tools" / "startup_modules.txt"
+APP_PACKAGES = ("kvcalc", "web", "main")
+
+
+def startup_modules() -> frozenset:
+    """The app's modules the page's start imports (tools/startup_modules.txt, kept true by
+    tests/browser/test_startup_modules.py)."""
+    rows = STARTUP_MODULES.read_text(encoding="utf-8").splitlines()
+    return frozenset(row.split()[0] for row in rows if row.strip() and not row.startswith("#"))
+
+
+def split_app(zip_path: Path) -> None:
+    """kvcalc.zip keeps what the first figures need: the start's modules as bytecode, the data and
+    PyScript's package. Every other module of the app, with its source, goes to kvcalc-later.zip,
+    fetched after the first figures. The start's own sources are left out: 0.4 MB a slow link
+    would wait for, read only by a traceback (which then names file and line without the text)."""
+    from vendor import module_of, split_by_first_use
+    start = startup_modules()
+
+    def at_start(name: str):
+        module = module_of(name)
+        if module is None or module.split(".")[0] not in APP_PACKAGES:
+            return True
+        if module in start:
+            return True if name.endswith(".pyc") else None
+        return False
+    split_by_first_use(zip_path, zip_path.with_name(APP_LATER), at_start)
+    later = {path.name: sorted(filter(None, map(module_of, zipfile.ZipFile(path).namelist())))
+             for path in (STDLIB_LATER, zip_path.with_name(APP_LATER))}
+    with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(zipfile.ZipInfo(LATER_INDEX, (2020, 1, 1, 0, 0, 0)), json.dumps(later, indent=0),
+                    compress_type=zipfile.ZIP_DEFLATED)
+
+
+APP_LATER = "kvcalc-later.zip"
+STDLIB_LATER = ROOT / "static" / "vendor" / "pyodide" / "python_stdlib_later.zip"
+# The modules in each later zip, by the zip's name: app/web/later.py's Finder fetches the zips at
+# once only for one of these (never for an optional import absent everywhere), and gives each
+# package its folder in the zip that holds its other modules.
+LATER_INDEX = "web/later_modules.json"
+
+
 def _not_copied(folder: str, names: list[str]) -> list[str]:
     """static/'s sources the build writes into other files (sw.js made per build, boot.js inlined
     into index.html), and the vendor step's marker."""
@@ -257,6 +299,7 @@ def build(dist: Path) -> None:
     shutil.copy(ROOT / "pyscript.toml", dist / "pyscript.toml")
     (dist / "app" / "kvcalc.zip").write_bytes(engine_zip())
     precompile_app(dist / "app" / "kvcalc.zip", vendor)
+    split_app(dist / "app" / "kvcalc.zip")
     shutil.copytree(ROOT / "static", dist / "static", ignore=_not_copied)
     write_snapshot(dist)
     write_headers(dist)

@@ -17,6 +17,8 @@ observed in a headless Chromium network log:
   python_stdlib.zip and pyodide-lock.json. No Pyodide packages (wheels).
   python_stdlib.zip is written precompiled: the same modules as .pyc, compiled by
   this very Pyodide run in Node (tools/precompile.mjs), so no page load compiles them.
+  It keeps only the modules the page's start imports; the others go to
+  python_stdlib_later.zip, fetched after the first figures (issue 40).
 * uPlot: the minified IIFE build and its stylesheet (the charts: a small, fast, well-kept
   library; chosen over Chart.js, whose redraw alone took 4-5 ms a chart in our benchmark).
 
@@ -32,6 +34,7 @@ import json
 import re
 import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +56,8 @@ PYSCRIPT_RUNTIME_CHUNKS = [
     "py-game",
     "py-terminal",
 ]
+# The standard library's modules the page's start does not import (stdlib_at_start).
+STDLIB_LATER = "python_stdlib_later.zip"
 PYODIDE_FILES = [
     "pyodide.mjs",
     "pyodide.asm.mjs",
@@ -167,6 +172,40 @@ def compiled_stdlib() -> tuple:
     return tuple(row.split()[0] for row in rows if row.strip() and not row.startswith("#"))
 
 
+def stdlib_at_start() -> frozenset:
+    """The standard-library modules python_stdlib.zip keeps: those the page's start imports (the
+    list's unmarked rows). The others, the engine's own (marked *) among them, come after the first
+    figures in python_stdlib_later.zip (split_by_first_use)."""
+    rows = COMPILED_LIST.read_text(encoding="utf-8").splitlines()
+    return frozenset(row.split()[0] for row in rows
+                     if row.strip() and not row.startswith("#") and not row.rstrip().endswith("*"))
+
+
+def module_of(member: str) -> str | None:
+    """The dotted module a zip member holds ("a/b/__init__.pyc" is a.b); None for data."""
+    stem, _, suffix = member.rpartition(".")
+    return stem.removesuffix("/__init__").replace("/", ".") if suffix in ("py", "pyc") else None
+
+
+def split_by_first_use(zip_path: Path, later_path: Path, at_start) -> tuple[int, int]:
+    """Rewrite zip_path with the members at_start(name) keeps (True), and write the others (False)
+    to later_path: a zip the page fetches after its first figures (static/early.mjs) and puts on
+    sys.path then (app/web/later.py), so a slow link spends its start on what the first figures
+    need. A member at_start answers None for is left out. Returns the two zips' sizes in bytes."""
+    with zipfile.ZipFile(zip_path) as whole:
+        members = [(info, whole.read(info)) for info in whole.infolist()]
+    placed = {info.filename: at_start(info.filename) for info, _ in members if not info.is_dir()}
+    for path, keep in ((zip_path, True), (later_path, False)):
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as part:
+            for info, data in members:
+                # A folder goes where its files go: one left empty would be a namespace package
+                # that hides the package of the same name in the other zip.
+                if placed.get(info.filename) is keep if not info.is_dir() else any(
+                        name.startswith(info.filename) and where is keep for name, where in placed.items()):
+                    part.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    return zip_path.stat().st_size, later_path.stat().st_size
+
+
 def precompile(source_zip: Path, out_zip: Path, keep_sources: bool = False, only: tuple = (),
                record_exec: str = "") -> None:
     """The zip's Python compiled to .pyc by the vendored Pyodide itself (tools/precompile.mjs)."""
@@ -194,7 +233,11 @@ def main(argv: list[str]) -> int:
         copied = _copy(PYSCRIPT_DIST, pyscript_files(), out / "pyscript")
         copied += _copy(PYODIDE_DIR, PYODIDE_FILES, out / "pyodide")
         copied += _copy(UPLOT_DIST, UPLOT_FILES, out / "uplot")
-        precompile(PYODIDE_DIR / "python_stdlib.zip", out / "pyodide" / "python_stdlib.zip", only=compiled_stdlib())
+        stdlib = out / "pyodide" / "python_stdlib.zip"
+        precompile(PYODIDE_DIR / "python_stdlib.zip", stdlib, only=compiled_stdlib())
+        start = stdlib_at_start()
+        sizes = split_by_first_use(stdlib, stdlib.with_name(STDLIB_LATER), lambda name: module_of(name) in start)
+        copied += [(stdlib.with_name(STDLIB_LATER), sizes[1])]
     except VendorError as exc:
         print(f"vendor.py: error: {exc}", file=sys.stderr)
         return 1

@@ -35,24 +35,60 @@ def runtime_magic(tmp_path) -> bytes:
     return bytes.fromhex(out.stdout.strip().rsplit("magic ", 1)[1].split(",")[0])
 
 
-@pytest.mark.parametrize("zip_path", [PYODIDE / "python_stdlib.zip", DIST / "app" / "kvcalc.zip"])
+APP = DIST / "app"
+ZIPS = [PYODIDE / "python_stdlib.zip", PYODIDE / "python_stdlib_later.zip", APP / "kvcalc.zip", APP / "kvcalc-later.zip"]
+
+
+def modules(names, suffix: str) -> set:
+    return {n[:-len(suffix)].removesuffix("/__init__").replace("/", ".") for n in names if n.endswith(suffix)}
+
+
+@pytest.mark.parametrize("zip_path", ZIPS, ids=lambda p: p.name)
 def test_every_pyc_has_the_runtimes_magic(zip_path, tmp_path):
     magic = runtime_magic(tmp_path)
     with zipfile.ZipFile(zip_path) as zf:
         pycs = [n for n in zf.namelist() if n.endswith(".pyc")]
-        assert len(pycs) > 40
+        assert len(pycs) >= 4
         for name in pycs:
             assert zf.read(name)[:4] == magic, name
-        if zip_path.name == "python_stdlib.zip":
-            # Bytecode for exactly the modules tools/stdlib_compiled.txt lists (what the page's start
-            # and the engine import); every other module a source: smaller on the wire, importable.
-            sys.path.insert(0, str(ROOT / "tools"))
-            from vendor import compiled_stdlib
-            module = lambda name: name.rsplit(".", 1)[0].removesuffix("/__init__").replace("/", ".")
-            compiled = {module(n) for n in pycs}
-            sources = {module(n) for n in zf.namelist() if n.endswith(".py")}
-            assert compiled == set(compiled_stdlib()) and not compiled & sources
-            assert {"json", "asyncio", "fractions"} <= compiled and {"email", "xml", "decimal"} & sources
+
+
+def test_the_standard_library_is_split_by_first_use_and_nothing_is_lost():
+    # python_stdlib.zip holds bytecode for exactly the modules tools/stdlib_compiled.txt lists
+    # unmarked (what the page's start imports); python_stdlib_later.zip, fetched after the first
+    # figures, the engine's own (marked *) as bytecode and every other module as its source.
+    sys.path.insert(0, str(ROOT / "tools"))
+    from vendor import compiled_stdlib, stdlib_at_start
+    with zipfile.ZipFile(PYODIDE / "python_stdlib.zip") as start, \
+            zipfile.ZipFile(PYODIDE / "python_stdlib_later.zip") as later, \
+            zipfile.ZipFile(ROOT / "node_modules" / "pyodide" / "python_stdlib.zip") as stock:
+        assert modules(start.namelist(), ".pyc") == stdlib_at_start() and not modules(start.namelist(), ".py")
+        assert modules(later.namelist(), ".pyc") == set(compiled_stdlib()) - stdlib_at_start() == \
+            {"argparse", "gettext", "pkgutil", "shlex"}
+        every = modules(start.namelist(), ".pyc") | modules(later.namelist(), ".pyc") | modules(later.namelist(), ".py")
+        assert every == modules(stock.namelist(), ".py")
+        assert {"json", "asyncio", "fractions"} <= stdlib_at_start() and {"email", "xml", "decimal"} <= every
+
+
+def test_the_app_is_split_by_first_use_and_nothing_is_lost():
+    # kvcalc.zip: the modules tools/startup_modules.txt lists, as bytecode only, with the data
+    # and PyScript's package; kvcalc-later.zip: every other module of the app with its source.
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build import startup_modules
+    ours = ("kvcalc", "web", "main")
+    with zipfile.ZipFile(APP / "kvcalc.zip") as start, zipfile.ZipFile(APP / "kvcalc-later.zip") as later:
+        started = {m for m in modules(start.namelist(), ".pyc") if m.split(".")[0] in ours}
+        assert started == set(startup_modules())
+        assert not modules(start.namelist(), ".py") - modules(start.namelist(), ".pyc")
+        assert {m.split(".")[0] for m in modules(start.namelist(), ".py")} <= {"pyscript"} or \
+            not modules(start.namelist(), ".py")
+        assert modules(later.namelist(), ".pyc") == modules(later.namelist(), ".py")
+        shipped = started | modules(later.namelist(), ".pyc")
+    app = ROOT / "app"
+    sources = {p.relative_to(app).with_suffix("").as_posix().removesuffix("/__init__").replace("/", ".")
+               for package in ("kvcalc", "web") for p in (app / package).rglob("*.py")} | {"main"}
+    assert shipped == sources
+    assert {"kvcalc.sizing", "web.later"} <= started and {"kvcalc.cli", "kvcalc.planning", "web.charts"} <= shipped - started
 
 
 def test_the_built_zips_boot_and_compute_from_bytecode(tmp_path):
@@ -64,23 +100,35 @@ import {{ loadPyodide }} from "{(ROOT / 'node_modules' / 'pyodide' / 'pyodide.mj
 import {{ readFileSync }} from "node:fs";
 const py = await loadPyodide({{ indexURL: "{PYODIDE.as_posix()}/" }});
 py.FS.mkdir("/app");
-py.FS.writeFile("/app/kvcalc.zip", new Uint8Array(readFileSync("{(DIST / 'app' / 'kvcalc.zip').as_posix()}")));
+for (const name of ["kvcalc.zip", "kvcalc-later.zip"])
+  py.FS.writeFile(`/app/${{name}}`, new Uint8Array(readFileSync(`{APP.as_posix()}/${{name}}`)));
+py.FS.writeFile("/app/python_stdlib_later.zip", new Uint8Array(readFileSync("{(PYODIDE / 'python_stdlib_later.zip').as_posix()}")));
 console.log(py.runPython(`
-import builtins, sys
+import builtins, sys, zipfile
+sys.path.append("/app/python_stdlib_later.zip")    # the engine's own: argparse, shlex
+import encodings                                     # and zipfile's cp437, as app/web/later.py adds it
+encodings.__path__.append("/app/python_stdlib_later.zip/encodings")
+# Every module of the engine in the two zips, read before the spy: cp437 is a source.
+names = sorted(set(n[:-4].replace("/", ".") for zip_name in ("kvcalc.zip", "kvcalc-later.zip")
+                   for n in zipfile.ZipFile("/app/" + zip_name).namelist()
+                   if n.startswith("kvcalc") and n.endswith(".pyc") and not n.endswith("__main__.pyc")))
 compiled = []
 real_compile = builtins.compile
 def spy(source, filename, *args, **kwargs):
     compiled.append(str(filename))
     return real_compile(source, filename, *args, **kwargs)
 builtins.compile = spy
-sys.path.insert(0, "/app/kvcalc.zip")
+sys.path[:0] = ["/app/kvcalc.zip", "/app/kvcalc-later.zip"]
 import json, pkgutil, importlib
 from web.generated_code import precompiled
 with precompiled() as generated:
-    import kvcalc
-    names = [m.name for m in pkgutil.walk_packages(kvcalc.__path__, "kvcalc.") if not m.name.endswith("__main__")]
+    # Each package also looks for its modules in the later zip's folder, as app/web/later.py
+    # arranges it in the page.
+    packages = [n.removesuffix(".__init__") for n in names if n.endswith(".__init__")]
+    for name in packages:       # first: each package's modules are in either zip
+        importlib.import_module(name).__path__.append("/app/kvcalc-later.zip/" + name.replace(".", "/"))
     for name in names:
-        importlib.import_module(name)
+        importlib.import_module(name.removesuffix(".__init__"))
 from kvcalc import evaluate
 e = evaluate({{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}})
 builtins.compile = real_compile
@@ -91,7 +139,7 @@ json.dumps({{"modules": len(names), "kv": e.result.kv_bytes_per_token, "compiled
 `));
 """, tmp_path)
     data = json.loads(out.strip().splitlines()[-1])
-    assert data["modules"] >= 25 and data["kv"] == 131_072
+    assert data["modules"] >= 100 and data["kv"] == 131_072
     assert data["compiled"] == []
     # Every dataclass took its methods from the build's table (web/generated_code.py).
     assert data["generated"][0] >= 30 and data["generated"][1] == 0
@@ -112,29 +160,43 @@ def test_pyodide_starts_before_pyscript_and_is_handed_over(page, site):
     assert pins["@pyscript/core"] == "0.7.31" and pins["pyodide"] == "314.0.7"
 
 
+def shipped_sources() -> dict:
+    """Each module's source as the build compiled it, by its path in the app's zip."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build import pyscript_sources
+    app = ROOT / "app"
+    found = {p.relative_to(app).as_posix(): p.read_text(encoding="utf-8")
+             for package in ("kvcalc", "web") for p in (app / package).rglob("*.py")}
+    found["main.py"] = (app / "main.py").read_text(encoding="utf-8")
+    vendored = pyscript_sources(ROOT / "static" / "vendor")
+    found.update({f"pyscript/{name}": source.decode("utf-8") for name, source in vendored.items()})
+    return found
+
+
 def test_the_page_imports_everything_at_start_up_from_bytecode(page, site):
     # In the page itself, after start-up: each standard-library module came from a .pyc in the
     # runtime's zip, and each module of the app and of PyScript's own package from the .pyc we
-    # shipped in the app's zip, made from the very source beside it there (the hash in its
-    # header is the source's): Python loads such a .pyc and compiles nothing.
+    # shipped in the app's zip, made from the very source in this tree (the hash in its header is
+    # the source's, taken by the runtime's own Python): Python loads such a .pyc and compiles nothing.
     from pagekit import open_page
     open_page(page, site + "#model=Qwen/Qwen3-32B&context=32768")
-    found = json.loads(page.evaluate("""async () => {
+    found = json.loads(page.evaluate("""async (sources) => {
         const early = await import(new URL('static/early.mjs', location.href).href);
         const py = await early.loadPyodide();
+        py.globals.set("sources", py.toPy(sources));
         return py.runPython(`
 import sys
 started = list(sys.modules.items())          # before this check's own imports
 import hashlib, importlib.util, json
 app = sys.path[0] + "/"
-zips = tuple(path + "/" for path in sys.path[1:] if path.endswith(".zip"))
+zips = tuple(path + "/" for path in sys.path[1:] if path.endswith("python314.zip"))
 stdlib, ours, elsewhere = {}, {}, []
 for name, module in started:
     spec = getattr(module, "__spec__", None)
     origin = getattr(spec, "origin", None) or ""
     if origin.startswith(app):
         data = spec.loader.get_data(origin)
-        source = spec.loader.get_data(origin[:-1]) if origin.endswith(".pyc") else b""
+        source = sources.get(origin[len(app):-1], "").encode("utf-8") if origin.endswith(".pyc") else b""
         ours[name] = [origin[len(app):], hashlib.sha256(data).hexdigest(),
                       data[8:16] == importlib.util.source_hash(source)]
     elif zips and origin.startswith(zips):
@@ -144,7 +206,7 @@ for name, module in started:
             elsewhere.append(name)
 json.dumps({"stdlib": stdlib, "ours": ours, "elsewhere": elsewhere, "app": app})
 `);
-    }"""))
+    }""", shipped_sources()))
     assert found["app"].endswith("kvcalc.zip/")
     assert len(found["stdlib"]) > 60 and {"asyncio", "json", "fractions"} <= set(found["stdlib"])
     assert [n for n, origin in found["stdlib"].items() if not origin.endswith(".pyc")] == []

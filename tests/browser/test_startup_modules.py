@@ -1,5 +1,5 @@
 """Issue 40: the page imports at start only what its first figures need, and says why for each.
-tests/browser/startup_modules.txt lists every module of the app imported before the page is
+tools/startup_modules.txt lists every module of the app imported before the page is
 ready on a shared link, each with its reason; a module that joins the start without a line there
 fails this test, and one that leaves it is struck from the list."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pagekit import open_page
 
-LISTED = Path(__file__).with_name("startup_modules.txt")
+LISTED = Path(__file__).resolve().parents[2] / "tools" / "startup_modules.txt"
 LINK = "#model=meta-llama/Llama-3.1-70B&context=32768&batch=16&kv-dtype=fp8&gpu=h100-sxm-80gb&gpus=8"
 
 
