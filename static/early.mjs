@@ -7,12 +7,32 @@
 import { loadPyodide as load, version } from "./vendor/pyodide/pyodide.mjs";
 
 const sink = { stdout: (text) => console.log(text), stderr: (text) => console.error(text) };
-// The app's code: one zip, fetched beside the runtime (index.html preloads it) and imported as
-// it is, first on sys.path: zipimport reads each module's .pyc from it, nothing is unpacked.
-// (PyScript's [files] unpacking imported shutil, tempfile and three compressors, ~70 ms.)
+// The app's code: one zip, imported as it is, first on sys.path: zipimport reads each module's
+// .pyc from it, nothing is unpacked. (PyScript's [files] unpacking imported shutil, tempfile and
+// three compressors, ~70 ms.)
+// It is needed last, once Python has started, so on a first visit it is asked for once the wasm
+// has come: on a slow link the wasm then comes sooner, and the zip comes while Python starts
+// (at 20 Mbit/s, ready ~0.3 s sooner). Pyodide fetches the wasm with the page's fetch: that one
+// request is passed through a stream that says when its last byte came. A load the service
+// worker serves asks at once (its cache answers), as does one where Pyodide's fetch is not seen.
 const APP_ZIP = "/home/pyodide/kvcalc.zip";
-const appCode = fetch(new URL("../app/kvcalc.zip", import.meta.url))
-  .then((response) => response.ok ? response.arrayBuffer() : null);
+const pageFetch = globalThis.fetch;
+let wasmCame;
+const wasmArrived = new Promise((resolve) => { wasmCame = resolve; });
+const watchWasm = async (input, init) => {
+  if (!String(input?.url ?? input).endsWith("/pyodide.asm.wasm")) return pageFetch(input, init);
+  globalThis.fetch = pageFetch;
+  const response = await pageFetch(input, init);
+  if (!response.ok || !response.body) return response;
+  const body = response.body.pipeThrough(new TransformStream({ flush: () => wasmCame("kvcalc-wasm-arrived") }));
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+};
+if (navigator.serviceWorker?.controller) wasmCame();
+else globalThis.fetch = watchWasm;
+const appCode = wasmArrived.then((mark) => {
+  if (mark) performance.mark(mark);
+  return pageFetch(new URL("../app/kvcalc.zip", import.meta.url));
+}).then((response) => response.ok ? response.arrayBuffer() : null);
 // The started runtime's memory, with the engine imported from the app's zip (tools/snapshot.mjs;
 // the build writes its file name and the zip's size here): a warm load, served by the service
 // worker whose cache holds it, restores it instead of starting Python. A cold load never waits
@@ -57,6 +77,9 @@ const setAside = (error) => {
 performance.mark("kvcalc-pyodide-start");
 const runtime = cachedSnapshot().then(
   async (snapshot) => snapshot ? restored(snapshot, await appCode) : load(OPTIONS), setAside);
+// Whatever became of the wasm's request, the zip is asked for once the runtime has started or failed.
+runtime.finally(() => { wasmCame(); if (globalThis.fetch === watchWasm) globalThis.fetch = pageFetch; })
+  .catch(() => {});       // the runtime's failure is said below
 runtime.then(
   () => performance.mark("kvcalc-pyodide-loaded"),
   (error) => window.kvcalcStart?.fail(`The Python runtime (Pyodide ${version}) could not start: ${error?.message ?? error}.`));
@@ -90,8 +113,8 @@ globalThis.kvcalcLater = {
       zip.bytes = new Uint8Array(await response.arrayBuffer());
     }));
   },
-  fetchNow() {
-    for (const zip of this.zips.filter((z) => !z.bytes && !z.mounted)) {
+  fetchNow(name) {
+    for (const zip of this.zips.filter((z) => !z.bytes && !z.mounted && z.url.endsWith(`/${name}`))) {
       // A synchronous request cannot ask for an ArrayBuffer on a page: each byte comes as one
       // character of a user-defined charset (0xF780 + byte above 0x7F), and is masked back.
       const request = new XMLHttpRequest();

@@ -6,7 +6,7 @@ shown and puts them on sys.path.
 
 A module asked for before they came is never an ImportError: Finder, last on sys.meta_path, is
 asked only for a module no other finder found; if the build listed it in a later zip, it fetches
-the zips at once, synchronously, and looks again. A package whose modules are split between two
+that zip at once, synchronously, and looks again. A package whose modules are split between two
 zips (kvcalc in kvcalc.zip, its planner in kvcalc-later.zip) is given the later zip's folder on
 its __path__ too."""
 
@@ -18,9 +18,11 @@ from importlib.machinery import PathFinder
 
 from pyscript import window
 
+from web.dom import absent
+
 # The modules in each later zip, by the zip's file name (tools/build.py split_app).
 _INDEX = json.loads(__loader__.get_data(os.path.join(os.path.dirname(__file__), "later_modules.json")))
-LATER_MODULES = frozenset(module for modules in _INDEX.values() for module in modules)
+ZIP_OF = {module: name for name, modules in _INDEX.items() for module in modules}
 # Each zip's package folders ("kvcalc/plan"): the packages that may have modules in it.
 _FOLDERS = {name: {module.rpartition(".")[0].replace(".", "/") for module in modules} - {""}
             for name, modules in _INDEX.items()}
@@ -32,7 +34,7 @@ def mount() -> bool:
     mounted = False
     for zip_entry in window.kvcalcLater.zips:
         path = str(zip_entry.path)
-        if path in _mounted or zip_entry.bytes is None:
+        if path in _mounted or absent(zip_entry.bytes):
             continue
         with open(path, "wb") as file:
             file.write(zip_entry.bytes.to_py())
@@ -64,17 +66,18 @@ class Finder:
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name not in LATER_MODULES or not _pending() and not extend_packages():
+        zip_name = ZIP_OF.get(name)
+        if zip_name is None or _mounted_as(zip_name) and not extend_packages():
             return None                   # absent everywhere: the import fails as it would anywhere
-        if _pending():
-            window.kvcalcLater.fetchNow()
+        if not _mounted_as(zip_name):
+            window.kvcalcLater.fetchNow(zip_name)     # only the zip that holds it
         mount()
         parent = sys.modules.get(name.rpartition(".")[0])
         return PathFinder.find_spec(name, getattr(parent, "__path__", None) if parent else None, target)
 
 
-def _pending() -> bool:
-    return len(_mounted) < window.kvcalcLater.zips.length
+def _mounted_as(zip_name: str) -> bool:
+    return any(os.path.basename(path) == zip_name for path in _mounted)
 
 
 def install() -> None:

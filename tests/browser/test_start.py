@@ -136,7 +136,9 @@ def test_a_normal_start_never_passes_through_failed_and_sends_the_csp_header(pag
 def test_a_links_inputs_are_in_the_form_before_python_runs(page, site):
     held = []
     page.route("**/app/kvcalc.zip", lambda route: held.append(route))
-    page.goto(site + LINK)
+    # The zip is asked for once the wasm has come (static/early.mjs): held from then on.
+    with page.expect_request("**/app/kvcalc.zip"):
+        page.goto(site + LINK)
     page.wait_for_function("document.readyState !== 'loading'")
     assert page.evaluate(STATE) == "loading"
     assert page.input_value("#context") == "65536" and page.input_value("#batch") == "3"
@@ -201,3 +203,17 @@ def test_typed_while_starting_wins_over_the_preview(page, site):
 def test_default_view_is_ready_as_before(page, site):
     recorder = open_page(page, site)
     assert recorder.problems == [] and page.evaluate("kvcalcStart.failed") == ""
+
+
+def test_on_a_first_visit_the_apps_zip_is_asked_for_once_the_wasm_has_come(page, site):
+    # static/early.mjs: the zip is needed last (once Python has started), so on a slow link it
+    # should not share the line with the wasm, which Python needs first.
+    open_page(page, site + LINK)
+    timing = page.evaluate("""() => {
+        const mark = performance.getEntriesByName('kvcalc-wasm-arrived')[0];
+        const file = (name) => performance.getEntriesByType('resource').find(e => e.name.endsWith(name));
+        return {arrived: mark && mark.startTime, zip: file('/app/kvcalc.zip').startTime,
+                wasm: file('/pyodide.asm.wasm').responseStart};
+    }""")
+    assert timing["arrived"] is not None, "the wasm's last byte was not seen"
+    assert timing["wasm"] <= timing["arrived"] <= timing["zip"], timing
