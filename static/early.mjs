@@ -105,13 +105,18 @@ const failed = (zip, status) => new Error(`${zip.url.split("/").pop()} could not
 globalThis.kvcalcLater = {
   zips: LATER.map(([url, path]) => ({ url: new URL(url, import.meta.url).href, path, bytes: null, mounted: false })),
   failed: "",       // why the fetch after the first figures failed (app/web/later.py)
-  fetch() {
-    return Promise.all(this.zips.map(async (zip) => {
+  // Each zip that came is kept for mounting, whatever became of the other; the first failure
+  // is thrown once both are settled.
+  async fetch() {
+    const settled = await Promise.allSettled(this.zips.map(async (zip) => {
       if (zip.bytes || zip.mounted) return;
       const response = await fetch(zip.url);
       if (!response.ok) throw failed(zip, response.status);
-      zip.bytes = new Uint8Array(await response.arrayBuffer());
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      if (!zip.mounted) zip.bytes = bytes;    // else an import fetched it meanwhile, at once
     }));
+    const refused = settled.find((outcome) => outcome.status === "rejected");
+    if (refused) throw refused.reason;
   },
   fetchNow(name) {
     for (const zip of this.zips.filter((z) => !z.bytes && !z.mounted && z.url.endsWith(`/${name}`))) {

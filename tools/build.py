@@ -266,7 +266,8 @@ def split_app(zip_path: Path) -> None:
             return True if name.endswith(".pyc") else None
         return False
     split_by_first_use(zip_path, zip_path.with_name(APP_LATER), at_start)
-    later = {path.name: sorted(filter(None, map(module_of, zipfile.ZipFile(path).namelist())))
+    later = {path.name: {"bytes": path.stat().st_size,
+                         "modules": sorted(filter(None, map(module_of, zipfile.ZipFile(path).namelist())))}
              for path in (STDLIB_LATER, zip_path.with_name(APP_LATER))}
     with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(zipfile.ZipInfo(LATER_INDEX, (2020, 1, 1, 0, 0, 0)), json.dumps(later, indent=0),
@@ -275,9 +276,10 @@ def split_app(zip_path: Path) -> None:
 
 APP_LATER = "kvcalc-later.zip"
 STDLIB_LATER = ROOT / "static" / "vendor" / "pyodide" / "python_stdlib_later.zip"
-# The modules in each later zip, by the zip's name: app/web/later.py's Finder fetches the zips at
-# once only for one of these (never for an optional import absent everywhere), and gives each
-# package its folder in the zip that holds its other modules.
+# Each later zip's size and modules, by its name: app/web/later.py's Finder fetches a zip at once
+# only for one of its modules (never for an optional import absent everywhere), gives each
+# package its folder in the zip that holds its other modules, and refuses a zip of another size
+# (another release's, arrived after this one's start).
 LATER_INDEX = "web/later_modules.json"
 
 

@@ -17,8 +17,8 @@ observed in a headless Chromium network log:
   python_stdlib.zip and pyodide-lock.json. No Pyodide packages (wheels).
   python_stdlib.zip is written precompiled: the same modules as .pyc, compiled by
   this very Pyodide run in Node (tools/precompile.mjs), so no page load compiles them.
-  It keeps only the modules the page's start imports; the others go to
-  python_stdlib_later.zip, fetched after the first figures (issue 40).
+  It keeps only the modules compiled (what the page and the engine import); the others go
+  to python_stdlib_later.zip, fetched after the first figures (issue 40).
 * uPlot: the minified IIFE build and its stylesheet (the charts: a small, fast, well-kept
   library; chosen over Chart.js, whose redraw alone took 4-5 ms a chart in our benchmark).
 
@@ -56,7 +56,7 @@ PYSCRIPT_RUNTIME_CHUNKS = [
     "py-game",
     "py-terminal",
 ]
-# The standard library's modules the page's start does not import (stdlib_at_start).
+# The standard library's modules not compiled (stdlib_compiled.txt): after the first figures.
 STDLIB_LATER = "python_stdlib_later.zip"
 PYODIDE_FILES = [
     "pyodide.mjs",
@@ -172,15 +172,6 @@ def compiled_stdlib() -> tuple:
     return tuple(row.split()[0] for row in rows if row.strip() and not row.startswith("#"))
 
 
-def stdlib_at_start() -> frozenset:
-    """The standard-library modules python_stdlib.zip keeps: those the page's start imports (the
-    list's unmarked rows). The others, the engine's own (marked *) among them, come after the first
-    figures in python_stdlib_later.zip (split_by_first_use)."""
-    rows = COMPILED_LIST.read_text(encoding="utf-8").splitlines()
-    return frozenset(row.split()[0] for row in rows
-                     if row.strip() and not row.startswith("#") and not row.rstrip().endswith("*"))
-
-
 def module_of(member: str) -> str | None:
     """The dotted module a zip member holds ("a/b/__init__.pyc" is a.b); None for data."""
     stem, _, suffix = member.rpartition(".")
@@ -238,7 +229,10 @@ def main(argv: list[str]) -> int:
         stdlib = out / "pyodide" / "python_stdlib.zip"
         # As python -OO compiles it: no docstrings, no asserts (15% fewer bytes at start).
         precompile(PYODIDE_DIR / "python_stdlib.zip", stdlib, only=compiled_stdlib(), optimize=2)
-        start = stdlib_at_start()
+        # At start: every module compiled, the engine's own (marked *) too: a failed start's
+        # fixes quote with shlex, and a module the page may ask for at start never waits for
+        # the later zip's 1.9 MB.
+        start = frozenset(compiled_stdlib())
         sizes = split_by_first_use(stdlib, stdlib.with_name(STDLIB_LATER), lambda name: module_of(name) in start)
         copied += [(stdlib.with_name(STDLIB_LATER), sizes[1])]
     except VendorError as exc:

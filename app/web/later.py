@@ -20,26 +20,37 @@ from pyscript import window
 
 from web.dom import absent
 
-# The modules in each later zip, by the zip's file name (tools/build.py split_app).
+# Each later zip's size and modules, by its file name (tools/build.py split_app).
 _INDEX = json.loads(__loader__.get_data(os.path.join(os.path.dirname(__file__), "later_modules.json")))
-ZIP_OF = {module: name for name, modules in _INDEX.items() for module in modules}
+ZIP_OF = {module: name for name, entry in _INDEX.items() for module in entry["modules"]}
 # Each zip's package folders ("kvcalc/plan"): the packages that may have modules in it.
-_FOLDERS = {name: {module.rpartition(".")[0].replace(".", "/") for module in modules} - {""}
-            for name, modules in _INDEX.items()}
+_FOLDERS = {name: {module.rpartition(".")[0].replace(".", "/") for module in entry["modules"]} - {""}
+            for name, entry in _INDEX.items()}
 _mounted: list[str] = []                 # the zips' paths on sys.path, in the order they came
 
 
+class AnotherRelease(Exception):
+    """A later zip of another size than this release's: a release came after this page started."""
+
+
 def mount() -> bool:
-    """Write every zip that has come into the filesystem and put it on sys.path; True if any."""
+    """Write every zip that has come into the filesystem and put it on sys.path; True if any.
+    One of another size than the build wrote down is not mounted (AnotherRelease): its modules
+    would meet this release's."""
     mounted = False
     for zip_entry in window.kvcalcLater.zips:
         path = str(zip_entry.path)
         if path in _mounted or absent(zip_entry.bytes):
             continue
+        data = zip_entry.bytes.to_py()
+        zip_entry.bytes = None
+        name = os.path.basename(path)
+        if len(data) != _INDEX[name]["bytes"]:
+            raise AnotherRelease(f"{name} is another release's ({len(data):,} bytes, not "
+                                 f"{_INDEX[name]['bytes']:,}): reload the page")
         with open(path, "wb") as file:
-            file.write(zip_entry.bytes.to_py())
-        zip_entry.bytes = None            # in the filesystem now: fetched no more
-        zip_entry.mounted = True
+            file.write(data)
+        zip_entry.mounted = True          # in the filesystem now: fetched no more
         _mounted.append(path)
         sys.path.append(path)
         mounted = True
@@ -69,9 +80,12 @@ class Finder:
         zip_name = ZIP_OF.get(name)
         if zip_name is None or _mounted_as(zip_name) and not extend_packages():
             return None                   # absent everywhere: the import fails as it would anywhere
-        if not _mounted_as(zip_name):
-            window.kvcalcLater.fetchNow(zip_name)     # only the zip that holds it
-        mount()
+        try:
+            if not _mounted_as(zip_name):
+                window.kvcalcLater.fetchNow(zip_name)     # only the zip that holds it
+            mount()
+        except Exception as exc:          # said as what it is to the import: asked again next time
+            raise ImportError(f"{name} is in {zip_name}, which could not be loaded: {exc}", name=name) from exc
         parent = sys.modules.get(name.rpartition(".")[0])
         return PathFinder.find_spec(name, getattr(parent, "__path__", None) if parent else None, target)
 
@@ -91,8 +105,11 @@ async def _fetch() -> None:
     except Exception as exc:              # a Finder's synchronous fetch tries again when asked
         window.kvcalcLater.failed = str(exc)
         window.console.warn(f"The modules after the first figures did not come: {exc}")
-        return
-    mount()
+    try:
+        mount()                           # each zip that came
+    except AnotherRelease as exc:
+        window.kvcalcLater.failed = str(exc)
+        window.console.warn(f"The modules after the first figures were not taken: {exc}")
 
 
 def fetch_in_background() -> None:

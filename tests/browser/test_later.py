@@ -91,3 +91,25 @@ json.dumps(found)""")
     origin = run_python(page, "import json, email.message; json.dumps(email.message.__spec__.origin)")
     assert origin == "/lib/python_stdlib_later.zip/email/message.py"
     assert sorted(later_requests(recorder)) == sorted(LATER + ("python_stdlib_later.zip",))
+
+
+def test_a_later_zip_of_another_release_is_not_taken(page, site):
+    # A release deployed after this page started: its kvcalc-later.zip (another size than the one
+    # this page's build wrote down) must not run against this page's start modules.
+    page.route("**/kvcalc-later.zip", lambda route: route.fulfill(
+        body=b"PK\x05\x06" + bytes(18), content_type="application/zip"))
+    open_page(page, site + LINK)
+    page.wait_for_function("globalThis.kvcalcLater.failed", polling=POLL_MS)
+    assert "another release" in page.evaluate("globalThis.kvcalcLater.failed")
+    said = run_python(page, """
+import json
+try:
+    import web.charts
+    said = None
+except ImportError as exc:
+    said = str(exc)
+json.dumps(said)""")
+    assert said.startswith("web.charts is in kvcalc-later.zip, which could not be loaded: ") and "reload" in said
+    # The standard library's later zip, of this release, was taken.
+    assert run_python(page, "import json, email; json.dumps(email.__spec__.origin)").startswith(
+        "/lib/python_stdlib_later.zip/")
