@@ -311,7 +311,7 @@ def build(dist: Path) -> None:
 SNAPSHOT_SLOT = 'const SNAPSHOT = "";'
 ZIP_BYTES_SLOT = "const SNAPSHOT_ZIP_BYTES = 0;"
 SNAPSHOT_NAME = re.compile(r"snapshot-[0-9a-f]{16}\.bin")
-# The engine modules the page's start imports first (tests/browser/startup_modules.txt lists every
+# The engine modules the page's start imports first (tools/startup_modules.txt lists every
 # module it imports): in the snapshot, imported already; the start imports whatever else it needs.
 SNAPSHOT_IMPORTS = ("kvcalc.evaluation", "kvcalc.reports.report", "kvcalc.reports.link", "kvcalc.reports.memory_bar",
                     "kvcalc.inputs.form_fields", "kvcalc.command_line")
