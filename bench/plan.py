@@ -72,7 +72,7 @@ def main() -> None:
         best = result.best
         print(f"{model:28} {context:>7,} x {batch:<3} cold {cold * 1000:6.1f} ms   p50 "
               f"{statistics.median(samples) * 1000:6.1f} ms   p95 {percentile(samples, 95) * 1000:6.1f} ms   "
-              f"{len(result.rows)} rows; best: {best.words() if best else 'none'}")
+              f"{len(result.rows)} rows; fewest GPUs: {best.words() if best else 'none'}")
 
 
 def limits(engine: str) -> None:
@@ -95,7 +95,7 @@ def limits(engine: str) -> None:
         start, cpu = time.perf_counter(), time.process_time()
         try:
             found = plan.plan(values, everything)
-            said = f"{len(found.rows)} rows; best: {found.best.words() if found.best else 'none'}"
+            said = f"{len(found.rows)} rows; fewest GPUs: {found.best.words() if found.best else 'none'}"
         except InputError as e:
             said = f"refused: {e.field}: {e.message[:70]}"
         print(f"{label:44} {(time.perf_counter() - start) * 1000:8.0f} ms wall {(time.process_time() - cpu) * 1000:8.0f} "

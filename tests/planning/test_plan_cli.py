@@ -164,8 +164,11 @@ def test_the_table_one_line_a_row_with_the_notes():
     assert lines[head + 1].split() == ["h200-141gb", "4", "tp", "4", "bf16/bf16", "yes", "64", "148", "19,008", "kv",
                                        "3,927", "14.00", "0.99"]
     assert lines[head + 2].split()[:2] == ["h100-sxm-80gb", "8"] and "20.00" in lines[head + 2]
-    assert "best: 4 x NVIDIA H200 SXM 141GB (tp 4) fits 148 requests: --gpu h200-141gb --gpus 4" in out
-    assert "note: --plan-all for every GPU count and layout tried" in out
+    assert "fewest GPUs: 4 x NVIDIA H200 SXM 141GB (tp 4) fits 148 requests: --gpu h200-141gb --gpus 4" in out
+    # No rate: the cheapest is by the hour, and 4 x H200 ($14) is also the cheapest.
+    assert "cheapest: 4 x NVIDIA H200 SXM 141GB (tp 4) fits 148 requests at $14.00/hour: --gpu h200-141gb " \
+           "--gpus 4" in out
+    assert "note: --plan-all for every GPU count and layout tried (the cheapest here is of the rows shown" in out
     assert max(len(line) for line in lines) <= 120
 
 

@@ -25,9 +25,29 @@ def row_json(row: Row) -> dict:
 
 
 def plan_json(plan: Plan) -> dict:
+    """The plan under --json: its rows, notes, and the two rows it names, each as its row with
+    its index in `plan`, its words and its flags (`plan_best`, the fewest's words, kept for
+    scripts written before `plan_fewest`)."""
     return {"plan": [row_json(row) for row in plan.rows], "plan_notes": list(plan.notes),
             "plan_everything": plan.everything,
-            "plan_best": None if plan.best is None else plan.best.words()}
+            "plan_best": None if plan.best is None else plan.best.words(),
+            "plan_fewest": _named_json(plan, plan.fewest),
+            "plan_cheapest": _named_json(plan, plan.cheapest) and {**_named_json(plan, plan.cheapest),
+                                                                   "by": plan.cheapest_by}}
+
+
+def _named_json(plan: Plan, row: Row | None) -> dict | None:
+    if row is None:
+        return None
+    index = next(i for i, each in enumerate(plan.rows) if each is row)
+    return {"index": index, "words": row.words(), "flags": row_flags(row), **row_json(row)}
+
+
+def cost_words(plan: Plan, row: Row) -> str:
+    """The cost the cheapest row was chosen by, in words: "$0.474/M tokens" or "$17.60/hour"."""
+    if plan.cheapest_by == "usd_per_million_tokens":
+        return f"${_usd(row.usd_per_million_tokens)}/M tokens"
+    return f"${_usd(row.usd_per_hour)}/hour"
 
 
 def row_flags(row: Row) -> list[str]:
@@ -84,15 +104,14 @@ def plan_table(plan: Plan) -> str:
     if not plan.rows:
         out.append("(no GPU considered)")
     out.append("")
-    best = plan.best
-    if best is not None:
-        out.append(f"best: {best.words()}: {' '.join(row_flags(best))}")
-    else:
-        out.append("best: none of these fits")
+    out += _named_lines(plan, priced)
     out.append("needs: the requests in flight it must hold; holds: how many fit; context: the longest for those")
     out.append("limit: what stops more (kv: memory for the cache; context: the model's own limit)")
     out.append("tok/s: decode, all requests together; ≤ an upper bound, ≥ a lower bound")
-    notes = list(plan.notes) + ["--plan-all for every GPU count and layout tried"] * (not plan.everything)
+    notes = list(plan.notes)
+    if not plan.everything:
+        notes.append("--plan-all for every GPU count and layout tried"
+                     + " (the cheapest here is of the rows shown, the smallest per GPU type)" * priced)
     beside = sorted({part for row in plan.rows for part, n in row.beside if n})
     if beside:
         notes.append(f"every row counts what each GPU holds beside the model's weights ({', '.join(beside)}), "
@@ -100,6 +119,19 @@ def plan_table(plan: Plan) -> str:
     for note in notes:
         out.extend(_wrap(f"note: {note}"))
     return "\n".join(out)
+
+
+def _named_lines(plan: Plan, priced: bool) -> list[str]:
+    """The rows the plan names, with their flags: the fewest GPUs, and with prices the cheapest."""
+    fewest, cheapest = plan.fewest, plan.cheapest
+    if fewest is None:
+        return ["fewest GPUs: none of these fits"]
+    lines = [f"fewest GPUs: {fewest.words()}: {' '.join(row_flags(fewest))}"]
+    if cheapest is not None:
+        lines.append(f"cheapest: {cheapest.words()} at {cost_words(plan, cheapest)}: {' '.join(row_flags(cheapest))}")
+    elif priced:
+        lines.append("cheapest: no fitting row has a price")
+    return lines
 
 
 def _wrap(text: str, width: int = 110) -> list[str]:
@@ -157,14 +189,23 @@ def _is_view(row: Row, values: dict) -> bool:
 def pointer(plan: Plan, values: dict) -> str | None:
     """What a verdict that does not fit says the user needs: the smallest deployment of their own
     GPU type that fits, and the plan's best row when that is another GPU type or fewer GPUs
-    ("16 x H100 (tp 8, pp 2) fits 6 requests; fewest GPUs: 8 x H200 (tp 8) fits 5 requests").
-    `values` are the single view's inputs: a row that is its own deployment is never named (the
-    verdict has just said it does not fit). None when nothing else fits."""
+    ("16 x H100 (tp 8, pp 2) fits 6 requests; fewest GPUs: 8 x H200 (tp 8) fits 5 requests"),
+    and with prices the cheapest row when it is none of those ("; cheapest: 8 x MI300X (tp 4,
+    dp 2, ep) fits 630 requests at $0.474/M tokens"). `values` are the single view's inputs: a
+    row that is its own deployment is never named (the verdict has just said it does not fit).
+    None when nothing else fits."""
     rows = [row for row in plan.rows if row.fits and not _is_view(row, values)]
     best = rows[0] if rows else None
     own = next((row for row in rows if row.gpu == values.get("gpu")), None)
     if own is None:
-        return None if best is None else best.words()
-    if best is own or (best.gpu == own.gpu and best.gpus == own.gpus):
-        return own.words()
-    return f"{own.words()}; fewest GPUs: {best.words()}"
+        named = [] if best is None else [best]
+        words = None if best is None else best.words()
+    elif best is own or (best.gpu == own.gpu and best.gpus == own.gpus):
+        named, words = [own], own.words()
+    else:
+        named, words = [own, best], f"{own.words()}; fewest GPUs: {best.words()}"
+    cheapest = plan.cheapest
+    if cheapest is None or cheapest in named or _is_view(cheapest, values):
+        return words
+    cheap = f"cheapest: {cheapest.words()} at {cost_words(plan, cheapest)}"
+    return cheap if words is None else f"{words}; {cheap}"

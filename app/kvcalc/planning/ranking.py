@@ -1,5 +1,11 @@
 """The plan's last phase: its rows in order (fitting first, then fewer GPUs, cheaper, more
-requests held) and the notes on what it assumed or left out.
+requests held), the two rows a plan names (the fewest GPUs and the cheapest) and the notes on
+what it assumed or left out.
+
+Worked example (tests/planning/test_cheapest.py): Qwen3-235B-A22B at 10 requests/s, 1,024 output
+tokens, with H100 at $2.49, H200 at $3.50 and MI300X at $2.20 per GPU-hour. The fewest GPUs is
+4 x MI355X, unpriced; the cheapest is 8 x MI300X at $17.60/hour, the least $/M tokens of the
+fitting priced rows, ahead of 8 x H200 ($28.00) and 16 x H100 ($39.84).
 """
 
 from dataclasses import dataclass
@@ -13,15 +19,38 @@ class Plan:
     rows: tuple[Row, ...]
     notes: tuple[str, ...]
     everything: bool                          # every deployment, not only the smallest per GPU type
+    rated: bool = False                       # a request rate was given: cost is per token served
+
+    @property
+    def fewest(self) -> Row | None:
+        """The first fitting row: the fewest GPUs (the order's first key after fitting)."""
+        return next((row for row in self.rows if row.fits), None)
 
     @property
     def best(self) -> Row | None:
-        return next((row for row in self.rows if row.fits), None)
+        return self.fewest
+
+    @property
+    def cheapest_by(self) -> str:
+        """What "cheapest" weighs: $/M tokens at a rate (the rows serve the same workload, so
+        the cost of a token compares them), else $/hour (without a rate the rows' decode bounds
+        are of different loads)."""
+        return "usd_per_million_tokens" if self.rated else "usd_per_hour"
+
+    @property
+    def cheapest(self) -> Row | None:
+        """The fitting priced row that costs least by `cheapest_by`; a tie goes to the row first in
+        the plan's order (fewer GPUs). None when no priced row fits."""
+        costs = [(cost, i) for i, row in enumerate(self.rows) if row.fits
+                 and (cost := getattr(row, self.cheapest_by)) is not None]
+        return self.rows[min(costs)[1]] if costs else None
 
 
 def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
     """The plan of these rows: in order (_order), with its notes."""
-    return Plan(tuple(sorted(rows, key=_order(ask))), _notes(ask), everything)
+    ordered = tuple(sorted(rows, key=_order(ask)))
+    plan = Plan(ordered, _notes(ask), everything, ask.rate is not None)
+    return Plan(ordered, plan.notes + _cheapest_notes(ask, plan), everything, plan.rated)
 
 
 def _notes(ask: Ask) -> tuple[str, ...]:
@@ -40,6 +69,21 @@ def _notes(ask: Ask) -> tuple[str, ...]:
     if unused:
         notes.append(f"prices for GPUs the plan does not consider: {', '.join(unused)}")
     return tuple(notes)
+
+
+def _cheapest_notes(ask: Ask, plan: Plan) -> tuple[str, ...]:
+    """Why the plan names no cheapest row though prices were given, or what its cheapest weighed
+    when some fitting priced row could not be weighed so."""
+    if not ask.prices or not any(row.fits for row in plan.rows):
+        return ()
+    priced = [row for row in plan.rows if row.fits and row.usd_per_hour is not None]
+    if not priced:
+        return ("no fitting row has a price, so none is named cheapest: price a GPU of a row that fits",)
+    unweighed = [row for row in priced if getattr(row, plan.cheapest_by) is None]
+    if unweighed:
+        return (f"cheapest leaves out {', '.join(row.words() for row in unweighed)}: no decode bound, so no $/M "
+                "tokens",)
+    return ()
 
 
 def _order(ask: Ask):

@@ -1,0 +1,126 @@
+"""Cheapest and fewest: the two rows every plan names (issue 41).
+
+The worked example is the issue's: Qwen/Qwen3-235B-A22B served at 10 requests/s with 1,024
+output tokens each, on vLLM, with what the user pays per GPU-hour: H100 $2.49, H200 $3.50,
+MI300X $2.20 (family names: "H100" prices the SXM, PCIe and NVL presets). Each GPU type's row is
+its smallest deployment that holds the concurrency Little's law asks for. Its $/hour is the price
+times the GPUs, and its $/M tokens the hour over the tokens its decode bound gives in an hour:
+  8 x MI300X   8 x 2.20 = 17.60 $/hour
+  8 x H200     8 x 3.50 = 28.00 $/hour
+  16 x H100   16 x 2.49 = 39.84 $/hour
+All serve the same 10 x 1,024 = 10,240 tokens/s, so the cheapest is 8 x MI300X (about $0.47 per
+million tokens); the fewest GPUs is 4 x MI355X (288 GB each), which has no price.
+"""
+
+import json
+from fractions import Fraction
+
+from hypothesis import given, strategies as st
+
+from kvcalc.planning import plan as planner
+from kvcalc.planning.candidates import Layout
+from kvcalc.planning.plan_report import plan_json, plan_table, pointer
+from kvcalc.planning.ranking import Plan
+from kvcalc.planning.rows import Row
+from kvcalc.inputs.options import parse_options
+
+from support import cli
+
+QWEN = ["--model", "Qwen/Qwen3-235B-A22B", "--engine", "vllm", "--rate", "10", "--output-tokens", "1024"]
+PRICES = ["--price", "H100=2.49", "--price", "H200=3.5", "--price", "MI300X=2.2"]
+
+
+def test_the_issue_s_workload_names_the_mi300x_cheapest_and_the_mi355x_fewest():
+    code, out, err = cli(*QWEN, *PRICES, "--plan", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = data["plan"]
+    cheapest, fewest = data["plan_cheapest"], data["plan_fewest"]
+    assert (cheapest["gpu"], cheapest["gpus"], cheapest["usd_per_hour"]) == ("mi300x-192gb", 8, 17.6)
+    assert cheapest["by"] == "usd_per_million_tokens" and cheapest["fits"]
+    assert rows[cheapest["index"]] == {k: v for k, v in cheapest.items() if k not in ("index", "words", "flags", "by")}
+    assert cheapest["flags"] == ["--gpu", "mi300x-192gb", "--gpus", "8", "--dp", "2", "--ep", "on"]
+    # The least $/M tokens of every fitting priced row, each redone from the row's own figures.
+    priced = [row for row in rows if row["fits"] and row["usd_per_hour"] is not None]
+    assert {(row["gpu"], row["gpus"], row["usd_per_hour"]) for row in priced} >= {
+        ("mi300x-192gb", 8, 17.6), ("h200-141gb", 8, 28.0), ("h100-sxm-80gb", 16, 39.84)}
+    for row in priced:
+        assert abs(row["usd_per_million_tokens"] - row["usd_per_hour"] * 1e6 / (row["decode_tokens_per_s"] * 3600)) < 1e-9
+    assert cheapest["usd_per_million_tokens"] == min(row["usd_per_million_tokens"] for row in priced)
+    # Fewest GPUs: the first fitting row, 4 x MI355X, unpriced; plan_best keeps its words.
+    assert (fewest["gpu"], fewest["gpus"], fewest["usd_per_hour"], fewest["index"]) == ("mi355x-288gb", 4, None, 0)
+    assert data["plan_best"] == fewest["words"] == "4 x AMD Instinct MI355X 288GB (tp 4) fits 408 requests"
+
+
+def _values(*extra: str, **more) -> dict:
+    raw = {"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "rate": "10", "output-tokens": "1024",
+           "plan-gpus": "h100-sxm-80gb,h200-141gb,mi300x-192gb,mi355x-288gb", **more}
+    values, errors = parse_options(raw)
+    assert not errors, errors
+    return values
+
+
+def test_the_table_says_both_with_the_cost_it_was_chosen_by():
+    plan = planner.plan(_values(prices="H100=2.49,H200=3.5,MI300X=2.2"))
+    text = plan_table(plan)
+    assert "fewest GPUs: 4 x AMD Instinct MI355X 288GB (tp 4) fits 408 requests: --gpu mi355x-288gb --gpus 4" in text
+    assert "cheapest: 8 x AMD Instinct MI300X 192GB (tp 4, dp 2, ep) fits 630 requests at $0.474/M tokens: " \
+           "--gpu mi300x-192gb --gpus 8 --dp 2 --ep on" in text
+    assert plan.cheapest.usd_per_hour == 8 * Fraction("2.2")
+
+
+def test_what_you_need_adds_the_cheapest_when_it_is_another_row():
+    values = _values(prices="H100=2.49,H200=3.5,MI300X=2.2", gpu="h100-sxm-80gb", gpus="4")
+    assert pointer(planner.plan(values), values) == (
+        "16 x NVIDIA H100 SXM 80GB (tp 4, dp 4, ep) fits 424 requests; fewest GPUs: 4 x AMD Instinct MI355X 288GB "
+        "(tp 4) fits 408 requests; cheapest: 8 x AMD Instinct MI300X 192GB (tp 4, dp 2, ep) fits 630 requests at "
+        "$0.474/M tokens")
+    # Without prices nothing is cheapest, and the words are as before.
+    unpriced = _values(gpu="h100-sxm-80gb", gpus="4")
+    assert pointer(planner.plan(unpriced), unpriced) == (
+        "16 x NVIDIA H100 SXM 80GB (tp 4, dp 4, ep) fits 424 requests; fewest GPUs: 4 x AMD Instinct MI355X 288GB "
+        "(tp 4) fits 408 requests")
+
+
+def test_prices_on_no_fitting_row_name_no_cheapest_and_say_why():
+    # Only the T4 is priced, and at 10 requests/s of Qwen3-235B no T4 deployment up to 64 fits.
+    plan = planner.plan(_values(prices="T4=0.35", **{"plan-gpus": "t4-16gb,h200-141gb"}))
+    assert plan.cheapest is None and plan.fewest.gpu == "h200-141gb"
+    assert "no fitting row has a price, so none is named cheapest: price a GPU of a row that fits" in plan.notes
+    assert "cheapest: no fitting row has a price" in plan_table(plan)
+    assert plan_json(plan)["plan_cheapest"] is None
+
+
+def _row(gpu: str, gpus: int, fits: bool, usd_per_hour, tokens_per_s) -> Row:
+    return Row(gpu=gpu, gpu_name=gpu.upper(), layout=Layout(gpus), kv_dtype="bf16", weights_dtype="bf16", fits=fits,
+               max_concurrency=10 if fits else 0, max_context_tokens=4096, limit="kv", why="", batch=8,
+               decode_tokens_per_s=None if tokens_per_s is None else Fraction(tokens_per_s),
+               usd_per_hour=None if usd_per_hour is None else Fraction(usd_per_hour), values={})
+
+
+def test_at_a_rate_the_token_s_cost_decides_not_the_hour_s():
+    # 2 x A at $4/hour decode 1,000 tok/s: $1.11/M; 4 x B at $6/hour decode 2,000 tok/s: $0.83/M.
+    rows = (_row("a", 2, True, 4, 1000), _row("b", 4, True, 6, 2000), _row("c", 1, False, 1, None))
+    assert Plan(rows, (), False, rated=True).cheapest.gpu == "b"
+    # Without a rate the rows' decode bounds are of different loads: the hour decides.
+    assert Plan(rows, (), False, rated=False).cheapest.gpu == "a"
+
+
+def test_a_tie_goes_to_the_row_first_in_the_plan_s_order():
+    rows = (_row("a", 2, True, 4, 1000), _row("b", 2, True, 4, 1000))
+    assert Plan(rows, (), False, rated=True).cheapest is rows[0]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.integers(1, 500)), st.integers(1, 5000)),
+                max_size=8), st.booleans())
+def test_cheapest_is_the_least_cost_of_the_fitting_priced_rows(specs, rated):
+    rows = tuple(_row(f"g{i}", 1 + i, fits, price, tokens) for i, (fits, price, tokens) in enumerate(specs))
+    plan = Plan(rows, (), False, rated)
+    cost = (lambda row: row.usd_per_million_tokens) if rated else (lambda row: row.usd_per_hour)
+    candidates = [row for row in rows if row.fits and cost(row) is not None]
+    if not candidates:
+        assert plan.cheapest is None
+    else:
+        assert cost(plan.cheapest) == min(cost(row) for row in candidates)
+        assert plan.cheapest is next(row for row in candidates if cost(row) == cost(plan.cheapest))
+    assert plan.fewest is next((row for row in rows if row.fits), None)
