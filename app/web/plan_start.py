@@ -60,7 +60,7 @@ def wire(update) -> None:
 
     def on_choose(event) -> None:
         from web import plan_table          # loaded with the first plan, whose rows are clicked
-        if plan_table.choose(event):
+        if not plan_table.sort_by(event) and plan_table.choose(event):
             update()
 
     def on_everything(*_) -> None:

@@ -6,11 +6,12 @@ drawn, the link carries the plan's inputs, and a verdict that does not fit names
 row. The page starts without the planner. Every wait is for a condition."""
 
 import json
+from fractions import Fraction
 from urllib.parse import unquote
 
 from kvcalc.planning import plan
 from kvcalc.planning.ask import ask_from
-from kvcalc.reports.link import evaluate_link
+from kvcalc.reports.link import encode, evaluate_link
 from kvcalc.reports.report import to_json
 
 from pagekit import metrics, open_page, settle, url_of, open_folds
@@ -64,7 +65,7 @@ def test_the_table_is_the_engines_plan_and_a_row_chosen_is_the_single_view(page,
     planned(page)
     rows = same_rows(page, values_of(page))
     assert len(rows) > 10 and page.inner_text("#plan-caption").startswith("The smallest deployment")
-    assert f"Best: {plan.plan(values_of(page)).best.words()}." in page.inner_text("#plan-status")
+    assert f"Fewest GPUs: {plan.plan(values_of(page)).fewest.words()}." in page.inner_text("#plan-status")
     # A row with pipeline stages, chosen by its Use button.
     index, row = next((i, r) for i, r in enumerate(rows) if r.fits and r.layout.pp > 1)
     page.locator(f"{ROWS} >> nth={index}").locator("button.use").click()
@@ -81,6 +82,63 @@ def test_the_table_is_the_engines_plan_and_a_row_chosen_is_the_single_view(page,
     assert page.eval_on_selector_all(f"{ROWS}.current", "rows => rows.map(r => r.dataset.row)") == [str(index)]
     same_rows(page, values_of(page))
     assert recorder.problems == []
+
+
+# Issue 41's workload: Qwen3-235B-A22B at 10 requests/s, 1,024 output tokens each, with the user's
+# prices by family name, over four GPU types (the CLI's test, tests/planning/test_cheapest.py,
+# plans every preset): fewest GPUs 4 x MI355X (unpriced), cheapest 8 x MI300X at 8 x 2.20 = $17.60
+# an hour, the least $/M tokens of the priced rows that fit (8 x H200 $28.00, 16 x H100 $39.84).
+QWEN_PRICED = "#" + encode({"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "rate": "10", "output-tokens": "1024",
+                            "plan-gpus": "h100-sxm-80gb,h200-141gb,mi300x-192gb,mi355x-288gb",
+                            "prices": "H100:2.49,H200:3.5,MI300X:2.2"})
+
+
+def test_the_cheapest_and_the_fewest_are_marked_and_any_column_sorts_by_keyboard(page, site):
+    open_page(page, site + QWEN_PRICED)
+    planned(page)
+    values = values_of(page)
+    rows = same_rows(page, values)
+    result = plan.plan(values)
+    cheapest, fewest = rows.index(result.cheapest), rows.index(result.fewest)
+    assert (result.cheapest.gpu, result.cheapest.gpus, result.cheapest.usd_per_hour) == ("mi300x-192gb", 8, Fraction("17.6"))
+    assert (result.fewest.gpu, result.fewest.gpus) == ("mi355x-288gb", 4)
+    marked = page.eval_on_selector_all(ROWS, "rows => rows.map(r => [r.dataset.row, r.dataset.cheapest || '', "
+                                             "r.dataset.fewest || '', (r.querySelector('th .sub') || {}).textContent || ''])")
+    assert [m for m in marked if m[1] or m[2]] == [[str(fewest), "", "true", "fewest GPUs"],
+                                                   [str(cheapest), "true", "", "cheapest"]]
+    status = page.inner_text("#plan-status")
+    assert f"Fewest GPUs: {result.fewest.words()}." in status
+    assert f"Cheapest: {result.cheapest.words()} at $0.474/M tokens." in status
+    # The needs column is each row's concurrency by Little's law, as the CLI's "needs".
+    needs = page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.children[3].textContent)")
+    assert needs == [f"{row.batch:,}" for row in rows]
+    # $/M tokens, by the keyboard: ascending puts the cheapest first, the unpriced rows last.
+    header = page.locator("#plan-table thead button.sort[data-sort='8']")
+    header.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#plan-table thead th[aria-sort]')")
+    order = page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.dataset.row)")
+    assert order[0] == str(cheapest) and sorted(order) == sorted(str(i) for i in range(len(rows)))
+    priced = [rows[int(i)].usd_per_million_tokens for i in order if rows[int(i)].usd_per_million_tokens is not None]
+    assert priced == sorted(priced) and all(rows[int(i)].usd_per_million_tokens is None for i in order[len(priced):])
+    assert page.get_attribute("#plan-table thead th:nth-child(9)", "aria-sort") == "ascending"
+    page.keyboard.press(" ")
+    page.wait_for_function("document.querySelector('#plan-table thead th[aria-sort=descending]')")
+    order = page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.dataset.row)")
+    assert [rows[int(i)].usd_per_million_tokens for i in order[:len(priced)]] == sorted(priced, reverse=True)
+    # A third press gives the plan's own order back; a row chosen from a sorted table is that row.
+    page.keyboard.press("Enter")
+    page.wait_for_function("!document.querySelector('#plan-table thead th[aria-sort]')")
+    assert page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.dataset.row)") == [str(i) for i in
+                                                                                       range(len(rows))]
+    page.locator("#plan-table thead button.sort[data-sort='4']").click()      # requests that fit, ascending
+    page.wait_for_function("document.querySelector('#plan-table thead th[aria-sort]')")
+    page.locator(f'{ROWS}[data-row="{cheapest}"]').locator("button.use").click()
+    wait_plan(page)
+    assert page.input_value("#gpu") == "mi300x-192gb" and page.input_value("#gpus") == "8"
+    assert page.get_attribute("#plan-table thead th:nth-child(5)", "aria-sort") == "ascending"   # kept on re-render
+    violations = run_axe(page, site)
+    assert violations == [], violations
 
 
 def test_enter_on_a_rows_button_applies_it(page, site):

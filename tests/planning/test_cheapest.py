@@ -124,3 +124,17 @@ def test_cheapest_is_the_least_cost_of_the_fitting_priced_rows(specs, rated):
         assert cost(plan.cheapest) == min(cost(row) for row in candidates)
         assert plan.cheapest is next(row for row in candidates if cost(row) == cost(plan.cheapest))
     assert plan.fewest is next((row for row in rows if row.fits), None)
+
+
+def test_a_price_note_names_what_was_typed_not_every_preset_it_covered():
+    # "H100=2.49" prices the SXM, PCIe and NVL presets; with only the SXM considered the other two
+    # are no news. "A100=1.2" priced four presets none of which is considered: named as typed.
+    plan = planner.plan(_values(prices="H100=2.49,A100=1.2,l40s-48gb=0.9", **{"plan-gpus": "h100-sxm-80gb"}))
+    assert "prices for GPUs the plan does not consider: A100, l40s-48gb" in plan.notes
+
+
+def test_a_name_priced_twice_is_one_line_naming_it():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B-Instruct", "--plan", "--price", "H100=2.49",
+                         "--price", "H100=3")
+    assert code == 2 and out == ""
+    assert err.strip() == "kvcalc: error: --price: H100 is priced twice (h100-sxm-80gb)"

@@ -208,11 +208,18 @@ def _precisions(text: str, name: str, item) -> tuple[str, ...]:
 MAX_USD_PER_GPU_HOUR = Fraction(1000)
 
 
+class Prices(tuple):
+    """(GPU id, USD per GPU-hour) pairs, which also keep the name that priced each id as typed
+    (`typed`), so that a note names "H100", not the three presets it priced."""
+    typed: dict = {}
+
+
 def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
     """GPU=USD per GPU-hour pairs (GPU:USD in a link), comma-separated: what the user pays, for
     no price is built in. A family's name prices each of its presets ("H100=2.49": SXM, PCIe
     and NVL), except those a price names more narrowly ("H100=2.49,h100-nvl-94gb=3")."""
     prices = {}                 # GPU id -> (price, how many presets the name that priced it covers)
+    typed = {}                  # GPU id -> the name that priced it
     for part in text.split(","):
         if not part.strip():
             continue
@@ -233,12 +240,15 @@ def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
         for gpu_id in family:
             old = prices.get(gpu_id)
             if old is not None and old[1] == len(family):
-                raise InputError(name, f"names {gpu_id} twice")
+                raise InputError(name, f"{label} is priced twice ({gpu_id})")
             if old is None or len(family) < old[1]:
                 prices[gpu_id] = (value, len(family))
+                typed[gpu_id] = label
     if not prices:
         raise InputError(name, "expected GPU=USD pairs, e.g. h100-sxm-80gb=2.49")
-    return tuple((gpu_id, value) for gpu_id, (value, _) in prices.items())
+    priced = Prices((gpu_id, value) for gpu_id, (value, _) in prices.items())
+    priced.typed = typed
+    return priced
 
 
 def _unit(text: str, name: str) -> str:

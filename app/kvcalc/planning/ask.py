@@ -51,6 +51,7 @@ class Ask:
     output_tokens: int | None
     engine: str | None
     dropped: tuple[str, ...] = ()             # inputs of one deployment the plan leaves out
+    price_names: dict = field(default_factory=dict, compare=False)   # GPU id -> the name that priced it
     # What depends on no GPU, worked out once for every GPU type: the model, its layouts and the
     # ideal's need per precision pair, and each layout's exact-ideal bytes on its busiest GPU (the screen).
     memo: dict = field(default_factory=dict, compare=False)
@@ -64,7 +65,8 @@ def ask_from(values: dict) -> Ask:
     ask = Ask(base=base, gpus=_considered(values, engine), max_gpus=values.get("plan-max-gpus", DEFAULT_MAX_GPUS),
               kv_dtypes=values.get("plan-kv-dtypes") or (None,),
               weights_dtypes=values.get("plan-weights-dtypes") or (None,),
-              prices=dict(values.get("prices", ())), rate=rate, output_tokens=output, engine=engine,
+              prices=dict(values.get("prices", ())),
+              price_names=dict(getattr(values.get("prices"), "typed", {})), rate=rate, output_tokens=output, engine=engine,
               dropped=tuple(name for name in DEPLOYMENT_INPUTS if name in values and name not in _CHOSEN))
     check_bounds(ask)
     return ask

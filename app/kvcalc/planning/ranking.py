@@ -65,7 +65,11 @@ def _notes(ask: Ask) -> tuple[str, ...]:
                      "tokens each: a lower bound, from the time bounds (queueing and scheduling only add)")
     if ask.dropped:
         notes.append(f"left out, as they belong to one deployment: {', '.join(ask.dropped)}")
-    unused = [gpu_id for gpu_id in ask.prices if gpu_id not in ask.gpus]
+    # Named as typed: "H100=2.49" with only the SXM considered prices the PCIe and NVL unused,
+    # which is no news; a name none of whose presets is considered is.
+    name = {gpu_id: ask.price_names.get(gpu_id, gpu_id) for gpu_id in ask.prices}
+    used = {name[gpu_id] for gpu_id in ask.prices if gpu_id in ask.gpus}
+    unused = dict.fromkeys(name[gpu_id] for gpu_id in ask.prices if name[gpu_id] not in used)
     if unused:
         notes.append(f"prices for GPUs the plan does not consider: {', '.join(unused)}")
     return tuple(notes)
