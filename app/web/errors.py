@@ -22,7 +22,13 @@ _OPTION_IDS = re.compile(r"(?<![\w-])(" + "|".join(sorted((re.escape(o.name) for
                                                          key=len, reverse=True)) + r")(?![\w-])")
 
 
+# What the engine tells a CLI user to run, as the page offers it.
+_CLI_WORDS = (("kvcalc --list-gpus lists the presets", "the GPU menu lists the presets"),)
+
+
 def in_page_words(text: str) -> str:
+    for cli_words, page_words in _CLI_WORDS:
+        text = text.replace(cli_words, page_words)
     return _OPTION_IDS.sub(lambda m: f"“{label(m[1])}”", text)
 
 

@@ -176,6 +176,10 @@ def test_prices_give_dollars_per_hour_and_a_bad_one_keeps_the_plan(page, site):
         assert page.get_attribute("#prices", "aria-invalid") == "true"
         assert page.get_attribute("#plan", "data-state") == "done" and shown_rows(page) == before
         assert url_of(page) == link         # the link keeps the last valid prices
+        said = page.inner_text("#error-prices")
+        assert "\n" not in said.strip() and "kvcalc" not in said          # one line, in the page's words
+    assert said == "unknown GPU 'no-such-gpu'; the GPU menu lists the presets (e.g. h100-sxm-80gb, h200-141gb, " \
+                   "mi300x-192gb)"
     page.fill("#prices", "")
     wait_plan(page)
     assert page.inner_text("#error-prices") == "" and page.get_attribute("#prices", "aria-invalid") is None
