@@ -139,11 +139,11 @@ def colocate(raw: dict, also: list[dict]) -> Colocation:
             values = dict(values, **{rule.in_use_option: Fraction(in_use + rule.context_bytes, GIB)})
             evaluation = _evaluated(values, number)
             scenario = evaluation.scenario
-        _check_starts(evaluation, number, in_use if rule.in_use_option else 0)
         share = _share(evaluation, module) if rule.share_of != "needs" else None
         if rule.share_of == "total":
             shares.append((number, share, module))
             _check_shares(shares, scenario)
+        _check_starts(evaluation, number, in_use if rule.in_use_option else 0)
         held = _held(evaluation, module, rule)
         servers.append((number, values, evaluation, rule, share, in_use, held))
         in_use += held
