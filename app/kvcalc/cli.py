@@ -7,6 +7,7 @@ import sys
 
 from .readers import architectures, gguf, gpu_presets, presets
 from .reports import link
+from .reports import colocation
 from .inputs import failed_start, log_flow
 from .reports import failure_report, fixes as start_fixes
 from .planning import plan
@@ -61,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                 group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text,
                                    nargs="?", const=option.bare)
             else:
-                group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text)
+                group.add_argument(f"--{option.name}", dest=option.name, metavar=metavar, help=help_text,
+                                   **({"action": "append"} if option.repeat else {}))
     files = parser.add_argument_group("checkpoint files (headers only; nothing else is read)")
     files.add_argument("--gguf", metavar="PATH", help="a GGUF file: the model's shape from its metadata, the "
                                                      "exact weights from its tensor table")
@@ -272,6 +274,17 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
                 return _failure_only(failed, raw, fmt, stdout)
             if refusal is not None:
                 raise refusal
+        if raw.get("also"):
+            # Servers beside this one on its GPU (--also): each sized, then together, a launch command
+            # each (reports/colocation); the plan, --launch and the exports stay the single view's.
+            if planning or engine is not None or fmt not in ("table", "json"):
+                raise InputError("also", "answers with each server and their verdict together, as a table or "
+                                         "--json: leave out --plan, --launch and --format")
+            found = colocation.colocate_raw(raw)
+            unit = str(raw.get("unit", "gib")).lower()
+            stdout.write(colocation.to_text(found, unit) if fmt == "table" else
+                         json.dumps(colocation.to_json(found, unit), indent=2) + "\n")
+            return 0
         output = _plan(raw, everything, fmt) if planning else _single(raw, reading, fmt, engine, stderr, failed,
                                                                       explain)
     except InputError as e:

@@ -7,7 +7,7 @@ here: `register(module)`.
 
 An engine leaves out an optional member to take its default, which is kept here and only here:
 DEFAULTS for data, `member(engine, name)` to read one, and the functions below for the optional
-callables (memory_utilization, data_parallel, the source formula's words). The shared code asks
+callables (memory_utilization, data_parallel, sharing, the source formula's words). The shared code asks
 these, never an engine's name.
 
 Each engine names its start-up log reader (LOG_READER, a module of its folder); `log_readers()`
@@ -25,7 +25,7 @@ from .llamacpp import engine as llamacpp
 from . import measured, releases
 from .sglang import engine as sglang
 from .vllm import engine as vllm
-from .result import Band, Budget, BudgetSource, EngineResult
+from .result import Band, Budget, BudgetSource, EngineResult, Sharing
 
 # The default of each optional data member (protocol.py documents each): what an engine that
 # leaves the member out gets. Read with member(engine, name); None (the exact ideal) reads these too.
@@ -52,7 +52,7 @@ ALIASES: dict = {}        # every spelling --engine takes (each NAME and its ALI
 
 __all__ = ["DEFAULT", "DEFAULTS", "ENGINES", "REGISTRY", "EngineResult", "engine_name", "title",
            "default_prefill_chunk", "size", "answer", "longest_context", "memory_utilization", "native_engine",
-           "register", "unregister", "member", "log_readers", "option_owners", "data_parallel"]
+           "register", "unregister", "member", "log_readers", "option_owners", "data_parallel", "sharing"]
 
 
 def member(engine, name: str):
@@ -134,6 +134,19 @@ def data_parallel(engine, moe: bool) -> bool:
     DP attention is for mixtures of experts; llama.cpp has no ranks), else yes."""
     own = getattr(engine, "data_parallel", None)
     return True if own is None else own(moe)
+
+
+# How a server that holds what it needs shares a GPU: the exact ideal's, and an engine's that gives
+# no `sharing` of its own. Its port is vLLM's OpenAI server's, as the ideal's launch command is none.
+NEEDS = Sharing("needs", 0, 8000, "it holds what it needs on each GPU (its weights, its cache for the requests "
+                "and its overhead), so the servers fit together when what they hold adds up to the memory at most")
+
+
+def sharing(engine, scenario) -> Sharing:
+    """How the server `engine` (a module, None for the exact ideal) runs beside servers started
+    before it: its sharing(scenario) where it has one, else NEEDS."""
+    own = getattr(engine, "sharing", None)
+    return NEEDS if own is None else own(scenario)
 
 
 def title(name: str) -> str:

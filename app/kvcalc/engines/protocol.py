@@ -6,7 +6,7 @@ engine to it, and a toy engine built in the test too.
 `Engine` is what every engine must have. `OptionalMembers` is what an engine may leave out: the
 registry (engines/__init__.py) keeps each one's default, in one place (DEFAULTS and member() for
 data; memory_utilization, data_parallel, usable_words, overhead_words, reservation_words,
-count_words, request_bytes_all_gpus for the callables; attention_tp's alone is kept by
+count_words, request_bytes_all_gpus, sharing for the callables; attention_tp's alone is kept by
 parallel.attention_tp, on the floor below the registry, which asks it), so the shared code never
 reads an engine's name. A release-keyed engine gives the five `Releases` members together (releases.py
 reads them; an engine without them is not kept by release and refuses engine-version).
@@ -149,6 +149,11 @@ class OptionalMembers(Protocol):
     def request_bytes_all_gpus(self, scenario, out) -> int:
         """Bytes one request reserves on all GPUs together, or None; default the GPUs x
         out.kv_bytes_per_request. The source formula."""
+
+    def sharing(self, scenario):
+        """How its server shares a GPU with servers started before it (engines.result.Sharing:
+        what its share is of, its CUDA context, its default port, whether this release can);
+        default the exact ideal's: it holds what it needs. engines.sharing, reports.colocation."""
 
     def kv_layers(self, model, kv_precision, skip, release):
         """The model with each attention layer's own KV dtype where it keeps some apart from the

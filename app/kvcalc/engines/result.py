@@ -1,4 +1,5 @@
-"""What every engine module returns: its figures for one deployment, built by keyword."""
+"""What every engine module returns: its figures for one deployment, built by keyword, and how it
+shares a GPU with other servers (`Sharing`)."""
 
 from dataclasses import dataclass
 from enum import Enum
@@ -93,3 +94,19 @@ def torch_total(dep, settings, notes: list) -> int:
         notes.append("This GPU's total as PyTorch reports it is not on record: its nvidia-smi total is used, "
                      "a few hundred MiB high.")
     return dep.torch_memory_bytes or dep.gpu_memory_bytes
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How an engine's server shares a GPU with other servers started before it (reports/colocation
+    asks it through engines.sharing): what its memory share is of, what it holds beside what it is
+    sized with, and whether this release can share at all."""
+    share_of: str               # "total": its share is of the GPU's whole memory and it holds all of it
+    #                             (vLLM); "free": of the memory free when it starts (SGLang); "needs":
+    #                             it holds what it needs (llama.cpp, the exact ideal)
+    context_bytes: int          # per GPU, held beside what it is sized with (its CUDA context)
+    port: int                   # the port its server listens on by default (--port)
+    words: str                  # the rule in a sentence, with its source
+    start_check: bool = False   # it refuses to start where the memory free is under its share of the total
+    in_use_option: str | None = None    # the input carrying the memory in use when it starts
+    refusal: str | None = None  # why this release cannot be sized beside another server; None: it can

@@ -217,6 +217,7 @@ PAGE_OWN = {
 # Options the page has no control for: they come in a link or on the CLI only.
 NOT_ON_PAGE = {
     "draft-hf-config": "a draft's config.json, which the CLI reads from a file and a link carries",
+    "also": "the servers beside this one on its GPU (the CLI's --also, a link's also): the page's section is to come",
 }
 
 

@@ -27,6 +27,7 @@ class Option:
     default: str | None = None
     choice: object = None  # a text option's parser: (text, name) -> the canonical spelling, or InputError
     bare: str | None = None  # the value the CLI's flag means when given alone (--ep is --ep on)
+    repeat: str | None = None  # the CLI's flag may be repeated: its values joined by this (--also: ";")
 
 
 def _precision_name(text: str, name: str) -> str:
@@ -106,8 +107,9 @@ def mm_limits(text: str | None) -> dict:
     return {} if not text else {k: int(v) for k, v in (part.split("=") for part in text.split("/"))}
 
 
-# Text options whose value may run long: a layer list names up to 1,024 layers.
-LONG_TEXT = {"kv-dtype-skip-layers": 8192}
+# Text options whose value may run long: a layer list names up to 1,024 layers; the servers beside
+# the first, each set of name:value pairs (up to MAX_SERVERS of them).
+LONG_TEXT = {"kv-dtype-skip-layers": 8192, "also": 4096}
 SKIP_SLIDING = "sliding_window"   # vLLM's attention-type entry: every sliding-window layer
 MAX_SKIP_ENTRIES = 1024
 
@@ -155,6 +157,57 @@ def _tensor_split(text: str, name: str) -> str:
     if not any(Fraction(p) for p in parts):
         raise InputError(name, "all proportions are 0: leave it empty for llama.cpp's split by each GPU's free memory")
     return "/".join(parts)
+
+
+# What a server beside the first sets for itself (--also): the GPU, the GPU count and the node are
+# the first server's, shared by every server.
+ALSO_KEYS = ("model", "engine", "engine-version", "memory-utilization", "context", "batch", "kv-dtype",
+             "weights-dtype", "tp", "pp")
+SERVER_SEPARATOR = ";"       # between servers' sets in `also` (each set's pairs are comma-separated)
+MAX_SERVERS = 8              # the first server and up to seven beside it
+
+
+def server_sets(text: str, name: str = "also") -> list[dict]:
+    """The servers beside the first, each a dict of its raw values (strings as typed), from
+    `model:NAME,memory-utilization:0.45;model:...` (sets separated by SERVER_SEPARATOR, each as
+    measured-with's pairs); a key a server does not set for itself, a bad value or a set without
+    a model refuses the whole, naming the server (the first beside the main inputs is server 2)."""
+    sets = [part.strip() for part in str(text).split(SERVER_SEPARATOR)]
+    if not any(sets):
+        raise InputError(name, "expected one server's inputs as name:value pairs, e.g. model:Qwen/Qwen3-14B,"
+                               "memory-utilization:0.45")
+    if len(sets) > MAX_SERVERS - 1:
+        raise InputError(name, f"{len(sets) + 1} servers; at most {MAX_SERVERS} share a GPU here")
+    out = []
+    for number, body in enumerate(sets, start=2):
+        if not body:
+            raise InputError(name, f"server {number} is empty; give its inputs as name:value pairs")
+        raw = {}
+        for part in body.split(","):
+            key, colon, value = part.partition(":")
+            key, value = key.strip(), value.strip()
+            if key not in ALSO_KEYS:
+                raise InputError(name, f"server {number}: {_clip(key or part)!r} is not an input a server sets for "
+                                       f"itself; allowed: {', '.join(ALSO_KEYS)} (the GPU, GPU count and node are "
+                                       "server 1's)")
+            if not colon or not value:
+                raise InputError(name, f"server {number}: {key} has no value; write {key}:VALUE")
+            if key in raw:
+                raise InputError(name, f"server {number}: names {key} twice")
+            try:
+                parse_value(OPTION_BY_NAME[key], value)
+            except InputError as e:
+                raise InputError(name, f"server {number}: {key}: {e.message}") from None
+            raw[key] = value
+        if "model" not in raw:
+            raise InputError(name, f"server {number}: give its model (model:ID), a preset id or Hugging Face repo id")
+        out.append(raw)
+    return out
+
+
+def _servers(text: str, name: str) -> str:
+    """`also`'s canonical text: each server's pairs as typed, trimmed, the sets joined by SERVER_SEPARATOR."""
+    return SERVER_SEPARATOR.join(",".join(f"{k}:{v}" for k, v in raw.items()) for raw in server_sets(text, name))
 
 
 def _gpu_id(text: str, name: str) -> str:
@@ -423,6 +476,12 @@ OPTIONS = (
            "--mm-enable-dp-encoder).", choice=_one_of("weights", "data")),
     Option("mmproj-bytes", "int", "serving", "llama.cpp: the multimodal projector's (--mmproj) tensor bytes, as its "
            "GGUF header gives them (the CLI's --mmproj FILE reads them).", 1, 1 << 50),
+    Option("also", "text", "serving", "Another server on the same GPU or node: its inputs as name:value pairs, "
+           "comma-separated (model, engine, engine-version, memory-utilization, context, batch, kv-dtype, "
+           "weights-dtype, tp, pp; the GPU, GPU count and node are shared; the engine, its version, the context and "
+           "the batch are server 1's unless set), e.g. model:Qwen/Qwen3-14B,memory-utilization:0.45; repeat it for "
+           "each server (sets separated by ; in a link). Each is sized on its own, then together as each engine "
+           "shares memory, with a launch command each.", choice=_servers, repeat=SERVER_SEPARATOR),
     Option("unit", "text", "view", "Show sizes in GiB (2^30, what engines log) or GB (10^9).", default="gib",
            choice=_unit),
 )
@@ -567,7 +626,7 @@ def parse_pairs(name: str, text) -> dict:
         key, colon, value = part.partition(":")
         key = key.strip()
         option = OPTION_BY_NAME.get(key)
-        if not colon or option is None or option.kind in ("pairs", "config", "list"):
+        if not colon or option is None or option.kind in ("pairs", "config", "list") or option.repeat:
             raise InputError(name, f"{_clip(part)!r} is not an input's name:value")
         if key in pairs:
             raise InputError(name, f"names {key} twice")

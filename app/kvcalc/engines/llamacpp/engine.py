@@ -35,7 +35,7 @@ from .. import releases
 from . import allocator, launch as command, printing
 from .allocator import MIB
 from .launch import FA_AUTO_BUILD, N_CPU_MOE_BUILD
-from ..result import Band, Budget, BudgetSource, EngineResult
+from ..result import Band, Budget, BudgetSource, EngineResult, Sharing
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 
 # Builds as llama.cpp numbers them (b5192); the rules below were read across these builds: from
@@ -184,6 +184,17 @@ def _cpu_weights_moved(scenario, weights: int | None, head: int | None, place: a
 # far apart two figures printed to 2 decimals of a MiB may be, the unit).
 LOG_FIGURES = (("kv_cache_mib", "KV cache size (its KV buffers)", printing.our_cache_mib, Fraction(1, 100), "MiB"),
                ("kv_layers", "KV cache layers", printing.our_cache_layers, 0, "layers"))
+
+
+
+def sharing(scenario) -> Sharing:
+    """How a llama-server shares a GPU: it allocates what it needs (its weights, the cells of -c,
+    its compute buffers) and no share of the memory, so servers fit together when what each holds
+    adds up to the memory at most. Its port: llama-server's default, 8080 (common/arg.cpp)."""
+    return Sharing("needs", 0, 8080, (
+        "llama.cpp allocates what it needs on each GPU (its weights, the cells of its -c and its compute buffers; "
+        "llama-context.cpp) and takes no share of the memory, so the servers fit together when what each holds adds "
+        "up to the memory at most; its CUDA context is not counted"))
 
 
 def default_chunk(scenario) -> int:

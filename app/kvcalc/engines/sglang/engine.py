@@ -23,7 +23,7 @@ from ...errors import InputError
 from ...units import GIB, MIB
 from .. import releases
 from . import allocator, launch as command, printing, release as rules
-from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
+from ..result import Budget, BudgetSource, EngineResult, Sharing, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 from ...readers.quantized_bytes import vllm_loaded_extra
 
@@ -67,6 +67,21 @@ USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang st
 # 63.49 + weights 15.35 = 78.84 GiB, 0.38 GiB under the 79.22 GiB PyTorch reports. The pool is
 # then mem_fraction_static x that - the weights.
 CONTEXT_BYTES = 390 * MIB
+
+
+def sharing(scenario) -> Sharing:
+    """How an SGLang server shares a GPU: its --mem-fraction-static is of the memory free when it
+    starts (get_available_gpu_memory, after its CUDA context: usable_memory), so a server started
+    after others is sized with what they hold as memory-in-use-gib, and holds its CUDA context
+    plus that fraction of what it found free (its weights and its pool). Its port: 30000
+    (server_args.py ServerArgs.port)."""
+    release = releases.in_force(sys.modules[__name__], scenario.settings)
+    return Sharing("free", CONTEXT_BYTES, 30000, (
+        f"SGLang {release} takes its --mem-fraction-static of the memory free when it starts (model_runner.py, "
+        "get_available_gpu_memory), so each server is sized with what the servers started before it hold as memory "
+        "in use, in the order given, and holds its CUDA context and that fraction (its weights and its KV pool); its "
+        "CUDA graphs and activations live in the rest it leaves free, which a server started after it may take"),
+        in_use_option="memory-in-use-gib")
 
 
 def defaults(gpu_memory_bytes: int | None, tp: int, pp: int, chunk: int | None = None,

@@ -17,10 +17,11 @@ from ... import parallel
 from . import PLACEMENT
 from .. import releases
 from . import allocator, launch as command, printing, profile as profile, release as rules
-from ..result import Budget, BudgetSource, EngineResult, torch_total, without_budget
+from ..result import Budget, BudgetSource, EngineResult, Sharing, torch_total, without_budget
 from .serving import SERVING  # noqa: F401  its serving rules, asked by serving/ through the registry
 from .kv_layers import kv_layers  # noqa: F401  each layer's KV dtype, asked by inputs/ through the registry
 from .pooling import is_pooling, loaded_weights as _pooling_weights
+from .non_torch import CUDA_CONTEXT
 from ...readers.quantized_bytes import mxfp4_padding_bytes, vllm_loaded_extra
 
 def loaded_weights(scenario, weights: int | None) -> tuple[int | None, str]:
@@ -139,6 +140,36 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     notes.append(f"vLLM {release}'s default --gpu-memory-utilization {float(default):g} is used (0.9 before "
                  "0.20.0, 0.92 from it; set a memory utilization to change it).")
     return rounding(memory * default)
+
+
+
+def sharing(scenario) -> Sharing:
+    """How a vLLM server shares a GPU (docs/research/vllm-release-rules.md, rule 3). From 0.6.5 (V0,
+    PR #10511) and 0.9.1 (V1, PR #19312) it measures from a snapshot taken at its start, so its
+    --gpu-memory-utilization is its own share of the whole memory, whatever runs beside it, and it
+    holds that share plus its CUDA context (before the snapshot: non_torch.CUDA_CONTEXT). V1 from
+    0.9.1 refuses to start where the memory free at its start is under its share (gpu_worker.py
+    init_device, "Free memory on device ... on startup is less than desired GPU memory
+    utilization"). 0.6.4, and V1 before 0.9.1, count what other processes hold as their own
+    non-torch memory: a server beside another is sized smaller than its share, not modelled here.
+    Its port: `vllm serve --port`'s default, 8000 (entrypoints/openai/cli_args.py)."""
+    release = release_of(scenario)
+    v1 = rules.v1(release)
+    context = CUDA_CONTEXT[0]
+    if not release.at_least(0, 6, 5) or (v1 and not release.at_least(0, 9, 1)):
+        fixed = "0.9.1 (V1, PR #19312)" if v1 else "0.6.5 (V0, PR #10511)"
+        return Sharing("total", context, 8000, "", refusal=(
+            f"vLLM {release} counts the memory other processes hold as its own non-torch memory, so a server beside "
+            f"another is sized smaller than its share, which is not modelled; from {fixed} each server's "
+            "--gpu-memory-utilization is its own share of the whole GPU"))
+    graphs = "" if release.at_least(0, 20, 0) else \
+        "; its CUDA graphs, captured after the cache, come on top of its share and are not counted here"
+    return Sharing("total", context, 8000, (
+        f"vLLM {release} takes its --gpu-memory-utilization share of the GPU's whole memory, whatever runs beside "
+        f"it (its memory profile starts from a snapshot at its start), and holds that share plus its CUDA context "
+        f"(about {printing.format_gib(context)} GiB, before the snapshot)"
+        + ("; it refuses to start where the memory free at its start is under its share (gpu_worker.py init_device)"
+           if v1 else "") + graphs), start_check=v1)
 
 
 def usable_words(scenario, out: EngineResult, usable: int) -> str:
