@@ -65,6 +65,9 @@ def test_two_models_on_one_h100_each_have_their_own_figures_and_fit_together():
     assert together.left_bytes == 7_969_311_817
     assert together.words.startswith("They fit together on each NVIDIA H100 SXM 80GB:")
     assert "7,969,311,817 B (7.42 GiB) left" in together.words
+    # Started together, the 14B's 6.72 GiB holds 5 of its 16 requests: the joint verdict says so too.
+    assert together.waiting == (2,)
+    assert together.words.endswith(" Server 2 (Qwen3 14B) holds 5 requests of the 16 asked at once: the rest wait.")
 
 
 def test_one_launch_command_each_on_its_own_port():

@@ -79,6 +79,7 @@ class Together:
     short_server: int | None    # the first server that does not fit beside those before it
     words: str
     notes: tuple[str, ...]      # each engine's rule for sharing, once
+    waiting: tuple[int, ...] = ()   # servers that start but hold fewer requests than asked
 
     @property
     def left_bytes(self) -> int:
@@ -259,7 +260,14 @@ def _together(servers: tuple[Server, ...], memory: int) -> Together:
     if held <= memory:
         words = (f"They fit together on {each}: {parts} = {held:,} B ({size(held)}) held of its {memory:,} B "
                  f"({size(memory)}), {memory - held:,} B ({size(memory - held)}) left.")
-        return Together(True, memory, held, None, words, notes)
+        # Started together is not serving what each was asked: a server whose cache holds fewer
+        # requests than its batch says so here too, not only in its own block.
+        waiting = [s for s in servers if s.evaluation.capacity is not None
+                   and s.evaluation.capacity < s.evaluation.scenario.workload.batch]
+        words += "".join(f" Server {s.number} ({s.evaluation.scenario.model.name}) holds "
+                         f"{plural(s.evaluation.capacity, 'request')} of the {s.evaluation.scenario.workload.batch:,} "
+                         "asked at once: the rest wait." for s in waiting)
+        return Together(True, memory, held, None, words, notes, tuple(s.number for s in waiting))
     short = next(s for s in servers if s.in_use_bytes + s.held_bytes > memory)
     left = max(0, memory - short.in_use_bytes)
     check = " (its start-up check refuses: the memory free is under its share)" if short.sharing.start_check else ""
@@ -322,4 +330,5 @@ def to_json(colocation: Colocation, unit: str = "gib") -> dict:
     return {"servers": servers,
             "together": {"fits": t.fits, "words": t.words, "memory_bytes_per_gpu": t.memory_bytes,
                          "held_bytes_per_gpu": t.held_bytes, "left_bytes_per_gpu": t.left_bytes,
-                         "short_server": t.short_server, "notes": list(t.notes)}}
+                         "short_server": t.short_server, "waiting_servers": list(t.waiting),
+                         "notes": list(t.notes)}}
