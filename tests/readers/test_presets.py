@@ -203,3 +203,14 @@ def test_presets_of_one_shape_are_sized_alike():
         assert _sized(first) == _sized(second), (first, second)
     r1 = _sized("deepseek-ai/DeepSeek-R1")
     assert r1["weights_bytes"] == 673_150_611_808 and r1["weights_exact"]
+
+
+def test_a_repo_listed_as_an_alias_is_served_as_typed():
+    # models.json's Llama 3.1 8B lists meta-llama/Llama-3.1-8B-Instruct among its aliases: the
+    # same shapes, another checkpoint. Its launch command serves the Instruct repo, as typed;
+    # the base id, and words that are no repo id, give the preset's own repo.
+    assert preset_model("meta-llama/Llama-3.1-8B-Instruct").hf_repo == "meta-llama/Llama-3.1-8B-Instruct"
+    assert preset_model("META-LLAMA/llama-3.1-8b-instruct").hf_repo == "meta-llama/Llama-3.1-8B-Instruct"
+    assert preset_model("meta-llama/Llama-3.1-8B").hf_repo == "meta-llama/Llama-3.1-8B"
+    same = preset_model("meta-llama/Llama-3.1-8B-Instruct")
+    assert same.layers == preset_model("meta-llama/Llama-3.1-8B").layers

@@ -73,7 +73,8 @@ def test_two_models_on_one_h100_each_have_their_own_figures_and_fit_together():
 def test_one_launch_command_each_on_its_own_port():
     one, two = colocate(L8, [Q14]).servers
     assert (one.port, two.port) == (8000, 8001)
-    assert one.command.startswith("vllm serve meta-llama/Llama-3.1-8B ") and one.command.endswith(" --port 8000")
+    # Served as typed: the Instruct repo, an alias of the Llama 3.1 8B preset, not its base.
+    assert one.command.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct ") and one.command.endswith(" --port 8000")
     assert two.command.startswith("vllm serve Qwen/Qwen3-14B ") and two.command.endswith(" --port 8001")
     assert "--gpu-memory-utilization 0.45" in one.command and "--gpu-memory-utilization 0.45" in two.command
 

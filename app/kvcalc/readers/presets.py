@@ -93,7 +93,12 @@ def preset_model(model_id: str, field: str = "model") -> Model:
     `resolve_model`. A checkpoint whose weights are not the preset's (a quantized re-release)
     keeps the preset's shapes with its weights unknown, and says so."""
     match = resolve_model(model_id, field)
-    return _matched_model(match.entry["id"].lower(), match.note(), match.weights_differ, match.typed)
+    model = _matched_model(match.entry["id"].lower(), match.note(), match.weights_differ, match.typed)
+    # A repo id listed as the preset's alias (its Instruct release, an older name) is that repo:
+    # the launch command serves what was typed, not the base model it shares its shapes with.
+    typed = model_id.strip().lower()
+    alias = next((a for a in match.entry.get("aliases", ()) if a.lower() == typed and "/" in a), None)
+    return model if alias is None else replace(model, hf_repo=alias)
 
 
 @lru_cache(maxsize=64)
