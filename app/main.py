@@ -190,6 +190,7 @@ def wire() -> None:
     on(document, "drop", on_drop)
     on(el(".shortcuts"), "click", on_context_shortcut)
     on(el("#plan-fields"), "input", on_user_input)
+    on(el("#together-fields"), "input", on_user_input)
     plan_start.wire(loop.update)
     on(el("#fix-list"), "click", _use_fix)
     serving_fields.wire()

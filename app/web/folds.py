@@ -61,6 +61,11 @@ def _source() -> None:
     source_view.render(*state.computed, state.unit)
 
 
+def _together() -> None:
+    from web import together_view
+    together_view.draw()
+
+
 def _rows(selector: str, rows, why: bool = False) -> None:
     shown = []
     for row in rows:
@@ -79,7 +84,7 @@ def _rows(selector: str, rows, why: bool = False) -> None:
 # Each fold's drawing, by its name (data-fold); the ones the headline figures carry come first.
 WITH_FIGURES = {"charts": _charts, "time": _time}
 SIDE = {"designs": _designs, "precisions": _precisions, "compare": _compare, "takeaway": _takeaway,
-        "source": _source}
+        "source": _source, "together": _together}
 DRAWS = {**WITH_FIGURES, **SIDE}
 
 

@@ -59,7 +59,7 @@ def test_every_option_has_one_home():
     assert form_blocks.problems() == []
     assert {f.name for f in FIELDS} | set(PAGE_OWN) | set(NOT_ON_PAGE) == {o.name for o in OPTIONS}
     assert sorted(PAGE_OWN) == ["hf-config", "model", "unit"]
-    assert list(NOT_ON_PAGE) == ["draft-hf-config", "also"]
+    assert list(NOT_ON_PAGE) == ["draft-hf-config"]
 
 
 def test_a_block_dropped_from_the_table_is_named(monkeypatch):

@@ -205,6 +205,12 @@ FIELDS = (
           classes="wide", help="What you pay per GPU-hour in USD, GPU=USD comma-separated; a family's name "
                                "(H100=2.49) prices each of its presets, a narrower name's price wins; no price is "
                                "built in."),
+    # Several models on these GPUs (its own fieldset)
+    Field("also", "together", "Other servers on these GPUs", placeholder="model:Qwen/Qwen3-14B,memory-utilization:0.45",
+          classes="wide", help="One set of name:value pairs per server (model, engine, engine-version, "
+                               "memory-utilization, context, batch, kv-dtype, weights-dtype, tp, pp), the sets "
+                               "separated by ; (the CLI's --also). A server takes this one's GPUs and, unless it "
+                               "sets its own, its engine, context and requests."),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 PLACES = tuple(dict.fromkeys(f.place for f in FIELDS))
@@ -217,7 +223,6 @@ PAGE_OWN = {
 # Options the page has no control for: they come in a link or on the CLI only.
 NOT_ON_PAGE = {
     "draft-hf-config": "a draft's config.json, which the CLI reads from a file and a link carries",
-    "also": "the servers beside this one on its GPU (the CLI's --also, a link's also): the page's section is to come",
 }
 
 
