@@ -14,7 +14,7 @@ import pytest
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.releases import release
 from kvcalc.engines.vllm import allocator, non_torch, profile, release as vllm_release
-from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus
+from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus, whole_gpus
 from kvcalc.readers.presets import DATA
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -154,8 +154,8 @@ def test_rocm_from_the_platform_agrees_with_the_name():
 def test_vllm_batch_tiers_from_the_device_name_and_capability_agree_with_the_display_name(version):
     """vLLM reads its device's name (H100/H200 before 0.8.5, A100 from 0.9.0) and, from 0.33.0,
     compute capability 12.1 (GB10; before, NVML's missing memory query keeps GB10 small): the preset's
-    device_name and compute_capability."""
-    for g in gpus().values():
+    device_name and compute_capability. A MIG instance's tier is its own rule (its test below)."""
+    for g in whole_gpus().values():
         assert vllm_release._big(release(version), g.memory_bytes, g) == old_big(version, g.memory_bytes, g.name), \
             (g.id, version)
 
@@ -165,7 +165,7 @@ def test_sm_counts_agree_where_the_name_table_named_the_card():
     give those their own: GB10's 48 SMs, the Instinct cards' CUs (vLLM's Triton sampler buffer is
     sized by current_platform.num_compute_units on ROCm too), the Apple GPUs' cores."""
     differ = {}
-    for g in gpus().values():
+    for g in whole_gpus().values():         # a MIG instance's SMs are its profile's (its test below)
         named = old_sms(g.name)
         if named is not None:
             assert profile.compute_units(g) == named == g.compute_units, g.id
@@ -217,3 +217,4 @@ def test_no_engine_rule_reads_the_display_name():
     found = [f"{p.relative_to(engines_dir)}:{n}" for p in sorted(engines_dir.rglob("*.py"))
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if readers.search(line)]
     assert found == []
+
