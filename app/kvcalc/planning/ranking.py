@@ -4,6 +4,7 @@ requests held) and the notes on what it assumed or left out.
 
 from dataclasses import dataclass
 
+from ..readers import gpu_presets
 from .ask import Ask
 from .rows import Row, as_decimal
 
@@ -39,6 +40,12 @@ def _notes(ask: Ask) -> tuple[str, ...]:
     unused = [gpu_id for gpu_id in ask.prices if gpu_id not in ask.gpus]
     if unused:
         notes.append(f"prices for GPUs the plan does not consider: {', '.join(unused)}")
+    # A whole GPU's price never prices its MIG instances (a family's name covers whole GPUs only).
+    unpriced = [gpu_id for gpu_id in ask.gpus if gpu_id not in ask.prices
+                and gpu_presets.gpu(gpu_id).mig_of in ask.prices]
+    if unpriced:
+        notes.append(f"unpriced MIG instances: {', '.join(unpriced)} (a whole GPU's price does not price its "
+                     "instances; give each its own, e.g. \"H100 3g.40gb=1.20\")")
     return tuple(notes)
 
 
