@@ -57,7 +57,7 @@ def main() -> None:
     if args.limits:
         limits(args.engine)
         return
-    print(f"plan.plan over {len(gpu_presets.gpus())} GPU presets, engine {args.engine}, {args.runs} runs, "
+    print(f"plan.plan over {len(gpu_presets.whole_gpus())} GPU presets, engine {args.engine}, {args.runs} runs, "
           f"Python {sys.version.split()[0]}")
     for model, context, batch in CASES:
         start = time.perf_counter()

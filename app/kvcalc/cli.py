@@ -178,7 +178,12 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
         if args.pop("list_gpus"):
             table = list(gpu_presets.gpus().values())
             ids, names = max(len(g.id) for g in table), max(len(g.name) for g in table)
-            for gpu in table:
+            # The whole GPUs first; the MIG instances after them, under a line saying what they are.
+            whole, mig = [g for g in table if g.mig_of is None], [g for g in table if g.mig_of is not None]
+            for gpu in whole + mig:
+                if mig and gpu is mig[0]:
+                    print("MIG instances (each one device, a share of the GPU its id begins with; "
+                          "memory as nvidia-smi mig -lgip reports it):", file=stdout)
                 print(f"{gpu.id:{ids}} {gpu.name:{names}} {gpu.memory_bytes / GIB:8.2f} GiB "
                       f"{gpu.bandwidth_bytes_per_s / 1e12:6.2f} TB/s", file=stdout)
             return 0

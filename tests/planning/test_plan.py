@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kvcalc.planning import plan as planner
 from kvcalc.planning.ask import ask_from
 from kvcalc.planning.bounds import gpu_memory, need_bytes, screen_bytes
-from kvcalc.planning.candidates import Layout, layouts, with_layout
+from kvcalc.planning.candidates import Layout, gpu_counts_on, layouts, with_layout
 from kvcalc.planning.probe import verdict_fits
 from kvcalc.planning.rows import Row
 from kvcalc.readers import gpu_presets, presets
@@ -472,3 +472,41 @@ def test_the_halves_the_planner_uses_are_evaluate(raw):
     assert carry_on(begin(values, False), False).result == quick.result
     assert carry_on(begin(values)).result == whole.result
     assert searched(quick).result == whole.result and searched(begin(values, False)).result == whole.result
+
+
+# ---- MIG instances (issue 41, part 4a) ---------------------------------------------------------
+
+MIG_3G = "h100-sxm-80gb-mig-3g-40gb"
+
+
+def test_a_mig_instance_is_planned_only_when_named_and_as_one_device():
+    """The default list is the whole GPUs (every one at 12 precision pairs stays within MAX_SEARCHES);
+    a MIG instance named in plan-gpus is one device: one row of 1 GPU. Llama 3.1 8B at 8,192 x 16 on the
+    3g.40gb holds 24 requests in the exact ideal: (42,412,802,048 - 16,060,522,496) // 1,073,741,824."""
+    everything = ask_from(typed(model="meta-llama/Llama-3.1-8B", engine="vllm"))
+    assert not any(gpu_presets.gpu(gpu_id).mig_of for gpu_id in everything.gpus)
+    assert gpu_counts_on(gpu_presets.gpu(MIG_3G), 64) == [1] and gpu_counts_on(gpu_presets.gpu(H100), 16) == [1, 2, 4, 8, 16]
+    row = smallest(typed(model="meta-llama/Llama-3.1-8B", context=8192, batch=16), MIG_3G)
+    assert (row.gpus, row.layout.tp, row.fits, row.max_concurrency) == (1, 1, True, 24)
+
+
+def test_a_whole_gpus_price_does_not_price_its_mig_instances():
+    values = typed(model="meta-llama/Llama-3.1-8B", context=8192, batch=16, plan_gpus=f"H100 SXM,{MIG_3G}",
+                   prices="H100=2.49")
+    result = planner.plan(values)
+    (mig,) = [row for row in result.rows if row.gpu == MIG_3G]
+    assert mig.usd_per_hour is None
+    assert ("unpriced MIG instances: h100-sxm-80gb-mig-3g-40gb (a whole GPU's price does not price its instances; "
+            "give each its own, e.g. \"H100 3g.40gb=1.20\")") in result.notes
+    priced = planner.plan(dict(values, prices=(("h100-sxm-80gb", Fraction("2.49")), (MIG_3G, Fraction("1.2")))))
+    assert [row.usd_per_hour for row in priced.rows if row.gpu == MIG_3G] == [Fraction("1.2")]
+    assert not any("unpriced MIG" in note for note in priced.notes)
+
+
+@pytest.mark.parametrize("raw, field", [({"gpus": "2"}, "gpus"), ({"tp": "2"}, "tp"), ({"pp": "2", "gpus": "2"}, "gpus")])
+def test_a_mig_instance_runs_no_multi_gpu_layout(raw, field):
+    result = evaluate({"model": "meta-llama/Llama-3.1-8B", "gpu": MIG_3G, **raw})
+    (error,) = result.errors
+    assert (error.field, error.message) == (field, "h100-sxm-80gb-mig-3g-40gb is one MIG instance, one device with "
+                                                   "no peer link: it runs on 1 GPU, not 2; give 1 GPU, or the whole "
+                                                   "h100-sxm-80gb for several")

@@ -80,8 +80,9 @@ def test_plan_json_keys_types_and_the_h100_row(llama70b_plan):
     data = llama70b_plan
     assert set(data) >= {"plan", "plan_notes"} and isinstance(data["plan_notes"], list)
     rows = data["plan"]
-    # One row per GPU type vLLM runs on: every NVIDIA and AMD preset, no Apple machine.
-    runs_on = [g.id for g in gpu_presets.gpus().values() if g.vendor in ("NVIDIA", "AMD")]
+    # One row per GPU type vLLM runs on: every NVIDIA and AMD whole GPU's preset, no Apple machine, no
+    # MIG instance (a plan considers one only when plan-gpus names it).
+    runs_on = [g.id for g in gpu_presets.whole_gpus().values() if g.vendor in ("NVIDIA", "AMD")]
     assert sorted(row["gpu"] for row in rows) == sorted(runs_on)
     for row in rows:
         for key, kind in ROW_KEYS.items():

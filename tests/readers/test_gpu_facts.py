@@ -6,7 +6,9 @@ for word) and the facts agree on every preset, except where the name rule fell t
 card it did not name, and there the fact is the device's own (named below, with its source)."""
 
 import json
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from kvcalc.evaluation import evaluate
 from kvcalc.engines.releases import release
 from kvcalc.engines.vllm import allocator, non_torch, profile, release as vllm_release
-from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus
+from kvcalc.readers.gpu_presets import GPU_FACTS, gpu_from_row, gpus, whole_gpus
 from kvcalc.readers.presets import DATA
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -154,8 +156,8 @@ def test_rocm_from_the_platform_agrees_with_the_name():
 def test_vllm_batch_tiers_from_the_device_name_and_capability_agree_with_the_display_name(version):
     """vLLM reads its device's name (H100/H200 before 0.8.5, A100 from 0.9.0) and, from 0.33.0,
     compute capability 12.1 (GB10; before, NVML's missing memory query keeps GB10 small): the preset's
-    device_name and compute_capability."""
-    for g in gpus().values():
+    device_name and compute_capability. A MIG instance's tier is its own rule (its test below)."""
+    for g in whole_gpus().values():
         assert vllm_release._big(release(version), g.memory_bytes, g) == old_big(version, g.memory_bytes, g.name), \
             (g.id, version)
 
@@ -165,7 +167,7 @@ def test_sm_counts_agree_where_the_name_table_named_the_card():
     give those their own: GB10's 48 SMs, the Instinct cards' CUs (vLLM's Triton sampler buffer is
     sized by current_platform.num_compute_units on ROCm too), the Apple GPUs' cores."""
     differ = {}
-    for g in gpus().values():
+    for g in whole_gpus().values():         # a MIG instance's SMs are its profile's (its test below)
         named = old_sms(g.name)
         if named is not None:
             assert profile.compute_units(g) == named == g.compute_units, g.id
@@ -217,3 +219,154 @@ def test_no_engine_rule_reads_the_display_name():
     found = [f"{p.relative_to(engines_dir)}:{n}" for p in sorted(engines_dir.rglob("*.py"))
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if readers.search(line)]
     assert found == []
+
+
+# ---- MIG instances (issue 41, part 4a) ---------------------------------------------------------
+# Each instance's memory as `nvidia-smi mig -lgip` prints it (GiB to 0.01; the MiB below, every one a
+# multiple of 1/8 GiB), its SMs from the same listing, its memory slices of 8 from `-lgipp` and the
+# MIG user guide's Fraction of Memory column. Sources (the rows' own): H100 80GB HBM3, stackhpc/
+# ansible-slurm-appliance docs/mig.md; H100 NVL, NVIDIA/gpu-operator PR #900 and NVIDIA/mig-parted
+# PR #101; H200, NVIDIA/mig-parted issue #120; B200, NVIDIA/gpu-operator PR #1351 (March 2025);
+# GB200, NVIDIA/mig-parted issue #227. B200's and GB200's 3g, 4g and 7g are left out: no listing of
+# their memory was found.
+MIG = {   # id: (GPU, profile, memory slices, SMs, MiB)
+    "h100-sxm-80gb-mig-1g-10gb": ("h100-sxm-80gb", "1g.10gb", 1, 16, 9_984),
+    "h100-sxm-80gb-mig-1g-20gb": ("h100-sxm-80gb", "1g.20gb", 2, 26, 20_096),
+    "h100-sxm-80gb-mig-2g-20gb": ("h100-sxm-80gb", "2g.20gb", 2, 32, 20_096),
+    "h100-sxm-80gb-mig-3g-40gb": ("h100-sxm-80gb", "3g.40gb", 4, 60, 40_448),
+    "h100-sxm-80gb-mig-4g-40gb": ("h100-sxm-80gb", "4g.40gb", 4, 64, 40_448),
+    "h100-sxm-80gb-mig-7g-80gb": ("h100-sxm-80gb", "7g.80gb", 8, 132, 81_152),
+    "h100-nvl-94gb-mig-1g-12gb": ("h100-nvl-94gb", "1g.12gb", 1, 16, 11_008),
+    "h100-nvl-94gb-mig-1g-24gb": ("h100-nvl-94gb", "1g.24gb", 2, 26, 22_144),
+    "h100-nvl-94gb-mig-2g-24gb": ("h100-nvl-94gb", "2g.24gb", 2, 32, 22_144),
+    "h100-nvl-94gb-mig-3g-47gb": ("h100-nvl-94gb", "3g.47gb", 4, 60, 47_488),
+    "h100-nvl-94gb-mig-4g-47gb": ("h100-nvl-94gb", "4g.47gb", 4, 64, 47_488),
+    "h100-nvl-94gb-mig-7g-94gb": ("h100-nvl-94gb", "7g.94gb", 8, 132, 95_360),
+    "h200-141gb-mig-1g-18gb": ("h200-141gb", "1g.18gb", 1, 16, 16_384),
+    "h200-141gb-mig-1g-35gb": ("h200-141gb", "1g.35gb", 2, 26, 33_024),
+    "h200-141gb-mig-2g-35gb": ("h200-141gb", "2g.35gb", 2, 32, 33_024),
+    "h200-141gb-mig-3g-71gb": ("h200-141gb", "3g.71gb", 4, 60, 71_168),
+    "h200-141gb-mig-4g-71gb": ("h200-141gb", "4g.71gb", 4, 64, 71_168),
+    "h200-141gb-mig-7g-141gb": ("h200-141gb", "7g.141gb", 8, 132, 143_104),
+    "b200-180gb-mig-1g-23gb": ("b200-180gb", "1g.23gb", 1, 18, 20_992),
+    "b200-180gb-mig-1g-45gb": ("b200-180gb", "1g.45gb", 2, 30, 45_312),
+    "b200-180gb-mig-2g-45gb": ("b200-180gb", "2g.45gb", 2, 36, 45_312),
+    "gb200-186gb-mig-1g-23gb": ("gb200-186gb", "1g.23gb", 1, 18, 22_528),
+    "gb200-186gb-mig-1g-47gb": ("gb200-186gb", "1g.47gb", 2, 32, 46_592),
+    "gb200-186gb-mig-2g-47gb": ("gb200-186gb", "2g.47gb", 2, 38, 46_592),
+}
+
+
+def test_the_mig_presets_are_the_sourced_profiles():
+    assert {g.id for g in gpus().values() if g.mig_of} == set(MIG)
+    for gpu_id, (parent, profile, slices, sms, mib) in MIG.items():
+        g, whole = gpus()[gpu_id], gpus()[parent]
+        assert (g.mig_of, g.mig_profile, g.mig_memory_slices, g.compute_units) == (parent, profile, slices, sms)
+        assert g.memory_bytes == mib * MIB and g.torch_memory_bytes is None, gpu_id
+        assert g.name == f"{whole.name} MIG {profile}" and g.device_name == f"{whole.device_name} MIG {profile}"
+        assert (g.vendor, g.platform, g.compute_capability) == (whole.vendor, whole.platform, whole.compute_capability)
+        assert g.interconnect == "none" and not g.unified_memory
+        # Derived, and said so: an eighth of the GPU's bandwidth per memory slice (the MIG guide's Concepts),
+        # the GPU's dense peaks times the instance's share of its SMs, rounded down.
+        assert g.bandwidth_bytes_per_s * 8 == whole.bandwidth_bytes_per_s * slices
+        assert g.peak_flops == {k: v * sms // whole.compute_units for k, v in whole.peak_flops.items()}
+        assert "Bandwidth derived" in g.source and "concepts.html" in g.source and "lgip" in g.source
+        assert g.peak_flops_source.startswith(f"derived: {parent}'s dense peaks x {sms}/{whole.compute_units} SMs")
+        assert "nvidia-smi mig -lgip" in g.memory_note and "gpu-memory-gib" in g.memory_note
+
+
+def test_a_profiles_name_is_its_memory_slices_of_the_gpus_memory_rounded():
+    """go-nvlib's getMigMemorySizeGB, the calculation the driver uses (NVIDIA/gpu-operator issue #351):
+    the name's GB = round(slices / 8 x the GPU's memory in GiB rounded up), halves away from zero. So the
+    slices here are the ones the names were made from: H200 (143,771 MiB: 141 GiB up) 3g.71gb is
+    4/8 x 141 = 70.5, rounded to 71; H100 NVL (95,830 MiB: 94) 1g.12gb is 1/8 x 94 = 11.75, to 12."""
+    for gpu_id, (parent, profile, slices, _, mib) in MIG.items():
+        whole_gib = -(-gpus()[parent].memory_bytes // GIB)
+        named = math.floor(Fraction(slices, 8) * whole_gib + Fraction(1, 2))
+        assert profile.endswith(f".{named}gb"), gpu_id
+        assert mib * MIB < Fraction(slices, 8) * gpus()[parent].memory_bytes, gpu_id   # below its share: usable
+
+
+def test_h100_3g_40gb_worked_by_hand():
+    """H100 SXM 3g.40gb: 39.50 GiB in `nvidia-smi mig -lgip` = 40,448 MiB = 42,412,802,048 B, the
+    MIG device NVIDIA's MIG user guide shows (40448MiB, 60 SMs); 4 of 8 memory slices x 3.35 TB/s =
+    1.675 TB/s; 60 of 132 SMs x 989.4 dense BF16 TFLOPS = 449,727,272,727,272 FLOP/s (rounded down)."""
+    g = gpus()["h100-sxm-80gb-mig-3g-40gb"]
+    assert g.memory_bytes == 40_448 * MIB == 42_412_802_048 == int(Fraction("39.5") * GIB)
+    assert g.bandwidth_bytes_per_s == 1_675_000_000_000
+    assert g.peak_flops["bf16"] == 449_727_272_727_272 and g.peak_flops["fp8"] == 899_500_000_000_000
+    assert g.device_name == "NVIDIA H100 80GB HBM3 MIG 3g.40gb" and g.compute_units == 60
+
+
+def test_acceptance_h100_mig_3g_40gb_sizes_as_a_card_of_its_memory():
+    """Llama 3.1 8B at 8,192 tokens on h100-sxm-80gb-mig-3g-40gb is the H100 with gpu-memory-gib 39.5.
+
+    Exact ideal, by hand: KV per token 32 layers x 8 KV heads x 128 x 2 (K and V) x 2 B = 131,072 B,
+    so 1,073,741,824 B a request; weights 16,060,522,496 B (the checkpoint's); KV budget
+    42,412,802,048 - 16,060,522,496 = 26,352,279,552 B; floor(26,352,279,552 / 1,073,741,824) = 24
+    requests (24.54).
+
+    vLLM 0.33.0: it requests ceil(0.92 x 42,412,802,048) = 39,019,777,885 B (the instance's total: no
+    PyTorch total is on record for it, nor for a typed memory) and takes the small tier's 2,048
+    tokens and 256 requests on both (39.5 GiB is under the 70 GiB tier; a MIG instance is small
+    anyway, vllm issue #55381). The one difference is the instance's 60 SMs: the Triton top-k/top-p
+    buffer is 4 B x min(nextpow2(min(SMs, 256)), SMs) rows x 128,256 vocabulary = 4 x 60 x 128,256 =
+    30,781,440 B on the instance against 4 x 132 x 128,256 = 67,719,168 B on the whole H100, so the
+    instance keeps 36,937,728 B more KV: 21,366,579,037 B, 10,188 blocks of 16 tokens (2,097,152 B
+    each) = 163,008 tokens, 19 requests of 8,192 (19.9); the H100 at 39.5 GiB: 21,329,641,309 B,
+    162,720 tokens, 19 requests."""
+    model = "meta-llama/Llama-3.1-8B"
+    mig = evaluate({"model": model, "gpu": "h100-sxm-80gb-mig-3g-40gb"})
+    card = evaluate({"model": model, "gpu": "h100-sxm-80gb", "gpu-memory-gib": "39.5"})
+    assert mig.scenario.deployment.gpu_memory_bytes == card.scenario.deployment.gpu_memory_bytes == 42_412_802_048
+    for r in (mig.result, card.result):
+        assert (r.kv_budget_bytes_per_gpu, r.kv_bytes_per_request, r.max_concurrency) == \
+            (26_352_279_552, 1_073_741_824, 24)
+    assert mig.scenario.deployment.weights_bytes == 16_060_522_496
+    mig_v, card_v = (evaluate({"model": model, "gpu": gpu, "engine": "vllm", **extra}).engine
+                     for gpu, extra in (("h100-sxm-80gb-mig-3g-40gb", {}),
+                                        ("h100-sxm-80gb", {"gpu-memory-gib": "39.5"})))
+    assert math.ceil(Fraction(92, 100) * 42_412_802_048) == 39_019_777_885
+    assert profile.triton_buffer(mig.scenario.model, release("0.33.0"), gpus()["h100-sxm-80gb-mig-3g-40gb"], 256) \
+        == 4 * 60 * 128_256 == 30_781_440
+    assert mig_v.kv_budget_bytes_per_gpu - card_v.kv_budget_bytes_per_gpu == 4 * (132 - 60) * 128_256 == 36_937_728
+    assert (mig_v.kv_budget_bytes_per_gpu, mig_v.kv_tokens, int(mig_v.max_concurrency)) == (21_366_579_037, 163_008, 19)
+    assert (card_v.kv_budget_bytes_per_gpu, card_v.kv_tokens, int(card_v.max_concurrency)) == \
+        (21_329_641_309, 162_720, 19)
+    assert mig_v.prefill_chunk == card_v.prefill_chunk == 2_048
+    assert vllm_release.MIG_TIER_WORDS in mig_v.notes and vllm_release.MIG_TIER_WORDS not in card_v.notes
+
+
+@pytest.mark.parametrize("version, big", [("0.8.4", True), ("0.8.5", False), ("0.33.0", False)])
+def test_vllm_puts_a_mig_instance_on_the_small_tier_from_0_8_5(version, big):
+    """Before 0.8.5 vLLM's tier is by device name ("h100" in "NVIDIA H100 80GB HBM3 MIG 7g.80gb"); from
+    0.8.5 by NVML's total of the parent GPU, which a MIG container may not read: 0 bytes, the small tier
+    (vllm-project/vllm issue #55381), even for a 79.25 GiB 7g.80gb the whole-GPU rule would call big."""
+    g = gpus()["h100-sxm-80gb-mig-7g-80gb"]
+    assert g.memory_bytes == 81_152 * MIB > vllm_release.BIG_GPU_BYTES
+    assert vllm_release._big(release(version), g.memory_bytes, g) is big
+
+
+def mig_row(**changes) -> dict:
+    row = next(r for r in rows() if r["id"] == "h100-sxm-80gb-mig-3g-40gb")
+    return {**row, **changes}
+
+
+@pytest.mark.parametrize("row, words", [
+    (mig_row(mig_of="h100-sxm-81gb"), "mig_of 'h100-sxm-81gb' is no whole GPU's preset above it"),
+    (mig_row(mig_of="h100-sxm-80gb-mig-7g-80gb"), "mig_of 'h100-sxm-80gb-mig-7g-80gb' is no whole GPU's preset"),
+    (mig_row(mig_of="mi300x-192gb"), "a MIG instance is mi300x-192gb's chip: its vendor, platform and compute"),
+    (mig_row(mig_of="h200-141gb"), "bandwidth is its 4/8 of h200-141gb's 4,800,000,000,000 B/s"),
+    (mig_row(mig_profile="3g40gb"), "mig_profile '3g40gb' is not a profile such as 3g.40gb"),
+    (mig_row(mig_profile="8g.90gb"), "mig_profile '8g.90gb' is not a profile such as 3g.40gb"),
+    (mig_row(mig_memory_slices=9), "mig_memory_slices is 1 to 8, got 9"),
+    (mig_row(interconnect="nvlink"), "a MIG instance has no peer link; its interconnect is none"),
+    (mig_row(memory_bytes=90 * GIB), "holds at most h100-sxm-80gb's memory and SMs"),
+    ({k: v for k, v in mig_row().items() if k != "mig_profile"}, "it does not state mig_profile"),
+    ({**next(r for r in rows() if r["id"] == "l40s-48gb"), "interconnect": "none"},
+     "states mig_of, mig_profile, mig_memory_slices; it does not state mig_of, mig_profile, mig_memory_slices"),
+])
+def test_a_mig_row_names_its_whole_gpu_and_a_profile(row, words):
+    with pytest.raises(ValueError) as e:
+        gpu_from_row(row, gpus())
+    assert words in str(e.value)

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 
+from kvcalc.inputs.form_blocks import gpu_choices
 from kvcalc.readers.gpu_presets import gpu, gpus
 
 from support import cli
@@ -165,3 +166,21 @@ def test_a_unified_memory_device_says_the_system_shares_it():
     assert not any("unified memory" in w for w in given)
     assert not any("unified memory" in w for w in evaluate(
         {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm-80gb"}).scenario.warnings)
+
+
+def test_mig_instances_are_listed_after_the_whole_gpus():
+    """--list-gpus and the page's select: the whole GPUs first, as before; the MIG instances after them
+    (the CLI under a line saying what they are), each with its instance memory (39.50 GiB for the H100's
+    3g.40gb, as nvidia-smi mig -lgip prints it) and its 4/8 of 3.35 TB/s."""
+    code, out, err = cli("--list-gpus")
+    assert code == 0 and not err
+    lines = out.splitlines()
+    (header,) = [i for i, line in enumerate(lines) if line.startswith("MIG instances")]
+    ids = [line.split()[0] for line in lines]
+    assert all(gpus()[gpu_id].mig_of is None for gpu_id in ids[:header])
+    assert ids[header + 1:] and all(gpus()[gpu_id].mig_of for gpu_id in ids[header + 1:])
+    (row,) = [line for line in lines if line.startswith("h100-sxm-80gb-mig-3g-40gb ")]
+    assert row.split()[-4:] == ["39.50", "GiB", "1.68", "TB/s"]
+    choices = [gpu_id for gpu_id, _ in gpu_choices()]
+    assert choices == ids[:header] + ids[header + 1:] and choices[0] == "a100-sxm-40gb"
+    assert dict(gpu_choices())["h100-sxm-80gb-mig-3g-40gb"] == "NVIDIA H100 SXM 80GB MIG 3g.40gb (39.5 GiB)"

@@ -467,3 +467,71 @@ def test_a_path_is_a_name_not_words():
 ])
 def test_a_logs_device_name_is_read_by_the_same_matcher(device, total_gib, gpu_id):
     assert gpu_preset(device, total_gib) == gpu_id
+
+
+# ---- MIG instances (issue 41, part 4a) ---------------------------------------------------------
+# A MIG instance is found by its id, its name, or a profile ("3g.40gb", "3g-40gb", "3g 40gb") with its
+# GPU's words, "mig" or neither; a profile alone when one GPU has it. A family's words alone never
+# reach one: "H100", "H100 SXM", --price H100=2.49 and --plan-gpus H100 resolve as above.
+
+@pytest.mark.parametrize("typed, gpu_id", [
+    ("h100-sxm-80gb-mig-3g-40gb", "h100-sxm-80gb-mig-3g-40gb"),
+    ("NVIDIA H100 SXM 80GB MIG 3g.40gb", "h100-sxm-80gb-mig-3g-40gb"),
+    ("H100 3g.40gb", "h100-sxm-80gb-mig-3g-40gb"),          # of the H100 presets, only the SXM has 3g.40gb
+    ("h100 mig 3g.40gb", "h100-sxm-80gb-mig-3g-40gb"),
+    ("H100 SXM MIG 3G.40GB", "h100-sxm-80gb-mig-3g-40gb"),
+    ("3g.40gb", "h100-sxm-80gb-mig-3g-40gb"),               # one GPU's profile
+    ("h100 1g.10gb+me", "h100-sxm-80gb-mig-1g-10gb"),       # the media engines: the same memory and SMs
+    ("H100 3g.47gb", "h100-nvl-94gb-mig-3g-47gb"),
+    ("H200 mig 1g.18gb", "h200-141gb-mig-1g-18gb"),
+    ("GB200 1g.23gb", "gb200-186gb-mig-1g-23gb"),
+    # nvidia-smi's and torch's name of the MIG device, as a log prints it.
+    ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", "h100-sxm-80gb-mig-3g-40gb"),
+])
+def test_a_mig_instance_by_its_profile(typed, gpu_id):
+    assert gpu_presets.gpu(typed).id == gpu_id
+    assert gpu_presets.gpu_family(typed) == (gpu_id,)
+
+
+def test_a_familys_name_reaches_no_mig_instance():
+    assert gpu_presets.gpu_family("H100") == ("h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb")
+    assert gpu_presets.gpu("H100 SXM").id == "h100-sxm-80gb"
+    values, errors = parse_options({"prices": "H100=2.49", "plan-gpus": "H100"})
+    assert errors == [] and [gpu_id for gpu_id, _ in values["prices"]] == list(values["plan-gpus"]) == \
+        ["h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb"]
+    # "all" is every whole GPU's preset; "h100 mig" every H100 instance; an instance's price is its own.
+    values, errors = parse_options({"plan-gpus": "all", "prices": "H100=2.49,H100 3g.40gb=1.2"})
+    assert errors == [] and not any("mig" in gpu_id for gpu_id in values["plan-gpus"])
+    assert dict(values["prices"])["h100-sxm-80gb-mig-3g-40gb"] == Fraction("1.2")
+    assert len(gpu_presets.gpu_family("h100 mig")) == 12
+
+
+@pytest.mark.parametrize("typed, words", [
+    # A GPU without MIG presets: the line names it and the GPUs that have them.
+    ("L40S 3g.40gb", "gpu: 'L40S 3g.40gb': l40s-48gb has no MIG presets; the MIG presets are of h100-sxm-80gb, "
+                     "h100-nvl-94gb, h200-141gb, b200-180gb and gb200-186gb"),
+    ("RTX 4090 mig 1g.10gb", "gpu: 'RTX 4090 mig 1g.10gb': rtx-4090-24gb has no MIG presets; the MIG presets are of "
+                             "h100-sxm-80gb, h100-nvl-94gb, h200-141gb, b200-180gb and gb200-186gb"),
+    # A profile the GPU does not have: the line names the profiles it has.
+    ("H100 SXM 5g.50gb", "gpu: 'H100 SXM 5g.50gb': h100-sxm-80gb has no MIG profile 5g.50gb; its profiles are "
+                         "1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"),
+    ("H100 5g.50gb", "gpu: 'H100 5g.50gb': no H100 preset has MIG profile 5g.50gb; h100-sxm-80gb has 1g.10gb, "
+                     "1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb; h100-nvl-94gb has 1g.12gb, 1g.24gb, 2g.24gb, "
+                     "3g.47gb, 4g.47gb, 7g.94gb"),
+    # Two GPUs' profile of one name: did you mean.
+    ("1g.23gb", "gpu: '1g.23gb' fits 2 GPU presets; did you mean b200-180gb-mig-1g-23gb, gb200-186gb-mig-1g-23gb?"),
+])
+def test_a_mig_profile_a_gpu_does_not_have_is_one_line(typed, words):
+    with pytest.raises(InputError) as e:
+        gpu_presets.gpu(typed)
+    assert f"{e.value.field}: {e.value.message}" == words
+
+
+def test_a_mig_profile_on_a_gpu_without_one_is_one_line_on_the_cli():
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-8B", "--gpu", "L40S 3g.40gb")
+    assert (code, out) == (2, "") and err == (
+        "kvcalc: error: --gpu: 'L40S 3g.40gb': l40s-48gb has no MIG presets; the MIG presets are of "
+        "h100-sxm-80gb, h100-nvl-94gb, h200-141gb, b200-180gb and gb200-186gb\n")
+    code, out, err = cli("--model", "meta-llama/Llama-3.1-70B", "--plan", "--price", "H100 5g.50gb=1")
+    assert (code, out) == (2, "") and err.startswith("kvcalc: error: --price: 'H100 5g.50gb': no H100 preset has "
+                                                     "MIG profile 5g.50gb;") and err.count("\n") == 1

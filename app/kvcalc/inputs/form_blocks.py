@@ -32,8 +32,11 @@ DEFAULT_GPU = "h100-sxm-80gb"
 
 
 def gpu_choices() -> list[tuple[str, str]]:
-    """Every GPU preset, in the presets' order, with its memory in GiB."""
-    return [(g.id, f"{g.name} ({g.memory_bytes / 2 ** 30:,.1f} GiB)") for g in gpu_presets.gpus().values()]
+    """Every GPU preset, in the presets' order, with its memory in GiB: the whole GPUs, then the MIG
+    instances (a share of one, named by its profile), so the cards people look for come first."""
+    table = gpu_presets.gpus().values()
+    ordered = [g for g in table if g.mig_of is None] + [g for g in table if g.mig_of is not None]
+    return [(g.id, f"{g.name} ({g.memory_bytes / 2 ** 30:,.1f} GiB)") for g in ordered]
 
 
 def engine_choices() -> list[tuple[str, str]]:

@@ -216,9 +216,9 @@ def _gpu_id(text: str, name: str) -> str:
 
 def _gpu_ids(text: str, name: str) -> tuple[str, ...]:
     """GPU presets, comma-separated, each by its id, name or a family's name ("h100" is each
-    H100 preset); "all" is every preset."""
+    H100 preset, no MIG instance: "h100 mig" is each of those); "all" is every whole GPU's preset."""
     if text.strip().lower() == "all":
-        return tuple(gpu_presets.gpus())
+        return tuple(gpu_presets.whole_gpus())
     ids = []
     for part in text.split(","):
         if part.strip():
@@ -270,7 +270,8 @@ class Prices(tuple):
 def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
     """GPU=USD per GPU-hour pairs (GPU:USD in a link), comma-separated: what the user pays, for
     no price is built in. A family's name prices each of its presets ("H100=2.49": SXM, PCIe
-    and NVL), except those a price names more narrowly ("H100=2.49,h100-nvl-94gb=3")."""
+    and NVL), except those a price names more narrowly ("H100=2.49,h100-nvl-94gb=3"); never a MIG
+    instance, whose price is its own ("H100 3g.40gb=1.20")."""
     prices = {}                 # GPU id -> (price, how many presets the name that priced it covers)
     typed = {}                  # GPU id -> the name that priced it
     for part in text.split(","):

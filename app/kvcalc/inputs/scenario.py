@@ -446,6 +446,11 @@ def _deployment(values: dict, model: Model) -> Deployment:
     peaks = ()
     if "gpu" in values:
         preset = gpu_presets.gpu(values["gpu"])
+        if preset.mig_of is not None and tp * pp * dp > 1:
+            # A CUDA process enumerates one MIG instance, and instances have no peer-to-peer link.
+            field = next((f for f in ("gpus", "tp", "pp", "dp") if values.get(f, 1) != 1), "gpus")
+            raise InputError(field, f"{preset.id} is one MIG instance, one device with no peer link: it runs on "
+                                    f"1 GPU, not {tp * pp * dp}; give 1 GPU, or the whole {preset.mig_of} for several")
         memory, bandwidth = preset.memory_bytes, preset.bandwidth_bytes_per_s
         torch_memory = preset.torch_memory_bytes
         peaks = tuple(sorted((preset.peak_flops or {}).items()))

@@ -32,7 +32,7 @@ PLAN_INPUTS = ("rate", "output-tokens", "plan-gpus", "plan-max-gpus", "plan-kv-d
 # every preset at 15 x 15 precisions ran 34 s), and the whole table (--plan-all, "Show every
 # deployment") sizes every count's every layout in full. Past these the plan is refused, naming
 # the input to narrow, never run for minutes (bench/plan.py --limits times the largest allowed).
-MAX_SEARCHES = 480            # GPU types x precision pairs: every preset (36 for vLLM) at 12 pairs
+MAX_SEARCHES = 480            # GPU types x precision pairs: every whole GPU's preset (36 for vLLM) at 12 pairs
 
 
 MAX_EVERY_COUNT = 800         # the whole table: GPU types x GPU counts x precision pairs (2x the default)
@@ -93,8 +93,8 @@ def _base(values: dict, rate: Fraction | None, output: int | None) -> dict:
 
 
 def _considered(values: dict, engine: str | None) -> tuple[str, ...]:
-    """The GPU types the plan considers: plan-gpus (each one the engine runs on), else every preset
-    with a memory and a bandwidth that the engine runs on."""
+    """The GPU types the plan considers: plan-gpus (each one the engine runs on), else every whole
+    GPU's preset with a memory and a bandwidth that the engine runs on (a MIG instance only when named)."""
     vendors = engines.REGISTRY[engine].VENDORS if engine else None
     if "plan-gpus" in values:
         considered = values["plan-gpus"]
@@ -103,7 +103,7 @@ def _considered(values: dict, engine: str | None) -> tuple[str, ...]:
             raise InputError("plan-gpus", f"{engines.title(engine)} does not run on {', '.join(foreign)} "
                                           f"(it runs on {' and '.join(vendors)} GPUs)")
     else:
-        considered = tuple(gpu_id for gpu_id, gpu in gpu_presets.gpus().items() if gpu.memory_bytes and
+        considered = tuple(gpu_id for gpu_id, gpu in gpu_presets.whole_gpus().items() if gpu.memory_bytes and
                            gpu.bandwidth_bytes_per_s and (not vendors or gpu.vendor in vendors))
     return tuple(considered)
 

@@ -45,8 +45,9 @@ def gpu_counts(max_gpus: int) -> list[int]:
 
 def gpu_counts_on(gpu, max_gpus: int) -> list[int]:
     """The counts searched on one GPU type: a machine whose memory is shared with its CPU is one
-    device (no parallelism across machines)."""
-    return [1] if gpu.unified_memory else gpu_counts(max_gpus)
+    device (no parallelism across machines), and so is a MIG instance (no peer link; a CUDA process
+    enumerates one instance)."""
+    return [1] if gpu.unified_memory or gpu.mig_of is not None else gpu_counts(max_gpus)
 
 
 def layouts(count: int, model, engine: str | None) -> list[Layout]:

@@ -10,6 +10,7 @@ fitting priced rows, ahead of 8 x H200 ($28.00) and 16 x H100 ($39.84).
 
 from dataclasses import dataclass
 
+from ..readers import gpu_presets
 from .ask import Ask
 from .rows import Row, as_decimal
 
@@ -72,6 +73,12 @@ def _notes(ask: Ask) -> tuple[str, ...]:
     unused = dict.fromkeys(name[gpu_id] for gpu_id in ask.prices if name[gpu_id] not in used)
     if unused:
         notes.append(f"prices for GPUs the plan does not consider: {', '.join(unused)}")
+    # A whole GPU's price never prices its MIG instances (a family's name covers whole GPUs only).
+    unpriced = [gpu_id for gpu_id in ask.gpus if gpu_id not in ask.prices
+                and gpu_presets.gpu(gpu_id).mig_of in ask.prices]
+    if unpriced:
+        notes.append(f"unpriced MIG instances: {', '.join(unpriced)} (a whole GPU's price does not price its "
+                     "instances; give each its own, e.g. \"H100 3g.40gb=1.20\")")
     return tuple(notes)
 
 

@@ -62,6 +62,13 @@ ALLOCATES_WHOLE_BUDGET = True
 USABLE_WORDS = (" Usable is mem_fraction_static x the memory free when SGLang starts (after its CUDA "
                 "context); activations and CUDA graphs live in the share it leaves free.")
 
+# SGLang tiers its chunk, CUDA-graph batch and mem_fraction_static by get_device_memory_capacity, nvidia-smi's
+# memory.total: inside a MIG instance that query reports the parent GPU or fails ("[Insufficient Permissions]"
+# in NVIDIA-AI-Blueprints/video-search-and-summarization issue #25); no SGLang log on a MIG instance was found.
+MIG_TIER_WORDS = ("On a MIG instance SGLang's defaults are tiered here by the instance's memory; SGLang asks "
+                  "nvidia-smi, which inside a MIG instance may report the whole GPU's memory or refuse the query "
+                  "(not verified on a MIG log): give the memory utilization (mem_fraction_static) to fix it.")
+
 # SGLang's "total" is the memory free when it starts (get_available_gpu_memory), after its CUDA
 # context: on the H100 of tests/fixtures/logs/sglang-qwen3-8b-tp1-mfs090.log, avail after load
 # 63.49 + weights 15.35 = 78.84 GiB, 0.38 GiB under the 79.22 GiB PyTorch reports. The pool is
@@ -258,6 +265,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
         notes.append(f"SGLang starts with {float(settings.memory_in_use_gib):.4g} GiB already in use: its "
                      "mem_fraction_static applies to what is free.")
     # get_device_memory_capacity: the total nvidia-smi reports, in MiB.
+    if dep.gpu is not None and dep.gpu.mig_of is not None and not settings.gpu_memory_given:
+        notes.append(MIG_TIER_WORDS)
     release = releases.in_force(sys.modules[__name__], settings)
     chosen = _scenario_defaults(scenario, chunk, release)
     fraction = chosen.fraction

@@ -132,6 +132,8 @@ def usable_memory(scenario, chunk: int, notes: list, ideal_usable: int) -> int:
     dep, settings = scenario.deployment, scenario.settings
     memory = torch_total(dep, settings, notes)
     release = release_of(scenario)
+    if dep.gpu is not None and dep.gpu.mig_of is not None and not settings.batch_given:
+        notes.append(rules.MIG_TIER_WORDS)
     # requested memory: int(total x util), math.ceil from 0.14.0 (vllm/v1/worker/utils.py request_memory).
     rounding = math.ceil if release.at_least(0, 14, 0) else int
     if settings.utilization_given:

@@ -12,6 +12,12 @@ from ...errors import InputError
 from ...units import GIB
 
 BIG_GPU_BYTES = 70 * GIB          # get_batch_defaults: NVML total >= 70 GiB is the "big" tier
+MIG_TIER_WORDS = (
+    "On a MIG instance vLLM sizes its KV memory from the total CUDA reports inside it, the instance's own; its "
+    "batch defaults (max_num_seqs, max_num_batched_tokens) from 0.8.5 read the total NVML gives for the parent GPU, "
+    "which a MIG container may not read: vLLM then takes 0 bytes and its small-GPU defaults (vllm-project/vllm "
+    "issue #55381), as taken here. Where NVML can read the parent (no container), vLLM takes the whole GPU's "
+    "defaults: give batch to fix the requests.")
 HUGE_GPU_BYTES = 160 * GIB        # 0.28.0 on: a third tier at >= 160 GiB
 
 
@@ -47,6 +53,13 @@ def _big(release, memory_bytes: int | None, gpu) -> bool:
         # 0.7.0-0.8.4 picked the large tier by device name (_override_v1_engine_args).
         return "h100" in device or "h200" in device
     if memory_bytes is None or memory_bytes < BIG_GPU_BYTES:
+        return False
+    if gpu is not None and gpu.mig_of is not None:
+        # A MIG instance: get_device_total_memory asks NVML for the parent GPU by its index, which a MIG
+        # container may not read (NoPermission), and get_batch_defaults' `except Exception` takes 0 bytes:
+        # the small tier (vllm-project/vllm issue #55381, open; PR #55481, the fallback to the instance's
+        # torch total, is not in a release). Where NVML reads the parent, the tier is the whole GPU's
+        # (MIG_TIER_WORDS, the note the engine shows).
         return False
     if gpu is not None and gpu.cuda_at((12, 1)):
         # GB10 (DGX Spark) is on the small tier in every release: to 0.32.x get_batch_defaults reads
