@@ -34,14 +34,18 @@ def choose(value: str) -> None:
     "custom") the model, as text in the combobox and as the hidden control's value."""
     options = _all_options()
     match = presets.model_match_for(value) if value not in SOURCES else None
+    preset = value
     if match is not None and not match.weights_differ:
-        value = match.entry["id"]       # a checkpoint whose weights are not the preset's stays as typed
+        # A checkpoint whose weights are not the preset's stays as typed; so does a repo the preset
+        # lists as its alias (an Instruct release), which its launch commands serve.
+        preset = match.entry["id"]
+        value = presets.repo_alias(match.entry, value) or preset
     el("#model").value = value
     box = el("#model-search")
-    box.value = "" if value in SOURCES else (options[value].dataset.name if value in options else value)
+    box.value = "" if value in SOURCES else (options[preset].dataset.name if preset in options else value)
     box.placeholder = PLACEHOLDER
     for option_id, option in options.items():
-        option.setAttribute("aria-selected", "true" if option_id == value else "false")
+        option.setAttribute("aria-selected", "true" if option_id == preset else "false")
     for source, selector in SOURCES.items():
         put(selector, "true" if value == source else "false", "aria-pressed")
     _close()

@@ -50,7 +50,10 @@ def test_two_servers_on_one_h100_are_each_sized_and_together(page, site):
     assert page.inner_text("#together-status") == found.together.words
     assert "7,969,311,817 B (7.42 GiB) left" in found.together.words
     assert page.inner_text("#together-commands").splitlines() == [one.command, two.command]
-    assert one.command.endswith("--port 8000") and two.command.startswith("vllm serve Qwen/Qwen3-14B ")
+    # The Instruct repo as typed (an alias of the Llama 3.1 8B preset), as the CLI serves it.
+    assert one.command.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct ") and one.command.endswith("--port 8000")
+    assert page.input_value("#model") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert page.input_value("#model-search") == "Llama 3.1 8B"
     assert page.get_attribute("#together-table tbody tr:nth-child(2)", "class") == "short"
     # Shares past 1: one line naming the server and the sum; the last table stays.
     fill_shown(page, "#also", "model:Qwen/Qwen3-14B,memory-utilization:0.6")

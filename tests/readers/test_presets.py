@@ -6,6 +6,7 @@ import pytest
 
 from kvcalc import evaluate, precision
 from kvcalc.readers.gpu_presets import gpus
+from kvcalc.inputs.options import canonical_value
 from kvcalc.readers.presets import model_entries, preset_model
 
 from support import FIXTURES
@@ -110,7 +111,6 @@ def test_model_search_never_fails_on_any_text():
 def test_every_preset_knows_its_context_limit():
     # Issue 11: Gemma 3 27B claimed 1.1M tokens of context fit, its preset having no limit. Where
     # the published config.json omits it, the config class's default applies (and is noted).
-    from kvcalc.readers.presets import model_entries, preset_model
     for entry in model_entries():
         model = preset_model(entry["id"])
         assert model.max_context_tokens, entry["id"]
@@ -214,3 +214,10 @@ def test_a_repo_listed_as_an_alias_is_served_as_typed():
     assert preset_model("meta-llama/Llama-3.1-8B").hf_repo == "meta-llama/Llama-3.1-8B"
     same = preset_model("meta-llama/Llama-3.1-8B-Instruct")
     assert same.layers == preset_model("meta-llama/Llama-3.1-8B").layers
+
+
+def test_a_link_keeps_a_repo_alias_as_typed():
+    # The page writes a link's model through canonical_value: an alias that is a repo id stays
+    # that repo (and its launch commands serve it); words still become the preset's id.
+    assert canonical_value("model", "meta-llama/llama-3.1-8b-instruct") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert canonical_value("model", "llama 3.1 8b") == "meta-llama/Llama-3.1-8B"

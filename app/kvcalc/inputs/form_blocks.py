@@ -212,7 +212,7 @@ FIELDS = (
     Field("also", "together", "Other servers on these GPUs", placeholder="model:Qwen/Qwen3-14B,memory-utilization:0.45",
           classes="wide", help="One set of name:value pairs per server (model, engine, engine-version, "
                                "memory-utilization, context, batch, kv-dtype, weights-dtype, tp, pp), the sets "
-                               "separated by ; (the CLI's --also). A server takes this one's GPUs and, unless it "
+                               "separated by ;. A server takes this one's GPUs and, unless it "
                                "sets its own, its engine, context and requests."),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}

@@ -654,7 +654,10 @@ def canonical_value(name: str, value):
         return value.strip().lower()
     if name == "model":
         # A preset's alias or variant is the preset's id, save a checkpoint whose weights are not
-        # the preset's: it stays as typed, for its weights are unknown (presets.resolve_model).
+        # the preset's: it stays as typed, for its weights are unknown (presets.resolve_model); and
+        # a repo id the preset lists (an Instruct release) stays that repo, which is what is served.
         match = presets.model_match_for(value)
-        return match.entry["id"] if match is not None and not match.weights_differ else value
+        if match is None or match.weights_differ:
+            return value
+        return presets.repo_alias(match.entry, value) or match.entry["id"]
     return value

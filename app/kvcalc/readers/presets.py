@@ -94,11 +94,15 @@ def preset_model(model_id: str, field: str = "model") -> Model:
     keeps the preset's shapes with its weights unknown, and says so."""
     match = resolve_model(model_id, field)
     model = _matched_model(match.entry["id"].lower(), match.note(), match.weights_differ, match.typed)
-    # A repo id listed as the preset's alias (its Instruct release, an older name) is that repo:
-    # the launch command serves what was typed, not the base model it shares its shapes with.
-    typed = model_id.strip().lower()
-    alias = next((a for a in match.entry.get("aliases", ()) if a.lower() == typed and "/" in a), None)
+    alias = repo_alias(match.entry, model_id)
     return model if alias is None else replace(model, hf_repo=alias)
+
+
+def repo_alias(entry: dict, typed: str) -> str | None:
+    """The repo id `typed` is when the preset lists it as an alias (its Instruct release, an older
+    name), as the preset spells it: that repo is served, not the base model whose shapes it shares."""
+    key = typed.strip().lower()
+    return next((a for a in entry.get("aliases", ()) if "/" in a and a.lower() == key), None)
 
 
 @lru_cache(maxsize=64)
