@@ -8,7 +8,7 @@ from kvcalc.errors import InputError
 from kvcalc.inputs.options import server_sets
 from kvcalc.reports.colocation import colocate
 from kvcalc.reports.verdict import verdict
-from kvcalc.words import plural, size
+from kvcalc.words import size
 
 from web import state
 from web.dom import lines_of, put, view
@@ -44,7 +44,7 @@ def _row(server, unit: str) -> tuple:
     evaluation = server.evaluation
     scenario = evaluation.scenario
     work = scenario.workload
-    held = "n/a" if evaluation.capacity is None else f"{plural(evaluation.capacity, 'request')} of {work.batch:,}"
+    held = "n/a" if evaluation.capacity is None else f"{evaluation.capacity:,} ({work.batch:,} asked)"
     share = "what it needs" if server.share is None else f"{float(server.share):g} of the memory"
     return ("" if evaluation.capacity is None or evaluation.capacity >= work.batch else "short", [
         (f"Server {server.number}: {scenario.model.name}", None, ""),

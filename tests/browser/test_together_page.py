@@ -44,8 +44,8 @@ def test_two_servers_on_one_h100_are_each_sized_and_together(page, site):
     rows = rows_of(page)
     assert [row[:2] for row in rows] == [["Server 1: Llama 3.1 8B", "0.45 of the memory, port 8000"],
                                          ["Server 2: Qwen3 14B", "0.45 of the memory, port 8001"]]
-    assert [row[3:] for row in rows] == [["19.54 GiB", "19 requests of 16", "35.90 GiB"],
-                                         ["6.72 GiB", "5 requests of 16", "35.90 GiB"]]
+    assert [row[3:] for row in rows] == [["19.54 GiB", "19 (16 asked)", "35.90 GiB"],
+                                         ["6.72 GiB", "5 (16 asked)", "35.90 GiB"]]
     assert rows[1][2].startswith("Does not fit") and rows[0][2].startswith("Fits")
     assert page.inner_text("#together-status") == found.together.words
     assert "7,969,311,817 B (7.42 GiB) left" in found.together.words
