@@ -270,6 +270,9 @@ def run(argv: list[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
             raw.update({k: v for k, v in again.values.items() if k not in given and k not in MODEL_INPUTS})
             reading = again
         raw.setdefault("engine", DEFAULT_ENGINE)    # nothing named one: as the page sizes, the newest vLLM
+        if raw.get("also") and reading is not None:
+            raise InputError("also", "sizes servers from their inputs, not beside a log's measured start: "
+                                     "leave out --from-log, or --also")
         if reading is not None and not any(name in raw for name in MODEL_INPUTS):
             refusal = log_flow.cli_refusal(reading)     # never sized as a model the log did not run
             if refusal is not None and failed is not None and failed.failure is not None:

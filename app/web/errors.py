@@ -23,13 +23,22 @@ _OPTION_IDS = re.compile(r"(?<![\w-])(" + "|".join(sorted((re.escape(o.name) for
 
 
 # What the engine tells a CLI user to run, as the page offers it.
-_CLI_WORDS = (("kvcalc --list-gpus lists the presets", "the GPU menu lists the presets"),)
+_CLI_WORDS = (("kvcalc --list-gpus lists the presets", "the GPU menu lists the presets"),
+              ("(kvcalc --list-models)", "(the model search lists them)"))
 
 
-def in_page_words(text: str) -> str:
-    for cli_words, page_words in _CLI_WORDS:
-        text = text.replace(cli_words, page_words)
-    return _OPTION_IDS.sub(lambda m: f"“{label(m[1])}”", text)
+def cli_words(text: str) -> str:
+    for said, page_words in _CLI_WORDS:
+        text = text.replace(said, page_words)
+    return text
+
+
+def in_page_words(text: str, field: str | None = None) -> str:
+    """The engine's message as the page says it: CLI commands as the page's controls, and the
+    inputs it names by their labels, save in the `also` field's messages, whose keys are typed
+    as they are named (engine-version:0.10.0)."""
+    text = cli_words(text)
+    return text if field == "also" else _OPTION_IDS.sub(lambda m: f"“{label(m[1])}”", text)
 
 
 def model_inputs(raw: dict) -> dict:
@@ -72,7 +81,7 @@ def show(errors, model_choice: str) -> None:
     placed, summary = {}, []
     for error in errors:
         field = _place(error.field, model_choice)
-        message = in_page_words(error.message)
+        message = in_page_words(error.message, error.field)
         if field:
             placed[field] = message if field == error.field else f"{label(error.field)}: {message}"
         summary.append(f"{label(error.field)}: {message}")

@@ -80,7 +80,8 @@ def _cells(row, figures: dict, marks: str) -> list:
 def _keys(row, figures: dict) -> list:
     """Each column's sort key, as the cells above: a number where the cell is one, None where the
     cell is "–" (last whichever the direction)."""
-    return [[figures["gpus"], figures["gpu_name"]], [row.layout.words(), figures["kv_dtype"]],
+    layout = row.layout
+    return [[figures["gpus"], figures["gpu_name"]], [layout.tp, layout.pp, layout.dp, layout.ep, figures["kv_dtype"]],
             {True: 0, None: 1, False: 2}[figures["fits"]], figures["batch"], figures["max_concurrency"],
             figures["max_context_tokens"], figures["decode_tokens_per_s"], figures["usd_per_hour"],
             figures["usd_per_million_tokens"]]

@@ -87,7 +87,9 @@ def test_the_table_is_the_engines_plan_and_a_row_chosen_is_the_single_view(page,
 # Issue 41's workload: Qwen3-235B-A22B at 10 requests/s, 1,024 output tokens each, with the user's
 # prices by family name, over four GPU types (the CLI's test, tests/planning/test_cheapest.py,
 # plans every preset): fewest GPUs 4 x MI355X (unpriced), cheapest 8 x MI300X at 8 x 2.20 = $17.60
-# an hour, the least $/M tokens of the priced rows that fit (8 x H200 $28.00, 16 x H100 $39.84).
+# an hour, the least of the priced rows that fit (8 x H200 $28.00, 16 x H100 $39.84); all serve
+# 10 x 1,024 tokens/s, so $17.60 / 36.864 M tokens an hour = $0.477 per million served. Sorted by
+# the $/M tokens column (each row's lower bound over its decode bound), it is first too.
 QWEN_PRICED = "#" + encode({"model": "Qwen/Qwen3-235B-A22B", "engine": "vllm", "rate": "10", "output-tokens": "1024",
                             "plan-gpus": "h100-sxm-80gb,h200-141gb,mi300x-192gb,mi355x-288gb",
                             "prices": "H100:2.49,H200:3.5,MI300X:2.2"})
@@ -108,7 +110,7 @@ def test_the_cheapest_and_the_fewest_are_marked_and_any_column_sorts_by_keyboard
                                                    [str(cheapest), "true", "", "cheapest"]]
     status = page.inner_text("#plan-status")
     assert f"Fewest GPUs: {result.fewest.words()}." in status
-    assert f"Cheapest: {result.cheapest.words()} at $0.474/M tokens." in status
+    assert f"Cheapest: {result.cheapest.words()} at $0.477/M tokens served ($17.60/hour)." in status
     # The needs column is each row's concurrency by Little's law, as the CLI's "needs".
     needs = page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.children[3].textContent)")
     assert needs == [f"{row.batch:,}" for row in rows]

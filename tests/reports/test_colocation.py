@@ -24,11 +24,11 @@ import pytest
 from kvcalc.errors import InputError
 from kvcalc.evaluation import evaluate
 from kvcalc.inputs.options import parse_options, server_sets
-from kvcalc.reports.colocation import colocate, colocate_raw, to_json, to_text
+from kvcalc.reports.colocation import colocate, colocate_raw, kv_bytes, requests_held, server_inputs, to_json, to_text
 from kvcalc.reports.link import decode, encode
 from kvcalc.units import GIB, MIB
 
-from support import cli
+from support import FIXTURES, cli
 
 H100_TORCH = 85_061_827_297
 SHARE_045 = 38_277_822_284
@@ -189,6 +189,11 @@ def test_llama_cpp_servers_hold_what_they_need():
         assert server.share is None
     assert found.together.fits and found.together.held_bytes == one.held_bytes + two.held_bytes
     assert (one.port, two.port) == (8080, 8081) and one.command.startswith("llama-server ")
+    # Each shows the cells it allocates for the one request it was asked for, not the KV memory
+    # its single view alone would leave it (the review found 51.82 GiB shown for a 14B).
+    assert (kv_bytes(one), kv_bytes(two)) == (1_207_959_552, 1_342_177_280)
+    assert two.evaluation.budget_bytes_per_gpu > 40 * 2 ** 30
+    assert (requests_held(one), requests_held(two)) == (1, 1)
 
 
 def test_the_exact_ideal_sums_what_each_needs_within_its_share():
@@ -237,6 +242,11 @@ def test_the_cli_repeats_also_and_refuses_in_one_line():
     assert code == 2 and err.startswith("kvcalc: error: --also: server 2: 'gpu' is not an input a server sets")
     code, out, err = cli(*ARGV, "--also", "model:Qwen/Qwen3-14B,memory-utilization:0.45", "--launch", "vllm")
     assert code == 2 and "leave out --plan, --launch and --format" in err
+    # A failed start's log is read alone: --also beside it is refused, not dropped unsaid.
+    code, out, err = cli("--from-log", str(FIXTURES / "logs" / "vllm-gpt-oss-120b-h100-refusal.log"), "--also",
+                         "model:Qwen/Qwen3-14B")
+    assert (code, out) == (2, "") and err == ("kvcalc: error: --also: sizes servers from their inputs, not beside a "
+                                              "log's measured start: leave out --from-log, or --also\n")
 
 
 def test_without_also_nothing_changes():
@@ -256,3 +266,17 @@ def test_a_link_carries_the_servers_and_the_cli_reads_it():
 def test_memory_in_use_is_the_servers_own_to_say():
     with pytest.raises(InputError, match="memory each finds in use at its start is what the servers started before"):
         colocate({**L8, "engine": "sglang", "memory-in-use-gib": "2"}, [Q14])
+
+
+def test_a_server_naming_server_1_s_engine_keeps_its_release():
+    # engine:vllm is server 1's engine: its release (0.10.0) stays; another engine drops it.
+    assert server_inputs({"engine": "vllm", "engine-version": "0.10.0"}, {"engine": "vllm"})["engine-version"] == "0.10.0"
+    assert "engine-version" not in server_inputs({"engine": "vllm", "engine-version": "0.10.0"}, {"engine": "sglang"})
+    assert server_inputs({"engine": "vllm", "engine-version": "0.10.0"}, {})["engine-version"] == "0.10.0"
+
+
+def test_an_ideal_server_beside_an_engine_s_is_weighed_on_pytorch_s_total():
+    # The ideal takes nvidia-smi's 85,520,809,984 B; vLLM sizes server 2 on PyTorch's
+    # 85,061,827,297 B. Together they are weighed on the smaller, not 458,982,687 B more.
+    found = colocate({**L8, "engine": "exact"}, [{**Q14, "engine": "vllm"}])
+    assert found.together.memory_bytes == H100_TORCH == 85_061_827_297

@@ -293,8 +293,12 @@ def _prices(text: str, name: str) -> tuple[tuple[str, Fraction], ...]:
                                    f"{_num(MAX_USD_PER_GPU_HOUR)}")
         for gpu_id in family:
             old = prices.get(gpu_id)
-            if old is not None and old[1] == len(family):
-                raise InputError(name, f"{label} is priced twice ({gpu_id})")
+            # Two names as broad as each other for one preset: the same name twice, or two that
+            # overlap ("A100 80GB" and "A100 SXM"), at different prices, cannot both be meant.
+            if old is not None and old[1] == len(family) and (typed[gpu_id] == label or old[0] != value):
+                said = f"{label} is priced twice" if typed[gpu_id] == label else \
+                    f"{typed[gpu_id]} and {label} price it differently"
+                raise InputError(name, f"{said} ({gpu_id})")
             if old is None or len(family) < old[1]:
                 prices[gpu_id] = (value, len(family))
                 typed[gpu_id] = label

@@ -32,8 +32,16 @@ def plan_json(plan: Plan) -> dict:
             "plan_everything": plan.everything,
             "plan_best": None if plan.best is None else plan.best.words(),
             "plan_fewest": _named_json(plan, plan.fewest),
-            "plan_cheapest": _named_json(plan, plan.cheapest) and {**_named_json(plan, plan.cheapest),
-                                                                   "by": plan.cheapest_by}}
+            "plan_cheapest": _cheapest_json(plan)}
+
+
+def _cheapest_json(plan: Plan) -> dict | None:
+    named = _named_json(plan, plan.cheapest)
+    if named is None:
+        return None
+    served = plan.usd_per_million_tokens_served(plan.cheapest)
+    return {**named, "by": plan.cheapest_by,
+            "usd_per_million_tokens_served": None if served is None else float(served)}
 
 
 def _named_json(plan: Plan, row: Row | None) -> dict | None:
@@ -44,10 +52,11 @@ def _named_json(plan: Plan, row: Row | None) -> dict | None:
 
 
 def cost_words(plan: Plan, row: Row) -> str:
-    """The cost the cheapest row was chosen by, in words: "$0.474/M tokens" or "$17.60/hour"."""
-    if plan.cheapest_by == "usd_per_million_tokens":
-        return f"${_usd(row.usd_per_million_tokens)}/M tokens"
-    return f"${_usd(row.usd_per_hour)}/hour"
+    """The cheapest row's cost in words: "$0.477/M tokens served ($17.60/hour)" at a rate, else
+    "$17.60/hour"."""
+    served = plan.usd_per_million_tokens_served(row)
+    hourly = f"${_usd(row.usd_per_hour)}/hour"
+    return hourly if served is None else f"${_usd(served)}/M tokens served ({hourly})"
 
 
 def row_flags(row: Row) -> list[str]:
@@ -191,7 +200,7 @@ def pointer(plan: Plan, values: dict) -> str | None:
     GPU type that fits, and the plan's best row when that is another GPU type or fewer GPUs
     ("16 x H100 (tp 8, pp 2) fits 6 requests; fewest GPUs: 8 x H200 (tp 8) fits 5 requests"),
     and with prices the cheapest row when it is none of those ("; cheapest: 8 x MI300X (tp 4,
-    dp 2, ep) fits 630 requests at $0.474/M tokens"). `values` are the single view's inputs: a
+    dp 2, ep) fits 630 requests at $0.477/M tokens served ($17.60/hour)"). `values` are the single view's inputs: a
     row that is its own deployment is never named (the verdict has just said it does not fit).
     None when nothing else fits."""
     rows = [row for row in plan.rows if row.fits and not _is_view(row, values)]

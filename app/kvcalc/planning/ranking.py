@@ -4,15 +4,16 @@ what it assumed or left out.
 
 Worked example (tests/planning/test_cheapest.py): Qwen3-235B-A22B at 10 requests/s, 1,024 output
 tokens, with H100 at $2.49, H200 at $3.50 and MI300X at $2.20 per GPU-hour. The fewest GPUs is
-4 x MI355X, unpriced; the cheapest is 8 x MI300X at $17.60/hour, the least $/M tokens of the
-fitting priced rows, ahead of 8 x H200 ($28.00) and 16 x H100 ($39.84).
+4 x MI355X, unpriced; the cheapest is 8 x MI300X at $17.60/hour, ahead of 8 x H200 ($28.00) and
+16 x H100 ($39.84): $17.60 over the 10 x 1,024 tokens/s all serve, $0.477 per million.
 """
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..readers import gpu_presets
 from .ask import Ask
-from .rows import Row, as_decimal
+from .rows import SECONDS_PER_HOUR, TOKENS_PER_MILLION, Row, as_decimal
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,8 @@ class Plan:
     rows: tuple[Row, ...]
     notes: tuple[str, ...]
     everything: bool                          # every deployment, not only the smallest per GPU type
-    rated: bool = False                       # a request rate was given: cost is per token served
+    # At a rate: what every fitting row serves, rate x output tokens per second. None: no rate.
+    served_tokens_per_s: Fraction | None = None
 
     @property
     def fewest(self) -> Row | None:
@@ -33,25 +35,32 @@ class Plan:
 
     @property
     def cheapest_by(self) -> str:
-        """What "cheapest" weighs: $/M tokens at a rate (the rows serve the same workload, so
-        the cost of a token compares them), else $/hour (without a rate the rows' decode bounds
-        are of different loads)."""
-        return "usd_per_million_tokens" if self.rated else "usd_per_hour"
+        """What "cheapest" is said in: $/M tokens served at a rate, else $/hour."""
+        return "usd_per_million_tokens_served" if self.served_tokens_per_s else "usd_per_hour"
 
     @property
     def cheapest(self) -> Row | None:
-        """The fitting priced row that costs least by `cheapest_by`; a tie goes to the row first in
-        the plan's order (fewer GPUs). None when no priced row fits."""
-        costs = [(cost, i) for i, row in enumerate(self.rows) if row.fits
-                 and (cost := getattr(row, self.cheapest_by)) is not None]
+        """The fitting priced row with the least $/hour; a tie goes to the row first in the plan's
+        order (fewer GPUs). At a rate every fitting row serves the same tokens, so the least per
+        hour is the least per token served (a row's decode bound, batch / step, overshoots the
+        rate by Little's law's rounding, which must not pick among rows of one price). None when
+        no priced row fits."""
+        costs = [(row.usd_per_hour, i) for i, row in enumerate(self.rows) if row.fits and row.usd_per_hour is not None]
         return self.rows[min(costs)[1]] if costs else None
+
+    def usd_per_million_tokens_served(self, row: Row) -> Fraction | None:
+        """The row's hour over the tokens it serves in one at the plan's rate, per million."""
+        if row.usd_per_hour is None or not self.served_tokens_per_s:
+            return None
+        return row.usd_per_hour * TOKENS_PER_MILLION / (self.served_tokens_per_s * SECONDS_PER_HOUR)
 
 
 def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
     """The plan of these rows: in order (_order), with its notes."""
     ordered = tuple(sorted(rows, key=_order(ask)))
-    plan = Plan(ordered, _notes(ask), everything, ask.rate is not None)
-    return Plan(ordered, plan.notes + _cheapest_notes(ask, plan), everything, plan.rated)
+    served = None if ask.rate is None or ask.output_tokens is None else ask.rate * ask.output_tokens
+    plan = Plan(ordered, _notes(ask), everything, served)
+    return Plan(ordered, plan.notes + _cheapest_notes(ask, plan), everything, served)
 
 
 def _notes(ask: Ask) -> tuple[str, ...]:
@@ -83,18 +92,10 @@ def _notes(ask: Ask) -> tuple[str, ...]:
 
 
 def _cheapest_notes(ask: Ask, plan: Plan) -> tuple[str, ...]:
-    """Why the plan names no cheapest row though prices were given, or what its cheapest weighed
-    when some fitting priced row could not be weighed so."""
-    if not ask.prices or not any(row.fits for row in plan.rows):
+    """Why the plan names no cheapest row though prices were given."""
+    if not ask.prices or not any(row.fits for row in plan.rows) or plan.cheapest is not None:
         return ()
-    priced = [row for row in plan.rows if row.fits and row.usd_per_hour is not None]
-    if not priced:
-        return ("no fitting row has a price, so none is named cheapest: price a GPU of a row that fits",)
-    unweighed = [row for row in priced if getattr(row, plan.cheapest_by) is None]
-    if unweighed:
-        return (f"cheapest leaves out {', '.join(row.words() for row in unweighed)}: no decode bound, so no $/M "
-                "tokens",)
-    return ()
+    return ("no fitting row has a price, so none is named cheapest: price a GPU of a row that fits",)
 
 
 def _order(ask: Ask):

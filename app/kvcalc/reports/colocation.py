@@ -98,7 +98,8 @@ def server_inputs(first: dict, own: dict) -> dict:
     engine, release, context and batch unless it sets its own, and its own values."""
     out = {k: first[k] for k in SHARED_KEYS if k in first}
     for key in INHERITED_KEYS:
-        if key in first and key not in own and not (key == "engine-version" and "engine" in own):
+        if key in first and key not in own and not (key == "engine-version" and own.get("engine", first.get("engine"))
+                                                     != first.get("engine")):
             out[key] = first[key]
     out.update(own)
     return out
@@ -131,8 +132,9 @@ def colocate(raw: dict, also: list[dict]) -> Colocation:
         rule = engine_sharing(module, scenario)
         if rule.refusal:
             raise InputError("engine-version" if number == 1 else "also", f"server {number}: {rule.refusal}")
-        if memory is None:
-            memory = _memory(evaluation)
+        # The smallest base any server is sized on: PyTorch's total where an engine sizes one,
+        # which is under nvidia-smi's that the exact ideal takes.
+        memory = _memory(evaluation) if memory is None else min(memory, _memory(evaluation))
         if rule.in_use_option and number > 1:
             if in_use + rule.context_bytes >= memory:
                 raise InputError("also", f"server {number}: the servers before it hold {size(in_use)} of each GPU's "
@@ -225,6 +227,24 @@ def _held(evaluation: Evaluation, module, rule: Sharing) -> int:
     return (needs if bar["usable"] is None else min(needs, bar["usable"])) + rule.context_bytes
 
 
+def kv_bytes(server: Server) -> int | None:
+    """Its cache per GPU as it runs beside the others: the KV memory its share leaves, or, for a
+    server that holds what it needs, the cache it allocates (its own single view's budget would be
+    the whole GPU, as if alone)."""
+    if server.sharing.share_of != "needs":
+        return server.evaluation.budget_bytes_per_gpu
+    return memory_bar(server.evaluation, server.evaluation.scenario).get("kv")
+
+
+def requests_held(server: Server) -> int | None:
+    """The requests its cache holds at once: its single view's, and for a server that holds what it
+    needs, no more than it was asked for (it allocates those, not the GPU's worth)."""
+    capacity = server.evaluation.capacity
+    if server.sharing.share_of == "needs" and capacity is not None:
+        return min(capacity, server.evaluation.scenario.workload.batch)
+    return capacity
+
+
 def _launches(servers: list) -> list[tuple]:
     """(port, command, notes) per server: its engine's launch command, each on its own --port (the
     engine's default, then the next one free)."""
@@ -298,11 +318,11 @@ def to_text(colocation: Colocation, unit: str = "gib") -> str:
         evaluation = server.evaluation
         work = evaluation.scenario.workload
         judged = verdict(evaluation.scenario, evaluation, unit)
-        capacity = evaluation.capacity
+        capacity = requests_held(server)
         holds = "n/a" if capacity is None else plural(capacity, "request")
         lines += [f"Server {server.number}: {_label(server)}",
                   f"  Verdict     {judged.sentence}",
-                  f"  KV memory   {size(evaluation.budget_bytes_per_gpu, unit)} per GPU: holds {holds} of "
+                  f"  KV memory   {size(kv_bytes(server), unit)} per GPU: holds {holds} of "
                   f"{work.context_tokens:,} tokens at once (asked {work.batch:,})",
                   f"  Holds       {size(server.held_bytes, unit)} per GPU once started"
                   + (f" (with {size(server.in_use_bytes, unit)} in use before it)" if server.number > 1 else ""),
