@@ -518,6 +518,10 @@ def test_a_familys_name_reaches_no_mig_instance():
     ("H100 5g.50gb", "gpu: 'H100 5g.50gb': no H100 preset has MIG profile 5g.50gb; h100-sxm-80gb has 1g.10gb, "
                      "1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb; h100-nvl-94gb has 1g.12gb, 1g.24gb, 2g.24gb, "
                      "3g.47gb, 4g.47gb, 7g.94gb"),
+    # No GPU has a 9g profile: still the profiles it has, the text quoted as typed (the review
+    # found "unknown GPU 'h100 9g.90gb'", its "mig" gone and no profile named).
+    ("h100 sxm mig 9g.90gb", "gpu: 'h100 sxm mig 9g.90gb': h100-sxm-80gb has no MIG profile 9g.90gb; its profiles "
+                             "are 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"),
     # Two GPUs' profile of one name: did you mean.
     ("1g.23gb", "gpu: '1g.23gb' fits 2 GPU presets; did you mean b200-180gb-mig-1g-23gb, gb200-186gb-mig-1g-23gb?"),
 ])

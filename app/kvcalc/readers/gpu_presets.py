@@ -237,7 +237,7 @@ def _gpu_refusal(typed: str, field: str, candidates: list[str], fits: bool) -> I
 
 # A MIG profile as typed: "3g.40gb", an id's "3g-40gb", "3g 40gb" ("+me", the media engines, changes neither
 # memory nor SMs: the same preset); the word "mig" alone says an instance is meant too.
-_MIG_TYPED = re.compile(r"\b([1-7])g\s{0,3}[.\-]?\s{0,3}(\d{1,3})\s{0,3}gb(?:\s{0,3}\+\s{0,3}me)?(?![a-z0-9])", re.I)
+_MIG_TYPED = re.compile(r"\b(\d{1,2})g\s{0,3}[.\-]?\s{0,3}(\d{1,3})\s{0,3}gb(?:\s{0,3}\+\s{0,3}me)?(?![a-z0-9])", re.I)
 _MIG_WORD = re.compile(r"\bmig\b", re.I)
 
 
