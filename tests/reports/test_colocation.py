@@ -280,3 +280,11 @@ def test_an_ideal_server_beside_an_engine_s_is_weighed_on_pytorch_s_total():
     # 85,061,827,297 B. Together they are weighed on the smaller, not 458,982,687 B more.
     found = colocate({**L8, "engine": "exact"}, [{**Q14, "engine": "vllm"}])
     assert found.together.memory_bytes == H100_TORCH == 85_061_827_297
+
+
+def test_a_later_server_whose_layout_misses_the_shared_gpu_count_is_told_to_fix_its_own():
+    with pytest.raises(InputError) as e:
+        colocate({**L8, "gpus": "2", "memory-utilization": "0.4"}, [{**Q14, "tp": "1", "memory-utilization": "0.4"}])
+    assert e.value.field == "also"
+    assert e.value.message == ("server 2: gpus: gpus=2 does not equal tp x pp = 1 x 1; use 1 GPU or change tp (gpus is "
+                               "every server's, from server 1: set this server's own inputs to match it)")

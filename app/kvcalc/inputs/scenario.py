@@ -22,6 +22,7 @@ from ..readers.config_shapes import config_shapes
 from ..readers.quantized_bytes import with_typed_weights
 from ..readers.text_only import without_tower
 from ..precision import Precision, precision
+from ..words import plural
 from ..sizing import Deployment, Workload
 from ..units import GIB, ceil_div
 
@@ -422,7 +423,7 @@ def _deployment(values: dict, model: Model) -> Deployment:
             model.check_parallel(tp, pp)       # suggest a GPU count only for a tp that works
             layout = f"tp x pp x dp = {tp} x {pp} x {dp}" if dp > 1 else f"tp x pp = {tp} x {pp}"
             raise InputError("gpus", f"gpus={values['gpus']} does not equal {layout}; "
-                                     f"use {tp * pp * dp} GPUs or change tp")
+                                     f"use {plural(tp * pp * dp, 'GPU')} or change tp")
     else:
         gpus = values.get("gpus", 1)
         if engines.member(engines.REGISTRY.get(values.get("engine")), "SPLITS_LAYERS") and gpus % dp == 0:

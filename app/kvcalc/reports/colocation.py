@@ -160,8 +160,11 @@ def _evaluated(values: dict, number: int) -> Evaluation:
     evaluation = evaluate(values)
     if evaluation.errors:
         e = evaluation.errors[0]
+        # A shared input (the GPU count) is server 1's: a later server fixes its own instead.
+        shared = f" ({e.field} is every server's, from server 1: set this server's own inputs to match it)" \
+            if number > 1 and e.field in SHARED_KEYS else ""
         raise InputError(e.field if number == 1 else "also",
-                         f"server {number}: " + (e.message if number == 1 else f"{e.field}: {e.message}"))
+                         f"server {number}: " + (e.message if number == 1 else f"{e.field}: {e.message}{shared}"))
     if evaluation.result.gpu_memory_bytes is None:
         raise InputError("gpu", "servers sharing a GPU need its memory: give --gpu or --gpu-memory-gib")
     return evaluation
