@@ -168,6 +168,10 @@ def test_sglang_sizes_a_later_server_in_what_the_earlier_leave_free():
     assert two.evaluation.engine == evaluate({**first, "model": "Qwen/Qwen3-14B", "memory-utilization": "0.8",
                                               "memory-in-use-gib": Fraction(34_679_042_342, GIB)}).engine
     assert found.together.fits and found.together.held_bytes == 74_985_270_306
+    # What server 1's fraction leaves free holds its CUDA graphs and activations, not sized here.
+    assert found.together.words.endswith(" Not counted: the CUDA graphs and activations of server 1, in the memory "
+                                         "its fraction leaves free, which the servers started after it then do not "
+                                         "find.")
     assert (one.port, two.port) == (30000, 30001)
     # At 0.45 each, server 2's 0.45 of what is left does not hold Qwen3 14B's weights: its own refusal.
     with pytest.raises(InputError, match=r"server 2 \(Qwen3 14B\): Does not fit: SGLang will not start.* sized with "

@@ -290,6 +290,13 @@ def _together(servers: tuple[Server, ...], memory: int) -> Together:
         words += "".join(f" Server {s.number} ({s.evaluation.scenario.model.name}) holds "
                          f"{plural(s.evaluation.capacity, 'request')} of the {s.evaluation.scenario.workload.batch:,} "
                          "asked at once: the rest wait." for s in waiting)
+        # A fraction of what is free leaves the server's CUDA graphs and activations in the rest,
+        # unsized here: a server started after it finds that much less, so the fit is not sure.
+        unsized = [s.number for s in servers[:-1] if s.sharing.share_of == "free"]
+        if unsized:
+            words += (f" Not counted: the CUDA graphs and activations of server{'s' * (len(unsized) > 1)} "
+                      f"{', '.join(map(str, unsized))}, in the memory its fraction leaves free, which the servers "
+                      "started after it then do not find.")
         return Together(True, memory, held, None, words, notes, tuple(s.number for s in waiting))
     short = next(s for s in servers if s.in_use_bytes + s.held_bytes > memory)
     left = max(0, memory - short.in_use_bytes)
