@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from ..readers import gpu_presets
 from .ask import Ask
-from .rows import SECONDS_PER_HOUR, TOKENS_PER_MILLION, Row, as_decimal
+from .rows import Row, as_decimal, usd_per_million_tokens
 
 
 @dataclass(frozen=True)
@@ -50,17 +50,14 @@ class Plan:
 
     def usd_per_million_tokens_served(self, row: Row) -> Fraction | None:
         """The row's hour over the tokens it serves in one at the plan's rate, per million."""
-        if row.usd_per_hour is None or not self.served_tokens_per_s:
-            return None
-        return row.usd_per_hour * TOKENS_PER_MILLION / (self.served_tokens_per_s * SECONDS_PER_HOUR)
+        return usd_per_million_tokens(row.usd_per_hour, self.served_tokens_per_s)
 
 
 def finish(ask: Ask, rows: list, everything: bool = False) -> Plan:
     """The plan of these rows: in order (_order), with its notes."""
     ordered = tuple(sorted(rows, key=_order(ask)))
     served = None if ask.rate is None or ask.output_tokens is None else ask.rate * ask.output_tokens
-    plan = Plan(ordered, _notes(ask), everything, served)
-    return Plan(ordered, plan.notes + _cheapest_notes(ask, plan), everything, served)
+    return Plan(ordered, _notes(ask) + _cheapest_notes(ask, ordered), everything, served)
 
 
 def _notes(ask: Ask) -> tuple[str, ...]:
@@ -91,9 +88,10 @@ def _notes(ask: Ask) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _cheapest_notes(ask: Ask, plan: Plan) -> tuple[str, ...]:
-    """Why the plan names no cheapest row though prices were given."""
-    if not ask.prices or not any(row.fits for row in plan.rows) or plan.cheapest is not None:
+def _cheapest_notes(ask: Ask, rows: tuple[Row, ...]) -> tuple[str, ...]:
+    """Why the plan names no cheapest row though prices were given: rows fit, none of them priced."""
+    fitting = [row for row in rows if row.fits]
+    if not ask.prices or not fitting or any(row.usd_per_hour is not None for row in fitting):
         return ()
     return ("no fitting row has a price, so none is named cheapest: price a GPU of a row that fits",)
 

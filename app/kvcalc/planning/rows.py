@@ -19,6 +19,13 @@ SECONDS_PER_HOUR = 3600
 TOKENS_PER_MILLION = 10 ** 6
 
 
+def usd_per_million_tokens(usd_per_hour: Fraction | None, tokens_per_s: Fraction | None) -> Fraction | None:
+    """An hour's price over the tokens of that hour, per million; None without either."""
+    if usd_per_hour is None or not tokens_per_s:
+        return None
+    return usd_per_hour * TOKENS_PER_MILLION / (tokens_per_s * SECONDS_PER_HOUR)
+
+
 @dataclass(frozen=True)
 class Row:
     """One deployment, as the single view sizes it."""
@@ -47,9 +54,7 @@ class Row:
     @property
     def usd_per_million_tokens(self) -> Fraction | None:
         """A lower bound on the cost of output tokens: the hour's price over the decode bound."""
-        if self.usd_per_hour is None or not self.decode_tokens_per_s:
-            return None
-        return self.usd_per_hour * TOKENS_PER_MILLION / (self.decode_tokens_per_s * SECONDS_PER_HOUR)
+        return usd_per_million_tokens(self.usd_per_hour, self.decode_tokens_per_s)
 
     def form_values(self) -> dict:
         """The deployment's inputs as a form holds them (text), to apply the row to the form. The
