@@ -21,6 +21,11 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
+def listed(items: list[str]) -> str:
+    """Items in a sentence: "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def rate(value: float) -> str:
     """A rate readable at any size: grouped digits, or three significant ones below 10."""
     return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import InputError
+from ..words import listed
 from .presets import SHOWN_CANDIDATES, read_data, shown_id, typed_id
 
 
@@ -263,23 +264,19 @@ def _mig_match(typed: str, field: str) -> list[str] | None:
     parents = [gpu_id for gpu_id in parents if gpu_id in with_mig]
     if not parents:
         wrong = f"{named} has no MIG presets" if len(named.split()) == 1 else f"the {rest} presets have no MIG presets"
-        return _mig_refusal(field, typed, wrong, f"the MIG presets are of {_listed(with_mig)}")
+        raise _mig_refusal(field, typed, wrong, f"the MIG presets are of {listed(with_mig)}")
     chosen = [g.id for g in gpus().values() if g.mig_of in parents and profile in (None, g.mig_profile)]
     if not chosen:
         has = "; ".join(f"{gpu_id} has {', '.join(mig_profiles(gpu_id))}" for gpu_id in parents)
         if len(parents) == 1:
-            return _mig_refusal(field, typed, f"{parents[0]} has no MIG profile {profile}", f"its profiles are "
+            raise _mig_refusal(field, typed, f"{parents[0]} has no MIG profile {profile}", f"its profiles are "
                                 f"{', '.join(mig_profiles(parents[0]))}")
-        return _mig_refusal(field, typed, f"{named} has MIG profile {profile}", has)
+        raise _mig_refusal(field, typed, f"{named} has MIG profile {profile}", has)
     return chosen
 
 
-def _listed(ids: list[str]) -> str:
-    return ", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1 else "".join(ids)
-
-
-def _mig_refusal(field: str, typed: str, wrong: str, allowed: str):
-    raise InputError(field, f"{shown_id(typed)}: {wrong}; {allowed}")
+def _mig_refusal(field: str, typed: str, wrong: str, allowed: str) -> InputError:
+    return InputError(field, f"{shown_id(typed)}: {wrong}; {allowed}")
 
 
 def gpu(gpu_id: str, field: str = "gpu", device: bool = False) -> GPU:

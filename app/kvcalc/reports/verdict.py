@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..engines import REGISTRY, title
 from ..engines.result import BudgetSource
 from ..serving import offload, prefix_hits
-from ..words import plural, size
+from ..words import listed as in_words, plural, size
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,7 @@ def _beside(scenario, unit: str) -> str:
     listed = [f"{words[name]} ({size(n, unit)})" for name, n in parts if not (projector and name == "encoder")]
     said = ""
     if listed:
-        joined = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
-        said = f"; beside its share of the model's weights each GPU holds {joined}"
+        said = f"; beside its share of the model's weights each GPU holds {in_words(listed)}"
     if projector:
         said += f"; the first GPU also holds the multimodal projector (--mmproj, {size(dict(parts)['encoder'], unit)})"
     return said
