@@ -43,7 +43,7 @@ from ..evaluation import Evaluation, evaluate, sized_as
 from ..inputs.options import SERVER_SEPARATOR, parse_options, server_sets
 from ..serving.launch import launch
 from ..units import GIB
-from ..words import plural, size
+from ..words import listed, plural, size
 from .memory_bar import memory_bar
 from .report import to_json as single_json
 from .verdict import verdict
@@ -285,17 +285,18 @@ def _together(servers: tuple[Server, ...], memory: int) -> Together:
                  f"({size(memory)}), {memory - held:,} B ({size(memory - held)}) left.")
         # Started together is not serving what each was asked: a server whose cache holds fewer
         # requests than its batch says so here too, not only in its own block.
-        waiting = [s for s in servers if s.evaluation.capacity is not None
-                   and s.evaluation.capacity < s.evaluation.scenario.workload.batch]
+        held_of = {s.number: requests_held(s) for s in servers}
+        waiting = [s for s in servers if held_of[s.number] is not None
+                   and held_of[s.number] < s.evaluation.scenario.workload.batch]
         words += "".join(f" Server {s.number} ({s.evaluation.scenario.model.name}) holds "
-                         f"{plural(s.evaluation.capacity, 'request')} of the {s.evaluation.scenario.workload.batch:,} "
+                         f"{plural(held_of[s.number], 'request')} of the {s.evaluation.scenario.workload.batch:,} "
                          "asked at once: the rest wait." for s in waiting)
         # A fraction of what is free leaves the server's CUDA graphs and activations in the rest,
         # unsized here: a server started after it finds that much less, so the fit is not sure.
         unsized = [s.number for s in servers[:-1] if s.sharing.share_of == "free"]
         if unsized:
             words += (f" Not counted: the CUDA graphs and activations of server{'s' * (len(unsized) > 1)} "
-                      f"{', '.join(map(str, unsized))}, in the memory its fraction leaves free, which the servers "
+                      f"{listed([str(n) for n in unsized])}, in the memory its fraction leaves free, which the servers "
                       "started after it then do not find.")
         return Together(True, memory, held, None, words, notes, tuple(s.number for s in waiting))
     short = next(s for s in servers if s.in_use_bytes + s.held_bytes > memory)
