@@ -186,7 +186,6 @@ LOG_FIGURES = (("kv_cache_mib", "KV cache size (its KV buffers)", printing.our_c
                ("kv_layers", "KV cache layers", printing.our_cache_layers, 0, "layers"))
 
 
-
 def sharing(scenario) -> Sharing:
     """How a llama-server shares a GPU: it allocates what it needs (its weights, the cells of -c,
     its compute buffers) and no share of the memory, so servers fit together when what each holds
